@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestEffectiveCommand(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		stdin      string
+		wantCode   int
+		wantOut    string // JSON, compared structurally
+		wantErrSub string
+	}{
+		{name: "seed scenario 1", args: []string{"effective", "-f", "../../examples/pods/scenario1-init30-app4.yaml"},
+			wantOut: `{"effective":{"gpu":1,"gpumem":30720,"gpucores":0},"containers":[
+				{"name":"convert-weights","role":"init","gpu":1,"gpumem":30720,"gpucores":0},
+				{"name":"server","role":"app","gpu":1,"gpumem":4096,"gpucores":0}],"unresolved":[]}`},
+		{name: "seed scenario 2", args: []string{"effective", "-f", "../../examples/pods/scenario2-init20-app10.yaml"},
+			wantOut: `{"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"containers":[
+				{"name":"convert-weights","role":"init","gpu":1,"gpumem":20480,"gpucores":0},
+				{"name":"server","role":"app","gpu":1,"gpumem":10240,"gpucores":0}],"unresolved":[]}`},
+		{name: "sidecar", args: []string{"effective", "--f", "../../examples/pods/sidecar.yaml"},
+			wantOut: `{"effective":{"gpu":2,"gpumem":14336,"gpucores":0},"containers":[
+				{"name":"metrics-proxy","role":"sidecar","gpu":1,"gpumem":2048,"gpucores":0},
+				{"name":"prepare","role":"init","gpu":1,"gpumem":12288,"gpucores":0},
+				{"name":"app","role":"app","gpu":1,"gpumem":8192,"gpucores":0}],"unresolved":[]}`},
+		{name: "memory factor from a HAMi config, applied once",
+			args:  []string{"effective", "-f", "-", "--config", "../../examples/config/memory-factor-1024.yaml"},
+			stdin: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"2","nvidia.com/gpumem":"20"}}}]}}`,
+			wantOut: `{"effective":{"gpu":2,"gpumem":40960,"gpucores":0},"containers":[
+				{"name":"c","role":"app","gpu":2,"gpumem":40960,"gpucores":0}],"unresolved":[]}`},
+		{name: "percentage unresolved", args: []string{"effective", "-f", "../../examples/pods/percentage.yaml"},
+			wantOut: `{"effective":{"gpu":1,"gpumem":0,"gpucores":0},"containers":[{"name":"notebook","role":"app","gpu":1,"gpumem":0,"gpucores":0}],
+				"unresolved":["container \"notebook\": memory is 50% of a device whose size is unknown (pass --device-memory MiB); its gpumem is not counted"]}`},
+		{name: "percentage resolved", args: []string{"effective", "-f", "../../examples/pods/percentage.yaml", "--device-memory", "24576"},
+			wantOut: `{"effective":{"gpu":1,"gpumem":12288,"gpucores":0},"containers":[{"name":"notebook","role":"app","gpu":1,"gpumem":12288,"gpucores":0}],"unresolved":[]}`},
+		{name: "first pod of a multi-document stream", args: []string{"effective", "-f", "-"},
+			stdin: "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: first}\nspec: {containers: [{name: c, resources: {limits: {nvidia.com/gpumem: 100}}}]}\n---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: second}\nspec: {containers: [{name: c, resources: {limits: {nvidia.com/gpumem: 999}}}]}\n",
+			wantOut: `{"effective":{"gpu":1,"gpumem":100,"gpucores":0},"containers":[{"name":"c","role":"app","gpu":1,"gpumem":100,"gpucores":0}],"unresolved":[]}`},
+		{name: "invalid request", args: []string{"effective", "-f", "../../examples/pods/invalid.yaml"}, wantCode: 2,
+			wantErrSub: `gpuadmit effective: pod "broken": invalid GPU request: container "app": nvidia.com/gpumem "1500m": must be a whole number; container "app": nvidia.com/gpucores "150": must be within 0..100`},
+		{name: "missing file", args: []string{"effective", "-f", "nope.yaml"}, wantCode: 2, wantErrSub: "open nope.yaml: no such file"},
+		{name: "no pod in input", args: []string{"effective", "-f", "-"}, stdin: "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\n",
+			wantCode: 2, wantErrSub: "-: no Pod found"},
+		{name: "garbage input", args: []string{"effective", "-f", "-"}, stdin: "{{{", wantCode: 2, wantErrSub: "document 1: not valid YAML or JSON"},
+		{name: "bad config", args: []string{"effective", "-f", "../../examples/pods/scenario2-init20-app10.yaml", "--config", "../../examples/pods/invalid.yaml"},
+			wantCode: 2, wantErrSub: `unknown top-level key "apiVersion"`},
+		{name: "no -f", args: []string{"effective"}, wantCode: 2, wantErrSub: "usage: gpuadmit effective -f POD.yaml"},
+		{name: "negative device memory", args: []string{"effective", "-f", "x", "--device-memory", "-1"}, wantCode: 2, wantErrSub: "--device-memory must be >= 0"},
+		{name: "unknown flag", args: []string{"effective", "--bogus"}, wantCode: 2, wantErrSub: "flag provided but not defined: -bogus"},
+		{name: "unknown command", args: []string{"effectiv"}, wantCode: 2, wantErrSub: `unknown command "effectiv"`},
+		{name: "no command", args: nil, wantCode: 2, wantErrSub: "Usage:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(tt.args, strings.NewReader(tt.stdin), &out, &errOut)
+			if code != tt.wantCode {
+				t.Fatalf("exit code %d, want %d; stderr: %s", code, tt.wantCode, errOut.String())
+			}
+			if tt.wantErrSub != "" && !strings.Contains(errOut.String(), tt.wantErrSub) {
+				t.Errorf("stderr %q does not contain %q", errOut.String(), tt.wantErrSub)
+			}
+			if tt.wantOut != "" {
+				var got, want any
+				if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+					t.Fatalf("stdout is not JSON: %v\n%s", err, out.String())
+				}
+				if err := json.Unmarshal([]byte(tt.wantOut), &want); err != nil {
+					t.Fatal(err)
+				}
+				g, _ := json.Marshal(got)
+				w, _ := json.Marshal(want)
+				if string(g) != string(w) {
+					t.Errorf("stdout\n%s\nwant\n%s", g, w)
+				}
+			}
+			if tt.wantCode != 0 && out.Len() != 0 {
+				t.Errorf("stdout not empty on error: %s", out.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,59 @@
+// Command gpuadmit is the command-line tool for policy authors and operators:
+// it computes, offline, the numbers the admission webhook computes online.
+//
+//	gpuadmit effective -f POD.yaml [--config CFG] [--device-memory MiB]
+//
+// Output is JSON on stdout; errors go to stderr with exit code 2.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `gpuadmit: GPU admission policy tool
+
+Usage:
+  gpuadmit effective -f POD.yaml [--config CFG] [--device-memory MiB]
+      Print the pod's effective GPU demand (max of steady state and init peak).
+
+Manifests may be YAML or JSON, a single object, a List or a multi-document
+stream ("-" reads standard input). Exit codes: 0 ok, 2 bad input or error.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run executes one command line and returns the process exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "effective":
+		return runEffective(args[1:], stdin, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "gpuadmit: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}
+
+// fail prints err to stderr and returns exit code 2.
+func fail(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "gpuadmit %s: %v\n", cmd, err)
+	return 2
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

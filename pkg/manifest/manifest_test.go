@@ -1,0 +1,85 @@
+package manifest_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpuadmit/gpuadmit/pkg/manifest"
+)
+
+const podYAML = `apiVersion: v1
+kind: Pod
+metadata: {name: p1, namespace: a}
+spec:
+  containers:
+  - name: c
+    resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: "2048"}}
+`
+
+func TestRead(t *testing.T) {
+	tests := []struct {
+		name                 string
+		in                   string
+		pods, nodes, quotas  int
+		skipped              int
+		firstPod, wantErrSub string
+	}{
+		{name: "single YAML pod", in: podYAML, pods: 1, firstPod: "p1"},
+		{name: "JSON pod", in: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"},"spec":{"containers":[{"name":"c"}]}}`, pods: 1, firstPod: "j"},
+		{name: "multi-document stream with empty documents", in: "---\n" + podYAML + "---\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
+			pods: 1, nodes: 1, skipped: 1, firstPod: "p1"},
+		{name: "kubectl List", in: `apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ResourceQuota
+  metadata: {name: q, namespace: a}
+  spec: {hard: {limits.nvidia.com/gpumem: "24576"}}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: p2, namespace: a}
+  spec: {containers: [{name: c}]}
+`, pods: 1, quotas: 1, firstPod: "p2"},
+		{name: "PodList", in: `{"apiVersion":"v1","kind":"PodList","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"}},{"apiVersion":"v1","kind":"Pod","metadata":{"name":"y"}}]}`,
+			pods: 2, firstPod: "x"},
+		{name: "empty input", in: ""},
+		{name: "bad quantity names container and resource", in: strings.Replace(podYAML, `"2048"`, `"lots"`, 1),
+			wantErrSub: `document 1 (Pod a/p1): container "c": resources.limits["nvidia.com/gpumem"] "lots": not a quantity`},
+		{name: "missing kind", in: "metadata: {name: x}\n", wantErrSub: `document 1: not a Kubernetes object: missing "kind"`},
+		{name: "broken YAML", in: "apiVersion: v1\nkind: Pod\nmetadata: [\n", wantErrSub: "document 1: not valid YAML or JSON"},
+		{name: "wrong field type", in: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: 3}\n", wantErrSub: "document 1 (Pod p): json: cannot unmarshal number"},
+		{name: "error in a list item", in: `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"}},{"metadata":{}}]}`,
+			wantErrSub: `document 1, List item 1: not a Kubernetes object: missing "kind"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs, err := manifest.Read(strings.NewReader(tt.in))
+			if tt.wantErrSub != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErrSub) {
+					t.Fatalf("error = %v, want %q", err, tt.wantErrSub)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(objs.Pods) != tt.pods || len(objs.Nodes) != tt.nodes || len(objs.Quotas) != tt.quotas || objs.Skipped != tt.skipped {
+				t.Fatalf("got %d pods, %d nodes, %d quotas, %d skipped", len(objs.Pods), len(objs.Nodes), len(objs.Quotas), objs.Skipped)
+			}
+			if tt.firstPod != "" && objs.Pods[0].Name != tt.firstPod {
+				t.Errorf("first pod = %s", objs.Pods[0].Name)
+			}
+		})
+	}
+}
+
+func TestReadQuantities(t *testing.T) {
+	objs, err := manifest.Read(strings.NewReader(podYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := objs.Pods[0].Spec.Containers[0].Resources.Limits["nvidia.com/gpumem"]
+	if q.Value() != 2048 {
+		t.Errorf("gpumem = %s", q.String())
+	}
+}
