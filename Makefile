@@ -3,6 +3,8 @@ SHELL := /usr/bin/env bash
 GO ?= go
 BIN := $(CURDIR)/bin
 export GOFLAGS ?= -buildvcs=false
+# go-nvml's nvml.h declares deprecated functions; keep cgo builds quiet.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
 .PHONY: all build test unit lint fmt vet staticcheck bench fuzz demo clean
 
