@@ -18,6 +18,9 @@ const usage = `gpuadmit: GPU admission policy tool
 Usage:
   gpuadmit effective -f POD.yaml [--config CFG] [--device-memory MiB]
       Print the pod's effective GPU demand (max of steady state and init peak).
+  gpuadmit usage --state STATE.yaml [--config CFG]
+      Print GPU usage per namespace (with quota limits) and per device, from
+      the Pods, Nodes and ResourceQuotas of a 'kubectl get -o yaml' dump.
 
 Manifests may be YAML or JSON, a single object, a List or a multi-document
 stream ("-" reads standard input). Exit codes: 0 ok, 2 bad input or error.
@@ -36,6 +39,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "effective":
 		return runEffective(args[1:], stdin, stdout, stderr)
+	case "usage":
+		return runUsage(args[1:], stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,138 @@
+package cache
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/pkg/devices"
+)
+
+func TestNodeCapacity(t *testing.T) {
+	agent, err := devices.EncodeNodeDevices([]devices.Device{dev("GPU-agent", 24576)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hami, err := devices.EncodeHAMiNodeRegister([]devices.Device{dev("GPU-hami", 81920), dev("GPU-hami2", 40960)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		wantSource  string
+		wantDevices []string
+		wantMax     int64
+		wantProblem bool
+	}{
+		{"gpuadmit annotation", map[string]string{devices.NodeDevicesAnnotation: agent},
+			devices.NodeDevicesAnnotation, []string{"GPU-agent"}, 24576, false},
+		{"HAMi registration", map[string]string{devices.HAMiNodeRegisterAnnotation: hami},
+			devices.HAMiNodeRegisterAnnotation, []string{"GPU-hami", "GPU-hami2"}, 81920, false},
+		{"HAMi legacy registration", map[string]string{devices.HAMiNodeRegisterAnnotation: "GPU-l,10,16384,100,NVIDIA-T4,0,true:"},
+			devices.HAMiNodeRegisterAnnotation, []string{"GPU-l"}, 16384, false},
+		{"gpuadmit annotation preferred over HAMi's",
+			map[string]string{devices.NodeDevicesAnnotation: agent, devices.HAMiNodeRegisterAnnotation: hami},
+			devices.NodeDevicesAnnotation, []string{"GPU-agent"}, 24576, false},
+		{"malformed: reported, no known devices", map[string]string{devices.NodeDevicesAnnotation: `[{"uuid":"GPU-x"`},
+			devices.NodeDevicesAnnotation, nil, 0, true},
+		{"malformed HAMi: reported", map[string]string{devices.HAMiNodeRegisterAnnotation: "garbage"},
+			devices.HAMiNodeRegisterAnnotation, nil, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLedger(t)
+			l.UpsertNode(annotatedNode("n1", map[string]string{"gpu": "yes"}, tt.annotations))
+			l.UpsertNode(annotatedNode("cpu-only", nil, nil))
+			c := l.Capacity()
+			if len(c.Nodes) != 1 {
+				t.Fatalf("capacity nodes = %v, want only n1 (CPU-only nodes are left out)", c.Nodes)
+			}
+			n := c.Nodes["n1"]
+			var ids []string
+			for _, d := range n.Devices {
+				ids = append(ids, d.UUID)
+			}
+			if n.Source != tt.wantSource || !slices.Equal(ids, tt.wantDevices) || n.MaxDeviceMemMiB != tt.wantMax ||
+				(len(n.Problems) > 0) != tt.wantProblem || n.Labels["gpu"] != "yes" {
+				t.Errorf("got %+v", n)
+			}
+			if tt.wantProblem {
+				if p := l.Snapshot().Problems; len(p) != 1 || p[0].Kind != ProblemNode || p[0].Key != tt.wantSource {
+					t.Errorf("snapshot problems = %v", p)
+				}
+			}
+		})
+	}
+}
+
+func TestCapacityIsCachedAndRebuilt(t *testing.T) {
+	l := newLedger(t)
+	l.UpsertNode(gpuNode(t, "n1", map[string]string{"zone": "a"}, dev("GPU-1", 24576)))
+	c1 := l.Capacity()
+	l.UpsertNode(gpuNode(t, "n1", map[string]string{"zone": "a"}, dev("GPU-1", 24576))) // unchanged: resync
+	if c2 := l.Capacity(); c2 != c1 {
+		t.Errorf("an unchanged node must not rebuild the capacity")
+	}
+	l.UpsertNode(gpuNode(t, "n1", map[string]string{"zone": "b"}, dev("GPU-1", 24576)))
+	c3 := l.Capacity()
+	if c3 == c1 || c3.Nodes["n1"].Labels["zone"] != "b" || c1.Nodes["n1"].Labels["zone"] != "a" {
+		t.Errorf("a label change must rebuild the capacity and leave older snapshots alone")
+	}
+	if got := c3.MaxDeviceMemMiB(func(lb map[string]string) bool { return lb["zone"] == "a" }); got != 0 {
+		t.Errorf("no node in zone a: max %d, want 0", got)
+	}
+	if got := c3.MaxDeviceMemMiB(nil); got != 24576 {
+		t.Errorf("max over all nodes %d, want 24576", got)
+	}
+	l.DeleteNode("n1")
+	if c := l.Capacity(); len(c.Nodes) != 0 {
+		t.Errorf("after delete: %v", c.Nodes)
+	}
+}
+
+// TestPercentagesFollowTheBoundNode: memory given as a percentage resolves
+// against the bound node's largest device, is unresolved while that is
+// unknown, and follows changes of the node.
+func TestPercentagesFollowTheBoundNode(t *testing.T) {
+	l := newLedger(t)
+	pending := testpod.New("pending").NS("ns").App("a", gpu(1), pct(50)).Build()
+	bound := testpod.New("bound").NS("ns").App("a", gpu(1), pct(50)).Node("n1").Build()
+	l.UpsertPod(pending)
+	l.UpsertPod(bound)
+	s := l.Namespace("ns")
+	if s.Used != vec(2, 0, 0) || len(s.Unresolved) != 2 || s.Unresolved[0].Pod != "bound" || s.Unresolved[0].Containers[0] != "a" {
+		t.Fatalf("before the node is known: used %v unresolved %v; want 2 GPUs, memory unresolved for both", s.Used, s.Unresolved)
+	}
+	l.UpsertNode(gpuNode(t, "n1", nil, dev("GPU-1", 24576), dev("GPU-2", 81920)))
+	if s = l.Namespace("ns"); s.Used != vec(2, 40960, 0) || len(s.Unresolved) != 1 || s.Unresolved[0].Pod != "pending" {
+		t.Fatalf("node known: used %v unresolved %v; want 50%% of 81920 for the bound pod, pending still unresolved", s.Used, s.Unresolved)
+	}
+	l.UpsertNode(gpuNode(t, "n1", nil, dev("GPU-1", 24576)))
+	if s = l.Namespace("ns"); s.Used.MemMiB != 12288 {
+		t.Fatalf("node shrank: used %d MiB, want 12288", s.Used.MemMiB)
+	}
+	l.DeleteNode("n1")
+	if s = l.Namespace("ns"); s.Used.MemMiB != 0 || len(s.Unresolved) != 2 {
+		t.Fatalf("node gone: used %v unresolved %v", s.Used, s.Unresolved)
+	}
+	l.DeletePod(bound)
+	l.DeletePod(pending)
+	if st := l.Snapshot().Stats; st.Pods != 0 || st.Nodes != 0 || st.Namespaces != 0 {
+		t.Errorf("everything deleted, stats %+v", st)
+	}
+}
+
+func TestDeviceUsageOfUnannouncedDevices(t *testing.T) {
+	l := newLedger(t)
+	l.UpsertPod(testpod.New("p").NS("ns").App("a", gpu(1), mem(1000)).Node("n9").Devices("GPU-z,NVIDIA,1000,10:;").
+		AppRunning("a").Build())
+	d := l.Snapshot().Nodes["n9"].Devices["GPU-z"]
+	if d.Capacity != nil || d.Used != vec(1, 1000, 10) {
+		t.Errorf("got %+v, want usage without capacity", d)
+	}
+	l.UpsertNode(gpuNode(t, "n9", nil, dev("GPU-z", 24576)))
+	if d := l.Snapshot().Nodes["n9"].Devices["GPU-z"]; d.Capacity == nil || d.Capacity.MemMiB != 24576 || d.Used.MemMiB != 1000 {
+		t.Errorf("got %+v, want capacity 24576 and usage 1000", d)
+	}
+}

@@ -1,0 +1,21 @@
+// Package cache is gpuadmit's in-process usage ledger: what every namespace
+// and every GPU device is using right now, the ResourceQuota limits that
+// apply, the device capacity of every node, and the reservations of pods that
+// were admitted but not yet seen by the watch.
+//
+// The ledger is fed by informers on Pods, Nodes and ResourceQuotas (Feed) or,
+// offline, by the objects of a manifest (the `gpuadmit usage` command). It is
+// modelled on Kueue's cache: for every GPU pod it stores the usage it charged
+// (the namespace vector and the per-device vectors); every event re-derives
+// the pod's target from the Pod object alone (pkg/effective: Compute,
+// StageOf, TargetOf) and replaces the stored value with it (subtract stored,
+// add target); a deletion subtracts exactly what is stored. Because the target
+// is a pure function of the object, duplicate events, resyncs and relists are
+// harmless and a rebuilt ledger lands every pod straight in the state its
+// status shows. Sums never go negative.
+//
+// Reads are snapshots taken under a read lock: Namespace (used, reserved,
+// limits with the quota that set them, problems), Capacity (per node: labels
+// and device capacities; shared and immutable) and Snapshot (everything, for
+// the CLI and debugging). No lock is held once a snapshot is returned.
+package cache

@@ -1,0 +1,94 @@
+package cache
+
+import (
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/pkg/devices"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+var (
+	gpu   = testpod.GPU
+	mem   = testpod.Mem
+	pct   = testpod.MemPct
+	cores = testpod.Cores
+)
+
+// fakeClock is a settable clock.
+type fakeClock struct{ now time.Time }
+
+func (c *fakeClock) Now() time.Time { return c.now }
+
+func newLedger(t testing.TB) *Ledger {
+	opts := Options{Settings: effective.DefaultSettings()}
+	if tt, ok := t.(*testing.T); ok {
+		opts.Log = testr.New(tt)
+	}
+	return New(opts)
+}
+
+func vec(g, m, c int64) effective.Vector { return effective.Vector{GPU: g, MemMiB: m, Cores: c} }
+
+func dev(uuid string, memMiB int64) devices.Device {
+	return devices.Device{UUID: uuid, Model: "NVIDIA A10", MemoryMiB: memMiB, Cores: 100, Healthy: true}
+}
+
+// gpuNode builds a node announcing devs in gpuadmit.io/gpu-devices.
+func gpuNode(t testing.TB, name string, labels map[string]string, devs ...devices.Device) *corev1.Node {
+	t.Helper()
+	v, err := devices.EncodeNodeDevices(devs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return annotatedNode(name, labels, map[string]string{devices.NodeDevicesAnnotation: v})
+}
+
+func annotatedNode(name string, labels, annotations map[string]string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-node-" + name),
+		Labels: labels, Annotations: annotations}}
+}
+
+// rq builds a ResourceQuota with spec.hard.
+func rq(ns, name string, hard map[string]string) *corev1.ResourceQuota {
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-rq-" + ns + "-" + name)}}
+	q.Spec.Hard = corev1.ResourceList{}
+	for k, v := range hard {
+		q.Spec.Hard[corev1.ResourceName(k)] = resource.MustParse(v)
+	}
+	return q
+}
+
+// seedPod is the seed's llm-server: init convert-weights 20 GiB, app server 10 GiB, on GPU-0 of node1.
+func seedPod() *testpod.Builder {
+	return testpod.New("llm-server").NS("team-a").
+		Init("convert-weights", gpu(1), mem(20480)).App("server", gpu(1), mem(10240)).
+		Node("node1").Devices("GPU-0,NVIDIA,20480,0:;GPU-0,NVIDIA,10240,0:;")
+}
+
+// stored returns what the ledger stores for a pod: state, namespace vector, devices.
+func stored(l *Ledger, uid string) (effective.State, effective.Vector, map[string]effective.Vector) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	r, ok := l.pods[types.UID(uid)]
+	if !ok {
+		return "", effective.Vector{}, nil
+	}
+	devs := map[string]effective.Vector{}
+	for _, d := range r.devices {
+		devs[d.uuid] = d.used
+	}
+	return r.state, r.used, devs
+}
+
+// deviceUsed returns one device's usage.
+func deviceUsed(l *Ledger, node, uuid string) effective.Vector {
+	return l.Snapshot().Nodes[node].Devices[uuid].Used
+}

@@ -1,0 +1,221 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// Sink receives the objects the feed watches; *Ledger implements it.
+type Sink interface {
+	Settings() effective.Settings
+	UpsertPod(*corev1.Pod)
+	DeletePod(*corev1.Pod)
+	DeletePodByName(namespace, name string)
+	UpsertNode(*corev1.Node)
+	DeleteNode(name string)
+	UpsertQuota(*corev1.ResourceQuota)
+	DeleteQuota(namespace, name string)
+	Sweep() int
+}
+
+// FeedOptions tune a Feed.
+type FeedOptions struct {
+	// Resync is the informers' resync period (0: none; the ledger does not
+	// need one, every event carries the whole object).
+	Resync time.Duration
+	// SweepEvery is how often expired reservations are swept (default 10s).
+	SweepEvery time.Duration
+	// Log receives handler errors. The zero value discards.
+	Log logr.Logger
+}
+
+// Feed feeds a ledger from Pod, Node and ResourceQuota informers of its own
+// SharedInformerFactory (its transforms slim the objects, so the factory is
+// not shared with code that needs whole objects).
+type Feed struct {
+	factory    informers.SharedInformerFactory
+	regs       []toolscache.ResourceEventHandlerRegistration
+	sink       Sink
+	log        logr.Logger
+	sweepEvery time.Duration
+	start      sync.Once
+}
+
+// NewFeed creates the informers, installs the transforms and wires the
+// handlers to sink. Nothing runs until Start.
+func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, error) {
+	f := &Feed{
+		factory:    informers.NewSharedInformerFactory(client, opts.Resync),
+		sink:       sink,
+		log:        opts.Log,
+		sweepEvery: opts.SweepEvery,
+	}
+	if f.log.GetSink() == nil {
+		f.log = logr.Discard()
+	}
+	if f.sweepEvery <= 0 {
+		f.sweepEvery = 10 * time.Second
+	}
+	s := sink.Settings()
+	core := f.factory.Core().V1()
+	for _, w := range []struct {
+		what      string
+		informer  toolscache.SharedIndexInformer
+		transform toolscache.TransformFunc
+		handler   toolscache.ResourceEventHandler
+	}{
+		{"pods", core.Pods().Informer(), PodTransform(s), PodHandler(sink, f.log)},
+		{"nodes", core.Nodes().Informer(), NodeTransform, NodeHandler(sink, f.log)},
+		{"resourcequotas", core.ResourceQuotas().Informer(), QuotaTransform(s), QuotaHandler(sink, f.log)},
+	} {
+		if err := w.informer.SetTransform(w.transform); err != nil {
+			return nil, fmt.Errorf("%s informer: %w", w.what, err)
+		}
+		reg, err := w.informer.AddEventHandler(w.handler)
+		if err != nil {
+			return nil, fmt.Errorf("%s informer: %w", w.what, err)
+		}
+		f.regs = append(f.regs, reg)
+	}
+	return f, nil
+}
+
+// Start runs the informers and the reservation sweeper until ctx is done.
+// Only the first call starts anything.
+func (f *Feed) Start(ctx context.Context) {
+	f.start.Do(func() { f.run(ctx) })
+}
+
+func (f *Feed) run(ctx context.Context) {
+	f.factory.Start(ctx.Done())
+	go func() {
+		t := time.NewTicker(f.sweepEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				f.factory.Shutdown()
+				return
+			case <-t.C:
+				f.sink.Sweep()
+			}
+		}
+	}()
+}
+
+// Synced reports whether every handler has processed its informer's initial
+// list (the readiness signal: before it, the ledger under-counts).
+func (f *Feed) Synced() bool {
+	for _, r := range f.regs {
+		if !r.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitForSync blocks until Synced or ctx is done.
+func (f *Feed) WaitForSync(ctx context.Context) error {
+	synced := make([]toolscache.InformerSynced, len(f.regs))
+	for i, r := range f.regs {
+		synced[i] = r.HasSynced
+	}
+	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("waiting for the pod, node and resourcequota informers to sync: %w", context.Cause(ctx))
+	}
+	return nil
+}
+
+// PodHandler applies pod events to sink. Deletions, including tombstones
+// (DeletedFinalStateUnknown) of a relist, subtract what is stored.
+func PodHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFuncs {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { withPod(obj, log, sink.UpsertPod) },
+		UpdateFunc: func(_, obj any) { withPod(obj, log, sink.UpsertPod) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				if _, isPod := t.Obj.(*corev1.Pod); !isPod {
+					ns, name, err := toolscache.SplitMetaNamespaceKey(t.Key)
+					if err != nil {
+						log.Error(err, "pod tombstone with an unreadable key", "key", t.Key)
+						return
+					}
+					sink.DeletePodByName(ns, name)
+					return
+				}
+				obj = t.Obj
+			}
+			withPod(obj, log, sink.DeletePod)
+		},
+	}
+}
+
+func withPod(obj any, log logr.Logger, f func(*corev1.Pod)) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		f(p)
+		return
+	}
+	log.Error(errUnexpected, "pod handler", "type", fmt.Sprintf("%T", obj))
+}
+
+var errUnexpected = errors.New("unexpected object type")
+
+// NodeHandler applies node events to sink (tombstones included).
+func NodeHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFuncs {
+	upsert := func(obj any) {
+		if n, ok := obj.(*corev1.Node); ok {
+			sink.UpsertNode(n)
+			return
+		}
+		log.Error(errUnexpected, "node handler", "type", fmt.Sprintf("%T", obj))
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    upsert,
+		UpdateFunc: func(_, obj any) { upsert(obj) },
+		DeleteFunc: func(obj any) {
+			key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+			if err != nil {
+				log.Error(err, "node delete: no key", "type", fmt.Sprintf("%T", obj))
+				return
+			}
+			sink.DeleteNode(key)
+		},
+	}
+}
+
+// QuotaHandler applies ResourceQuota events to sink (tombstones included).
+func QuotaHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFuncs {
+	upsert := func(obj any) {
+		if q, ok := obj.(*corev1.ResourceQuota); ok {
+			sink.UpsertQuota(q)
+			return
+		}
+		log.Error(errUnexpected, "resourcequota handler", "type", fmt.Sprintf("%T", obj))
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    upsert,
+		UpdateFunc: func(_, obj any) { upsert(obj) },
+		DeleteFunc: func(obj any) {
+			key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+			if err == nil {
+				var ns, name string
+				if ns, name, err = toolscache.SplitMetaNamespaceKey(key); err == nil {
+					sink.DeleteQuota(ns, name)
+					return
+				}
+			}
+			log.Error(err, "resourcequota delete: no key", "type", fmt.Sprintf("%T", obj))
+		},
+	}
+}

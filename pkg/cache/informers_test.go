@@ -1,0 +1,217 @@
+package cache
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// TestTombstones: deletions a relist discovers arrive as
+// DeletedFinalStateUnknown; they remove what is stored.
+func TestTombstones(t *testing.T) {
+	pod := seedPod().InitRunning("convert-weights").Build()
+	tests := []struct {
+		name    string
+		deleted func(l *Ledger)
+		check   func(t *testing.T, l *Ledger)
+	}{
+		{"pod tombstone with the last known object", func(l *Ledger) {
+			PodHandler(l, testr.New(t)).OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a/llm-server", Obj: pod})
+		}, func(t *testing.T, l *Ledger) {
+			if s := l.Namespace("team-a"); !s.Used.IsZero() || s.Pods != 0 {
+				t.Errorf("used %v in %d pods after the tombstone", s.Used, s.Pods)
+			}
+		}},
+		{"pod tombstone with a stale object: what is stored is subtracted", func(l *Ledger) {
+			stale := seedPod().InitTerminated("convert-weights", 0).AppRunning("server").Build()
+			PodHandler(l, testr.New(t)).OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a/llm-server", Obj: stale})
+		}, func(t *testing.T, l *Ledger) {
+			if s := l.Namespace("team-a"); !s.Used.IsZero() || deviceUsed(l, "node1", "GPU-0") != (effective.Vector{}) {
+				t.Errorf("used %v after the tombstone", s.Used)
+			}
+		}},
+		{"pod tombstone carrying only the key", func(l *Ledger) {
+			PodHandler(l, testr.New(t)).OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a/llm-server"})
+		}, func(t *testing.T, l *Ledger) {
+			if s := l.Namespace("team-a"); !s.Used.IsZero() {
+				t.Errorf("used %v after the tombstone", s.Used)
+			}
+		}},
+		{"node tombstone", func(l *Ledger) {
+			NodeHandler(l, testr.New(t)).OnDelete(toolscache.DeletedFinalStateUnknown{Key: "node1", Obj: gpuNode(t, "node1", nil)})
+		}, func(t *testing.T, l *Ledger) {
+			if c := l.Capacity(); len(c.Nodes) != 0 {
+				t.Errorf("capacity after the tombstone: %v", c.Nodes)
+			}
+		}},
+		{"quota tombstone", func(l *Ledger) {
+			QuotaHandler(l, testr.New(t)).OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a/q2", Obj: &corev1.ResourceQuota{}})
+		}, func(t *testing.T, l *Ledger) {
+			if lim := l.Namespace("team-a").Limits.MemMiB; lim == nil || lim.Quota != "q1" || lim.Value != 40000 {
+				t.Errorf("limit after deleting q2: %+v, want q1's 40000", lim)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLedger(t)
+			NodeHandler(l, testr.New(t)).OnAdd(gpuNode(t, "node1", nil, dev("GPU-0", 24576)), true)
+			QuotaHandler(l, testr.New(t)).OnAdd(rq("team-a", "q1", map[string]string{"limits.nvidia.com/gpumem": "40000"}), true)
+			QuotaHandler(l, testr.New(t)).OnAdd(rq("team-a", "q2", map[string]string{"limits.nvidia.com/gpumem": "24576"}), true)
+			PodHandler(l, testr.New(t)).OnAdd(pod, true)
+			if s := l.Namespace("team-a"); s.Used.MemMiB != 20480 {
+				t.Fatalf("setup: used %d", s.Used.MemMiB)
+			}
+			tt.deleted(l)
+			tt.check(t, l)
+		})
+	}
+}
+
+// TestTransformKeepsWhatTheLedgerReads: the slim object yields exactly the
+// same record as the full one, and drops what the ledger never reads.
+func TestTransformKeepsWhatTheLedgerReads(t *testing.T) {
+	s := effective.DefaultSettings()
+	tr := PodTransform(s)
+	pods := []*corev1.Pod{
+		seedPod().InitRunning("convert-weights").Build(),
+		seedPod().InitTerminated("convert-weights", 0).AppRunning("server").Build(),
+		seedPod().InitRestarted("convert-weights", 1).Build(),
+		testpod.New("pct").NS("ns").Sidecar("s", gpu(1), pct(10)).App("a", testpod.Request(gpu(1), mem(100)), testpod.CPU("2")).
+			Node("n1").Phase(corev1.PodSucceeded).Build(),
+		testpod.New("cpu").NS("ns").App("a", testpod.CPU("2")).Node("n1").Build(),
+	}
+	for _, p := range pods {
+		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", FieldsV1: metav1.NewFieldsV1(strings.Repeat("f", 4096))}}
+		p.Labels = map[string]string{"app": "x"}
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations["kubectl.kubernetes.io/last-applied-configuration"] = "{...}"
+		p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "b"}}
+		p.Spec.NodeSelector = map[string]string{"gpu": "a10"}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Message: "long message"}}
+		full := p.DeepCopy()
+		out, err := tr(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slim := out.(*corev1.Pod)
+		again, _ := tr(slim)
+		if !equality.Semantic.DeepEqual(slim, again.(*corev1.Pod)) {
+			t.Errorf("%s: transform is not idempotent", p.Name)
+		}
+		if !equality.Semantic.DeepEqual(p, full) {
+			t.Errorf("%s: transform modified its input", p.Name)
+		}
+		if len(slim.ManagedFields) != 0 || slim.Labels != nil || len(slim.Status.Conditions) != 0 || slim.Spec.Containers[0].Env != nil {
+			t.Errorf("%s: transform kept unused fields: %+v", p.Name, slim)
+		}
+		l := newLedger(t)
+		a, b := l.derive(full, 24576), l.derive(slim, 24576)
+		if (a.rec == nil) != (b.rec == nil) || (a.rec != nil && !sameRecordIgnoringPod(a.rec, b.rec)) || (a.invalid == nil) != (b.invalid == nil) {
+			t.Errorf("%s: full %+v, slim %+v", p.Name, a.rec, b.rec)
+		}
+	}
+	node := annotatedNode("n1", map[string]string{"zone": "a"}, map[string]string{"gpuadmit.io/gpu-devices": "[]", "other": "x"})
+	node.Status.Images = []corev1.ContainerImage{{Names: []string{"big"}}}
+	out, err := NodeTransform(node)
+	if n := out.(*corev1.Node); err != nil || n.Labels["zone"] != "a" || len(n.Annotations) != 1 || n.Status.Images != nil {
+		t.Errorf("node transform: %+v, %v", n, err)
+	}
+	q := rq("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1", "requests.nvidia.com/gpu": "2", "limits.cpu": "3", "pods": "9"})
+	out, err = QuotaTransform(effective.DefaultSettings())(q)
+	if qq := out.(*corev1.ResourceQuota); err != nil || len(qq.Spec.Hard) != 2 {
+		t.Errorf("quota transform kept %v, %v", qq.Spec.Hard, err)
+	}
+	tomb := toolscache.DeletedFinalStateUnknown{Key: "ns/p"}
+	if out, err := tr(tomb); err != nil || out != any(tomb) {
+		t.Errorf("tombstones pass through unchanged: %v %v", out, err)
+	}
+}
+
+func sameRecordIgnoringPod(a, b *podRecord) bool {
+	x, y := *a, *b
+	x.pod, y.pod = nil, nil
+	return sameRecord(&x, &y)
+}
+
+// TestFeedWithFakeClientset runs the informers against the fake clientset:
+// the initial list is accounted before Synced, and later status updates,
+// quota deletions and pod deletions reach the ledger.
+func TestFeedWithFakeClientset(t *testing.T) {
+	client := fake.NewClientset(
+		gpuNode(t, "node1", map[string]string{"gpu": "a10"}, dev("GPU-0", 24576)),
+		rq("team-a", "gpu-quota", map[string]string{"limits.nvidia.com/gpumem": "24576"}),
+		rq("team-a", "other", map[string]string{"limits.nvidia.com/gpu": "4"}),
+		seedPod().InitRunning("convert-weights").Build(),
+	)
+	l := newLedger(t)
+	feed, err := NewFeed(client, l, FeedOptions{Log: testr.New(t), SweepEvery: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if feed.Synced() {
+		t.Fatal("synced before start")
+	}
+	feed.Start(ctx)
+	if err := feed.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !feed.Synced() {
+		t.Fatal("not synced after WaitForSync")
+	}
+	s := l.Namespace("team-a")
+	if s.Used.MemMiB != 20480 || s.Limits.MemMiB == nil || s.Limits.MemMiB.Value != 24576 || s.Limits.GPU == nil {
+		t.Fatalf("after sync: %+v", s)
+	}
+	if c := l.Capacity(); c.Nodes["node1"] == nil || c.Nodes["node1"].Labels["gpu"] != "a10" {
+		t.Fatalf("capacity after sync: %+v", c.Nodes)
+	}
+
+	done := seedPod().InitTerminated("convert-weights", 0).AppRunning("server").Build()
+	if _, err := client.CoreV1().Pods("team-a").UpdateStatus(ctx, done, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "init finished: 10240 MiB", func() bool { return l.Namespace("team-a").Used.MemMiB == 10240 })
+
+	if err := client.CoreV1().ResourceQuotas("team-a").Delete(ctx, "other", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "quota deleted, the other kept", func() bool {
+		lim := l.Namespace("team-a").Limits
+		return lim.GPU == nil && lim.MemMiB != nil && lim.MemMiB.Value == 24576
+	})
+
+	if err := client.CoreV1().Pods("team-a").Delete(ctx, "llm-server", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "pod deleted", func() bool { return l.Namespace("team-a").Pods == 0 })
+	if got := deviceUsed(l, "node1", "GPU-0"); !got.IsZero() {
+		t.Errorf("device usage after delete: %v", got)
+	}
+}
+
+func eventually(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for: %s", what)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package cache
+
+import (
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// Clock tells the time; reservations expire against it.
+type Clock interface {
+	Now() time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// Options configure a Ledger.
+type Options struct {
+	// Settings are the resource names and defaults used to read requests.
+	Settings effective.Settings
+	// Log receives problems (invalid pods, malformed annotations, bad quota
+	// values). The zero value discards.
+	Log logr.Logger
+	// Clock expires reservations; nil uses the wall clock.
+	Clock Clock
+}
+
+// Ledger is the usage ledger. All methods are safe for concurrent use.
+type Ledger struct {
+	settings effective.Settings
+	log      logr.Logger
+	clock    Clock
+
+	mu           sync.RWMutex
+	pods         map[types.UID]*podRecord
+	invalid      map[types.UID]*invalidPod
+	byName       map[podName]types.UID
+	namespaces   map[string]*namespace
+	nodes        map[string]*node
+	reservations map[types.UID]*reservation
+	nextSweep    time.Time
+	capacity     *Capacity // built lazily from nodes; nil when stale
+}
+
+// podName is a pod's namespace and name (the informer's key).
+type podName struct{ namespace, name string }
+
+// namespace is the per-namespace state.
+type namespace struct {
+	used         effective.Vector
+	pods         int
+	unresolved   map[types.UID]*podRecord
+	invalid      map[types.UID]*invalidPod
+	warned       map[types.UID]*podRecord
+	reservations map[types.UID]*reservation
+	quotas       map[string]*quota
+}
+
+func (n *namespace) empty() bool {
+	return n.pods == 0 && n.used.IsZero() && len(n.unresolved) == 0 && len(n.invalid) == 0 &&
+		len(n.warned) == 0 && len(n.reservations) == 0 && len(n.quotas) == 0
+}
+
+// New returns an empty ledger.
+func New(opts Options) *Ledger {
+	l := &Ledger{
+		settings:     opts.Settings,
+		log:          opts.Log,
+		clock:        opts.Clock,
+		pods:         map[types.UID]*podRecord{},
+		invalid:      map[types.UID]*invalidPod{},
+		byName:       map[podName]types.UID{},
+		namespaces:   map[string]*namespace{},
+		nodes:        map[string]*node{},
+		reservations: map[types.UID]*reservation{},
+	}
+	if l.log.GetSink() == nil {
+		l.log = logr.Discard()
+	}
+	if l.clock == nil {
+		l.clock = realClock{}
+	}
+	return l
+}
+
+// Settings returns the settings the ledger reads requests with.
+func (l *Ledger) Settings() effective.Settings { return l.settings }
+
+// podUID is the key of a pod: its UID, or namespace/name for objects that
+// have none (hand-written manifests).
+func podUID(pod *corev1.Pod) types.UID {
+	if pod.UID != "" {
+		return pod.UID
+	}
+	return types.UID(pod.Namespace + "/" + pod.Name)
+}
+
+// UpsertPod records the pod's current target (an add, an update, a resync or
+// a relist: all the same). The previous record of the pod, and of an older
+// pod with the same namespace and name, is replaced; a reservation under the
+// pod's UID turns into the record.
+func (l *Ledger) UpsertPod(pod *corev1.Pod) {
+	uid := podUID(pod)
+	d := l.derive(pod, 0) // pure work outside the lock
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d.rec != nil && d.rec.pod != nil && d.rec.bound != "" {
+		// The demand depends on device memory: resolve it with the bound node's.
+		if mem := l.nodeMemLocked(d.rec.bound); mem > 0 {
+			d = l.derive(pod, mem)
+		}
+	}
+	key := podName{pod.Namespace, pod.Name}
+	if other, ok := l.byName[key]; ok && other != uid {
+		// The pod was deleted and recreated while the watch was down: the
+		// relist only shows the new one.
+		l.removeLocked(other)
+		l.releaseLocked(other)
+	}
+	l.releaseLocked(uid)
+	l.applyLocked(uid, key, d)
+}
+
+// DeletePod removes the pod's record (what is stored, whatever the object
+// says) and any reservation under its UID.
+func (l *Ledger) DeletePod(pod *corev1.Pod) {
+	uid := podUID(pod)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.removeLocked(uid)
+	l.releaseLocked(uid)
+}
+
+// DeletePodByName removes the record of the pod with this namespace and name
+// (for tombstones that carry only the key).
+func (l *Ledger) DeletePodByName(ns, name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if uid, ok := l.byName[podName{ns, name}]; ok {
+		l.removeLocked(uid)
+		l.releaseLocked(uid)
+	}
+}
+
+// applyLocked replaces whatever is stored for uid with d. Problems are
+// logged when they appear or change, not on every event.
+func (l *Ledger) applyLocked(uid types.UID, key podName, d derivation) {
+	old := l.pods[uid]
+	if old != nil && d.rec != nil && sameRecord(old, d.rec) {
+		return // duplicate event, resync: nothing changed
+	}
+	before := l.problemOfLocked(uid)
+	l.removeLocked(uid)
+	switch {
+	case d.invalid != nil:
+		l.markInvalidLocked(uid, key, d.invalid)
+	case d.rec != nil:
+		d.rec.uid = uid
+		if err := l.chargeLocked(d.rec); err != nil {
+			l.markInvalidLocked(uid, key, &Problem{Kind: ProblemPod, Namespace: key.namespace, Name: key.name,
+				Message: "not recorded: " + err.Error()})
+			break
+		}
+		l.pods[uid] = d.rec
+		l.byName[key] = uid
+		if d.rec.warning != nil {
+			l.ns(key.namespace).warned[uid] = d.rec
+		}
+	}
+	if after := l.problemOfLocked(uid); after != nil && (before == nil || before.Message != after.Message) {
+		l.log.Info("pod GPU usage: problem", "pod", key.namespace+"/"+key.name, "problem", after.Message)
+	}
+}
+
+// problemOfLocked is the pod's current problem: invalid, or recorded with a warning.
+func (l *Ledger) problemOfLocked(uid types.UID) *Problem {
+	if inv, ok := l.invalid[uid]; ok {
+		return &inv.problem
+	}
+	if r, ok := l.pods[uid]; ok {
+		return r.warning
+	}
+	return nil
+}
+
+// removeLocked subtracts what is stored for uid and forgets it.
+func (l *Ledger) removeLocked(uid types.UID) {
+	if rec, ok := l.pods[uid]; ok {
+		l.unchargeLocked(rec)
+		delete(l.pods, uid)
+		l.forgetNameLocked(podName{rec.namespace, rec.name}, uid)
+		if n := l.namespaces[rec.namespace]; n != nil {
+			delete(n.warned, uid)
+			l.gcNamespaceLocked(rec.namespace)
+		}
+	}
+	if inv, ok := l.invalid[uid]; ok {
+		delete(l.invalid, uid)
+		l.forgetNameLocked(podName{inv.problem.Namespace, inv.problem.Name}, uid)
+		if n := l.namespaces[inv.problem.Namespace]; n != nil {
+			delete(n.invalid, uid)
+			l.gcNamespaceLocked(inv.problem.Namespace)
+		}
+	}
+}
+
+func (l *Ledger) forgetNameLocked(key podName, uid types.UID) {
+	if l.byName[key] == uid {
+		delete(l.byName, key)
+	}
+}
+
+// invalidPod is a pod recorded as nothing because its GPU request is invalid.
+type invalidPod struct {
+	problem Problem
+}
+
+func (l *Ledger) markInvalidLocked(uid types.UID, key podName, p *Problem) {
+	inv := &invalidPod{problem: *p}
+	l.invalid[uid] = inv
+	l.byName[key] = uid
+	l.ns(key.namespace).invalid[uid] = inv
+}
+
+// ns returns the namespace state, creating it.
+func (l *Ledger) ns(name string) *namespace {
+	n := l.namespaces[name]
+	if n == nil {
+		n = &namespace{
+			unresolved:   map[types.UID]*podRecord{},
+			invalid:      map[types.UID]*invalidPod{},
+			warned:       map[types.UID]*podRecord{},
+			reservations: map[types.UID]*reservation{},
+			quotas:       map[string]*quota{},
+		}
+		l.namespaces[name] = n
+	}
+	return n
+}
+
+func (l *Ledger) gcNamespaceLocked(name string) {
+	if n := l.namespaces[name]; n != nil && n.empty() {
+		delete(l.namespaces, name)
+	}
+}

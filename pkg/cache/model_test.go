@@ -1,0 +1,264 @@
+package cache
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// TestModelLedgerEqualsRecomputation drives the ledger with random events
+// (creates, status changes, binds, rebinds, deletes and tombstones, relists,
+// duplicate and stale updates, recreations under the same name, node and
+// quota changes, reservations) and checks after every step that it equals a
+// from-scratch recomputation over the current objects and that nothing is
+// negative. Every 500 steps a ledger rebuilt from the current objects must
+// produce the same snapshot.
+func TestModelLedgerEqualsRecomputation(t *testing.T) {
+	steps := 100_000
+	if testing.Short() {
+		steps = 10_000
+	}
+	for _, seed := range []uint64{1, 2} {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			m := newModel(seed)
+			for i := range steps / 2 {
+				op := m.step()
+				if err := m.check(); err != nil {
+					t.Fatalf("step %d (%s): %v", i, op, err)
+				}
+				if i%500 == 0 {
+					if err := m.checkRebuilt(); err != nil {
+						t.Fatalf("step %d (%s): rebuilt ledger differs: %v", i, op, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+type model struct {
+	r        *rand.Rand
+	clk      *fakeClock
+	l        *Ledger
+	pods     map[types.UID]*corev1.Pod
+	byName   map[string]types.UID
+	old      map[types.UID]*corev1.Pod // the previous version of each pod (stale events)
+	nodes    map[string]*corev1.Node
+	nodeMem  map[string]int64 // oracle: largest device memory when the annotation is valid
+	nodeDevs map[string][]string
+	quotas   map[string]*corev1.ResourceQuota
+	resv     map[types.UID]reservation // oracle for reservations
+	next     int                       // UID sequence
+	memo     map[memoKey]derivation
+	podH     toolscache.ResourceEventHandlerFuncs
+	nodeH    toolscache.ResourceEventHandlerFuncs
+	quotaH   toolscache.ResourceEventHandlerFuncs
+}
+
+type memoKey struct {
+	pod *corev1.Pod
+	mem int64
+}
+
+var (
+	modelNamespaces = []string{"a", "b", "c", "d"}
+	modelNodes      = []string{"n1", "n2", "n3", "n4"}
+)
+
+func newModel(seed uint64) *model {
+	clk := &fakeClock{now: time.Unix(1_000_000, 0)}
+	l := New(Options{Settings: effective.DefaultSettings(), Clock: clk})
+	return &model{
+		r: rand.New(rand.NewPCG(seed, seed*7919)), clk: clk, l: l,
+		pods: map[types.UID]*corev1.Pod{}, byName: map[string]types.UID{}, old: map[types.UID]*corev1.Pod{},
+		nodes: map[string]*corev1.Node{}, nodeMem: map[string]int64{}, nodeDevs: map[string][]string{},
+		quotas: map[string]*corev1.ResourceQuota{}, resv: map[types.UID]reservation{}, memo: map[memoKey]derivation{},
+		podH: PodHandler(l, logr.Discard()), nodeH: NodeHandler(l, logr.Discard()), quotaH: QuotaHandler(l, logr.Discard()),
+	}
+}
+
+func (m *model) pick() *corev1.Pod {
+	if len(m.pods) == 0 {
+		return nil
+	}
+	n := m.r.IntN(len(m.pods))
+	for _, p := range m.pods {
+		if n == 0 {
+			return p
+		}
+		n--
+	}
+	return nil
+}
+
+// step applies one random event to the world and delivers it to the ledger
+// the way an informer would (or worse: duplicates, stale old objects).
+func (m *model) step() string {
+	switch k := m.r.IntN(100); {
+	case k < 14:
+		return m.create()
+	case k < 44:
+		if p := m.pick(); p != nil {
+			m.update(p, m.mutateStatus(p.DeepCopy()))
+			return "status"
+		}
+	case k < 54:
+		if p := m.pick(); p != nil {
+			m.update(p, m.bind(p.DeepCopy()))
+			return "bind"
+		}
+	case k < 64:
+		if p := m.pick(); p != nil {
+			m.remove(p)
+			return "delete"
+		}
+	case k < 70:
+		if p := m.pick(); p != nil {
+			delete(m.resv, p.UID)
+			m.podH.OnUpdate(p, p) // duplicate
+			return "duplicate"
+		}
+	case k < 76:
+		if p := m.pick(); p != nil && m.old[p.UID] != nil {
+			delete(m.resv, p.UID)
+			m.podH.OnUpdate(m.old[p.UID], p) // stale old object
+			return "stale-old"
+		}
+	case k < 78:
+		m.relist()
+		return "relist"
+	case k < 86:
+		m.node()
+		return "node"
+	case k < 92:
+		m.quota()
+		return "quota"
+	case k < 98:
+		m.reserve()
+		return "reserve"
+	default:
+		m.clk.now = m.clk.now.Add(time.Duration(m.r.IntN(20)) * time.Second)
+		if m.r.IntN(2) == 0 {
+			m.l.Sweep()
+		}
+		return "tick"
+	}
+	return "noop"
+}
+
+func (m *model) res() []testpod.Opt {
+	switch m.r.IntN(10) {
+	case 0, 1:
+		return []testpod.Opt{testpod.CPU("1")}
+	case 2:
+		return []testpod.Opt{gpu(int64(1 + m.r.IntN(2))), pct(int64(10 * (1 + m.r.IntN(10))))}
+	case 3:
+		return []testpod.Opt{mem(int64(1 + m.r.IntN(30000))), cores(int64(m.r.IntN(101)))}
+	case 4:
+		if m.r.IntN(10) == 0 {
+			return []testpod.Opt{testpod.Res(testpod.GPUName, "1.5")} // invalid
+		}
+	}
+	return []testpod.Opt{gpu(int64(m.r.IntN(3))), mem(int64(m.r.IntN(40000)))}
+}
+
+func (m *model) create() string {
+	ns := modelNamespaces[m.r.IntN(len(modelNamespaces))]
+	name := fmt.Sprintf("p%d", m.r.IntN(16))
+	m.next++
+	b := testpod.New(name).NS(ns).UID(fmt.Sprintf("u%d", m.next))
+	for i := range m.r.IntN(4) {
+		if m.r.IntN(4) == 0 {
+			b.Sidecar(fmt.Sprintf("s%d", i), m.res()...)
+		} else {
+			b.Init(fmt.Sprintf("i%d", i), m.res()...)
+		}
+	}
+	for i := range 1 + m.r.IntN(2) {
+		b.App(fmt.Sprintf("a%d", i), m.res()...)
+	}
+	p := b.Build()
+	if m.r.IntN(3) == 0 {
+		p = m.bind(p)
+	}
+	op := "create"
+	if prev, ok := m.byName[ns+"/"+name]; ok {
+		if m.r.IntN(2) == 0 {
+			m.remove(m.pods[prev])
+		} else { // deleted and recreated while the watch was down: the relist shows an update
+			old := m.pods[prev]
+			delete(m.pods, prev)
+			delete(m.old, prev)
+			delete(m.resv, prev)
+			m.pods[p.UID], m.byName[ns+"/"+name] = p, p.UID
+			delete(m.resv, p.UID)
+			m.podH.OnUpdate(old, p)
+			return "recreate-unseen"
+		}
+		op = "recreate"
+	}
+	m.pods[p.UID], m.byName[ns+"/"+name] = p, p.UID
+	delete(m.resv, p.UID)
+	m.podH.OnAdd(p, false)
+	return op
+}
+
+func (m *model) update(prev, p *corev1.Pod) {
+	m.old[p.UID], m.pods[p.UID] = prev, p
+	delete(m.resv, p.UID)
+	m.podH.OnUpdate(prev, p)
+}
+
+func (m *model) remove(p *corev1.Pod) {
+	delete(m.pods, p.UID)
+	delete(m.byName, p.Namespace+"/"+p.Name)
+	delete(m.resv, p.UID)
+	stale := m.old[p.UID]
+	delete(m.old, p.UID)
+	key := p.Namespace + "/" + p.Name
+	switch m.r.IntN(4) {
+	case 0:
+		m.podH.OnDelete(toolscache.DeletedFinalStateUnknown{Key: key, Obj: p})
+	case 1:
+		m.podH.OnDelete(toolscache.DeletedFinalStateUnknown{Key: key})
+	case 2:
+		if stale != nil { // the last object seen may be older than the world's
+			m.podH.OnDelete(stale)
+			return
+		}
+		fallthrough
+	default:
+		m.podH.OnDelete(p)
+	}
+}
+
+func (m *model) relist() {
+	for _, p := range m.pods {
+		delete(m.resv, p.UID)
+		m.podH.OnUpdate(p, p)
+	}
+	for _, n := range m.nodes {
+		m.nodeH.OnUpdate(n, n)
+	}
+	for _, q := range m.quotas {
+		m.quotaH.OnUpdate(q, q)
+	}
+	for range m.r.IntN(3) { // deletions the watch missed arrive as tombstones
+		if p := m.pick(); p != nil {
+			delete(m.pods, p.UID)
+			delete(m.byName, p.Namespace+"/"+p.Name)
+			delete(m.old, p.UID)
+			delete(m.resv, p.UID)
+			m.podH.OnDelete(toolscache.DeletedFinalStateUnknown{Key: p.Namespace + "/" + p.Name, Obj: p})
+		}
+	}
+}

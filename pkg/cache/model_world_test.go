@@ -1,0 +1,375 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/gpuadmit/gpuadmit/pkg/devices"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// mutateStatus changes one thing the kubelet reports.
+func (m *model) mutateStatus(p *corev1.Pod) *corev1.Pod {
+	st := &p.Status
+	set := func(list *[]corev1.ContainerStatus, name string, s corev1.ContainerState, last *corev1.ContainerStateTerminated) {
+		for i := range *list {
+			if (*list)[i].Name == name {
+				(*list)[i].State = s
+				if last != nil {
+					(*list)[i].LastTerminationState = corev1.ContainerState{Terminated: last}
+				}
+				return
+			}
+		}
+		cs := corev1.ContainerStatus{Name: name, State: s}
+		if last != nil {
+			cs.LastTerminationState = corev1.ContainerState{Terminated: last}
+		}
+		*list = append(*list, cs)
+	}
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	term := func(code int32) corev1.ContainerState {
+		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}
+	}
+	switch k := m.r.IntN(10); {
+	case k < 6 && len(p.Spec.InitContainers) > 0:
+		name := p.Spec.InitContainers[m.r.IntN(len(p.Spec.InitContainers))].Name
+		switch m.r.IntN(6) {
+		case 0:
+			set(&st.InitContainerStatuses, name, running, nil)
+		case 1:
+			set(&st.InitContainerStatuses, name, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}, nil)
+		case 2, 3:
+			set(&st.InitContainerStatuses, name, term(0), nil)
+		case 4:
+			set(&st.InitContainerStatuses, name, term(1), nil)
+		default:
+			set(&st.InitContainerStatuses, name, running, &corev1.ContainerStateTerminated{ExitCode: int32(m.r.IntN(2))})
+		}
+	case k < 8:
+		name := p.Spec.Containers[m.r.IntN(len(p.Spec.Containers))].Name
+		if m.r.IntN(3) == 0 {
+			set(&st.ContainerStatuses, name, term(0), nil)
+		} else {
+			set(&st.ContainerStatuses, name, running, nil)
+		}
+		st.Phase = corev1.PodRunning
+	case k < 9:
+		st.Phase = []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed}[m.r.IntN(4)]
+	default:
+		st.InitContainerStatuses, st.ContainerStatuses = nil, nil // sandbox recreated
+	}
+	return p
+}
+
+// bind sets (or changes) the node and the device assignment.
+func (m *model) bind(p *corev1.Pod) *corev1.Pod {
+	node := modelNodes[m.r.IntN(len(modelNodes))]
+	p.Spec.NodeName = node
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	uuids := m.nodeDevs[node]
+	if len(uuids) == 0 {
+		uuids = []string{"GPU-" + node + "-x"}
+	}
+	switch m.r.IntN(10) {
+	case 0:
+		delete(p.Annotations, devices.PodAllocatedAnnotation)
+		return p
+	case 1:
+		p.Annotations[devices.PodAllocatedAnnotation] = "garbage;"
+		return p
+	}
+	var b strings.Builder
+	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range list {
+			if len(list[i].Resources.Limits) > 0 && list[i].Resources.Limits.Cpu().IsZero() {
+				for range 1 + m.r.IntN(2) {
+					fmt.Fprintf(&b, "%s,NVIDIA,%d,%d:", uuids[m.r.IntN(len(uuids))], m.r.IntN(30000), m.r.IntN(101))
+				}
+			}
+			b.WriteByte(';')
+		}
+	}
+	p.Annotations[devices.PodAllocatedAnnotation] = b.String()
+	return p
+}
+
+// node creates, changes or deletes a node.
+func (m *model) node() {
+	name := modelNodes[m.r.IntN(len(modelNodes))]
+	if old, ok := m.nodes[name]; ok && m.r.IntN(5) == 0 {
+		delete(m.nodes, name)
+		delete(m.nodeMem, name)
+		delete(m.nodeDevs, name)
+		m.nodeH.OnDelete(old)
+		return
+	}
+	var devs []devices.Device
+	var maxMem int64
+	var ids []string
+	for i := range 1 + m.r.IntN(3) {
+		d := dev(fmt.Sprintf("GPU-%s-%d", name, i), []int64{16384, 24576, 81920}[m.r.IntN(3)])
+		devs = append(devs, d)
+		ids = append(ids, d.UUID)
+		maxMem = max(maxMem, d.MemoryMiB)
+	}
+	ann := map[string]string{}
+	switch m.r.IntN(10) {
+	case 0:
+		ann[devices.NodeDevicesAnnotation] = "not json"
+		maxMem = 0
+	case 1:
+		maxMem = 0
+	case 2:
+		ann[devices.HAMiNodeRegisterAnnotation], _ = devices.EncodeHAMiNodeRegister(devs)
+	default:
+		ann[devices.NodeDevicesAnnotation], _ = devices.EncodeNodeDevices(devs)
+	}
+	n := annotatedNode(name, map[string]string{"zone": fmt.Sprint(m.r.IntN(2))}, ann)
+	old := m.nodes[name]
+	m.nodes[name], m.nodeMem[name], m.nodeDevs[name] = n, maxMem, ids
+	if old == nil {
+		m.nodeH.OnAdd(n, false)
+	} else {
+		m.nodeH.OnUpdate(old, n)
+	}
+}
+
+// quota creates, changes or deletes a ResourceQuota.
+func (m *model) quota() {
+	ns := modelNamespaces[m.r.IntN(len(modelNamespaces))]
+	name := fmt.Sprintf("q%d", m.r.IntN(3))
+	key := ns + "/" + name
+	if old, ok := m.quotas[key]; ok && m.r.IntN(3) == 0 {
+		delete(m.quotas, key)
+		if m.r.IntN(2) == 0 {
+			m.quotaH.OnDelete(old)
+		} else {
+			m.quotaH.OnDelete(toolscache.DeletedFinalStateUnknown{Key: key, Obj: old})
+		}
+		return
+	}
+	hard := map[string]string{}
+	for _, k := range []string{"limits.nvidia.com/gpu", "limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores", "requests.nvidia.com/gpu"} {
+		switch m.r.IntN(4) {
+		case 0:
+			hard[k] = fmt.Sprint(m.r.IntN(100000))
+		case 1:
+			hard[k] = []string{"0", "1.5", "100m"}[m.r.IntN(3)]
+		}
+	}
+	q := rq(ns, name, hard)
+	m.quotas[key] = q
+	m.quotaH.OnAdd(q, false)
+}
+
+// reserve reserves under the UID of a pod about to be created, or of one
+// that never comes (its create failed): it must expire.
+func (m *model) reserve() {
+	uid := types.UID(fmt.Sprintf("u%d", m.next+1+m.r.IntN(3)))
+	if m.r.IntN(3) == 0 {
+		uid = types.UID(fmt.Sprintf("never-%d", m.r.IntN(1000)))
+	}
+	if _, exists := m.pods[uid]; exists {
+		return
+	}
+	ns := modelNamespaces[m.r.IntN(len(modelNamespaces))]
+	d := vec(1, int64(m.r.IntN(20000)), 0)
+	ttl := time.Duration(1+m.r.IntN(30)) * time.Second
+	if err := m.l.Reserve(uid, ns, d, ttl); err != nil {
+		panic(err)
+	}
+	m.resv[uid] = reservation{uid: uid, namespace: ns, demand: d, expires: m.clk.now.Add(ttl)}
+}
+
+// oracle derives a pod's record from the object and the world's nodes.
+func (m *model) oracle(p *corev1.Pod) derivation {
+	key := memoKey{p, m.nodeMem[p.Spec.NodeName]}
+	if d, ok := m.memo[key]; ok {
+		return d
+	}
+	if len(m.memo) > 100_000 {
+		clear(m.memo)
+	}
+	d := m.l.derive(p, key.mem) // pure: reads nothing of the ledger's state
+	m.memo[key] = d
+	return d
+}
+
+// check compares the ledger with a from-scratch recomputation over the
+// current objects.
+func (m *model) check() error {
+	type nsWant struct {
+		used, reserved              effective.Vector
+		pods, unresolved, resvCount int
+	}
+	want := map[string]*nsWant{}
+	get := func(ns string) *nsWant {
+		if want[ns] == nil {
+			want[ns] = &nsWant{}
+		}
+		return want[ns]
+	}
+	devs := map[string]map[string]effective.Vector{}
+	recs, invalid := 0, 0
+	for _, p := range m.pods {
+		d := m.oracle(p)
+		if d.invalid != nil {
+			invalid++
+		}
+		if d.rec == nil {
+			continue
+		}
+		recs++
+		w := get(p.Namespace)
+		w.used, _ = w.used.Add(d.rec.used)
+		w.pods++
+		if len(d.rec.unresolved) > 0 {
+			w.unresolved++
+		}
+		for _, du := range d.rec.devices {
+			if devs[d.rec.node] == nil {
+				devs[d.rec.node] = map[string]effective.Vector{}
+			}
+			devs[d.rec.node][du.uuid], _ = devs[d.rec.node][du.uuid].Add(du.used)
+		}
+	}
+	for _, r := range m.resv {
+		if m.clk.now.Before(r.expires) {
+			w := get(r.namespace)
+			w.reserved, _ = w.reserved.Add(r.demand)
+			w.resvCount++
+		}
+	}
+	snap := m.l.Snapshot()
+	if snap.Stats.Pods != recs || snap.Stats.InvalidPods != invalid {
+		return fmt.Errorf("stats %+v, want %d pods and %d invalid", snap.Stats, recs, invalid)
+	}
+	for _, ns := range union(want, snap.Namespaces) {
+		w, g := get(ns), snap.Namespaces[ns]
+		got := nsWant{used: g.Used, reserved: g.Reserved, pods: g.Pods, unresolved: len(g.Unresolved), resvCount: g.Reservations}
+		if got != *w {
+			return fmt.Errorf("namespace %s: ledger %+v, recomputed %+v", ns, got, *w)
+		}
+		if err := nonNegative(g.Used, g.Reserved); err != nil {
+			return fmt.Errorf("namespace %s: %w", ns, err)
+		}
+		if err := m.checkLimits(ns, g.Limits); err != nil {
+			return err
+		}
+	}
+	for _, node := range union(devs, snap.Nodes) {
+		g := snap.Nodes[node].Devices
+		for _, id := range union(devs[node], g) {
+			if g[id].Used != devs[node][id] {
+				return fmt.Errorf("node %s device %s: ledger %v, recomputed %v", node, id, g[id].Used, devs[node][id])
+			}
+			if err := nonNegative(g[id].Used); err != nil {
+				return fmt.Errorf("node %s device %s: %w", node, id, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (m *model) checkLimits(ns string, got Limits) error {
+	var want [3]*int64
+	for key, q := range m.quotas {
+		if !strings.HasPrefix(key, ns+"/") {
+			continue
+		}
+		for i, res := range []corev1.ResourceName{"limits.nvidia.com/gpu", "limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores"} {
+			v, ok := q.Spec.Hard[res]
+			if !ok {
+				continue
+			}
+			n, whole := v.AsInt64()
+			if !whole || n < 0 {
+				n = 0 // invalid blocks
+			}
+			if want[i] == nil || n < *want[i] {
+				want[i] = &n
+			}
+		}
+	}
+	for i, g := range []*Limit{got.GPU, got.MemMiB, got.Cores} {
+		if (g == nil) != (want[i] == nil) || (g != nil && g.Value != *want[i]) {
+			return fmt.Errorf("namespace %s: limit %d: ledger %+v, want %v", ns, i, g, want[i])
+		}
+	}
+	return nil
+}
+
+// checkRebuilt compares the ledger with one rebuilt from the current objects
+// (reservations aside: a rebuilt ledger has none).
+func (m *model) checkRebuilt() error {
+	fresh := New(Options{Settings: effective.DefaultSettings(), Clock: m.clk})
+	var feed []func()
+	for _, p := range m.pods {
+		feed = append(feed, func() { fresh.UpsertPod(p) })
+	}
+	for _, n := range m.nodes {
+		feed = append(feed, func() { fresh.UpsertNode(n) })
+	}
+	for _, q := range m.quotas {
+		feed = append(feed, func() { fresh.UpsertQuota(q) })
+	}
+	m.r.Shuffle(len(feed), func(i, j int) { feed[i], feed[j] = feed[j], feed[i] })
+	for _, f := range feed {
+		f()
+	}
+	a, b := withoutReservations(m.l.Snapshot()), withoutReservations(fresh.Snapshot())
+	if !reflect.DeepEqual(a, b) {
+		return fmt.Errorf("\nledger  %+v\nrebuilt %+v", a, b)
+	}
+	return nil
+}
+
+func withoutReservations(s Snapshot) Snapshot {
+	s.Stats.Reservations, s.Stats.Namespaces = 0, 0
+	out := maps.Clone(s.Namespaces)
+	for name, ns := range out {
+		ns.Reserved, ns.Reservations = effective.Vector{}, 0
+		if ns.Used.IsZero() && ns.Pods == 0 && len(ns.Quotas) == 0 && len(ns.Problems) == 0 && len(ns.Unresolved) == 0 {
+			delete(out, name)
+			continue
+		}
+		out[name] = ns
+	}
+	s.Namespaces = out
+	return s
+}
+
+func nonNegative(vs ...effective.Vector) error {
+	for _, v := range vs {
+		if v.GPU < 0 || v.MemMiB < 0 || v.Cores < 0 {
+			return errors.New("negative usage " + v.String())
+		}
+	}
+	return nil
+}
+
+func union[A, B any](a map[string]A, b map[string]B) []string {
+	set := map[string]bool{}
+	for k := range a {
+		set[k] = true
+	}
+	for k := range b {
+		set[k] = true
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,222 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpuadmit/gpuadmit/pkg/devices"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// podRecord is what the ledger stores for one GPU pod: exactly what it
+// charged to the pod's namespace and to the devices of its node.
+type podRecord struct {
+	uid       types.UID
+	namespace string
+	name      string
+	// bound is spec.nodeName; node is the node whose devices are charged
+	// ("" while no devices are assigned).
+	bound, node string
+	state       effective.State
+	used        effective.Vector
+	devices     []deviceUse // sorted by UUID
+	// unresolved names the counted containers whose memory is a percentage
+	// of a device of unknown size; their memory is not in used.
+	unresolved []string
+	// pod is kept only when the demand depends on the bound node's device
+	// memory (percentages), to re-derive it when the node's capacity changes.
+	pod *corev1.Pod
+	// warning is a non-fatal problem (an unreadable device assignment).
+	warning *Problem
+}
+
+// derivation is the outcome of reading a pod: a record to store, a problem
+// that makes the pod invalid (store nothing), or neither (not a GPU pod, or
+// nothing runs any more).
+type derivation struct {
+	rec     *podRecord
+	invalid *Problem
+}
+
+// managed is the fast path: does any container name a managed resource?
+func (l *Ledger) managed(pod *corev1.Pod) bool {
+	for _, list := range [2][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			r := &list[i].Resources
+			for _, rl := range [2]corev1.ResourceList{r.Limits, r.Requests} {
+				for name := range rl {
+					if l.settings.Managed(name) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// derive computes the target of pod from the object alone. deviceMiB resolves
+// memory percentages (0: unknown). It is pure: no ledger state is read.
+func (l *Ledger) derive(pod *corev1.Pod, deviceMiB int64) derivation {
+	if !l.managed(pod) {
+		return derivation{}
+	}
+	d, err := effective.Compute(pod, l.settings, effective.Options{DeviceMemoryMiB: deviceMiB})
+	if err != nil {
+		return derivation{invalid: podProblem(pod, err)}
+	}
+	var warning *Problem
+	var assign effective.Assignment
+	if pod.Spec.NodeName != "" { // device usage counts once the pod is bound and assigned
+		if assign, err = devices.PodAssignment(pod); err != nil {
+			warning = podProblem(pod, fmt.Errorf("device usage not recorded: %w", err))
+			assign = nil
+		}
+	}
+	t, err := effective.TargetOf(pod, d, assign)
+	if err != nil && assign != nil {
+		warning = podProblem(pod, fmt.Errorf("device usage not recorded: %w", err))
+		t, err = effective.TargetOf(pod, d, nil)
+	}
+	if err != nil {
+		return derivation{invalid: podProblem(pod, err)}
+	}
+	if t.Stage.State == effective.StateZero {
+		return derivation{}
+	}
+	rec := &podRecord{
+		namespace: pod.Namespace,
+		name:      pod.Name,
+		bound:     pod.Spec.NodeName,
+		state:     t.Stage.State,
+		used:      t.Namespace,
+		warning:   warning,
+	}
+	if len(t.Devices) > 0 {
+		rec.node, rec.devices = pod.Spec.NodeName, deviceUses(t.Devices)
+	}
+	percent := false
+	inits := len(pod.Spec.InitContainers)
+	for i := range d.Containers {
+		c := &d.Containers[i]
+		if c.MemPercent > 0 && c.Count > 0 {
+			percent = true
+		}
+		counted := i >= inits || c.Role != effective.RoleInit || i >= t.Stage.From
+		if c.Unresolved && counted {
+			rec.unresolved = append(rec.unresolved, c.Name)
+		}
+	}
+	if percent && rec.bound != "" {
+		rec.pod = pod
+	}
+	if rec.used.IsZero() && len(rec.devices) == 0 && len(rec.unresolved) == 0 && rec.warning == nil {
+		return derivation{}
+	}
+	return derivation{rec: rec}
+}
+
+// deviceUse is what a pod uses on one device (a slice of them is a quarter
+// of the memory of a map, and a pod has one or two).
+type deviceUse struct {
+	uuid string
+	used effective.Vector
+}
+
+func deviceUses(m map[string]effective.Vector) []deviceUse {
+	out := make([]deviceUse, 0, len(m))
+	for id, v := range m {
+		out = append(out, deviceUse{id, v})
+	}
+	slices.SortFunc(out, func(a, b deviceUse) int { return strings.Compare(a.uuid, b.uuid) })
+	return out
+}
+
+func podProblem(pod *corev1.Pod, err error) *Problem {
+	return &Problem{Kind: ProblemPod, Namespace: pod.Namespace, Name: pod.Name, Message: err.Error()}
+}
+
+// sameRecord reports whether storing b instead of a changes nothing.
+func sameRecord(a, b *podRecord) bool {
+	return a.namespace == b.namespace && a.name == b.name && a.bound == b.bound && a.node == b.node &&
+		a.state == b.state && a.used == b.used && a.pod == b.pod &&
+		slices.Equal(a.devices, b.devices) && slices.Equal(a.unresolved, b.unresolved) &&
+		(a.warning == nil) == (b.warning == nil) && (a.warning == nil || *a.warning == *b.warning)
+}
+
+var errOverflow = errors.New("usage sum does not fit in a 64-bit integer")
+
+// chargeLocked adds the record to its namespace and devices; on overflow it
+// changes nothing and returns an error.
+func (l *Ledger) chargeLocked(r *podRecord) error {
+	n := l.ns(r.namespace)
+	used, ok := n.used.Add(r.used)
+	if !ok {
+		l.gcNamespaceLocked(r.namespace)
+		return fmt.Errorf("namespace %s: %w", r.namespace, errOverflow)
+	}
+	var nd *node
+	if len(r.devices) > 0 {
+		nd = l.nodeLocked(r.node)
+		for _, d := range r.devices {
+			if _, ok := nd.used[d.uuid].Add(d.used); !ok {
+				l.gcNodeLocked(r.node)
+				l.gcNamespaceLocked(r.namespace)
+				return fmt.Errorf("node %s device %s: %w", r.node, d.uuid, errOverflow)
+			}
+		}
+		for _, d := range r.devices {
+			nd.used[d.uuid], _ = nd.used[d.uuid].Add(d.used)
+		}
+	}
+	n.used = used
+	n.pods++
+	if len(r.unresolved) > 0 {
+		n.unresolved[r.uid] = r
+	}
+	if r.pod != nil {
+		l.nodeLocked(r.bound).percent[r.uid] = r
+	}
+	return nil
+}
+
+// unchargeLocked subtracts exactly what the record charged.
+func (l *Ledger) unchargeLocked(r *podRecord) {
+	if n := l.namespaces[r.namespace]; n != nil {
+		n.used = l.nonNegative(n.used.Sub(r.used), "namespace "+r.namespace)
+		n.pods--
+		delete(n.unresolved, r.uid)
+	}
+	if nd := l.nodes[r.node]; nd != nil && len(r.devices) > 0 {
+		for _, d := range r.devices {
+			u := l.nonNegative(nd.used[d.uuid].Sub(d.used), "node "+r.node+" device "+d.uuid)
+			if u.IsZero() {
+				delete(nd.used, d.uuid)
+			} else {
+				nd.used[d.uuid] = u
+			}
+		}
+		l.gcNodeLocked(r.node)
+	}
+	if r.pod != nil {
+		if nd := l.nodes[r.bound]; nd != nil {
+			delete(nd.percent, r.uid)
+			l.gcNodeLocked(r.bound)
+		}
+	}
+}
+
+// nonNegative clamps a sum that would go negative. It never happens while
+// the ledger's invariant holds; if it does, the bug is logged, not spread.
+func (l *Ledger) nonNegative(v effective.Vector, where string) effective.Vector {
+	if v.GPU >= 0 && v.MemMiB >= 0 && v.Cores >= 0 {
+		return v
+	}
+	l.log.Error(errors.New("ledger invariant broken: usage would go negative"), "clamped to zero", "where", where, "usage", v.String())
+	return v.Max(effective.Vector{})
+}

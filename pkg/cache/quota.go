@@ -1,0 +1,146 @@
+package cache
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// quota is what one ResourceQuota says about the managed resources.
+type quota struct {
+	name   string
+	limits Limits
+	// native lists the spec.hard keys requests.<managed name>: native
+	// ResourceQuota counts those per container, without init/app semantics.
+	native   []string
+	problems []Problem
+}
+
+// UpsertQuota records the limits a ResourceQuota sets on managed resources:
+// spec.hard keys limits.<count name>, limits.<memory name> (memory units,
+// converted to MiB with memoryFactor) and limits.<cores name>. A value that is
+// not a non-negative whole number is reported as a problem and blocks its
+// dimension (an invalid limit is never read as "unlimited"). Every quota of a
+// namespace is kept on its own, so deleting one leaves the others in force.
+func (l *Ledger) UpsertQuota(rq *corev1.ResourceQuota) {
+	q := l.parseQuota(rq)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var before []Problem
+	if n := l.namespaces[rq.Namespace]; n != nil && n.quotas[rq.Name] != nil {
+		before = n.quotas[rq.Name].problems
+	}
+	if !slices.Equal(before, q.problems) { // log changes, not every status update of the quota
+		for _, p := range q.problems {
+			l.log.Info("ResourceQuota value not usable: the dimension is blocked", "quota", rq.Namespace+"/"+rq.Name,
+				"key", p.Key, "value", p.Value, "problem", p.Message)
+		}
+	}
+	if q.limits == (Limits{}) && len(q.native) == 0 && len(q.problems) == 0 {
+		l.deleteQuotaLocked(rq.Namespace, rq.Name)
+		return
+	}
+	l.ns(rq.Namespace).quotas[rq.Name] = q
+}
+
+// DeleteQuota forgets one ResourceQuota.
+func (l *Ledger) DeleteQuota(namespace, name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.deleteQuotaLocked(namespace, name)
+}
+
+func (l *Ledger) deleteQuotaLocked(namespace, name string) {
+	if n := l.namespaces[namespace]; n != nil {
+		delete(n.quotas, name)
+		l.gcNamespaceLocked(namespace)
+	}
+}
+
+// parseQuota reads the managed keys of a ResourceQuota's spec.hard.
+func (l *Ledger) parseQuota(rq *corev1.ResourceQuota) *quota {
+	q := &quota{name: rq.Name}
+	names := l.settings.Names
+	dims := []struct {
+		res    corev1.ResourceName
+		factor int64
+		dst    **Limit
+	}{
+		{names.Count, 1, &q.limits.GPU},
+		{names.Memory, l.settings.Factor(), &q.limits.MemMiB},
+		{names.Cores, 1, &q.limits.Cores},
+	}
+	for _, d := range dims {
+		key := "limits." + string(d.res)
+		val, ok := rq.Spec.Hard[corev1.ResourceName(key)]
+		if !ok {
+			continue
+		}
+		v, err := quotaValue(val.String(), d.factor)
+		if err != nil {
+			q.problems = append(q.problems, Problem{Kind: ProblemQuota, Namespace: rq.Namespace, Name: rq.Name,
+				Key: key, Value: val.String(), Message: err.Error() + "; the limit blocks until it is fixed"})
+			*d.dst = &Limit{Quota: rq.Name, Key: key, Invalid: true}
+			continue
+		}
+		*d.dst = &Limit{Value: v, Quota: rq.Name, Key: key}
+	}
+	for _, res := range []corev1.ResourceName{names.Count, names.Memory, names.MemoryPercentage, names.Cores} {
+		key := "requests." + string(res)
+		if _, ok := rq.Spec.Hard[corev1.ResourceName(key)]; ok {
+			q.native = append(q.native, key)
+		}
+	}
+	return q
+}
+
+// quotaValue parses a quota value as a non-negative whole number and
+// multiplies it by factor (memory units to MiB), reporting overflow.
+func quotaValue(s string, factor int64) (int64, error) {
+	v, err := effective.ParseQuantity(s)
+	if err != nil {
+		return 0, err
+	}
+	if factor > 1 && v > math.MaxInt64/factor {
+		return 0, fmt.Errorf("times memoryFactor %d does not fit in a 64-bit integer", factor)
+	}
+	return v * factor, nil
+}
+
+// limits returns the tightest limit per dimension over the namespace's
+// quotas (ties: an invalid limit first, then the quota name) and the quotas,
+// sorted by name.
+func (n *namespace) limits() (Limits, []QuotaSnapshot, []Problem) {
+	names := make([]string, 0, len(n.quotas))
+	for name := range n.quotas {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out Limits
+	quotas := make([]QuotaSnapshot, 0, len(names))
+	var problems []Problem
+	for _, name := range names {
+		q := n.quotas[name]
+		out.GPU = tighter(out.GPU, q.limits.GPU)
+		out.MemMiB = tighter(out.MemMiB, q.limits.MemMiB)
+		out.Cores = tighter(out.Cores, q.limits.Cores)
+		quotas = append(quotas, QuotaSnapshot{Name: name, Limits: q.limits.clone(), NativeRequests: slices.Clone(q.native)})
+		problems = append(problems, q.problems...)
+	}
+	return out.clone(), quotas, problems
+}
+
+func tighter(cur, cand *Limit) *Limit {
+	switch {
+	case cand == nil:
+		return cur
+	case cur == nil, cand.Value < cur.Value, cand.Value == cur.Value && cand.Invalid && !cur.Invalid:
+		return cand
+	}
+	return cur
+}

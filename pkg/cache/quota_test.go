@@ -1,0 +1,111 @@
+package cache
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+func TestQuotaLimits(t *testing.T) {
+	type want struct {
+		gpu, mem, cores string // "" absent, else "value/quota" or "invalid/quota"
+		problems        int
+		native          int
+	}
+	show := func(l *Limit) string {
+		switch {
+		case l == nil:
+			return ""
+		case l.Invalid:
+			return "invalid/" + l.Quota
+		}
+		return strconv.FormatInt(l.Value, 10) + "/" + l.Quota
+	}
+	tests := []struct {
+		name   string
+		factor int64
+		quotas map[string]map[string]string
+		delete []string
+		want   want
+	}{
+		{name: "memory in MiB", quotas: map[string]map[string]string{"q": {"limits.nvidia.com/gpumem": "24576"}},
+			want: want{mem: "24576/q"}},
+		{name: "memory units times memoryFactor, once", factor: 1024,
+			quotas: map[string]map[string]string{"q": {"limits.nvidia.com/gpumem": "24"}}, want: want{mem: "24576/q"}},
+		{name: "count and cores", quotas: map[string]map[string]string{"q": {"limits.nvidia.com/gpu": "4", "limits.nvidia.com/gpucores": "200"}},
+			want: want{gpu: "4/q", cores: "200/q"}},
+		{name: "several quotas: the tightest wins per dimension",
+			quotas: map[string]map[string]string{
+				"a": {"limits.nvidia.com/gpumem": "40000", "limits.nvidia.com/gpu": "2"},
+				"b": {"limits.nvidia.com/gpumem": "24576", "limits.nvidia.com/gpu": "8"}},
+			want: want{gpu: "2/a", mem: "24576/b"}},
+		{name: "deleting one quota leaves the others",
+			quotas: map[string]map[string]string{
+				"a": {"limits.nvidia.com/gpumem": "40000"},
+				"b": {"limits.nvidia.com/gpumem": "24576"}},
+			delete: []string{"b"}, want: want{mem: "40000/a"}},
+		{name: "explicit zero blocks", quotas: map[string]map[string]string{"q": {"limits.nvidia.com/gpu": "0"}},
+			want: want{gpu: "0/q"}},
+		{name: "fractional value: reported and blocking, never unlimited",
+			quotas: map[string]map[string]string{"q": {"limits.nvidia.com/gpu": "1.5"}}, want: want{gpu: "invalid/q", problems: 1}},
+		{name: "milli value: reported", quotas: map[string]map[string]string{"q": {"limits.nvidia.com/gpumem": "500m"}},
+			want: want{mem: "invalid/q", problems: 1}},
+		{name: "beyond int64 after memoryFactor: reported", factor: 1 << 20,
+			quotas: map[string]map[string]string{"q": {"limits.nvidia.com/gpumem": "100T"}}, want: want{mem: "invalid/q", problems: 1}},
+		{name: "an invalid quota beside a valid one still blocks",
+			quotas: map[string]map[string]string{"a": {"limits.nvidia.com/gpu": "4"}, "b": {"limits.nvidia.com/gpu": "0.5"}},
+			want:   want{gpu: "invalid/b", problems: 1}},
+		{name: "native requests quota is recorded, not a limit",
+			quotas: map[string]map[string]string{"q": {"requests.nvidia.com/gpu": "4", "requests.nvidia.com/gpumem": "1000"}},
+			want:   want{native: 2}},
+		{name: "unrelated keys are ignored",
+			quotas: map[string]map[string]string{"q": {"limits.cpu": "4", "requests.memory": "1Gi", "nvidia.com/gpu": "2"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := effective.DefaultSettings()
+			s.MemoryFactor = tt.factor
+			l := New(Options{Settings: s})
+			for name, hard := range tt.quotas {
+				l.UpsertQuota(rq("ns", name, hard))
+			}
+			for _, name := range tt.delete {
+				l.DeleteQuota("ns", name)
+			}
+			ns := l.Namespace("ns")
+			got := want{gpu: show(ns.Limits.GPU), mem: show(ns.Limits.MemMiB), cores: show(ns.Limits.Cores),
+				problems: len(ns.Problems), native: len(ns.NativeRequestQuotas)}
+			if got != tt.want {
+				t.Errorf("got %+v, want %+v (problems %v)", got, tt.want, ns.Problems)
+			}
+			for _, p := range ns.Problems {
+				if p.Kind != ProblemQuota || p.Key == "" || p.Value == "" || p.Name == "" {
+					t.Errorf("problem %+v must name the quota, the key and the value", p)
+				}
+			}
+		})
+	}
+}
+
+func TestQuotaUpdateAndDelete(t *testing.T) {
+	l := newLedger(t)
+	l.UpsertQuota(rq("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1000"}))
+	l.UpsertQuota(rq("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "2000"}))
+	if got := l.Namespace("ns").Limits.MemMiB; got == nil || got.Value != 2000 {
+		t.Fatalf("after update: %+v, want 2000", got)
+	}
+	l.UpsertQuota(rq("ns", "q", map[string]string{"limits.cpu": "1"}))
+	if got := l.Namespace("ns").Limits.MemMiB; got != nil {
+		t.Fatalf("after removing the key: %+v, want no limit", got)
+	}
+	l.UpsertQuota(rq("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1000"}))
+	l.DeleteQuota("ns", "q")
+	l.DeleteQuota("ns", "q") // twice: harmless
+	if got := l.Namespace("ns").Limits; got != (Limits{}) {
+		t.Fatalf("after delete: %+v, want none", got)
+	}
+	if st := l.Snapshot().Stats; st.Namespaces != 0 {
+		t.Errorf("an empty namespace must be forgotten, stats %+v", st)
+	}
+}

@@ -1,0 +1,140 @@
+package cache
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// TestRaceEventsSnapshotsReservations runs pod, node and quota events,
+// snapshots and reservations in parallel (run it with -race). Once every
+// pod is deleted the ledger must be empty: no usage leaked in between.
+func TestRaceEventsSnapshotsReservations(t *testing.T) {
+	clk := &lockedClock{now: time.Unix(0, 0)}
+	l := New(Options{Settings: effective.DefaultSettings(), Clock: clk})
+	const writers, podsPerWriter, rounds = 4, 20, 30
+	var writing, background sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range writers {
+		writing.Go(func() {
+			for r := range rounds {
+				for i := range podsPerWriter {
+					b := testpod.New(fmt.Sprintf("p%d-%d", w, i)).NS(fmt.Sprintf("ns%d", i%3)).
+						Init("init", gpu(1), mem(20480)).App("app", gpu(1), pct(50)).
+						Node(fmt.Sprintf("n%d", i%2)).Devices("GPU-a,NVIDIA,20480,0:;GPU-b,NVIDIA,12288,0:;")
+					if r%2 == 1 {
+						b.InitTerminated("init", 0).AppRunning("app")
+					}
+					l.UpsertPod(b.Build())
+					if r == rounds-1 {
+						l.DeletePod(b.Build())
+					}
+				}
+			}
+		})
+	}
+	nodes := []*corev1.Node{
+		gpuNode(t, "n0", nil, dev("GPU-a", 16384)), gpuNode(t, "n1", nil, dev("GPU-a", 24576)), gpuNode(t, "n0", nil, dev("GPU-a", 81920)),
+	}
+	background.Go(func() { // nodes change: percentages are re-derived under the lock
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			l.UpsertNode(nodes[i%len(nodes)])
+			if i%5 == 0 {
+				l.DeleteNode("n1")
+			}
+		}
+	})
+	background.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			l.UpsertQuota(rq("ns0", fmt.Sprintf("q%d", i%2), map[string]string{"limits.nvidia.com/gpumem": fmt.Sprint(10000 + i)}))
+			if i%7 == 0 {
+				l.DeleteQuota("ns0", "q1")
+			}
+		}
+	})
+	background.Go(func() { // the webhook: snapshot, then reserve
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s := l.Namespace("ns0")
+			if s.Used.MemMiB < 0 || s.Reserved.MemMiB < 0 {
+				t.Errorf("negative snapshot %+v", s)
+			}
+			_ = l.Capacity().MaxDeviceMemMiB(nil)
+			if err := l.Reserve(types.UID(fmt.Sprintf("r%d", i%50)), "ns0", vec(1, 1000, 0), time.Second); err != nil {
+				t.Error(err)
+			}
+			clk.advance(10 * time.Millisecond)
+		}
+	})
+	background.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = l.Snapshot()
+			l.Sweep()
+		}
+	})
+	writing.Wait()
+	close(stop)
+	background.Wait()
+	clk.advance(time.Hour)
+	l.Sweep()
+	st := l.Snapshot().Stats
+	if st.Pods != 0 || st.Reservations != 0 || st.InvalidPods != 0 {
+		t.Fatalf("after deleting every pod: %+v", st)
+	}
+	for ns, s := range l.Snapshot().Namespaces {
+		if !s.Used.IsZero() {
+			t.Errorf("namespace %s leaked %v", ns, s.Used)
+		}
+	}
+	for node, n := range l.Snapshot().Nodes {
+		for id, d := range n.Devices {
+			if !d.Used.IsZero() {
+				t.Errorf("node %s device %s leaked %v", node, id, d.Used)
+			}
+		}
+	}
+}
+
+// lockedClock is a clock goroutines may advance.
+type lockedClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *lockedClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *lockedClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}

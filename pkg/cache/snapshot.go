@@ -1,0 +1,267 @@
+package cache
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// NamespaceSnapshot is what admission needs to know about one namespace.
+// It is a copy: no lock is held and nothing is shared with the ledger.
+type NamespaceSnapshot struct {
+	Namespace string `json:"namespace"`
+	// Used is the sum of the stored effective demands of the namespace's pods.
+	Used effective.Vector `json:"used"`
+	// Reserved is the sum of the unexpired reservations of admitted pods not
+	// yet seen by the watch.
+	Reserved effective.Vector `json:"reserved"`
+	// Pods is the number of GPU pods recorded; Reservations the number of
+	// unexpired reservations.
+	Pods         int `json:"pods"`
+	Reservations int `json:"reservations"`
+	// Limits is the tightest limit per dimension over all ResourceQuotas of
+	// the namespace, with the quota that set it (nil: no limit).
+	Limits Limits `json:"limits"`
+	// Quotas lists every ResourceQuota with managed keys, by name.
+	Quotas []QuotaSnapshot `json:"quotas,omitempty"`
+	// NativeRequestQuotas lists "quota: key" for native requests.<managed>
+	// quotas (counted by Kubernetes per container, without init semantics).
+	NativeRequestQuotas []string `json:"nativeRequestQuotas,omitempty"`
+	// Unresolved lists pods whose memory is a percentage of a device of
+	// unknown size: their memory is not in Used.
+	Unresolved []UnresolvedPod `json:"unresolved,omitempty"`
+	// Problems lists invalid quota values and pods that are not (fully)
+	// recorded, sorted.
+	Problems []Problem `json:"problems,omitempty"`
+}
+
+// Limit is one quota limit. Memory limits are MiB.
+type Limit struct {
+	Value int64  `json:"value"`
+	Quota string `json:"quota"`
+	Key   string `json:"key"`
+	// Invalid: the quota's value is unusable (see the namespace's problems);
+	// the limit blocks (Value 0) until it is fixed.
+	Invalid bool `json:"invalid,omitempty"`
+}
+
+// Limits are the limits per dimension; nil means no limit.
+type Limits struct {
+	GPU    *Limit `json:"gpu,omitempty"`
+	MemMiB *Limit `json:"gpumem,omitempty"`
+	Cores  *Limit `json:"gpucores,omitempty"`
+}
+
+func (l Limits) clone() Limits {
+	c := func(p *Limit) *Limit {
+		if p == nil {
+			return nil
+		}
+		v := *p
+		return &v
+	}
+	return Limits{GPU: c(l.GPU), MemMiB: c(l.MemMiB), Cores: c(l.Cores)}
+}
+
+// QuotaSnapshot is one ResourceQuota's managed limits.
+type QuotaSnapshot struct {
+	Name           string   `json:"name"`
+	Limits         Limits   `json:"limits"`
+	NativeRequests []string `json:"nativeRequests,omitempty"`
+}
+
+// UnresolvedPod names a pod and its containers whose memory is unresolved.
+type UnresolvedPod struct {
+	Pod        string   `json:"pod"`
+	Containers []string `json:"containers"`
+}
+
+// ProblemKind says what kind of object a problem is about.
+type ProblemKind string
+
+// Problem kinds.
+const (
+	ProblemQuota ProblemKind = "quota" // a ResourceQuota value that is not a non-negative whole number
+	ProblemPod   ProblemKind = "pod"   // an invalid GPU request, or an unreadable device assignment
+	ProblemNode  ProblemKind = "node"  // a malformed device annotation
+)
+
+// Problem is input the ledger could not use, reported instead of ignored.
+type Problem struct {
+	Kind      ProblemKind `json:"kind"`
+	Namespace string      `json:"namespace,omitempty"`
+	Name      string      `json:"name"`
+	Key       string      `json:"key,omitempty"`
+	Value     string      `json:"value,omitempty"`
+	Message   string      `json:"message"`
+}
+
+func (p Problem) String() string {
+	obj := p.Name
+	if p.Namespace != "" {
+		obj = p.Namespace + "/" + p.Name
+	}
+	if p.Key != "" {
+		return fmt.Sprintf("%s %s: %s %q: %s", p.Kind, obj, p.Key, p.Value, p.Message)
+	}
+	return fmt.Sprintf("%s %s: %s", p.Kind, obj, p.Message)
+}
+
+func sortProblems(ps []Problem) {
+	slices.SortFunc(ps, func(a, b Problem) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace),
+			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Key, b.Key), cmp.Compare(a.Message, b.Message))
+	})
+}
+
+// Capacity is the device capacity of the cluster's GPU nodes, by node name.
+type Capacity struct {
+	Nodes map[string]*NodeCapacity `json:"nodes"`
+}
+
+// NodeCapacity is one node's labels (for node-selector matching) and devices.
+type NodeCapacity struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels,omitempty"`
+	// Source is the annotation the devices were read from.
+	Source  string           `json:"source"`
+	Devices []DeviceCapacity `json:"devices"`
+	// MaxDeviceMemMiB is the largest device memory (resolves percentages).
+	MaxDeviceMemMiB int64     `json:"maxDeviceMemMiB"`
+	Problems        []Problem `json:"problems,omitempty"`
+}
+
+// DeviceCapacity is one GPU (or MIG instance) of a node.
+type DeviceCapacity struct {
+	UUID    string `json:"uuid"`
+	Index   int    `json:"index"`
+	Model   string `json:"model,omitempty"`
+	MemMiB  int64  `json:"gpumem"`
+	Cores   int64  `json:"gpucores"`
+	Healthy bool   `json:"healthy"`
+	MIG     bool   `json:"mig,omitempty"`
+}
+
+// MaxDeviceMemMiB is the largest device memory over the nodes fit accepts
+// (all nodes when fit is nil); 0 when none is known.
+func (c *Capacity) MaxDeviceMemMiB(fit func(labels map[string]string) bool) int64 {
+	var m int64
+	for _, n := range c.Nodes {
+		if fit == nil || fit(n.Labels) {
+			m = max(m, n.MaxDeviceMemMiB)
+		}
+	}
+	return m
+}
+
+// Namespace returns a snapshot of one namespace (zero usage and no limits
+// for a namespace the ledger does not know).
+func (l *Ledger) Namespace(ns string) NamespaceSnapshot {
+	now := l.clock.Now()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.namespaceLocked(ns, now)
+}
+
+func (l *Ledger) namespaceLocked(name string, now time.Time) NamespaceSnapshot {
+	s := NamespaceSnapshot{Namespace: name}
+	n := l.namespaces[name]
+	if n == nil {
+		return s
+	}
+	s.Used, s.Pods = n.used, n.pods
+	for _, r := range n.reservations {
+		if !r.expired(now) {
+			s.Reserved, _ = s.Reserved.Add(r.demand)
+			s.Reservations++
+		}
+	}
+	s.Limits, s.Quotas, s.Problems = n.limits()
+	for _, q := range s.Quotas {
+		for _, k := range q.NativeRequests {
+			s.NativeRequestQuotas = append(s.NativeRequestQuotas, q.Name+": "+k)
+		}
+	}
+	for _, r := range n.unresolved {
+		s.Unresolved = append(s.Unresolved, UnresolvedPod{Pod: r.name, Containers: slices.Clone(r.unresolved)})
+	}
+	slices.SortFunc(s.Unresolved, func(a, b UnresolvedPod) int { return cmp.Compare(a.Pod, b.Pod) })
+	for _, inv := range n.invalid {
+		s.Problems = append(s.Problems, inv.problem)
+	}
+	for _, r := range n.warned {
+		s.Problems = append(s.Problems, *r.warning)
+	}
+	sortProblems(s.Problems)
+	return s
+}
+
+// Snapshot is the whole ledger, for the CLI, debugging and tests.
+type Snapshot struct {
+	Namespaces map[string]NamespaceSnapshot `json:"namespaces"`
+	Nodes      map[string]NodeUsage         `json:"nodes"`
+	// Problems lists every problem (quotas, pods, nodes), sorted.
+	Problems []Problem `json:"problems,omitempty"`
+	Stats    Stats     `json:"stats"`
+}
+
+// NodeUsage is the per-device capacity and usage of one node.
+type NodeUsage struct {
+	Devices map[string]DeviceUsage `json:"devices"`
+}
+
+// DeviceUsage is one device's capacity (nil when the node does not announce
+// the device) and the sum of the usage charged to it.
+type DeviceUsage struct {
+	Capacity *DeviceCapacity  `json:"capacity,omitempty"`
+	Used     effective.Vector `json:"used"`
+}
+
+// Stats are the ledger's sizes.
+type Stats struct {
+	Pods         int `json:"pods"`
+	InvalidPods  int `json:"invalidPods"`
+	Reservations int `json:"reservations"`
+	Namespaces   int `json:"namespaces"`
+	Nodes        int `json:"nodes"`
+}
+
+// Snapshot copies the whole ledger: every namespace and every node that has
+// GPU devices or device usage.
+func (l *Ledger) Snapshot() Snapshot {
+	now := l.clock.Now()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	s := Snapshot{Namespaces: make(map[string]NamespaceSnapshot, len(l.namespaces)), Nodes: map[string]NodeUsage{}}
+	for name := range l.namespaces {
+		ns := l.namespaceLocked(name, now)
+		s.Namespaces[name] = ns
+		s.Problems = append(s.Problems, ns.Problems...)
+		s.Stats.Reservations += ns.Reservations
+	}
+	for name, nd := range l.nodes {
+		s.Problems = append(s.Problems, nd.problems...)
+		if len(nd.devices) == 0 && len(nd.used) == 0 {
+			continue
+		}
+		nu := NodeUsage{Devices: make(map[string]DeviceUsage, max(len(nd.devices), len(nd.used)))}
+		for _, d := range nd.devices {
+			dc := DeviceCapacity{UUID: d.UUID, Index: d.Index, Model: d.Model, MemMiB: d.MemoryMiB, Cores: d.Cores,
+				Healthy: d.Healthy, MIG: d.MIGEnabled || d.ParentUUID != ""}
+			nu.Devices[d.UUID] = DeviceUsage{Capacity: &dc, Used: nd.used[d.UUID]}
+		}
+		for id, v := range nd.used {
+			if _, ok := nu.Devices[id]; !ok {
+				nu.Devices[id] = DeviceUsage{Used: v}
+			}
+		}
+		s.Nodes[name] = nu
+	}
+	sortProblems(s.Problems)
+	s.Stats.Pods, s.Stats.InvalidPods = len(l.pods), len(l.invalid)
+	s.Stats.Namespaces, s.Stats.Nodes = len(l.namespaces), len(l.nodes)
+	return s
+}

@@ -1,0 +1,263 @@
+package cache
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/gpuadmit/gpuadmit/pkg/devices"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// Informer transforms keep only what the ledger reads, so that 100k pods fit
+// in a few hundred MiB: no managedFields, no env, volumes, probes, images or
+// conditions. They build new objects (the input is never modified; the
+// output is read-only and may share parts with other outputs) and are
+// idempotent.
+
+// PodTransform slims Pods: name, namespace, UID, resourceVersion, the device
+// assignment annotation; spec containers' names, restartPolicy and managed
+// resources, nodeName, nodeSelector and node affinity; status phase and
+// container states (running, waiting, or terminated with an exit code). A pod
+// that names no managed resource keeps only its identity and container
+// names (it is never charged).
+//
+// Identical container lists and status lists are shared between pods (the
+// replicas of a Deployment have the same containers, and pods at the same
+// stage the same statuses): the informer's objects are read-only, so sharing
+// is safe, and it halves the memory of 100k pods.
+func PodTransform(s effective.Settings) toolscache.TransformFunc {
+	t := &podSlimmer{settings: s, containers: newInterner[[]corev1.Container](), statuses: newInterner[[]corev1.ContainerStatus]()}
+	return func(obj any) (any, error) {
+		switch p := obj.(type) {
+		case *corev1.Pod:
+			return t.slim(p), nil
+		case toolscache.DeletedFinalStateUnknown:
+			return p, nil
+		}
+		return nil, fmt.Errorf("pod transform: unexpected object %T", obj)
+	}
+}
+
+type podSlimmer struct {
+	settings   effective.Settings
+	containers *interner[[]corev1.Container]
+	statuses   *interner[[]corev1.ContainerStatus]
+}
+
+func (t *podSlimmer) slim(p *corev1.Pod) *corev1.Pod {
+	out := &corev1.Pod{ObjectMeta: identity(&p.ObjectMeta, false, devices.PodAllocatedAnnotation)}
+	var managed bool
+	out.Spec.InitContainers, managed = t.slimContainers(p.Spec.InitContainers)
+	var appsManaged bool
+	out.Spec.Containers, appsManaged = t.slimContainers(p.Spec.Containers)
+	if !managed && !appsManaged {
+		out.Annotations = nil
+		return out
+	}
+	out.Spec.NodeName = p.Spec.NodeName
+	out.Spec.NodeSelector = p.Spec.NodeSelector
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		out.Spec.Affinity = &corev1.Affinity{NodeAffinity: a.NodeAffinity}
+	}
+	out.Status.Phase = p.Status.Phase
+	out.Status.InitContainerStatuses = t.slimStatuses(p.Status.InitContainerStatuses)
+	out.Status.ContainerStatuses = t.slimStatuses(p.Status.ContainerStatuses)
+	return out
+}
+
+// slimContainers keeps names, restart policies and managed resources, and
+// reports whether any container names a managed resource.
+func (t *podSlimmer) slimContainers(cs []corev1.Container) ([]corev1.Container, bool) {
+	if cs == nil {
+		return nil, false
+	}
+	n := t.settings.Names
+	names := [4]corev1.ResourceName{n.Count, n.Memory, n.MemoryPercentage, n.Cores}
+	var key strings.Builder
+	managed := false
+	for i := range cs {
+		c := &cs[i]
+		key.WriteString(c.Name)
+		if c.RestartPolicy != nil {
+			key.WriteByte(0)
+			key.WriteString(string(*c.RestartPolicy))
+		}
+		for _, rl := range [2]corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
+			key.WriteByte(1)
+			if len(rl) == 0 {
+				continue
+			}
+			for _, name := range names {
+				if q, ok := rl[name]; ok {
+					key.WriteString(string(name) + "=" + q.String() + ",")
+					managed = true
+				}
+			}
+		}
+		key.WriteByte(2)
+	}
+	return t.containers.get(key.String(), func() []corev1.Container {
+		out := make([]corev1.Container, len(cs))
+		for i := range cs {
+			out[i] = corev1.Container{Name: cs[i].Name, RestartPolicy: cs[i].RestartPolicy,
+				Resources: corev1.ResourceRequirements{
+					Limits:   managedOnly(cs[i].Resources.Limits, t.settings),
+					Requests: managedOnly(cs[i].Resources.Requests, t.settings),
+				}}
+		}
+		return out
+	}), managed
+}
+
+func managedOnly(rl corev1.ResourceList, s effective.Settings) corev1.ResourceList {
+	var out corev1.ResourceList
+	for name, q := range rl {
+		if s.Managed(name) {
+			if out == nil {
+				out = corev1.ResourceList{}
+			}
+			out[name] = q
+		}
+	}
+	return out
+}
+
+// slimStatuses keeps each container's name, state and last termination
+// state (which state, and the exit code): what effective.StageOf reads.
+func (t *podSlimmer) slimStatuses(sts []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if sts == nil {
+		return nil
+	}
+	var key strings.Builder
+	for i := range sts {
+		key.WriteString(sts[i].Name)
+		stateKey(&key, sts[i].State)
+		stateKey(&key, sts[i].LastTerminationState)
+		key.WriteByte(2)
+	}
+	return t.statuses.get(key.String(), func() []corev1.ContainerStatus {
+		out := make([]corev1.ContainerStatus, len(sts))
+		for i := range sts {
+			out[i] = corev1.ContainerStatus{Name: sts[i].Name,
+				State: slimState(sts[i].State), LastTerminationState: slimState(sts[i].LastTerminationState)}
+		}
+		return out
+	})
+}
+
+func stateKey(b *strings.Builder, st corev1.ContainerState) {
+	b.WriteByte(0)
+	if st.Running != nil {
+		b.WriteByte('R')
+	}
+	if st.Waiting != nil {
+		b.WriteByte('W')
+	}
+	if st.Terminated != nil {
+		b.WriteString("T" + strconv.Itoa(int(st.Terminated.ExitCode)))
+	}
+}
+
+func slimState(st corev1.ContainerState) corev1.ContainerState {
+	var out corev1.ContainerState
+	if st.Running != nil {
+		out.Running = &corev1.ContainerStateRunning{}
+	}
+	if st.Waiting != nil {
+		out.Waiting = &corev1.ContainerStateWaiting{}
+	}
+	if st.Terminated != nil {
+		out.Terminated = &corev1.ContainerStateTerminated{ExitCode: st.Terminated.ExitCode}
+	}
+	return out
+}
+
+// interner shares identical immutable values by key. It holds at most
+// internLimit keys; beyond that it starts over (values already shared stay
+// shared, new ones are interned afresh), so a churn of distinct pods cannot
+// grow it without bound.
+type interner[T any] struct {
+	mu sync.Mutex
+	m  map[string]T
+}
+
+const internLimit = 16384
+
+func newInterner[T any]() *interner[T] { return &interner[T]{m: map[string]T{}} }
+
+func (in *interner[T]) get(key string, build func() T) T {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.m[key]; ok {
+		return v
+	}
+	if len(in.m) >= internLimit {
+		clear(in.m)
+	}
+	v := build()
+	in.m[key] = v
+	return v
+}
+
+// NodeTransform slims Nodes to name, UID, resourceVersion, labels and the two
+// device annotations (no status: images and conditions are large).
+func NodeTransform(obj any) (any, error) {
+	switch n := obj.(type) {
+	case *corev1.Node:
+		return &corev1.Node{ObjectMeta: identity(&n.ObjectMeta, true, devices.NodeDevicesAnnotation, devices.HAMiNodeRegisterAnnotation)}, nil
+	case toolscache.DeletedFinalStateUnknown:
+		return n, nil
+	}
+	return nil, fmt.Errorf("node transform: unexpected object %T", obj)
+}
+
+// QuotaTransform slims ResourceQuotas to their identity and the spec.hard
+// keys limits.<managed> and requests.<managed>.
+func QuotaTransform(s effective.Settings) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		switch q := obj.(type) {
+		case *corev1.ResourceQuota:
+			out := &corev1.ResourceQuota{ObjectMeta: identity(&q.ObjectMeta, false)}
+			for name, v := range q.Spec.Hard {
+				rest, ok := strings.CutPrefix(string(name), "limits.")
+				if !ok {
+					rest, ok = strings.CutPrefix(string(name), "requests.")
+				}
+				if ok && s.Managed(corev1.ResourceName(rest)) {
+					if out.Spec.Hard == nil {
+						out.Spec.Hard = corev1.ResourceList{}
+					}
+					out.Spec.Hard[name] = v
+				}
+			}
+			return out, nil
+		case toolscache.DeletedFinalStateUnknown:
+			return q, nil
+		}
+		return nil, fmt.Errorf("quota transform: unexpected object %T", obj)
+	}
+}
+
+// identity keeps an object's identity, its labels when asked (node
+// selectors are matched against a node's) and the listed annotations.
+func identity(m *metav1.ObjectMeta, labels bool, annotations ...string) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
+	if labels {
+		out.Labels = m.Labels
+	}
+	for _, k := range annotations {
+		if v, ok := m.Annotations[k]; ok {
+			if out.Annotations == nil {
+				out.Annotations = map[string]string{}
+			}
+			out.Annotations[k] = v
+		}
+	}
+	return out
+}
