@@ -21,6 +21,12 @@ Usage:
   gpuadmit usage --state STATE.yaml [--config CFG]
       Print GPU usage per namespace (with quota limits) and per device, from
       the Pods, Nodes and ResourceQuotas of a 'kubectl get -o yaml' dump.
+  gpuadmit eval -f POD.yaml --state STATE.yaml [--config CFG] [--policy DIR] [--namespace NS]
+      Make the webhook's decision for a CREATE of POD in a cluster holding
+      STATE: allowed, effective demand, denials, warnings. Exit 1 when denied.
+  gpuadmit policy test [DIR]
+      Run the Rego unit tests of the embedded policies (plus DIR's modules,
+      loaded as the webhook loads them). Exit 1 when a test fails.
 
 Manifests may be YAML or JSON, a single object, a List or a multi-document
 stream ("-" reads standard input). Exit codes: 0 ok, 2 bad input or error.
@@ -41,6 +47,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runEffective(args[1:], stdin, stdout, stderr)
 	case "usage":
 		return runUsage(args[1:], stdin, stdout, stderr)
+	case "eval":
+		return runEval(args[1:], stdin, stdout, stderr)
+	case "policy":
+		return runPolicy(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

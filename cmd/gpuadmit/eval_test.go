@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const (
+	pods  = "../../examples/pods/"
+	state = "../../examples/state/"
+)
+
+func TestEvalCommand(t *testing.T) {
+	fiveGPUs := "apiVersion: v1\nkind: Pod\nmetadata: {name: big, namespace: team-a}\nspec:\n  containers:\n  - name: c\n    resources: {limits: {nvidia.com/gpu: 5, nvidia.com/gpumem: 1024}}\n"
+	broken := t.TempDir()
+	if err := os.WriteFile(filepath.Join(broken, "x.rego"), []byte("package gpuadmit.admission\n\ndeny contains x if {"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		args       []string
+		stdin      string
+		wantCode   int
+		wantOut    string // JSON, compared structurally
+		wantErrSub string
+	}{
+		{name: "seed 1: init 30 GiB denied by the 24 GiB quota and the 24 GiB GPU",
+			args: []string{"eval", "-f", pods + "scenario1-init30-app4.yaml", "--state", state + "idle-a10-quota24g.yaml"}, wantCode: 1,
+			wantOut: `{"allowed":false,"effective":{"gpu":1,"gpumem":30720,"gpucores":0},"denials":[
+				"namespace \"team-a\": nvidia.com/gpumem: pod needs 30720 MiB, 0 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota \"gpu-quota\" limits.nvidia.com/gpumem)",
+				"namespace \"team-a\": pod \"llm-oversize\": container \"convert-weights\" needs 1 device(s) with 30720 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node \"node1\"; at most 1 healthy device(s) on one node)"],
+				"warnings":[]}`},
+		{name: "seed 2: init 20 GiB + app 10 GiB allowed on an idle 24 GiB GPU",
+			args:    []string{"eval", "-f", pods + "scenario2-init20-app10.yaml", "--state", state + "idle-a10-quota24g.yaml"},
+			wantOut: `{"allowed":true,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"denials":[],"warnings":[]}`},
+		{name: "seed 4: 12 GiB denied while another pod's 20 GiB init runs",
+			args: []string{"eval", "-f", pods + "scenario4-app12.yaml", "--state", state + "seed-init-running.yaml"}, wantCode: 1,
+			wantOut: `{"allowed":false,"effective":{"gpu":1,"gpumem":12288,"gpucores":0},"denials":[
+				"namespace \"team-a\": nvidia.com/gpumem: pod needs 12288 MiB, 20480 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota \"gpu-quota\" limits.nvidia.com/gpumem)"],"warnings":[]}`},
+		{name: "seed 4: 12 GiB allowed once that init exited 0",
+			args: []string{"eval", "-f", pods + "scenario4-app12.yaml", "--state", state + "seed-init-done.yaml"},
+			wantOut: `{"allowed":true,"effective":{"gpu":1,"gpumem":12288,"gpucores":0},"denials":[],"warnings":[
+				"namespace \"team-a\": nvidia.com/gpumem will be at 91 % of its limit after this pod (22528 of 24576 MiB, ResourceQuota \"gpu-quota\")"]}`},
+		{name: "percentage resolved against the largest device, near-limit warnings",
+			args: []string{"eval", "-f", pods + "percentage.yaml", "--state", state + "cluster.yaml"},
+			wantOut: `{"allowed":true,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"denials":[],"warnings":[
+				"namespace \"team-a\": nvidia.com/gpu will be at 100 % of its limit after this pod (4 of 4, ResourceQuota \"gpu-small\")",
+				"namespace \"team-a\": nvidia.com/gpumem will be at 90 % of its limit after this pod (59392 of 65536 MiB, ResourceQuota \"gpu-small\")"]}`},
+		{name: "--namespace moves the pod to team-b, where GPUs are blocked",
+			args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml", "--state", state + "cluster.yaml", "--namespace", "team-b"}, wantCode: 1,
+			wantOut: `{"allowed":false,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"denials":[
+				"namespace \"team-b\": nvidia.com/gpu: pod needs 1, 0 used + 0 reserved, limit 0 (ResourceQuota \"no-gpus\" limits.nvidia.com/gpu)"],"warnings":[]}`},
+		{name: "invalid request names container, resource and value",
+			args: []string{"eval", "-f", pods + "invalid.yaml", "--state", state + "cluster.yaml"}, wantCode: 1,
+			wantOut: `{"allowed":false,"effective":{"gpu":0,"gpumem":0,"gpucores":0},"denials":[
+				"namespace \"team-a\": pod \"broken\": container \"app\": nvidia.com/gpucores \"150\": must be within 0..100",
+				"namespace \"team-a\": pod \"broken\": container \"app\": nvidia.com/gpumem \"1500m\": must be a whole number"],"warnings":[]}`},
+		{name: "--policy adds an operator policy", stdin: fiveGPUs,
+			args: []string{"eval", "-f", "-", "--state", state + "idle-a10-quota24g.yaml", "--policy", "../../examples/policy"}, wantCode: 1,
+			wantOut: `{"allowed":false,"effective":{"gpu":5,"gpumem":5120,"gpucores":0},"denials":[
+				"namespace \"team-a\": nvidia.com/gpu: pod needs 5 devices, at most 4 per pod outside namespace \"research\"",
+				"namespace \"team-a\": pod \"big\": container \"c\" needs 5 device(s) with 1024 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node \"node1\"; at most 1 healthy device(s) on one node)"],"warnings":[]}`},
+		{name: "pod without GPU resources", stdin: "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: c}]}\n",
+			args:    []string{"eval", "-f", "-", "--state", state + "seed-init-running.yaml"},
+			wantOut: `{"allowed":true,"effective":{"gpu":0,"gpumem":0,"gpucores":0},"denials":[],"warnings":[]}`},
+		{name: "broken --policy", args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml", "--state", state + "cluster.yaml", "--policy", broken},
+			wantCode: 2, wantErrSub: "x.rego:3: rego_parse_error"},
+		{name: "missing --policy directory", args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml", "--state", state + "cluster.yaml", "--policy", "nope"},
+			wantCode: 2, wantErrSub: "policy directory: stat nope: no such file"},
+		{name: "no --state", args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml"}, wantCode: 2, wantErrSub: evalUsage},
+		{name: "no -f", args: []string{"eval", "--state", state + "cluster.yaml"}, wantCode: 2, wantErrSub: evalUsage},
+		{name: "both from standard input", args: []string{"eval", "-f", "-", "--state", "-"}, wantCode: 2, wantErrSub: "cannot both read standard input"},
+		{name: "state is not a pod file", args: []string{"eval", "-f", state + "idle-a10-quota24g.yaml", "--state", state + "cluster.yaml"},
+			wantCode: 2, wantErrSub: "found 0 Pods, want exactly one"},
+		{name: "unknown flag", args: []string{"eval", "--pod", "x"}, wantCode: 2, wantErrSub: "flag provided but not defined: -pod"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(tt.args, strings.NewReader(tt.stdin), &out, &errOut)
+			if code != tt.wantCode {
+				t.Fatalf("exit code %d, want %d; stderr: %s", code, tt.wantCode, errOut.String())
+			}
+			if tt.wantErrSub != "" && !strings.Contains(errOut.String(), tt.wantErrSub) {
+				t.Errorf("stderr %q does not contain %q", errOut.String(), tt.wantErrSub)
+			}
+			if tt.wantErrSub == "" && errOut.Len() != 0 {
+				t.Errorf("unexpected stderr: %s", errOut.String())
+			}
+			if tt.wantOut == "" {
+				if out.Len() != 0 {
+					t.Errorf("stdout not empty on error: %s", out.String())
+				}
+				return
+			}
+			var got, want any
+			if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+				t.Fatalf("stdout is not JSON: %v\n%s", err, out.String())
+			}
+			if err := json.Unmarshal([]byte(tt.wantOut), &want); err != nil {
+				t.Fatal(err)
+			}
+			g, _ := json.Marshal(got)
+			w, _ := json.Marshal(want)
+			if string(g) != string(w) {
+				t.Errorf("stdout\n%s\nwant\n%s", g, w)
+			}
+		})
+	}
+}

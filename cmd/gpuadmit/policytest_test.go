@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestPolicyTestCommand(t *testing.T) {
+	dir := func(files map[string]string) string {
+		d := t.TempDir()
+		for name, text := range files {
+			if err := os.WriteFile(filepath.Join(d, name), []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	failing := dir(map[string]string{"mine_test.rego": "package gpuadmit.admission_test\n\ntest_wrong if {\n\t1 == 2\n}\n"})
+	broken := dir(map[string]string{"mine.rego": "package gpuadmit.admission\n\ndeny contains x if http.send({})\n"})
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  []string // substrings of stdout
+		wantErr  string   // substring of stderr
+	}{
+		{name: "embedded policies", args: []string{"policy", "test"},
+			wantOut: []string{"data.gpuadmit.admission_test.test_init_peak_over_memory_limit_denied: PASS", "PASS: 22/22"}},
+		{name: "embedded plus an operator directory", args: []string{"policy", "test", "../../examples/policy"},
+			wantOut: []string{"examples/policy/max-gpus-per-pod_test.rego", "test_five_gpus_denied: PASS", "PASS: 25/25"}},
+		{name: "a failing test", args: []string{"policy", "test", failing}, wantCode: 1,
+			wantOut: []string{"test_wrong: FAIL", "mine_test.rego:4:\n    \t1 == 2", "PASS: 22/23", "FAIL: 1/23"}},
+		{name: "a policy calling http.send does not compile", args: []string{"policy", "test", broken}, wantCode: 2,
+			wantErr: "undefined function http.send"},
+		{name: "missing directory", args: []string{"policy", "test", "nope"}, wantCode: 2, wantErr: "no such file"},
+		{name: "no subcommand", args: []string{"policy"}, wantCode: 2, wantErr: policyUsage},
+		{name: "two directories", args: []string{"policy", "test", "a", "b"}, wantCode: 2, wantErr: policyUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(tt.args, strings.NewReader(""), &out, &errOut)
+			if code != tt.wantCode {
+				t.Fatalf("exit code %d, want %d; stdout: %s\nstderr: %s", code, tt.wantCode, out.String(), errOut.String())
+			}
+			for _, s := range tt.wantOut {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("stdout does not contain %q:\n%s", s, out.String())
+				}
+			}
+			if tt.wantErr != "" && !strings.Contains(errOut.String(), tt.wantErr) {
+				t.Errorf("stderr %q does not contain %q", errOut.String(), tt.wantErr)
+			}
+			if tt.wantErr == "" && errOut.Len() != 0 {
+				t.Errorf("unexpected stderr: %s", errOut.String())
+			}
+		})
+	}
+}

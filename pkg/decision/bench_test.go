@@ -1,0 +1,247 @@
+package decision
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/policy"
+)
+
+// benchLedger holds 1000 two-GPU nodes, 200 namespaces with a memory quota
+// and n GPU pods (sidecar, init, app; half of them past their init).
+func benchLedger(b *testing.B, n int) *cache.Ledger {
+	b.Helper()
+	l := cache.New(cache.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+	for i := range 1000 {
+		l.UpsertNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i),
+			Labels: map[string]string{"zone": fmt.Sprint(i % 3)},
+			Annotations: map[string]string{"gpuadmit.io/gpu-devices": `[{"uuid":"GPU-a","index":0,"memoryMiB":81920,"cores":100,"healthy":true},` +
+				`{"uuid":"GPU-b","index":1,"memoryMiB":81920,"cores":100,"healthy":true}]`}}})
+	}
+	for i := range 200 {
+		l.UpsertQuota(&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("team-%d", i), Name: "gpu"},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"limits.nvidia.com/gpumem": resource.MustParse("10000000"),
+				"limits.nvidia.com/gpu": resource.MustParse("1000")}}})
+	}
+	gpu, mem, cores := testpod.GPU, testpod.Mem, testpod.Cores
+	for i := range n {
+		p := testpod.New(fmt.Sprintf("pod-%d", i)).NS(fmt.Sprintf("team-%d", i%200)).UID(fmt.Sprintf("uid-%d", i)).
+			Sidecar("proxy", gpu(1), mem(512)).Init("convert", gpu(1), mem(20480), cores(30)).App("server", gpu(1), mem(10240), cores(20)).
+			Node(fmt.Sprintf("node-%d", i%1000)).Devices("GPU-a,NVIDIA,512,0:;GPU-a,NVIDIA,20480,30:;GPU-b,NVIDIA,10240,20:;")
+		if i%2 == 0 {
+			p.InitRunning("proxy").InitTerminated("convert", 0).AppRunning("server")
+		} else {
+			p.InitRunning("proxy").InitRunning("convert")
+		}
+		l.UpsertPod(p.Build())
+	}
+	return l
+}
+
+// benchPod is a typical 5-container GPU pod: a sidecar, two init
+// containers, two app containers.
+func benchPod() *corev1.Pod {
+	gpu, mem, cores := testpod.GPU, testpod.Mem, testpod.Cores
+	return testpod.New("llm-7").NS("team-7").
+		Sidecar("proxy", gpu(1), mem(512)).
+		Init("download", gpu(1), mem(4096)).Init("convert", gpu(1), mem(20480), cores(30)).
+		App("server", gpu(1), mem(10240), cores(20)).App("metrics", testpod.CPU("100m")).
+		Build()
+}
+
+// timer records each iteration's wall time and the CPU time of the
+// benchmark's thread: on a shared machine the wall time includes waiting
+// for a CPU, the thread's CPU time does not.
+type timer struct {
+	wall, cpu      []time.Duration
+	start, startCP time.Duration
+}
+
+func newTimer() *timer {
+	runtime.LockOSThread() // keep the thread CPU clock on one thread; unlocked in report
+	return &timer{wall: make([]time.Duration, 0, 1<<16), cpu: make([]time.Duration, 0, 1<<16)}
+}
+
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
+}
+
+func monotonic(base time.Time) time.Duration { return time.Since(base) }
+
+func (t *timer) begin(base time.Time) { t.start, t.startCP = monotonic(base), threadCPU() }
+
+func (t *timer) end(base time.Time) {
+	t.cpu = append(t.cpu, threadCPU()-t.startCP)
+	t.wall = append(t.wall, monotonic(base)-t.start)
+}
+
+func p99(ds []time.Duration) float64 {
+	slices.Sort(ds)
+	return float64(ds[len(ds)*99/100].Nanoseconds())
+}
+
+// report adds p99-ns (wall), cpu-ns/op and p99-cpu-ns (thread CPU time).
+func (t *timer) report(b *testing.B) {
+	defer runtime.UnlockOSThread()
+	if len(t.wall) == 0 {
+		return
+	}
+	var sum time.Duration
+	for _, c := range t.cpu {
+		sum += c
+	}
+	b.ReportMetric(p99(t.wall), "p99-ns")
+	b.ReportMetric(float64(sum.Nanoseconds())/float64(len(t.cpu)), "cpu-ns/op")
+	b.ReportMetric(p99(t.cpu), "p99-cpu-ns")
+}
+
+// BenchmarkDecide is the whole decision without HTTP: fast-path check,
+// eligible nodes (cached), demand, namespace snapshot among 10k pods,
+// input document, Rego evaluation.
+func BenchmarkDecide(b *testing.B) {
+	l := benchLedger(b, 10_000)
+	e := policy.New(policy.Options{})
+	ctx := context.Background()
+	if err := e.Load(ctx); err != nil {
+		b.Fatal(err)
+	}
+	d, err := New(e, effective.DefaultSettings(), l, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := Request{Pod: benchPod()}
+	if res, err := d.Decide(ctx, req); err != nil || !res.Allowed || res.Effective.MemMiB != 20992 {
+		b.Fatalf("decision %+v, %v", res, err)
+	}
+	t, base := newTimer(), time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		t.begin(base)
+		if _, err := d.Decide(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+		t.end(base)
+	}
+	t.report(b)
+}
+
+// BenchmarkDecideGo makes the same checks hand-written in Go (no input
+// document, no Rego) after the same preparation, for the ratio.
+func BenchmarkDecideGo(b *testing.B) {
+	l := benchLedger(b, 10_000)
+	d, err := New(nil, effective.DefaultSettings(), l, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pod := benchPod()
+	if denials := goDecide(d, pod); len(denials) != 0 {
+		b.Fatalf("denials %q", denials)
+	}
+	t, base := newTimer(), time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		t.begin(base)
+		goDecide(d, pod)
+		t.end(base)
+	}
+	t.report(b)
+}
+
+// goDecide is the default policies' namespace-limit and satisfiability
+// checks written in Go.
+func goDecide(d *Decider, pod *corev1.Pod) []string {
+	if !d.managed(pod) {
+		return nil
+	}
+	view, _, err := d.nodes(pod)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	dem, err := effective.Compute(pod, d.settings, effective.Options{DeviceMemoryMiB: view.maxMemMiB})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	ns := d.snap.Namespace(pod.Namespace)
+	var denials []string
+	check := func(name string, need, used, reserved int64, l *cache.Limit) {
+		if l != nil && need > 0 && used+reserved+need > l.Value {
+			denials = append(denials, fmt.Sprintf("namespace %q: %s: pod needs %d, %d used + %d reserved, limit %d (ResourceQuota %q %s)",
+				pod.Namespace, name, need, used, reserved, l.Value, l.Quota, l.Key))
+		}
+	}
+	n := d.settings.Names
+	check(string(n.Count), dem.Effective.GPU, ns.Used.GPU, ns.Reserved.GPU, ns.Limits.GPU)
+	check(string(n.Memory), dem.Effective.MemMiB, ns.Used.MemMiB, ns.Reserved.MemMiB, ns.Limits.MemMiB)
+	check(string(n.Cores), dem.Effective.Cores, ns.Used.Cores, ns.Reserved.Cores, ns.Limits.Cores)
+	for _, c := range dem.Containers {
+		if c.Count == 0 || c.Unresolved {
+			continue
+		}
+		fits := slices.ContainsFunc(view.shapes, func(s *shape) bool {
+			var big int64
+			for _, dv := range s.devices {
+				if dv.memMiB >= c.MemPerDeviceMiB && dv.cores >= c.CoresPerDevice {
+					big++
+				}
+			}
+			return big >= c.Count
+		})
+		if !fits {
+			denials = append(denials, fmt.Sprintf("container %q: no eligible node", c.Name))
+		}
+	}
+	return denials
+}
+
+// BenchmarkEval is the Rego evaluation alone, on the input Decide builds.
+func BenchmarkEval(b *testing.B) {
+	l := benchLedger(b, 100)
+	e := policy.New(policy.Options{})
+	ctx := context.Background()
+	if err := e.Load(ctx); err != nil {
+		b.Fatal(err)
+	}
+	d, err := New(e, effective.DefaultSettings(), l, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pod := benchPod()
+	_, capVal, err := d.nodes(pod)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dem, err := effective.Compute(pod, d.settings, effective.Options{DeviceMemoryMiB: 81920})
+	if err != nil {
+		b.Fatal(err)
+	}
+	doc := &inputDoc{req: Request{Pod: pod, Operation: "CREATE"}, namespace: "team-7", demand: dem, ns: l.Namespace("team-7"),
+		capacity: capVal, settings: d.settingsVal}
+	in := doc.value()
+	t, base := newTimer(), time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		t.begin(base)
+		if _, err := e.Eval(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+		t.end(base)
+	}
+	t.report(b)
+}

@@ -1,0 +1,197 @@
+// Package decision makes gpuadmit's admission decision for one pod: it
+// computes the pod's effective GPU demand (memory percentages resolved
+// against the largest device the pod could land on), reads the namespace's
+// usage, reservations and limits and the eligible nodes' devices from the
+// ledger, builds the versioned policy input document and evaluates the
+// policies. The webhook and `gpuadmit eval` call the same Decide, so the
+// command line shows exactly what admission would answer.
+//
+// Pods without any managed GPU resource take a fast path: allowed, without
+// evaluating any policy.
+package decision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/opa/v1/ast"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/policy"
+)
+
+// Request is one pod admission.
+type Request struct {
+	Pod *corev1.Pod
+	// Namespace is the admission request's namespace; "" uses the pod's
+	// (and "default" when the pod has none).
+	Namespace string
+	// Operation is CREATE or UPDATE; "" means CREATE.
+	Operation string
+	DryRun    bool
+}
+
+// Result is the decision.
+type Result struct {
+	Allowed   bool
+	Effective effective.Vector
+	Denials   []string
+	Warnings  []string
+	// Demand is the pod's parsed demand; nil when the request is invalid or
+	// the pod requests no managed resource.
+	Demand *effective.Demand
+}
+
+// Snapshotter reads the usage ledger; *cache.Ledger satisfies it.
+type Snapshotter interface {
+	Namespace(ns string) cache.NamespaceSnapshot
+	Capacity() *cache.Capacity
+}
+
+// Evaluator evaluates the policies on an input document; *policy.Engine
+// satisfies it.
+type Evaluator interface {
+	Eval(ctx context.Context, input ast.Value) (policy.Output, error)
+}
+
+// Options tune the decision.
+type Options struct {
+	// NearLimitPercent: warn when a namespace reaches this share of a limit
+	// after the pod; 0 means 90.
+	NearLimitPercent int64
+	// UnsatisfiableWarns turns the denial of device requests no eligible
+	// node can satisfy into a warning.
+	UnsatisfiableWarns bool
+	// Log receives decisions at V(1). The zero value discards.
+	Log logr.Logger
+}
+
+// Decider makes admission decisions. It is safe for concurrent use.
+type Decider struct {
+	policy   Evaluator
+	settings effective.Settings
+	snap     Snapshotter
+	log      logr.Logger
+	opts     Options
+
+	settingsVal ast.Value
+	// all caches the view of every node (pods that do not restrict their
+	// nodes), keyed by the ledger's immutable Capacity value.
+	all atomic.Pointer[cachedView]
+}
+
+type cachedView struct {
+	capacity *cache.Capacity
+	view     *nodeView
+	value    ast.Value
+}
+
+// New returns a Decider evaluating engine's policies against the ledger snap.
+func New(engine Evaluator, settings effective.Settings, snap Snapshotter, opts Options) (*Decider, error) {
+	if opts.NearLimitPercent == 0 {
+		opts.NearLimitPercent = 90
+	}
+	if opts.NearLimitPercent < 0 || opts.NearLimitPercent > 100 {
+		return nil, fmt.Errorf("near-limit percent must be within 1..100, got %d", opts.NearLimitPercent)
+	}
+	sv, err := settingsValue(settings, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Decider{policy: engine, settings: settings, snap: snap, log: opts.Log, opts: opts, settingsVal: sv}, nil
+}
+
+// Decide decides one admission. An error means no decision could be made
+// (the policies failed or ran past the context's deadline); the caller
+// applies its failure policy.
+func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
+	if req.Pod == nil {
+		return Result{}, errors.New("decision: request without a pod")
+	}
+	if !d.managed(req.Pod) {
+		return Result{Allowed: true}, nil
+	}
+	if req.Operation == "" {
+		req.Operation = "CREATE"
+	}
+	ns := req.Namespace
+	if ns == "" {
+		ns = req.Pod.Namespace
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	view, capVal, err := d.nodes(req.Pod)
+	if err != nil {
+		return Result{}, err
+	}
+	doc := &inputDoc{req: req, namespace: ns, capacity: capVal, settings: d.settingsVal}
+	doc.demand, err = effective.Compute(req.Pod, d.settings, effective.Options{DeviceMemoryMiB: view.maxMemMiB})
+	if err != nil {
+		var inv *effective.InvalidError
+		if !errors.As(err, &inv) {
+			return Result{}, fmt.Errorf("computing the demand of pod %q: %w", req.Pod.Name, err)
+		}
+		doc.demand, doc.invalid = nil, inv.Errors
+	}
+	doc.ns = d.snap.Namespace(ns)
+	out, err := d.policy.Eval(ctx, doc.value())
+	if err != nil {
+		return Result{}, fmt.Errorf("pod %s/%s: %w", ns, req.Pod.Name, err)
+	}
+	res := Result{Allowed: len(out.Deny) == 0, Denials: out.Deny, Warnings: out.Warn, Demand: doc.demand}
+	if doc.demand != nil {
+		res.Effective = doc.demand.Effective
+	}
+	if v := d.log.V(1); v.Enabled() {
+		v.Info("admission decision", "namespace", ns, "pod", req.Pod.Name, "operation", req.Operation,
+			"allowed", res.Allowed, "effective", res.Effective.String(), "denials", res.Denials, "warnings", res.Warnings)
+	}
+	return res, nil
+}
+
+// managed reports whether any container names a managed resource.
+func (d *Decider) managed(pod *corev1.Pod) bool {
+	has := func(cs []corev1.Container) bool {
+		for i := range cs {
+			for name := range cs[i].Resources.Limits {
+				if d.settings.Managed(name) {
+					return true
+				}
+			}
+			for name := range cs[i].Resources.Requests {
+				if d.settings.Managed(name) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return has(pod.Spec.InitContainers) || has(pod.Spec.Containers)
+}
+
+// nodes returns the view of the nodes the pod may run on and its input
+// value; the view of all nodes is cached until the ledger's capacity changes.
+func (d *Decider) nodes(pod *corev1.Pod) (*nodeView, ast.Value, error) {
+	c := d.snap.Capacity()
+	if constrained(pod) {
+		v := viewOf(c, pod)
+		val, err := capacityValue(v)
+		return v, val, err
+	}
+	if cv := d.all.Load(); cv != nil && cv.capacity == c {
+		return cv.view, cv.value, nil
+	}
+	v := viewOf(c, nil)
+	val, err := capacityValue(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.all.Store(&cachedView{capacity: c, view: v, value: val})
+	return v, val, nil
+}

@@ -1,0 +1,260 @@
+package decision_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/opa/v1/ast"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/policy"
+)
+
+// gpuNode is a node with the given labels and one device per memory size.
+func gpuNode(name string, labels map[string]string, memMiB ...int64) *corev1.Node {
+	var devs []string
+	for i, m := range memMiB {
+		devs = append(devs, fmt.Sprintf(`{"uuid":"GPU-%s-%d","index":%d,"memoryMiB":%d,"cores":100,"healthy":true}`, name, i, i, m))
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels,
+		Annotations: map[string]string{"gpuadmit.io/gpu-devices": "[" + strings.Join(devs, ",") + "]"}}}
+}
+
+func quota(ns, name string, hard map[string]string) *corev1.ResourceQuota {
+	rl := corev1.ResourceList{}
+	for k, v := range hard {
+		rl[corev1.ResourceName(k)] = resource.MustParse(v)
+	}
+	return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ResourceQuotaSpec{Hard: rl}}
+}
+
+// engine is loaded once: compiling and testing the policies takes a while.
+func engine(t testing.TB) *policy.Engine {
+	t.Helper()
+	e := policy.New(policy.Options{})
+	if err := e.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// countingEvaluator counts policy evaluations.
+type countingEvaluator struct {
+	decision.Evaluator
+	calls int
+}
+
+func (c *countingEvaluator) Eval(ctx context.Context, in ast.Value) (policy.Output, error) {
+	c.calls++
+	return c.Evaluator.Eval(ctx, in)
+}
+
+type failingEvaluator struct{}
+
+func (failingEvaluator) Eval(context.Context, ast.Value) (policy.Output, error) {
+	return policy.Output{}, context.DeadlineExceeded
+}
+
+func withSelector(p *corev1.Pod, sel map[string]string) *corev1.Pod {
+	p.Spec.NodeSelector = sel
+	return p
+}
+
+func withAffinity(p *corev1.Pod, key string, values ...string) *corev1.Pod {
+	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}}}}}}}
+	return p
+}
+
+func TestDecide(t *testing.T) {
+	e := engine(t)
+	gpu, mem, pct, cores := testpod.GPU, testpod.Mem, testpod.MemPct, testpod.Cores
+	a10 := gpuNode("a10-1", map[string]string{"gpu": "a10"}, 24576)
+	h100 := gpuNode("h100-1", map[string]string{"gpu": "h100"}, 81920, 81920)
+	teamQuota := quota("team-a", "gpu-quota", map[string]string{"limits.nvidia.com/gpumem": "24576"})
+	tests := []struct {
+		name     string
+		nodes    []*corev1.Node
+		quotas   []*corev1.ResourceQuota
+		running  []*corev1.Pod
+		reserve  effective.Vector
+		opts     decision.Options
+		pod      *corev1.Pod
+		req      decision.Request // Pod is set from pod
+		wantEval bool
+		invalid  bool            // the request is invalid: no Demand
+		want     decision.Result // Demand is not compared
+	}{
+		{name: "pod without GPU resources: fast path, no policy evaluation", quotas: []*corev1.ResourceQuota{teamQuota},
+			pod:  testpod.New("web").NS("team-a").App("nginx", testpod.CPU("1")).Build(),
+			want: decision.Result{Allowed: true}},
+		{name: "seed 1: init 30 GiB against a 24 GiB quota and a 24 GiB GPU", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{teamQuota},
+			pod: testpod.New("llm").NS("team-a").Init("convert", gpu(1), mem(30720)).App("server", gpu(1), mem(4096)).Build(), wantEval: true,
+			want: decision.Result{Effective: effective.Vector{GPU: 1, MemMiB: 30720}, Denials: []string{
+				`namespace "team-a": nvidia.com/gpumem: pod needs 30720 MiB, 0 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem)`,
+				`namespace "team-a": pod "llm": container "convert" needs 1 device(s) with 30720 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node "a10-1"; at most 1 healthy device(s) on one node)`}}},
+		{name: "seed 2: init 20 GiB then app 10 GiB fits", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{teamQuota},
+			pod: testpod.New("llm").NS("team-a").Init("convert", gpu(1), mem(20480)).App("server", gpu(1), mem(10240)).Build(), wantEval: true,
+			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 1, MemMiB: 20480}}},
+		{name: "reservations count", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{teamQuota}, reserve: effective.Vector{GPU: 1, MemMiB: 8192},
+			pod: testpod.New("job").NS("team-a").App("c", gpu(1), mem(20480)).Build(), wantEval: true,
+			want: decision.Result{Effective: effective.Vector{GPU: 1, MemMiB: 20480}, Denials: []string{
+				`namespace "team-a": nvidia.com/gpumem: pod needs 20480 MiB, 0 MiB used + 8192 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem)`}}},
+		{name: "near the limit warns", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{teamQuota},
+			running: []*corev1.Pod{testpod.New("other").NS("team-a").App("c", gpu(1), mem(10240)).Node("a10-1").AppRunning("c").Build()},
+			pod:     testpod.New("job").NS("team-a").App("c", gpu(1), mem(12288)).Build(), wantEval: true,
+			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 1, MemMiB: 12288}, Warnings: []string{
+				`namespace "team-a": nvidia.com/gpumem will be at 91 % of its limit after this pod (22528 of 24576 MiB, ResourceQuota "gpu-quota")`}}},
+		{name: "invalid request denied by name", nodes: []*corev1.Node{a10},
+			pod: testpod.New("bad").NS("team-a").App("app", testpod.Res(testpod.GPUName, "1500m")).Build(), wantEval: true, invalid: true,
+			want: decision.Result{Denials: []string{`namespace "team-a": pod "bad": container "app": nvidia.com/gpu "1500m": must be a whole number`}}},
+		{name: "percentage resolved against the largest eligible device", nodes: []*corev1.Node{a10, h100},
+			pod: withSelector(testpod.New("nb").NS("team-a").App("jupyter", gpu(1), pct(50)).Build(), map[string]string{"gpu": "a10"}), wantEval: true,
+			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 1, MemMiB: 12288}}},
+		{name: "whole device defaults to the largest device of all nodes", nodes: []*corev1.Node{a10, h100},
+			pod: testpod.New("nb").NS("team-a").App("jupyter", gpu(2)).Build(), wantEval: true,
+			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 2, MemMiB: 163840}}},
+		{name: "percentage with no known node is unresolved", quotas: []*corev1.ResourceQuota{teamQuota},
+			pod: testpod.New("nb").NS("team-a").App("jupyter", gpu(1), pct(50)).Build(), wantEval: true,
+			want: decision.Result{Effective: effective.Vector{GPU: 1}, Denials: []string{
+				`namespace "team-a": pod "nb": container "jupyter" needs 50 % of the memory of each of its 1 device(s) (nvidia.com/gpumem-percentage, or the whole device when no nvidia.com/gpumem is set), but no GPU node it could run on announces its device memory, so the request cannot be counted in MiB against the namespace's limits; set nvidia.com/gpumem in MiB or check the nodes' gpuadmit.io/gpu-devices annotations`}}},
+		{name: "required node affinity honoured", nodes: []*corev1.Node{a10, h100},
+			pod: withAffinity(testpod.New("train").NS("team-a").App("t", gpu(2), mem(40960), cores(50)).Build(), "gpu", "a10"), wantEval: true,
+			want: decision.Result{Effective: effective.Vector{GPU: 2, MemMiB: 81920, Cores: 100}, Denials: []string{
+				`namespace "team-a": pod "train": container "t" needs 2 device(s) with 40960 MiB and 50 gpucores each; no eligible node has that (1 of 2 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node "a10-1"; at most 1 healthy device(s) on one node)`}}},
+		{name: "without affinity the same pod fits the H100 node", nodes: []*corev1.Node{a10, h100},
+			pod: testpod.New("train").NS("team-a").App("t", gpu(2), mem(40960), cores(50)).Build(), wantEval: true,
+			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 2, MemMiB: 81920, Cores: 100}}},
+		{name: "unsatisfiable as a warning", nodes: []*corev1.Node{a10}, opts: decision.Options{UnsatisfiableWarns: true},
+			pod: testpod.New("big").NS("team-a").App("c", gpu(1), mem(30720)).Build(), wantEval: true,
+			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 1, MemMiB: 30720}, Warnings: []string{
+				`namespace "team-a": pod "big": container "c" needs 1 device(s) with 30720 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node "a10-1"; at most 1 healthy device(s) on one node)`}}},
+		{name: "no node matches the selector", nodes: []*corev1.Node{a10},
+			pod: withSelector(testpod.New("p").NS("team-a").App("c", gpu(1), mem(1024)).Build(), map[string]string{"gpu": "b200"}), wantEval: true,
+			want: decision.Result{Effective: effective.Vector{GPU: 1, MemMiB: 1024}, Denials: []string{
+				`namespace "team-a": pod "p": no GPU node matches the pod's nodeSelector and required node affinity (1 GPU nodes known), so container "c" can never get its 1 device(s)`}}},
+		{name: "request namespace wins; UPDATE does not recount", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{quota("team-b", "q", map[string]string{"limits.nvidia.com/gpu": "0"})},
+			pod: testpod.New("p").NS("").App("c", gpu(1), mem(1024)).Build(), req: decision.Request{Namespace: "team-b", Operation: "UPDATE"}, wantEval: true,
+			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 1, MemMiB: 1024}}},
+		{name: "request namespace, CREATE", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{quota("team-b", "q", map[string]string{"limits.nvidia.com/gpu": "0"})},
+			pod: testpod.New("p").NS("").App("c", gpu(1), mem(1024)).Build(), req: decision.Request{Namespace: "team-b"}, wantEval: true,
+			want: decision.Result{Effective: effective.Vector{GPU: 1, MemMiB: 1024}, Denials: []string{
+				`namespace "team-b": nvidia.com/gpu: pod needs 1, 0 used + 0 reserved, limit 0 (ResourceQuota "q" limits.nvidia.com/gpu)`}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := cache.New(cache.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+			for _, n := range tt.nodes {
+				l.UpsertNode(n)
+			}
+			for _, q := range tt.quotas {
+				l.UpsertQuota(q)
+			}
+			for _, p := range tt.running {
+				l.UpsertPod(p)
+			}
+			if !tt.reserve.IsZero() {
+				if err := l.Reserve("uid-earlier", tt.pod.Namespace, tt.reserve, time.Minute); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ev := &countingEvaluator{Evaluator: e}
+			d, err := decision.New(ev, effective.DefaultSettings(), l, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := tt.req
+			req.Pod = tt.pod
+			got, err := d.Decide(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (ev.calls > 0) != tt.wantEval {
+				t.Errorf("policy evaluations: %d, want evaluation %v", ev.calls, tt.wantEval)
+			}
+			if got.Allowed != tt.want.Allowed || got.Effective != tt.want.Effective ||
+				!slices.Equal(got.Denials, tt.want.Denials) || !slices.Equal(got.Warnings, tt.want.Warnings) {
+				t.Errorf("got  allowed=%v effective=%v\n  denials=%q\n  warnings=%q\nwant allowed=%v effective=%v\n  denials=%q\n  warnings=%q",
+					got.Allowed, got.Effective, got.Denials, got.Warnings, tt.want.Allowed, tt.want.Effective, tt.want.Denials, tt.want.Warnings)
+			}
+			// Demand is set for every valid GPU pod.
+			if wantDemand := tt.wantEval && !tt.invalid; (got.Demand != nil) != wantDemand {
+				t.Errorf("Demand = %+v, want one: %v", got.Demand, wantDemand)
+			}
+		})
+	}
+}
+
+// TestCapacityChangeSeen: the cached view of all nodes follows node changes.
+func TestCapacityChangeSeen(t *testing.T) {
+	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+	l.UpsertNode(gpuNode("n1", nil, 24576))
+	d, err := decision.New(engine(t), effective.DefaultSettings(), l, decision.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := testpod.New("nb").NS("a").App("c", testpod.GPU(1), testpod.MemPct(50)).Build()
+	for _, step := range []struct {
+		node *corev1.Node
+		want int64
+	}{{nil, 12288}, {gpuNode("n2", nil, 81920), 40960}} {
+		if step.node != nil {
+			l.UpsertNode(step.node)
+		}
+		res, err := d.Decide(context.Background(), decision.Request{Pod: pod})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Effective.MemMiB != step.want {
+			t.Errorf("gpumem = %d, want %d", res.Effective.MemMiB, step.want)
+		}
+	}
+}
+
+func TestDecideErrors(t *testing.T) {
+	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+	tests := []struct {
+		name    string
+		ev      decision.Evaluator
+		opts    decision.Options
+		pod     *corev1.Pod
+		wantNew string
+		wantErr error
+	}{
+		{name: "policy failure is an error, not a decision", ev: failingEvaluator{},
+			pod: testpod.New("p").App("c", testpod.GPU(1)).Build(), wantErr: context.DeadlineExceeded},
+		{name: "no pod", ev: failingEvaluator{}},
+		{name: "bad threshold", ev: failingEvaluator{}, opts: decision.Options{NearLimitPercent: 120}, wantNew: "within 1..100"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := decision.New(tt.ev, effective.DefaultSettings(), l, tt.opts)
+			if tt.wantNew != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantNew) {
+					t.Fatalf("New error = %v, want %q", err, tt.wantNew)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = d.Decide(context.Background(), decision.Request{Pod: tt.pod})
+			if err == nil || (tt.wantErr != nil && !errors.Is(err, tt.wantErr)) {
+				t.Errorf("Decide error = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,224 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/tester"
+	"github.com/open-policy-agent/opa/v1/topdown"
+
+	defaults "github.com/gpuadmit/gpuadmit/rego"
+)
+
+// ErrNoPolicy is returned by Eval before any policy set was activated.
+var ErrNoPolicy = errors.New("no policy set is active")
+
+// Options configure an Engine.
+type Options struct {
+	// Log receives activations and rejected policy sets. The zero value discards.
+	Log logr.Logger
+	// Base is the built-in policy set (policies and tests); nil uses the
+	// embedded default policies.
+	Base fs.FS
+	// EvalTimeout bounds one evaluation when the context has no earlier
+	// deadline; 0 means 1 s, negative means only the context's deadline.
+	EvalTimeout time.Duration
+	// TestTimeout bounds each policy test; 0 means 5 s.
+	TestTimeout time.Duration
+	// Now tells the time for Status; nil uses time.Now.
+	Now func() time.Time
+}
+
+// Status describes the active policy set and the last load attempt. A
+// server exposes it as metrics (active revision, last error, reload times).
+type Status struct {
+	// Revision identifies the active set (a hash of its modules); "" when none is active.
+	Revision string `json:"revision"`
+	// Modules are the active set's module files; Tests the number of its tests.
+	Modules []string `json:"modules,omitempty"`
+	Tests   int      `json:"tests"`
+	// ActivatedAt is when the active set was activated.
+	ActivatedAt time.Time `json:"activatedAt,omitzero"`
+	// LastAttempt is when a set was last loaded, successfully or not.
+	LastAttempt time.Time `json:"lastAttempt,omitzero"`
+	// LastError is why the last load failed; "" when it succeeded.
+	LastError string `json:"lastError,omitempty"`
+	// Failures counts rejected policy sets since the engine started.
+	Failures int `json:"failures"`
+}
+
+// Output is what the policies said about one admission request.
+type Output struct {
+	Deny []string
+	Warn []string
+}
+
+// Engine holds the active policy set. Eval is safe for concurrent use and
+// never blocks on a load; loads are serialized.
+type Engine struct {
+	log         logr.Logger
+	base        fs.FS
+	evalTimeout time.Duration
+	testTimeout time.Duration
+	now         func() time.Time
+	caps        *ast.Capabilities
+
+	active atomic.Pointer[policySet]
+
+	loadMu  sync.Mutex // serializes Load and Reload
+	sources []Source   // the override sources of the last Load
+
+	statusMu sync.Mutex
+	status   Status
+}
+
+// New returns an engine with no active policy set: call Load.
+func New(opts Options) *Engine {
+	e := &Engine{log: opts.Log, base: opts.Base, evalTimeout: opts.EvalTimeout, testTimeout: opts.TestTimeout,
+		now: opts.Now, caps: capabilities()}
+	if e.base == nil {
+		e.base = defaults.FS
+	}
+	if e.evalTimeout == 0 {
+		e.evalTimeout = time.Second
+	}
+	if e.testTimeout <= 0 {
+		e.testTimeout = 5 * time.Second
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	return e
+}
+
+func (e *Engine) allSources(overrides []Source) []Source {
+	return append([]Source{FS("embedded", e.base)}, overrides...)
+}
+
+// Load builds a policy set from the built-in policies and overrides (in
+// order), runs its tests and activates it. On any failure the active set
+// stays in force; the error is returned, logged and kept in Status.
+// Overrides are remembered for Reload.
+func (e *Engine) Load(ctx context.Context, overrides ...Source) error {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	e.sources = slices.Clone(overrides)
+	return e.loadLocked(ctx)
+}
+
+// Reload re-reads the sources of the last Load (a directory whose files
+// changed, say) and activates the result like Load.
+func (e *Engine) Reload(ctx context.Context) error {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	return e.loadLocked(ctx)
+}
+
+func (e *Engine) loadLocked(ctx context.Context) error {
+	set, err := build(ctx, e.allSources(e.sources), e.caps, e.testTimeout)
+	now := e.now()
+	e.statusMu.Lock()
+	defer e.statusMu.Unlock()
+	e.status.LastAttempt = now
+	if err != nil {
+		e.status.LastError = err.Error()
+		e.status.Failures++
+		e.log.Error(err, "policy set rejected; the active policy set stays in force", "active", e.status.Revision)
+		if e.status.Revision == "" {
+			return fmt.Errorf("policy set rejected (no policy set is active): %w", err)
+		}
+		return fmt.Errorf("policy set rejected (active revision %s stays in force): %w", e.status.Revision, err)
+	}
+	e.active.Store(set)
+	e.status.Revision, e.status.Modules, e.status.Tests = set.revision, set.modules, set.tests
+	e.status.ActivatedAt, e.status.LastError = now, ""
+	e.log.Info("policy set activated", "revision", set.revision, "modules", len(set.modules), "tests", set.tests)
+	return nil
+}
+
+// Status returns the engine's status.
+func (e *Engine) Status() Status {
+	e.statusMu.Lock()
+	defer e.statusMu.Unlock()
+	s := e.status
+	s.Modules = slices.Clone(s.Modules)
+	return s
+}
+
+// Test builds the policy set Load would build from overrides, without
+// activating it, and returns the results of its tests, with traces (as
+// `opa test -v`: failing expressions are known). The error reports
+// sources that cannot be read, parsed or compiled.
+func (e *Engine) Test(ctx context.Context, overrides ...Source) ([]*tester.Result, error) {
+	mods, err := collect(ctx, e.allSources(overrides))
+	if err != nil {
+		return nil, err
+	}
+	if err := parse(mods, e.caps); err != nil {
+		return nil, err
+	}
+	return runTests(ctx, mods, e.caps, e.testTimeout, true)
+}
+
+// Eval evaluates the active policy set on input (a PolicyInput document).
+// It stops at the context's deadline or after the engine's EvalTimeout.
+func (e *Engine) Eval(ctx context.Context, input ast.Value) (Output, error) {
+	set := e.active.Load()
+	if set == nil {
+		return Output{}, ErrNoPolicy
+	}
+	if e.evalTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.evalTimeout)
+		defer cancel()
+	}
+	// Cancel through context.AfterFunc rather than OPA's goroutine per evaluation.
+	cancel := topdown.NewCancel()
+	stop := context.AfterFunc(ctx, cancel.Cancel)
+	defer stop()
+	rs, err := set.query.Eval(ctx, rego.EvalParsedInput(input), rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()))
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return Output{}, fmt.Errorf("evaluating policy set %s: %w: %w", set.revision, ctxErr, err)
+		}
+		return Output{}, fmt.Errorf("evaluating policy set %s: %w", set.revision, err)
+	}
+	if len(rs) != 1 {
+		return Output{}, fmt.Errorf("evaluating policy set %s: %s or %s is undefined", set.revision, DenyRule, WarnRule)
+	}
+	deny, okDeny := messages(rs[0].Bindings["deny"])
+	warn, okWarn := messages(rs[0].Bindings["warn"])
+	if !okDeny || !okWarn {
+		return Output{}, fmt.Errorf("evaluating policy set %s: %s and %s must be sets of messages", set.revision, DenyRule, WarnRule)
+	}
+	return Output{Deny: deny, Warn: warn}, nil
+}
+
+// messages converts a set of messages to sorted strings; a message that is
+// not a string is kept in its printed form, never dropped.
+func messages(v any) ([]string, bool) {
+	items, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		if s, ok := it.(string); ok {
+			out = append(out, s)
+		} else {
+			out = append(out, fmt.Sprint(it))
+		}
+	}
+	slices.Sort(out)
+	return out, true
+}

@@ -1,0 +1,52 @@
+# Namespace GPU limits
+# A pod is denied when the namespace's usage, its reservations and the pod's
+# effective demand together exceed a limit set by a ResourceQuota
+# (limits.<resource name>). Warnings flag a namespace that reaches the
+# near-limit threshold, and native requests.<resource name> quotas, which
+# Kubernetes charges with the init-container peak for the pod's whole life.
+package gpuadmit.admission
+
+units := {"gpu": "", "gpumem": " MiB", "gpucores": ""}
+
+# Limits are checked on CREATE: an UPDATE cannot change a pod's GPU requests
+# and the pod is already counted in the namespace's usage. The input carries
+# namespaceUsage.after (used + reserved + this pod) and each limit's
+# afterPercent, so the policies compare instead of doing arithmetic.
+deny contains msg if {
+	input.operation == "CREATE"
+	some dim, limit in input.namespaceUsage.limits
+	input.namespaceUsage.after[dim] > limit.value
+	input.demand.effective[dim] > 0
+	u := units[dim]
+	msg := sprintf("namespace %q: %s: pod needs %d%s, %d%s used + %d%s reserved, limit %d%s (ResourceQuota %q %s)%s", [
+		input.namespace, input.settings.resourceNames[dim],
+		input.demand.effective[dim], u,
+		input.namespaceUsage.used[dim], u,
+		input.namespaceUsage.reserved[dim], u,
+		limit.value, u, limit.quota, limit.key, invalid_note(limit),
+	])
+}
+
+invalid_note(limit) := "; the quota's value is not a whole number, so it blocks until it is fixed" if limit.invalid
+
+else := ""
+
+warn contains msg if {
+	input.operation == "CREATE"
+	some dim, limit in input.namespaceUsage.limits
+	limit.afterPercent >= input.settings.nearLimitPercent
+	a := input.namespaceUsage.after[dim]
+	a <= limit.value
+	input.demand.effective[dim] > 0
+	msg := sprintf("namespace %q: %s will be at %d %% of its limit after this pod (%d of %d%s, ResourceQuota %q)", [
+		input.namespace, input.settings.resourceNames[dim],
+		limit.afterPercent, a, limit.value, units[dim], limit.quota,
+	])
+}
+
+warn contains msg if {
+	some q in input.namespaceUsage.nativeRequestQuotas
+	msg := sprintf("namespace %q: ResourceQuota %q sets %s: Kubernetes charges a pod's init-container peak there for the pod's whole life, even after its init containers finish; use limits.%s, which gpuadmit enforces and releases when init containers exit", [
+		input.namespace, q.quota, q.key, trim_prefix(q.key, "requests."),
+	])
+}

@@ -1,0 +1,26 @@
+# Valid, countable GPU requests
+# A pod whose GPU request cannot be read (not a whole number, out of range,
+# too large, duplicate container names) is denied with the container, the
+# resource and the value. A memory percentage that cannot be converted to
+# MiB, because no node the pod could run on announces its devices, is
+# denied with an explanation: it could not be counted against any limit.
+package gpuadmit.admission
+
+deny contains msg if {
+	some e in input.demand.errors
+	msg := sprintf("namespace %q: pod %q: container %q: %s %q: %s", [
+		input.namespace, input.pod.name, e.container, e.resource, e.value, e.reason,
+	])
+}
+
+deny contains msg if {
+	input.operation == "CREATE"
+	some name in input.demand.unresolved
+	some c in input.demand.containers
+	c.name == name
+	msg := sprintf("namespace %q: pod %q: container %q needs %d %% of the memory of each of its %d device(s) (%s, or the whole device when no %s is set), but no GPU node it could run on announces its device memory, so the request cannot be counted in MiB against the namespace's limits; set %s in MiB or check the nodes' gpuadmit.io/gpu-devices annotations", [
+		input.namespace, input.pod.name, c.name, c.gpumemPercent, c.gpu,
+		input.settings.resourceNames["gpumem-percentage"], input.settings.resourceNames.gpumem,
+		input.settings.resourceNames.gpumem,
+	])
+}
