@@ -44,18 +44,17 @@ FUZZ_TARGETS := \
 	./pkg/effective:FuzzParseQuantity \
 	./pkg/devices:FuzzDecodeNodeDevices \
 	./pkg/devices:FuzzDecodeHAMiNodeRegister \
-	./pkg/devices:FuzzDecodePodAllocation
+	./pkg/devices:FuzzDecodePodAllocation \
+	./pkg/admission:FuzzHandlers
 fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 	  echo "== $$fn ($$pkg)"; $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done
 
-## demo: the main job. Until the webhook lands it runs the CLI on the seed's examples.
-demo: build
-	@for f in scenario1-init30-app4 scenario2-init20-app10 sidecar multi-gpu-2x2000; do \
-	  echo "== gpuadmit effective -f examples/pods/$$f.yaml"; \
-	  $(BIN)/gpuadmit effective -f examples/pods/$$f.yaml || exit 1; done
-	@echo "== gpuadmit effective -f examples/pods/invalid.yaml  (bad input: exit 2, error on stderr)"
-	@$(BIN)/gpuadmit effective -f examples/pods/invalid.yaml; test $$? -eq 2
+## demo: the main job. Starts kube-apiserver + etcd (built from source, bin/k8s-*), runs the
+## admission webhook, plays the seed's four scenarios through kubectl, prints one line each, stops.
+demo: envtest-bins
+	@$(GO) build -o $(BIN)/demo ./cmd/demo
+	@$(BIN)/demo --assets $(ENVTEST_ASSETS) --manifests manifests/webhook --examples examples/pods
 
 clean:
 	rm -rf $(BIN)

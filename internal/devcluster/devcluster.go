@@ -1,0 +1,231 @@
+// Package devcluster runs a local Kubernetes control plane (kube-apiserver
+// and etcd built from source, driven by controller-runtime's envtest) with
+// gpuadmit's webhook server running in process through pkg/server, wired
+// exactly as cmd/webhook wires it. The webhook configurations are
+// manifests/webhook/webhooks.yaml with the Service reference replaced by the
+// local server's URL. The integration suites and `make demo` use it, and
+// play the scheduler and the kubelet (binding, container statuses) because
+// neither runs here.
+package devcluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/server"
+)
+
+// Namespace is the webhook's own namespace in the local cluster.
+const Namespace = "gpuadmit-system"
+
+// Cluster is a running control plane and, between StartWebhook and
+// StopWebhook, a running webhook server.
+type Cluster struct {
+	Config     *rest.Config
+	Kube       kubernetes.Interface
+	Assets     string
+	Kubeconfig string
+	// Server is the running webhook server (nil when stopped).
+	Server *server.Server
+	Port   int
+
+	env      *envtest.Environment
+	dir      string
+	manifest string
+	cancel   context.CancelFunc
+	done     chan error
+}
+
+// Start starts kube-apiserver and etcd from assets (a bin/k8s-* directory)
+// and installs the webhook configurations of manifestsDir/webhooks.yaml
+// pointing at a local port chosen now.
+func Start(ctx context.Context, assets, manifestsDir string) (*Cluster, error) {
+	c := &Cluster{Assets: assets, manifest: filepath.Join(manifestsDir, "webhooks.yaml"),
+		env: &envtest.Environment{BinaryAssetsDirectory: assets}}
+	cfg, err := c.env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
+	}
+	c.Config = cfg
+	if err := c.setUp(ctx); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	return c, nil
+}
+
+func (c *Cluster) setUp(ctx context.Context) error {
+	var err error
+	if c.Kube, err = kubernetes.NewForConfig(c.Config); err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	if c.dir, err = os.MkdirTemp("", "gpuadmit-devcluster-"); err != nil {
+		return fmt.Errorf("temp dir: %w", err)
+	}
+	user, err := c.env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding the kubectl user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	c.Kubeconfig = filepath.Join(c.dir, "kubeconfig")
+	if err := os.WriteFile(c.Kubeconfig, kc, 0o600); err != nil {
+		return fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	if c.Port, err = freePort(); err != nil {
+		return err
+	}
+	if err := c.CreateNamespace(ctx, Namespace, nil); err != nil {
+		return err
+	}
+	return c.installWebhooks(ctx)
+}
+
+// Options returns the server options the suites and the demo run with:
+// cmd/webhook's defaults, on 127.0.0.1:Port, without metrics and probe
+// listeners, with a fresh metrics registry.
+func (c *Cluster) Options() server.Options {
+	return server.Options{
+		Settings:          effective.DefaultSettings(),
+		Namespace:         Namespace,
+		PolicySelector:    "gpuadmit.io/policy=true",
+		ReservationTTL:    30 * time.Second,
+		Host:              "127.0.0.1",
+		Port:              c.Port,
+		MetricsAddr:       "0",
+		ProbeAddr:         "0",
+		CertIPs:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		CertDNSNames:      []string{"localhost"},
+		MutatingWebhook:   "gpuadmit",
+		ValidatingWebhook: "gpuadmit",
+		ShutdownTimeout:   5 * time.Second,
+		Log:               logr.Discard(),
+	}
+}
+
+// StartWebhook starts a webhook server with opts and waits until it is
+// ready (informers synced, policy active, caBundle patched) and its port
+// answers TLS.
+func (c *Cluster) StartWebhook(ctx context.Context, opts server.Options) error {
+	return c.StartWebhookWith(ctx, opts, nil)
+}
+
+// StartWebhookWith is StartWebhook with extra handlers on the webhook
+// server (a benchmark's floor handler, say).
+func (c *Cluster) StartWebhookWith(ctx context.Context, opts server.Options, extra map[string]http.Handler) error {
+	if c.Server != nil {
+		return errors.New("a webhook server is already running")
+	}
+	srv, err := server.New(c.Config, opts)
+	if err != nil {
+		return err
+	}
+	for path, h := range extra {
+		srv.Register(path, h)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(runCtx) }()
+	c.Server, c.cancel, c.done = srv, cancel, done
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ready := srv.NotReady()
+		if ready == nil {
+			ready = dialTLS(c.Port)
+		}
+		if ready == nil {
+			return nil
+		}
+		select {
+		case err := <-done:
+			c.Server, c.cancel = nil, nil
+			cancel()
+			return fmt.Errorf("webhook server exited before it was ready: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("webhook server not ready after 60s: %w", errors.Join(ready, c.StopWebhook()))
+		}
+	}
+}
+
+// StopWebhook cancels the webhook server and waits for it to stop.
+func (c *Cluster) StopWebhook() error {
+	if c.Server == nil {
+		return nil
+	}
+	c.cancel()
+	err := <-c.done
+	c.Server, c.cancel, c.done = nil, nil, nil
+	return err
+}
+
+// Stop stops the webhook server, then the control plane.
+func (c *Cluster) Stop() error {
+	err := c.StopWebhook()
+	err = errors.Join(err, c.env.Stop())
+	if c.dir != "" {
+		err = errors.Join(err, os.RemoveAll(c.dir))
+	}
+	return err
+}
+
+// Kubectl runs the kubectl built from source against the cluster.
+func (c *Cluster) Kubectl(ctx context.Context, stdin []byte, args ...string) (stdout, stderr string, err error) {
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Assets, "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	err = cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// CreateNamespace creates a namespace with labels.
+func (c *Cluster) CreateNamespace(ctx context.Context, name string, labels map[string]string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// dialTLS checks that the webhook port completes a TLS handshake.
+func dialTLS(port int) error {
+	d := &net.Dialer{Timeout: time.Second}
+	conn, err := tls.DialWithDialer(d, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec // readiness probe only
+	if err != nil {
+		return fmt.Errorf("webhook port %d: %w", port, err)
+	}
+	return conn.Close()
+}

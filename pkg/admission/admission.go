@@ -1,0 +1,128 @@
+// Package admission holds gpuadmit's admission handlers for Pods: the
+// mutating handler that records a GPU pod's effective demand in the
+// gpuadmit.io/effective annotation, and the validating handler that
+// recomputes the demand, asks the shared decision function (ledger snapshot +
+// policy) and, for an allowed non-dry-run CREATE, reserves the demand in the
+// usage ledger so that a burst of concurrent creates cannot over-admit.
+//
+// The handlers are thin: decode -> demand -> decision -> response
+// (+ reservation). They depend only on the small interfaces below, so tests
+// run them with fakes and the server wires the real ledger and policy engine.
+package admission
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// EffectiveAnnotation is the annotation the mutating handler writes: the
+// pod's effective demand in MiB, e.g. {"gpu":1,"gpumem":20480,"gpucores":0}.
+// Nothing trusts it: the validating handler recomputes.
+const EffectiveAnnotation = "gpuadmit.io/effective"
+
+// Verdict is the decision for one pod.
+type Verdict struct {
+	Allowed bool
+	// Effective is the pod's effective demand (MiB for memory).
+	Effective effective.Vector
+	// Denials are the policy's messages when not allowed; Warnings are
+	// returned to the client either way.
+	Denials, Warnings []string
+}
+
+// Decider makes the admission decision for a pod (the shared decision
+// function: effective demand, ledger snapshot, policy).
+type Decider interface {
+	Decide(ctx context.Context, pod *corev1.Pod, operation string, dryRun bool) (Verdict, error)
+}
+
+// Reserver holds an admitted pod's demand until the watch sees the pod or
+// ttl passes (*cache.Ledger implements it).
+type Reserver interface {
+	Reserve(uid types.UID, namespace string, demand effective.Vector, ttl time.Duration) error
+}
+
+// Demander computes a pod's effective demand for the mutating handler,
+// resolving memory percentages the way the decision does.
+type Demander interface {
+	Demand(pod *corev1.Pod) (*effective.Demand, error)
+}
+
+// maxContainers bounds the containers of a pod the handlers look at; the API
+// server's own validation limits a pod far below the request size limit, so
+// anything larger is hostile.
+const maxContainers = 1000
+
+// decodePod reads the Pod of req. A request that is not about a v1 Pod, or
+// whose object is missing or unreadable, yields a 400 response naming what
+// is wrong.
+func decodePod(req admission.Request) (*corev1.Pod, *admission.Response) {
+	bad := func(format string, args ...any) (*corev1.Pod, *admission.Response) {
+		r := admission.Errored(http.StatusBadRequest, fmt.Errorf("gpuadmit: "+format, args...))
+		return nil, &r
+	}
+	if k := req.Kind; k.Group != "" || k.Version != "v1" || k.Kind != "Pod" {
+		return bad("expected a v1 Pod, got kind %q (group %q, version %q)", k.Kind, k.Group, k.Version)
+	}
+	if req.SubResource != "" {
+		return bad("expected the pod itself, got subresource %q", req.SubResource)
+	}
+	if len(req.Object.Raw) == 0 {
+		return bad("the AdmissionReview carries no pod object (operation %s)", req.Operation)
+	}
+	pod := &corev1.Pod{}
+	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
+		return bad("decoding the pod: %v", err)
+	}
+	if n := len(pod.Spec.InitContainers) + len(pod.Spec.Containers); n > maxContainers {
+		return bad("the pod has %d containers, more than the %d gpuadmit accepts", n, maxContainers)
+	}
+	if pod.Namespace == "" {
+		pod.Namespace = req.Namespace
+	}
+	if pod.Name == "" {
+		pod.Name = req.Name
+	}
+	return pod, nil
+}
+
+// podRef names the pod of a request for messages: namespace/name, or
+// namespace/generateName* before the name is generated.
+func podRef(pod *corev1.Pod) string {
+	switch {
+	case pod.Name != "":
+		return pod.Namespace + "/" + pod.Name
+	case pod.GenerateName != "":
+		return pod.Namespace + "/" + pod.GenerateName + "*"
+	}
+	return pod.Namespace + "/(unnamed)"
+}
+
+// reservationKey is the key a reservation is held under: the pod's UID,
+// which the API server sets before validating admission of a CREATE. When
+// the object has none (a hand-made review), namespace/name, or
+// namespace/generateName*requestUID, keeps distinct requests apart; such a
+// reservation is never confirmed by the watch and lapses at its TTL.
+func reservationKey(pod *corev1.Pod, req admission.Request) types.UID {
+	if pod.UID != "" {
+		return pod.UID
+	}
+	if pod.Name != "" {
+		return types.UID(pod.Namespace + "/" + pod.Name)
+	}
+	return types.UID(podRef(pod) + string(req.UID))
+}
+
+func isDryRun(req admission.Request) bool { return req.DryRun != nil && *req.DryRun }
+
+// operation returns the request's operation as the decision expects it.
+func operation(req admission.Request) string { return string(req.Operation) }

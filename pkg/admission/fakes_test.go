@@ -1,0 +1,112 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// computeDemand is the Demander of the tests: effective.Compute with HAMi's
+// defaults and a 24 GiB device for percentages.
+type computeDemand struct{}
+
+func (computeDemand) Demand(pod *corev1.Pod) (*effective.Demand, error) {
+	return effective.Compute(pod, effective.DefaultSettings(), effective.Options{DeviceMemoryMiB: 24576})
+}
+
+// quotaDecider allows while used+reserved+demand fits limit (MiB), reading
+// the reservations of a fakeLedger, like the real decision would.
+type quotaDecider struct {
+	ledger *fakeLedger
+	limit  int64
+	err    error
+	calls  []bool // dryRun of each call
+	mu     sync.Mutex
+}
+
+func (d *quotaDecider) Decide(_ context.Context, pod *corev1.Pod, _ string, dryRun bool) (Verdict, error) {
+	d.mu.Lock()
+	d.calls = append(d.calls, dryRun)
+	d.mu.Unlock()
+	if d.err != nil {
+		return Verdict{}, d.err
+	}
+	dem, err := computeDemand{}.Demand(pod)
+	if err != nil {
+		return Verdict{Denials: []string{err.Error()}}, nil
+	}
+	used := d.ledger.used(pod.Namespace)
+	time.Sleep(50 * time.Microsecond) // widen the race window a lock must close
+	if used+dem.Effective.MemMiB > d.limit {
+		return Verdict{Effective: dem.Effective, Denials: []string{"namespace " + pod.Namespace + " over its nvidia.com/gpumem limit"}}, nil
+	}
+	return Verdict{Allowed: true, Effective: dem.Effective, Warnings: []string{"w1"}}, nil
+}
+
+// fakeLedger records reservations.
+type fakeLedger struct {
+	mu   sync.Mutex
+	res  map[types.UID]effective.Vector
+	ns   map[types.UID]string
+	fail bool
+}
+
+func newFakeLedger() *fakeLedger {
+	return &fakeLedger{res: map[types.UID]effective.Vector{}, ns: map[types.UID]string{}}
+}
+
+func (l *fakeLedger) Reserve(uid types.UID, ns string, v effective.Vector, ttl time.Duration) error {
+	if l.fail {
+		return errors.New("ledger closed")
+	}
+	if ttl <= 0 {
+		return errors.New("bad ttl")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.res[uid], l.ns[uid] = v, ns
+	return nil
+}
+
+func (l *fakeLedger) used(ns string) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for uid, v := range l.res {
+		if l.ns[uid] == ns {
+			n += v.MemMiB
+		}
+	}
+	return n
+}
+
+// review builds an admission request for pod.
+func review(t testing.TB, op admissionv1.Operation, pod *corev1.Pod, dryRun bool) admission.Request {
+	t.Helper()
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID:       types.UID("req-" + pod.Name),
+		Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+		Namespace: pod.Namespace,
+		Name:      pod.Name,
+		Operation: op,
+		DryRun:    &dryRun,
+		Object:    runtime.RawExtension{Raw: raw},
+	}}
+}

@@ -1,0 +1,90 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// Mutator is the mutating handler: it adds the gpuadmit.io/effective
+// annotation to GPU pods. It never denies a well-formed review (an invalid
+// GPU request is left for the validating handler to refuse with its
+// message), patches nothing for non-GPU pods, and patches nothing when the
+// annotation already holds the value (reinvocation is idempotent).
+type Mutator struct {
+	Demand  Demander
+	Metrics *Metrics
+	Log     logr.Logger
+}
+
+var _ admission.Handler = (*Mutator)(nil)
+
+// Handle implements admission.Handler.
+func (m *Mutator) Handle(_ context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	resp, reason := m.handle(req)
+	m.Metrics.observe(webhookMutate, resp, reason, start)
+	return resp
+}
+
+func (m *Mutator) handle(req admission.Request) (admission.Response, string) {
+	pod, bad := decodePod(req)
+	if bad != nil {
+		return *bad, reasonBadRequest
+	}
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed(""), reasonNotCreate
+	}
+	d, err := m.Demand.Demand(pod)
+	var inv *effective.InvalidError
+	switch {
+	case errors.As(err, &inv):
+		// The validating handler denies it, naming the container and value.
+		return admission.Allowed(""), reasonInvalid
+	case err != nil:
+		m.Log.Error(err, "computing effective demand", "pod", podRef(pod))
+		return admission.Allowed("").WithWarnings(fmt.Sprintf("gpuadmit: effective demand not annotated: %v", err)), reasonError
+	case !d.GPU():
+		return admission.Allowed(""), reasonNonGPU
+	case len(d.Unresolved) > 0:
+		return admission.Allowed("").WithWarnings(fmt.Sprintf(
+			"gpuadmit: %s not annotated: memory of containers %s is a percentage of a device of unknown size",
+			EffectiveAnnotation, strings.Join(d.Unresolved, ", "))), reasonUnresolved
+	}
+	want, err := json.Marshal(d.Effective)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("gpuadmit: encoding the annotation: %w", err)), reasonError
+	}
+	if got, ok := pod.Annotations[EffectiveAnnotation]; ok && got == string(want) {
+		return admission.Allowed(""), reasonUnchanged
+	}
+	return patched(annotationPatch(pod.Annotations == nil, string(want))), reasonGPU
+}
+
+// annotationPatch sets the annotation, creating the annotations map when the
+// pod has none ("/" in the key is "~1" in a JSON pointer).
+func annotationPatch(noAnnotations bool, value string) jsonpatch.Operation {
+	if noAnnotations {
+		return jsonpatch.NewOperation("add", "/metadata/annotations", map[string]string{EffectiveAnnotation: value})
+	}
+	return jsonpatch.NewOperation("add", "/metadata/annotations/"+strings.ReplaceAll(EffectiveAnnotation, "/", "~1"), value)
+}
+
+func patched(ops ...jsonpatch.Operation) admission.Response {
+	pt := admissionv1.PatchTypeJSONPatch
+	return admission.Response{
+		Patches:           ops,
+		AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true, PatchType: &pt},
+	}
+}

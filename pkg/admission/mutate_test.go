@@ -1,0 +1,70 @@
+package admission
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpuadmit/gpuadmit/internal/testpod"
+)
+
+func TestMutator(t *testing.T) {
+	scenario2 := func() *testpod.Builder {
+		return testpod.New("llm-server").NS("team-a").Init("convert", testpod.GPU(1), testpod.Mem(20480)).App("server", testpod.GPU(1), testpod.Mem(10240))
+	}
+	const want20 = `{"gpu":1,"gpumem":20480,"gpucores":0}`
+	for _, tc := range []struct {
+		name      string
+		op        admissionv1.Operation
+		pod       *corev1.Pod
+		wantPatch string // "" = no patch
+		wantWarn  bool
+	}{
+		{"gpu pod without annotations gets the map", admissionv1.Create, scenario2().Build(),
+			`[{"op":"add","path":"/metadata/annotations","value":{"gpuadmit.io/effective":` + quote(want20) + `}}]`, false},
+		{"gpu pod with other annotations gets the key", admissionv1.Create, scenario2().Annotate("a", "b").Build(),
+			`[{"op":"add","path":"/metadata/annotations/gpuadmit.io~1effective","value":` + quote(want20) + `}]`, false},
+		{"a wrong (forged) annotation is replaced", admissionv1.Create, scenario2().Annotate(EffectiveAnnotation, `{"gpu":0}`).Build(),
+			`[{"op":"add","path":"/metadata/annotations/gpuadmit.io~1effective","value":` + quote(want20) + `}]`, false},
+		{"reinvocation: already equal, no patch", admissionv1.Create, scenario2().Annotate(EffectiveAnnotation, want20).Build(), "", false},
+		{"non-gpu pod: nothing", admissionv1.Create, testpod.New("web").NS("team-a").App("c", testpod.CPU("1")).Build(), "", false},
+		{"invalid request: left to validation", admissionv1.Create, testpod.New("bad").NS("team-a").App("c", testpod.Res(testpod.MemName, "1.5")).Build(), "", false},
+		{"delete: nothing", admissionv1.Delete, scenario2().Build(), "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &Mutator{Demand: computeDemand{}, Log: logr.Discard()}
+			resp := m.Handle(t.Context(), review(t, tc.op, tc.pod, false))
+			if !resp.Allowed {
+				t.Fatalf("mutator denied: %+v", resp.Result)
+			}
+			if tc.wantWarn != (len(resp.Warnings) > 0) {
+				t.Errorf("warnings = %q", resp.Warnings)
+			}
+			got := patchJSON(t, resp)
+			if got != tc.wantPatch {
+				t.Errorf("patch:\n got %s\nwant %s", got, tc.wantPatch)
+			}
+		})
+	}
+}
+
+func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// patchJSON is the response's patch as the API server receives it.
+func patchJSON(t *testing.T, resp admission.Response) string {
+	t.Helper()
+	if len(resp.Patches) == 0 {
+		if resp.PatchType != nil {
+			t.Errorf("patch type %s without a patch", *resp.PatchType)
+		}
+		return ""
+	}
+	if err := resp.Complete(admission.Request{}); err != nil {
+		t.Fatal(err)
+	}
+	return string(resp.Patch)
+}

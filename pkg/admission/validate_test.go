@@ -1,0 +1,120 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpuadmit/gpuadmit/internal/testpod"
+)
+
+func TestValidator(t *testing.T) {
+	gpuPod := func(mem int64) *testpod.Builder {
+		return testpod.New("p").NS("team-a").UID("uid-1").App("c", testpod.GPU(1), testpod.Mem(mem))
+	}
+	for _, tc := range []struct {
+		name        string
+		op          admissionv1.Operation
+		pod         *testpod.Builder
+		dryRun      bool
+		decideErr   error
+		reserveFail bool
+		noUID       bool
+		wantAllowed bool
+		wantCode    int32
+		wantMsg     string
+		wantReserve types.UID // "" = none
+		wantDecide  bool
+	}{
+		{name: "allowed create reserves under the pod UID", op: admissionv1.Create, pod: gpuPod(12288),
+			wantAllowed: true, wantReserve: "uid-1", wantDecide: true},
+		{name: "dry-run is decided but reserves nothing", op: admissionv1.Create, pod: gpuPod(12288), dryRun: true,
+			wantAllowed: true, wantDecide: true},
+		{name: "denied: 403 with the policy message", op: admissionv1.Create, pod: gpuPod(30720),
+			wantCode: http.StatusForbidden, wantMsg: "over its nvidia.com/gpumem limit", wantDecide: true},
+		{name: "decision error: 500, refused", op: admissionv1.Create, pod: gpuPod(1), decideErr: errors.New("policy not loaded"),
+			wantCode: http.StatusInternalServerError, wantMsg: "policy not loaded", wantDecide: true},
+		{name: "reservation failure: refused", op: admissionv1.Create, pod: gpuPod(1), reserveFail: true,
+			wantCode: http.StatusInternalServerError, wantMsg: "reserving", wantDecide: true},
+		{name: "non-gpu pod: allowed, nothing reserved", op: admissionv1.Create,
+			pod: testpod.New("web").NS("team-a").UID("u2").App("c", testpod.CPU("1")), wantAllowed: true, wantDecide: true},
+		{name: "no UID in the object: keyed by namespace/name", op: admissionv1.Create,
+			pod: testpod.New("p").NS("team-a").App("c", testpod.GPU(1), testpod.Mem(1)), noUID: true, wantAllowed: true,
+			wantReserve: "team-a/p", wantDecide: true},
+		{name: "update: allowed without a decision", op: admissionv1.Update, pod: gpuPod(30720), wantAllowed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newFakeLedger()
+			l.fail = tc.reserveFail
+			d := &quotaDecider{ledger: l, limit: 24576, err: tc.decideErr}
+			v := &Validator{Decider: d, Reserver: l, TTL: time.Minute, Log: logr.Discard()}
+			pod := tc.pod.Build()
+			if tc.noUID {
+				pod.UID = ""
+			}
+			resp := v.Handle(t.Context(), review(t, tc.op, pod, tc.dryRun))
+			if resp.Allowed != tc.wantAllowed {
+				t.Fatalf("allowed = %v, want %v (%+v)", resp.Allowed, tc.wantAllowed, resp.Result)
+			}
+			if !tc.wantAllowed {
+				if resp.Result == nil || resp.Result.Code != tc.wantCode || !strings.Contains(resp.Result.Message, tc.wantMsg) {
+					t.Errorf("result = %+v, want code %d and message containing %q", resp.Result, tc.wantCode, tc.wantMsg)
+				}
+			}
+			if tc.wantAllowed && tc.wantDecide && tc.pod.Build().Spec.Containers[0].Resources.Limits.Name(testpod.GPUName, "").Value() > 0 &&
+				(len(resp.Warnings) != 1 || resp.Warnings[0] != "w1") {
+				t.Errorf("warnings = %q, want the policy's [w1]", resp.Warnings)
+			}
+			if got := len(d.calls) > 0; got != tc.wantDecide {
+				t.Errorf("decided = %v, want %v", got, tc.wantDecide)
+			}
+			if len(d.calls) > 0 && d.calls[0] != tc.dryRun {
+				t.Errorf("decision saw dryRun = %v", d.calls[0])
+			}
+			var keys []types.UID
+			for k := range l.res {
+				keys = append(keys, k)
+			}
+			switch {
+			case tc.wantReserve == "" && len(keys) != 0:
+				t.Errorf("reserved %v, want nothing", keys)
+			case tc.wantReserve != "" && (len(keys) != 1 || keys[0] != tc.wantReserve):
+				t.Errorf("reserved %v, want [%s]", keys, tc.wantReserve)
+			}
+		})
+	}
+}
+
+// TestValidatorBurst: 200 concurrent creates against a limit that fits 20
+// admit exactly 20, because decide and reserve are serialised per namespace.
+func TestValidatorBurst(t *testing.T) {
+	l := newFakeLedger()
+	d := &quotaDecider{ledger: l, limit: 20 * 1024}
+	v := &Validator{Decider: d, Reserver: l, TTL: time.Minute, Log: logr.Discard()}
+	var allowed, denied atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() {
+			pod := testpod.New(fmt.Sprintf("p%d", i)).NS("team-a").UID(fmt.Sprintf("u%d", i)).
+				App("c", testpod.GPU(1), testpod.Mem(1024)).Build()
+			if resp := v.Handle(t.Context(), review(t, admissionv1.Create, pod, false)); resp.Allowed {
+				allowed.Add(1)
+			} else {
+				denied.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if allowed.Load() != 20 || denied.Load() != 180 || len(l.res) != 20 {
+		t.Fatalf("allowed %d, denied %d, reservations %d; want 20, 180, 20", allowed.Load(), denied.Load(), len(l.res))
+	}
+}

@@ -1,0 +1,69 @@
+package webhook_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// TestManifests: the kustomize tree (webhook + nvml-agent) renders and the
+// real API server accepts every object with a server-side dry-run (schemas,
+// the webhooks' CEL matchConditions, RBAC, the agent's admission policy), on
+// a fresh control plane where only the namespace exists.
+func TestManifests(t *testing.T) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		if os.Getenv("GPUADMIT_REQUIRE_ENVTEST") == "1" {
+			t.Fatal("KUBEBUILDER_ASSETS is empty but GPUADMIT_REQUIRE_ENVTEST=1: run `make integration`")
+		}
+		t.Skip("KUBEBUILDER_ASSETS is not set (run `make integration`)")
+	}
+	ctrllog.SetLogger(logr.Discard())
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	if _, err := env.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %v", err)
+		}
+	})
+	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A dry-run create of a namespaced object needs its namespace to exist:
+	// create the namespace for real first, as an installer would.
+	if out, err := exec.CommandContext(t.Context(), filepath.Join(assets, "kubectl"), "--kubeconfig", kubeconfig,
+		"apply", "-f", "../../manifests/webhook/namespace.yaml").CombinedOutput(); err != nil {
+		t.Fatalf("creating the namespace: %v\n%s", err, out)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), filepath.Join(assets, "kubectl"), "--kubeconfig", kubeconfig,
+		"apply", "--dry-run=server", "-k", "../../manifests/")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl apply --dry-run=server -k manifests/: %v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{"deployment.apps/gpuadmit-webhook",
+		"mutatingwebhookconfiguration.admissionregistration.k8s.io/gpuadmit",
+		"validatingwebhookconfiguration.admissionregistration.k8s.io/gpuadmit", "poddisruptionbudget.policy/gpuadmit-webhook",
+		"service/gpuadmit-webhook", "role.rbac.authorization.k8s.io/gpuadmit-webhook", "configmap/gpuadmit-policy",
+		"daemonset.apps/gpuadmit-nvml-agent"} {
+		mustContain(t, "dry-run output", stdout.String(), want+" created (server dry run)")
+	}
+}
