@@ -1,21 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"strings"
 	"testing"
 )
 
 func TestEffectiveCommand(t *testing.T) {
-	tests := []struct {
-		name       string
-		args       []string
-		stdin      string
-		wantCode   int
-		wantOut    string // JSON, compared structurally
-		wantErrSub string
-	}{
+	tests := []cliCase{
 		{name: "seed scenario 1", args: []string{"effective", "-f", "../../examples/pods/scenario1-init30-app4.yaml"},
 			wantOut: `{"effective":{"gpu":1,"gpumem":30720,"gpucores":0},"containers":[
 				{"name":"convert-weights","role":"init","gpu":1,"gpumem":30720,"gpucores":0},
@@ -59,32 +49,6 @@ func TestEffectiveCommand(t *testing.T) {
 		{name: "no command", args: nil, wantCode: 2, wantErrSub: "Usage:"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			code := run(tt.args, strings.NewReader(tt.stdin), &out, &errOut)
-			if code != tt.wantCode {
-				t.Fatalf("exit code %d, want %d; stderr: %s", code, tt.wantCode, errOut.String())
-			}
-			if tt.wantErrSub != "" && !strings.Contains(errOut.String(), tt.wantErrSub) {
-				t.Errorf("stderr %q does not contain %q", errOut.String(), tt.wantErrSub)
-			}
-			if tt.wantOut != "" {
-				var got, want any
-				if err := json.Unmarshal(out.Bytes(), &got); err != nil {
-					t.Fatalf("stdout is not JSON: %v\n%s", err, out.String())
-				}
-				if err := json.Unmarshal([]byte(tt.wantOut), &want); err != nil {
-					t.Fatal(err)
-				}
-				g, _ := json.Marshal(got)
-				w, _ := json.Marshal(want)
-				if string(g) != string(w) {
-					t.Errorf("stdout\n%s\nwant\n%s", g, w)
-				}
-			}
-			if tt.wantCode != 0 && out.Len() != 0 {
-				t.Errorf("stdout not empty on error: %s", out.String())
-			}
-		})
+		t.Run(tt.name, tt.check)
 	}
 }

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -20,14 +17,7 @@ func TestEvalCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(broken, "x.rego"), []byte("package gpuadmit.admission\n\ndeny contains x if {"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name       string
-		args       []string
-		stdin      string
-		wantCode   int
-		wantOut    string // JSON, compared structurally
-		wantErrSub string
-	}{
+	tests := []cliCase{
 		{name: "seed 1: init 30 GiB denied by the 24 GiB quota and the 24 GiB GPU",
 			args: []string{"eval", "-f", pods + "scenario1-init30-app4.yaml", "--state", state + "idle-a10-quota24g.yaml"}, wantCode: 1,
 			wantOut: `{"allowed":false,"effective":{"gpu":1,"gpumem":30720,"gpucores":0},"denials":[
@@ -79,36 +69,6 @@ func TestEvalCommand(t *testing.T) {
 		{name: "unknown flag", args: []string{"eval", "--pod", "x"}, wantCode: 2, wantErrSub: "flag provided but not defined: -pod"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			code := run(tt.args, strings.NewReader(tt.stdin), &out, &errOut)
-			if code != tt.wantCode {
-				t.Fatalf("exit code %d, want %d; stderr: %s", code, tt.wantCode, errOut.String())
-			}
-			if tt.wantErrSub != "" && !strings.Contains(errOut.String(), tt.wantErrSub) {
-				t.Errorf("stderr %q does not contain %q", errOut.String(), tt.wantErrSub)
-			}
-			if tt.wantErrSub == "" && errOut.Len() != 0 {
-				t.Errorf("unexpected stderr: %s", errOut.String())
-			}
-			if tt.wantOut == "" {
-				if out.Len() != 0 {
-					t.Errorf("stdout not empty on error: %s", out.String())
-				}
-				return
-			}
-			var got, want any
-			if err := json.Unmarshal(out.Bytes(), &got); err != nil {
-				t.Fatalf("stdout is not JSON: %v\n%s", err, out.String())
-			}
-			if err := json.Unmarshal([]byte(tt.wantOut), &want); err != nil {
-				t.Fatal(err)
-			}
-			g, _ := json.Marshal(got)
-			w, _ := json.Marshal(want)
-			if string(g) != string(w) {
-				t.Errorf("stdout\n%s\nwant\n%s", g, w)
-			}
-		})
+		t.Run(tt.name, tt.check)
 	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -19,14 +17,7 @@ func TestUsageCommand(t *testing.T) {
 	stateWithFactorQuota := `{"apiVersion":"v1","kind":"List","items":[
 		{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q","namespace":"ns"},"spec":{"hard":{"limits.nvidia.com/gpumem":"24"}}},
 		{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpumem":"12"}}}]}}]}`
-	tests := []struct {
-		name       string
-		args       []string
-		stdin      string
-		wantCode   int
-		wantOut    string // JSON, compared structurally
-		wantErrSub string
-	}{
+	tests := []cliCase{
 		{name: "seed scenario 3: init running holds 20 GiB, not 30",
 			args: []string{"usage", "--state", "../../examples/state/seed-init-running.yaml"}, wantOut: seedOutput("20480")},
 		{name: "seed scenario 4: init finished, the app holds 10 GiB",
@@ -70,35 +61,6 @@ func TestUsageCommand(t *testing.T) {
 		{name: "unknown flag", args: []string{"usage", "-f", "x"}, wantCode: 2, wantErrSub: "flag provided but not defined: -f"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			code := run(tt.args, strings.NewReader(tt.stdin), &out, &errOut)
-			if code != tt.wantCode {
-				t.Fatalf("exit code %d, want %d; stderr: %s", code, tt.wantCode, errOut.String())
-			}
-			if tt.wantErrSub != "" && !strings.Contains(errOut.String(), tt.wantErrSub) {
-				t.Errorf("stderr %q does not contain %q", errOut.String(), tt.wantErrSub)
-			}
-			if tt.wantErrSub == "" && errOut.Len() != 0 {
-				t.Errorf("unexpected stderr: %s", errOut.String())
-			}
-			if tt.wantOut != "" {
-				var got, want any
-				if err := json.Unmarshal(out.Bytes(), &got); err != nil {
-					t.Fatalf("stdout is not JSON: %v\n%s", err, out.String())
-				}
-				if err := json.Unmarshal([]byte(tt.wantOut), &want); err != nil {
-					t.Fatal(err)
-				}
-				g, _ := json.Marshal(got)
-				w, _ := json.Marshal(want)
-				if string(g) != string(w) {
-					t.Errorf("stdout\n%s\nwant\n%s", g, w)
-				}
-			}
-			if tt.wantCode != 0 && out.Len() != 0 {
-				t.Errorf("stdout not empty on error: %s", out.String())
-			}
-		})
+		t.Run(tt.name, tt.check)
 	}
 }
