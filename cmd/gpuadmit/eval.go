@@ -9,10 +9,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+
+	webhookmanifests "github.com/gpuadmit/gpuadmit/manifests/webhook"
 
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
+	"github.com/gpuadmit/gpuadmit/pkg/matchcond"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -98,5 +102,52 @@ func evaluate(file, state, cfgPath, policyDir, namespace string, stdin io.Reader
 	if err != nil {
 		return decision.Result{}, err
 	}
-	return d.Decide(ctx, decision.Request{Pod: objs.Pods[0], Namespace: namespace, Operation: "CREATE"})
+	res, err := d.Decide(ctx, decision.Request{Pod: objs.Pods[0], Namespace: namespace, Operation: "CREATE"})
+	if err != nil {
+		return decision.Result{}, err
+	}
+	notConsulted, err := notConsultedWarnings(ctx, objs.Pods[0], namespace)
+	if err != nil {
+		return decision.Result{}, err
+	}
+	res.Warnings = append(res.Warnings, notConsulted...)
+	return res, nil
+}
+
+// notConsultedWarnings evaluates the matchConditions of the shipped webhook
+// configurations (manifests/webhook/webhooks.yaml) for a CREATE of pod in
+// namespace ("" for the pod's) and warns when the API server would not call
+// the validating webhook, so that the decision would never be made.
+func notConsultedWarnings(ctx context.Context, pod *corev1.Pod, namespace string) ([]string, error) {
+	m, err := matchcond.Load(webhookmanifests.WebhooksYAML())
+	if err != nil {
+		return nil, fmt.Errorf("shipped webhook configuration: %w", err)
+	}
+	ns := namespace
+	if ns == "" {
+		ns = pod.Namespace
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	if ns != pod.Namespace {
+		pod = pod.DeepCopy()
+		pod.Namespace = ns
+	}
+	results, err := m.Match(ctx, pod)
+	if err != nil {
+		return nil, fmt.Errorf("the API server would reject the pod: %w", err)
+	}
+	var warnings []string
+	for _, r := range results {
+		if r.Kind != matchcond.Validating || r.Called {
+			continue
+		}
+		why := "the validating webhook's matchConditions fail to evaluate and its failurePolicy is Ignore"
+		if r.FailedCondition != "" {
+			why = fmt.Sprintf("the pod does not meet the validating webhook's matchCondition %s", r.FailedCondition)
+		}
+		warnings = append(warnings, fmt.Sprintf("the webhook would not be consulted: %s, so the API server admits it without asking gpuadmit", why))
+	}
+	return warnings, nil
 }

@@ -54,9 +54,14 @@ func TestEvalCommand(t *testing.T) {
 			wantOut: `{"allowed":false,"effective":{"gpu":5,"gpumem":5120,"gpucores":0},"denials":[
 				"namespace \"team-a\": nvidia.com/gpu: pod needs 5 devices, at most 4 per pod outside namespace \"research\"",
 				"namespace \"team-a\": pod \"big\": container \"c\" needs 5 device(s) with 1024 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node \"node1\"; at most 1 healthy device(s) on one node)"],"warnings":[]}`},
-		{name: "pod without GPU resources", stdin: "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: c}]}\n",
-			args:    []string{"eval", "-f", "-", "--state", state + "seed-init-running.yaml"},
-			wantOut: `{"allowed":true,"effective":{"gpu":0,"gpumem":0,"gpucores":0},"denials":[],"warnings":[]}`},
+		{name: "pod without GPU resources: the webhook is not consulted", stdin: "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: c}]}\n",
+			args: []string{"eval", "-f", "-", "--state", state + "seed-init-running.yaml"},
+			wantOut: `{"allowed":true,"effective":{"gpu":0,"gpumem":0,"gpucores":0},"denials":[],"warnings":[
+				"the webhook would not be consulted: the pod does not meet the validating webhook's matchCondition requests-a-managed-gpu-resource, so the API server admits it without asking gpuadmit"]}`},
+		{name: "pod without containers: the mutating webhook's matchCondition fails, failurePolicy Fail",
+			stdin: "apiVersion: v1\nkind: Pod\nmetadata: {name: empty}\nspec: {}\n",
+			args:  []string{"eval", "-f", "-", "--state", state + "seed-init-running.yaml"}, wantCode: 2,
+			wantErrSub: `the API server would reject the pod: MutatingWebhookConfiguration webhook "mutate.gpuadmit.io": matchConditions: expression '[object.spec.containers`},
 		{name: "broken --policy", args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml", "--state", state + "cluster.yaml", "--policy", broken},
 			wantCode: 2, wantErrSub: "x.rego:3: rego_parse_error"},
 		{name: "missing --policy directory", args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml", "--state", state + "cluster.yaml", "--policy", "nope"},
