@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -30,6 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpuadmit/gpuadmit/internal/envtestgate"
 )
 
 // controlPlane is a running kube-apiserver + etcd and an admin client.
@@ -43,13 +44,7 @@ type controlPlane struct {
 // startControlPlane starts envtest for one test and stops it at cleanup.
 func startControlPlane(t *testing.T) *controlPlane {
 	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		if os.Getenv("GPUADMIT_REQUIRE_ENVTEST") == "1" {
-			t.Fatal("KUBEBUILDER_ASSETS is empty but GPUADMIT_REQUIRE_ENVTEST=1: run `make integration`, which builds kube-apiserver, etcd and kubectl first")
-		}
-		t.Skip("KUBEBUILDER_ASSETS is not set (run `make integration`)")
-	}
+	assets := envtestgate.Assets(t)
 	ctrllog.SetLogger(logr.Discard())
 	env := &envtest.Environment{BinaryAssetsDirectory: assets}
 	cfg, err := env.Start()

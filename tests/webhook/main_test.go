@@ -12,7 +12,6 @@ package webhook_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -24,19 +23,14 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
+	"github.com/gpuadmit/gpuadmit/internal/envtestgate"
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
 )
 
 // startCluster starts the control plane and the webhook for one test.
 func startCluster(t *testing.T) *devcluster.Cluster {
 	t.Helper()
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		if os.Getenv("GPUADMIT_REQUIRE_ENVTEST") == "1" {
-			t.Fatal("KUBEBUILDER_ASSETS is empty but GPUADMIT_REQUIRE_ENVTEST=1: run `make integration`")
-		}
-		t.Skip("KUBEBUILDER_ASSETS is not set (run `make integration`)")
-	}
+	assets := envtestgate.Assets(t)
 	ctrllog.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())
 	c, err := devcluster.Start(t.Context(), assets, "../../manifests/webhook")

@@ -10,6 +10,8 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpuadmit/gpuadmit/internal/envtestgate"
 )
 
 // TestManifests: the kustomize tree (webhook + nvml-agent) renders and the
@@ -17,13 +19,7 @@ import (
 // the webhooks' CEL matchConditions, RBAC, the agent's admission policy), on
 // a fresh control plane where only the namespace exists.
 func TestManifests(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		if os.Getenv("GPUADMIT_REQUIRE_ENVTEST") == "1" {
-			t.Fatal("KUBEBUILDER_ASSETS is empty but GPUADMIT_REQUIRE_ENVTEST=1: run `make integration`")
-		}
-		t.Skip("KUBEBUILDER_ASSETS is not set (run `make integration`)")
-	}
+	assets := envtestgate.Assets(t)
 	ctrllog.SetLogger(logr.Discard())
 	env := &envtest.Environment{BinaryAssetsDirectory: assets}
 	if _, err := env.Start(); err != nil {
