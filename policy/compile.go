@@ -48,7 +48,7 @@ func collect(ctx context.Context, sources []Source) ([]*module, error) {
 	for _, s := range sources {
 		mods, err := s.Modules(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("source %s: %w", s.Name(), err)
+			return nil, fmt.Errorf("%w: source %s: %w", ErrRead, s.Name(), err)
 		}
 		for p, text := range mods {
 			byPath[p] = &module{path: p, file: s.Name() + "/" + p, text: text}

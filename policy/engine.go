@@ -20,8 +20,15 @@ import (
 	defaults "github.com/gpuadmit/gpuadmit/rego"
 )
 
-// ErrNoPolicy is returned by Eval before any policy set was activated.
-var ErrNoPolicy = errors.New("no policy set is active")
+// Errors of the engine.
+var (
+	// ErrNoPolicy is returned by Eval before any policy set was activated.
+	ErrNoPolicy = errors.New("no policy set is active")
+	// ErrRead wraps a failure to read a policy source (a directory, a
+	// ConfigMap list): the set was never built, so nothing about it was
+	// rejected; the caller retries.
+	ErrRead = errors.New("reading the policy sources")
+)
 
 // Options configure an Engine.
 type Options struct {

@@ -23,9 +23,26 @@ deny contains msg if {
 		input.demand.effective[dim], u,
 		input.namespaceUsage.used[dim], u,
 		input.namespaceUsage.reserved[dim], u,
-		limit.value, u, limit.quota, limit.key, invalid_note(limit),
+		limit.value, u, limit.quota, limit.key, concat("", [invalid_note(limit), device_note(dim)]),
 	])
 }
+
+# device_note names, for a memory denial, the containers whose memory is a
+# share of a device (a percentage, or the whole device when no memory is set
+# or it is 0, as HAMi books it) and what that resolved to, so the user sees
+# why a pod without an explicit gpumem needs so much.
+device_note("gpumem") := concat("", [note |
+	some c in input.demand.containers
+	c.gpumemPercent > 0
+	not c.unresolved
+	note := sprintf("; container %q takes %s", [c.name, share(c)])
+])
+
+device_note(dim) := "" if dim != "gpumem"
+
+share(c) := sprintf("the whole device: %d x %d MiB (gpumem unset or 0 books the whole card, as in HAMi)", [c.gpu, c.gpumemPerDevice]) if {
+	c.gpumemPercent == 100
+} else := sprintf("%d %% of a device: %d x %d MiB", [c.gpumemPercent, c.gpu, c.gpumemPerDevice])
 
 invalid_note(limit) := "; the quota's value is not a whole number, so it blocks until it is fixed" if limit.invalid
 

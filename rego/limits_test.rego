@@ -64,3 +64,12 @@ test_native_requests_quota_warns if {
 	count(admission.deny) == 0 with input as inp
 	admission.warn == {`namespace "team-a": ResourceQuota "native" sets requests.nvidia.com/gpumem: Kubernetes charges a pod's init-container peak there for the pod's whole life, even after its init containers finish; use limits.nvidia.com/gpumem, which gpuadmit enforces and releases when init containers exit`} with input as inp
 }
+
+test_whole_card_named_in_the_denial if {
+	whole := object.union(container("app", "app", 1, 24576, 100), {"gpumemPercent": 100})
+	half := object.union(container("nb", "app", 2, 12288, 0), {"gpumemPercent": 50})
+	inp := with_usage(with_demand(fits, vec(3, 49152, 100), [whole, half]), {"used": vec(1, 20480, 0)})
+	admission.deny == {`namespace "team-a": nvidia.com/gpumem: pod needs 49152 MiB, 20480 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem); container "app" takes the whole device: 1 x 24576 MiB (gpumem unset or 0 books the whole card, as in HAMi); container "nb" takes 50 % of a device: 2 x 12288 MiB`} with input as without_capacity_checks(inp)
+}
+
+without_capacity_checks(inp) := with_capacity(inp, {"gpuNodes": 0, "eligibleNodes": 0, "maxDevicesPerNode": 0, "shapes": []})

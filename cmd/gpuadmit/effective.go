@@ -11,11 +11,31 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 )
 
-// effectiveOutput is the JSON of DESIGN.md section 5 for `gpuadmit effective`.
+// effectiveOutput is the command-line contract's JSON for `gpuadmit
+// effective` of one Pod (docs/cli.md).
 type effectiveOutput struct {
 	Effective  effective.Vector  `json:"effective"`
 	Containers []containerOutput `json:"containers"`
 	Unresolved []string          `json:"unresolved"`
+}
+
+// objectRef names one object of a manifest with several.
+type objectRef struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// Replicas is the number of pods the object makes (-1: one per node).
+	Replicas int64 `json:"replicas"`
+}
+
+// effectiveObjects is the output for a manifest that is not exactly one Pod.
+type effectiveObjects struct {
+	Objects []effectiveObject `json:"objects"`
+}
+
+type effectiveObject struct {
+	objectRef
+	effectiveOutput
 }
 
 type containerOutput struct {
@@ -27,7 +47,7 @@ type containerOutput struct {
 func runEffective(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gpuadmit effective", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	file := fs.String("f", "", "pod manifest (YAML or JSON; - for standard input)")
+	file := fs.String("f", "", "pod or workload manifest (YAML or JSON; - for standard input)")
 	cfgPath := fs.String("config", "", "gpuadmit/HAMi device config file (default: HAMi's defaults)")
 	devMem := fs.Int64("device-memory", 0, "device memory in MiB used to resolve memory percentages (0: unresolved)")
 	if err := fs.Parse(args); err != nil {
@@ -39,7 +59,7 @@ func runEffective(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	if *devMem < 0 {
 		return fail(stderr, "effective", fmt.Errorf("--device-memory must be >= 0, got %d", *devMem))
 	}
-	cfg, err := loadConfig(*cfgPath)
+	cfg, err := loadConfig(*cfgPath, stderr)
 	if err != nil {
 		return fail(stderr, "effective", err)
 	}
@@ -47,13 +67,52 @@ func runEffective(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(stderr, "effective", err)
 	}
-	if len(objs.Pods) == 0 {
-		return fail(stderr, "effective", fmt.Errorf("%s: no Pod found", *file))
+	if len(objs.Workloads) == 0 {
+		return fail(stderr, "effective", fmt.Errorf("%s: no Pod or workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) found", *file))
 	}
-	pod := objs.Pods[0]
-	d, err := effective.Compute(pod, cfg.NVIDIA, effective.Options{DeviceMemoryMiB: *devMem})
+	var out effectiveObjects
+	var errs []error
+	for _, w := range objs.Workloads {
+		o, err := effectiveOf(w, cfg.NVIDIA, *devMem)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", w.Kind, w.Name, err))
+			continue
+		}
+		out.Objects = append(out.Objects, effectiveObject{objectRef: refOf(w), effectiveOutput: o})
+	}
+	if len(errs) > 0 {
+		return fail(stderr, "effective", errors.Join(errs...))
+	}
+	var doc any = out
+	if onePod(objs) {
+		doc = out.Objects[0].effectiveOutput
+	}
+	if err := writeJSON(stdout, doc); err != nil {
+		return fail(stderr, "effective", err)
+	}
+	return 0
+}
+
+// onePod reports whether the manifest is exactly one Pod: its output keeps
+// the single-object shape of the command-line contract.
+func onePod(objs *manifest.Objects) bool {
+	return len(objs.Workloads) == 1 && objs.Workloads[0].Kind == "Pod"
+}
+
+func refOf(w *manifest.Workload) objectRef {
+	return objectRef{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Replicas: w.Replicas}
+}
+
+// effectiveOf computes the effective demand of one pod of w; invalid values
+// are named as the manifest wrote them.
+func effectiveOf(w *manifest.Workload, s effective.Settings, devMem int64) (effectiveOutput, error) {
+	d, err := effective.Compute(w.Pod, s, effective.Options{DeviceMemoryMiB: devMem})
+	var inv *effective.InvalidError
+	if errors.As(err, &inv) {
+		inv.AsWritten(w.Written)
+	}
 	if err != nil {
-		return fail(stderr, "effective", fmt.Errorf("pod %q: %w", pod.Name, err))
+		return effectiveOutput{}, err
 	}
 	out := effectiveOutput{Effective: d.Effective, Containers: make([]containerOutput, 0, len(d.Containers)), Unresolved: []string{}}
 	for _, c := range d.Containers {
@@ -64,15 +123,18 @@ func runEffective(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 				c.Name, c.MemPercent))
 		}
 	}
-	if err := writeJSON(stdout, out); err != nil {
-		return fail(stderr, "effective", err)
-	}
-	return 0
+	return out, nil
 }
 
-func loadConfig(path string) (config.Config, error) {
+// loadConfig reads the configuration file (HAMi's defaults when path is
+// empty) and warns once on stderr about the keys it does not read.
+func loadConfig(path string, stderr io.Writer) (config.Config, error) {
 	if path == "" {
 		return config.Default(), nil
 	}
-	return config.Load(path)
+	cfg, ignored, err := config.Load(path)
+	if w := config.IgnoredWarning(ignored); w != "" {
+		fmt.Fprintf(stderr, "gpuadmit: warning: %s: %s\n", path, w)
+	}
+	return cfg, err
 }

@@ -10,9 +10,11 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	webhookmanifests "github.com/gpuadmit/gpuadmit/manifests/webhook"
 
+	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
@@ -20,12 +22,30 @@ import (
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
-// evalOutput is the JSON of DESIGN.md section 5 for `gpuadmit eval`.
+// evalOutput is the command-line contract's JSON for `gpuadmit eval` of
+// one Pod (docs/cli.md).
 type evalOutput struct {
 	Allowed   bool             `json:"allowed"`
 	Effective effective.Vector `json:"effective"`
 	Denials   []string         `json:"denials"`
 	Warnings  []string         `json:"warnings"`
+}
+
+// evalObjects is the output for a manifest that is not exactly one Pod:
+// every object, and how many of its pods would be admitted one after the
+// other.
+type evalObjects struct {
+	// Allowed: every pod of every object would be admitted.
+	Allowed bool         `json:"allowed"`
+	Objects []evalObject `json:"objects"`
+}
+
+type evalObject struct {
+	objectRef
+	// Admitted is how many of the Replicas pods would be admitted now, one
+	// after the other (each counted before the next is decided).
+	Admitted int64 `json:"admitted"`
+	evalOutput
 }
 
 const evalUsage = "usage: gpuadmit eval -f POD.yaml --state STATE.yaml [--config CFG] [--policy DIR] [--namespace NS]"
@@ -36,7 +56,7 @@ const evalTimeout = time.Minute
 func runEval(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gpuadmit eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	file := fs.String("f", "", "pod manifest (YAML or JSON; - for standard input)")
+	file := fs.String("f", "", "pod or workload manifest (YAML or JSON; - for standard input)")
 	state := fs.String("state", "", "cluster state: Pods, Nodes and ResourceQuotas as `kubectl get -o yaml` prints them (- for standard input)")
 	cfgPath := fs.String("config", "", "gpuadmit/HAMi device config file (default: HAMi's defaults)")
 	policyDir := fs.String("policy", "", "directory of Rego modules added to (or, by file name, replacing) the embedded policies")
@@ -50,45 +70,51 @@ func runEval(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *file == "-" && *state == "-" {
 		return fail(stderr, "eval", errors.New("-f and --state cannot both read standard input"))
 	}
-	res, err := evaluate(*file, *state, *cfgPath, *policyDir, *namespace, stdin)
+	e := evaluation{namespace: *namespace}
+	out, single, err := e.run(*file, *state, *cfgPath, *policyDir, stdin, stderr)
 	if err != nil {
 		return fail(stderr, "eval", err)
 	}
-	out := evalOutput{Allowed: res.Allowed, Effective: res.Effective, Denials: res.Denials, Warnings: res.Warnings}
-	if out.Denials == nil {
-		out.Denials = []string{}
+	var doc any = out
+	if single {
+		doc = out.Objects[0].evalOutput
 	}
-	if out.Warnings == nil {
-		out.Warnings = []string{}
-	}
-	if err := writeJSON(stdout, out); err != nil {
+	if err := writeJSON(stdout, doc); err != nil {
 		return fail(stderr, "eval", err)
 	}
-	if !res.Allowed {
+	if !out.Allowed {
 		return 1
 	}
 	return 0
 }
 
-// evaluate makes the webhook's decision for a CREATE of the pod in file in
-// a cluster holding state.
-func evaluate(file, state, cfgPath, policyDir, namespace string, stdin io.Reader) (decision.Result, error) {
+// evaluation makes the webhook's decisions for the pods of a manifest in a
+// cluster holding a state.
+type evaluation struct {
+	namespace string
+	ledger    *cache.Ledger
+	decider   *decision.Decider
+	matcher   *matchcond.Matcher
+}
+
+// run evaluates every object of file against state; single reports that
+// the manifest is exactly one Pod.
+func (e *evaluation) run(file, state, cfgPath, policyDir string, stdin io.Reader, stderr io.Writer) (evalObjects, bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), evalTimeout)
 	defer cancel()
-	cfg, err := loadConfig(cfgPath)
+	cfg, err := loadConfig(cfgPath, stderr)
 	if err != nil {
-		return decision.Result{}, err
+		return evalObjects{}, false, err
 	}
 	objs, err := manifest.ReadFile(file, stdin)
 	if err != nil {
-		return decision.Result{}, err
+		return evalObjects{}, false, err
 	}
-	if len(objs.Pods) != 1 {
-		return decision.Result{}, fmt.Errorf("%s: found %d Pods, want exactly one", file, len(objs.Pods))
+	if len(objs.Workloads) == 0 {
+		return evalObjects{}, false, fmt.Errorf("%s: no Pod or workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) found", file)
 	}
-	ledger, err := loadState(state, stdin, cfg.NVIDIA, logr.Discard())
-	if err != nil {
-		return decision.Result{}, err
+	if e.ledger, err = loadState(state, stdin, cfg.NVIDIA, logr.Discard()); err != nil {
+		return evalObjects{}, false, err
 	}
 	engine := policy.New(policy.Options{})
 	var overrides []policy.Source
@@ -96,45 +122,97 @@ func evaluate(file, state, cfgPath, policyDir, namespace string, stdin io.Reader
 		overrides = append(overrides, policy.Dir(policyDir))
 	}
 	if err := engine.Load(ctx, overrides...); err != nil {
-		return decision.Result{}, err
+		return evalObjects{}, false, err
 	}
-	d, err := decision.New(engine, cfg.NVIDIA, ledger, decision.Options{})
-	if err != nil {
-		return decision.Result{}, err
+	if e.decider, err = decision.New(engine, cfg.NVIDIA, e.ledger, decision.Options{}); err != nil {
+		return evalObjects{}, false, err
 	}
-	res, err := d.Decide(ctx, decision.Request{Pod: objs.Pods[0], Namespace: namespace, Operation: "CREATE"})
-	if err != nil {
-		return decision.Result{}, err
+	if e.matcher, err = matchcond.Load(webhookmanifests.WebhooksYAML()); err != nil {
+		return evalObjects{}, false, fmt.Errorf("shipped webhook configuration: %w", err)
 	}
-	notConsulted, err := notConsultedWarnings(ctx, objs.Pods[0], namespace)
-	if err != nil {
-		return decision.Result{}, err
+	out := evalObjects{Allowed: true}
+	for _, w := range objs.Workloads {
+		o, err := e.object(ctx, w)
+		if err != nil {
+			return evalObjects{}, false, fmt.Errorf("%s %q: %w", w.Kind, w.Name, err)
+		}
+		out.Allowed = out.Allowed && o.Allowed
+		out.Objects = append(out.Objects, o)
 	}
-	res.Warnings = append(res.Warnings, notConsulted...)
-	return res, nil
+	return out, onePod(objs), nil
 }
 
-// notConsultedWarnings evaluates the matchConditions of the shipped webhook
-// configurations (manifests/webhook/webhooks.yaml) for a CREATE of pod in
-// namespace ("" for the pod's) and warns when the API server would not call
-// the validating webhook, so that the decision would never be made.
-func notConsultedWarnings(ctx context.Context, pod *corev1.Pod, namespace string) ([]string, error) {
-	m, err := matchcond.Load(webhookmanifests.WebhooksYAML())
-	if err != nil {
-		return nil, fmt.Errorf("shipped webhook configuration: %w", err)
+// object decides the pods of w one after the other, each admitted pod
+// recorded in the ledger (as the watch would record it, pending) before
+// the next is decided, and stops at the first denial.
+func (e *evaluation) object(ctx context.Context, w *manifest.Workload) (evalObject, error) {
+	o := evalObject{objectRef: refOf(w)}
+	pod := w.Pod.DeepCopy()
+	if e.namespace != "" {
+		pod.Namespace = e.namespace
 	}
-	ns := namespace
-	if ns == "" {
-		ns = pod.Namespace
+	if pod.Namespace == "" {
+		pod.Namespace = "default"
 	}
-	if ns == "" {
-		ns = "default"
+	if o.Replicas == manifest.PerNode {
+		o.Replicas = e.eligibleNodes(pod)
 	}
-	if ns != pod.Namespace {
-		pod = pod.DeepCopy()
-		pod.Namespace = ns
+	o.Allowed = true
+	for i := range max(o.Replicas, 1) {
+		p := pod.DeepCopy()
+		if w.Kind != "Pod" {
+			p.Name = fmt.Sprintf("%s-%d", w.Name, i)
+		}
+		p.UID = types.UID(fmt.Sprintf("gpuadmit-eval/%s/%s/%s/%d", w.Kind, p.Namespace, w.Name, i))
+		res, err := e.decider.Decide(ctx, decision.Request{Pod: p, Operation: "CREATE", Written: w.Written})
+		if err != nil {
+			return o, err
+		}
+		if i == 0 {
+			o.Effective, o.Warnings = res.Effective, res.Warnings
+			notConsulted, err := e.notConsulted(ctx, p)
+			if err != nil {
+				return o, err
+			}
+			o.Warnings = append(o.Warnings, notConsulted...)
+			if o.Replicas == 0 {
+				break // nothing to admit; the first pod only shows the demand and warnings
+			}
+		}
+		if !res.Allowed {
+			o.Allowed, o.Denials = false, res.Denials
+			break
+		}
+		o.Admitted++
+		e.ledger.UpsertPod(p)
 	}
-	results, err := m.Match(ctx, pod)
+	if o.Denials == nil {
+		o.Denials = []string{}
+	}
+	if o.Warnings == nil {
+		o.Warnings = []string{}
+	}
+	return o, nil
+}
+
+// eligibleNodes counts the GPU nodes a DaemonSet's pod may run on.
+func (e *evaluation) eligibleNodes(pod *corev1.Pod) int64 {
+	match := cache.Eligible(pod)
+	var n int64
+	for _, nc := range e.ledger.Capacity().Nodes {
+		if match == nil || match(nc) {
+			n++
+		}
+	}
+	return n
+}
+
+// notConsulted evaluates the matchConditions of the shipped webhook
+// configurations (manifests/webhook/webhooks.yaml) for a CREATE of pod and
+// warns when the API server would not call the validating webhook, so that
+// the decision would never be made.
+func (e *evaluation) notConsulted(ctx context.Context, pod *corev1.Pod) ([]string, error) {
+	results, err := e.matcher.Match(ctx, pod)
 	if err != nil {
 		return nil, fmt.Errorf("the API server would reject the pod: %w", err)
 	}

@@ -11,6 +11,25 @@ const (
 	state = "../../examples/state/"
 )
 
+// wholeCards: a Job of three whole-card pods, then a pod asking gpumem 0
+// (HAMi books the whole card for both).
+const wholeCards = `apiVersion: batch/v1
+kind: Job
+metadata: {name: whole, namespace: team-a}
+spec:
+  parallelism: 3
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: zero, namespace: team-a}
+spec:
+  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 0}}}]
+`
+
 func TestEvalCommand(t *testing.T) {
 	fiveGPUs := "apiVersion: v1\nkind: Pod\nmetadata: {name: big, namespace: team-a}\nspec:\n  containers:\n  - name: c\n    resources: {limits: {nvidia.com/gpu: 5, nvidia.com/gpumem: 1024}}\n"
 	broken := t.TempDir()
@@ -35,11 +54,11 @@ func TestEvalCommand(t *testing.T) {
 			args: []string{"eval", "-f", pods + "scenario4-app12.yaml", "--state", state + "seed-init-done.yaml"},
 			wantOut: `{"allowed":true,"effective":{"gpu":1,"gpumem":12288,"gpucores":0},"denials":[],"warnings":[
 				"namespace \"team-a\": nvidia.com/gpumem will be at 91 % of its limit after this pod (22528 of 24576 MiB, ResourceQuota \"gpu-quota\")"]}`},
-		{name: "percentage resolved against the largest device, near-limit warnings",
-			args: []string{"eval", "-f", pods + "percentage.yaml", "--state", state + "cluster.yaml"},
-			wantOut: `{"allowed":true,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"denials":[],"warnings":[
-				"namespace \"team-a\": nvidia.com/gpu will be at 100 % of its limit after this pod (4 of 4, ResourceQuota \"gpu-small\")",
-				"namespace \"team-a\": nvidia.com/gpumem will be at 90 % of its limit after this pod (59392 of 65536 MiB, ResourceQuota \"gpu-small\")"]}`},
+		{name: "percentage resolved against the largest device; the pending notebook counts too",
+			args: []string{"eval", "-f", pods + "percentage.yaml", "--state", state + "cluster.yaml"}, wantCode: 1,
+			wantOut: `{"allowed":false,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"denials":[
+				"namespace \"team-a\": nvidia.com/gpumem: pod needs 20480 MiB, 49152 MiB used + 0 MiB reserved, limit 65536 MiB (ResourceQuota \"gpu-small\" limits.nvidia.com/gpumem); container \"notebook\" takes 50 % of a device: 1 x 20480 MiB"],"warnings":[
+				"namespace \"team-a\": nvidia.com/gpu will be at 100 % of its limit after this pod (4 of 4, ResourceQuota \"gpu-small\")"]}`},
 		{name: "--namespace moves the pod to team-b, where GPUs are blocked",
 			args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml", "--state", state + "cluster.yaml", "--namespace", "team-b"}, wantCode: 1,
 			wantOut: `{"allowed":false,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"denials":[
@@ -66,11 +85,26 @@ func TestEvalCommand(t *testing.T) {
 			wantCode: 2, wantErrSub: "x.rego:3: rego_parse_error"},
 		{name: "missing --policy directory", args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml", "--state", state + "cluster.yaml", "--policy", "nope"},
 			wantCode: 2, wantErrSub: "policy directory: stat nope: no such file"},
+		{name: "a 4-replica Deployment: 3 of 4 fit the 24 GiB quota, one after the other",
+			args: []string{"eval", "-f", "../../examples/workloads/deployment-4x8g.yaml", "--state", state + "idle-a10-quota24g.yaml"}, wantCode: 1,
+			wantOut: `{"allowed":false,"objects":[{"kind":"Deployment","namespace":"team-a","name":"vllm","replicas":4,"admitted":3,"allowed":false,
+				"effective":{"gpu":1,"gpumem":8192,"gpucores":0},"denials":[
+				"namespace \"team-a\": nvidia.com/gpumem: pod needs 8192 MiB, 24576 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota \"gpu-quota\" limits.nvidia.com/gpumem)"],
+				"warnings":[]}]}`},
+		{name: "whole cards one after the other: exactly one fits a 24 GiB namespace", stdin: wholeCards,
+			args: []string{"eval", "-f", "-", "--state", state + "idle-a10-quota24g.yaml"}, wantCode: 1,
+			wantOut: `{"allowed":false,"objects":[
+				{"kind":"Job","namespace":"team-a","name":"whole","replicas":3,"admitted":1,"allowed":false,"effective":{"gpu":1,"gpumem":24576,"gpucores":100},"denials":[
+				"namespace \"team-a\": nvidia.com/gpumem: pod needs 24576 MiB, 24576 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota \"gpu-quota\" limits.nvidia.com/gpumem); container \"c\" takes the whole device: 1 x 24576 MiB (gpumem unset or 0 books the whole card, as in HAMi)"],
+				"warnings":["namespace \"team-a\": nvidia.com/gpumem will be at 100 % of its limit after this pod (24576 of 24576 MiB, ResourceQuota \"gpu-quota\")"]},
+				{"kind":"Pod","namespace":"team-a","name":"zero","replicas":1,"admitted":0,"allowed":false,"effective":{"gpu":1,"gpumem":24576,"gpucores":0},"denials":[
+				"namespace \"team-a\": nvidia.com/gpumem: pod needs 24576 MiB, 24576 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota \"gpu-quota\" limits.nvidia.com/gpumem); container \"c\" takes the whole device: 1 x 24576 MiB (gpumem unset or 0 books the whole card, as in HAMi)"],
+				"warnings":[]}]}`},
 		{name: "no --state", args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml"}, wantCode: 2, wantErrSub: evalUsage},
 		{name: "no -f", args: []string{"eval", "--state", state + "cluster.yaml"}, wantCode: 2, wantErrSub: evalUsage},
 		{name: "both from standard input", args: []string{"eval", "-f", "-", "--state", "-"}, wantCode: 2, wantErrSub: "cannot both read standard input"},
 		{name: "state is not a pod file", args: []string{"eval", "-f", state + "idle-a10-quota24g.yaml", "--state", state + "cluster.yaml"},
-			wantCode: 2, wantErrSub: "found 0 Pods, want exactly one"},
+			wantCode: 2, wantErrSub: "no Pod or workload"},
 		{name: "unknown flag", args: []string{"eval", "--pod", "x"}, wantCode: 2, wantErrSub: "flag provided but not defined: -pod"},
 	}
 	for _, tt := range tests {

@@ -28,11 +28,11 @@ func TestPolicyTestCommand(t *testing.T) {
 		wantErr  string   // substring of stderr
 	}{
 		{name: "embedded policies", args: []string{"policy", "test"},
-			wantOut: []string{"data.gpuadmit.admission_test.test_init_peak_over_memory_limit_denied: PASS", "PASS: 22/22"}},
+			wantOut: []string{"data.gpuadmit.admission_test.test_init_peak_over_memory_limit_denied: PASS", "PASS: 23/23"}},
 		{name: "embedded plus an operator directory", args: []string{"policy", "test", "../../examples/policy"},
-			wantOut: []string{"examples/policy/max-gpus-per-pod_test.rego", "test_five_gpus_denied: PASS", "PASS: 25/25"}},
+			wantOut: []string{"examples/policy/max-gpus-per-pod_test.rego", "test_five_gpus_denied: PASS", "PASS: 26/26"}},
 		{name: "a failing test", args: []string{"policy", "test", failing}, wantCode: 1,
-			wantOut: []string{"test_wrong: FAIL", "mine_test.rego:4:\n    \t1 == 2", "PASS: 22/23", "FAIL: 1/23"}},
+			wantOut: []string{"test_wrong: FAIL", "mine_test.rego:4:\n    \t1 == 2", "PASS: 23/24", "FAIL: 1/24"}},
 		{name: "a policy calling http.send does not compile", args: []string{"policy", "test", broken}, wantCode: 2,
 			wantErr: "undefined function http.send"},
 		{name: "missing directory", args: []string{"policy", "test", "nope"}, wantCode: 2, wantErr: "no such file"},

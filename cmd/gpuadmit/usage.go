@@ -61,7 +61,7 @@ func runUsage(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *state == "" || fs.NArg() > 0 {
 		return fail(stderr, "usage", errors.New("usage: gpuadmit usage --state STATE.yaml [--config CFG]"))
 	}
-	cfg, err := loadConfig(*cfgPath)
+	cfg, err := loadConfig(*cfgPath, stderr)
 	if err != nil {
 		return fail(stderr, "usage", err)
 	}

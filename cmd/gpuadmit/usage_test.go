@@ -25,9 +25,8 @@ func TestUsageCommand(t *testing.T) {
 		{name: "cluster: quotas, split devices, HAMi node, percentages, problems",
 			args: []string{"usage", "--state", "../../examples/state/cluster.yaml"},
 			wantOut: `{"namespaces":{
-				"team-a":{"used":{"gpu":3,"gpumem":38912,"gpucores":50},"limits":{"gpu":4,"gpumem":65536,"gpucores":300},"pods":3,
-					"quotas":{"gpu-large":{"gpu":8,"gpumem":131072,"gpucores":300},"gpu-small":{"gpu":4,"gpumem":65536}},
-					"unresolved":["pod pending-notebook: containers [\"jupyter\"]: memory is a percentage of a device of unknown size; not counted in used.gpumem"]},
+				"team-a":{"used":{"gpu":3,"gpumem":49152,"gpucores":50},"limits":{"gpu":4,"gpumem":65536,"gpucores":300},"pods":3,
+					"quotas":{"gpu-large":{"gpu":8,"gpumem":131072,"gpucores":300},"gpu-small":{"gpu":4,"gpumem":65536}}},
 				"team-b":{"used":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{"gpu":0,"gpucores":0},"pods":0,"quotas":{"no-gpus":{"gpu":0,"gpucores":0}}}},
 			"nodes":{
 				"node-a":{"devices":{
@@ -57,7 +56,7 @@ func TestUsageCommand(t *testing.T) {
 			stdin:    "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: a}\nspec: {hard: {limits.nvidia.com/gpu: lots}}\n",
 			wantCode: 2, wantErrSub: "(ResourceQuota a/q)"},
 		{name: "bad config", args: []string{"usage", "--state", "../../examples/state/seed-init-done.yaml", "--config", "../../examples/pods/invalid.yaml"},
-			wantCode: 2, wantErrSub: `unknown top-level key "apiVersion"`},
+			wantCode: 2, wantErrSub: `kind "Pod": not a device configuration`},
 		{name: "unknown flag", args: []string{"usage", "-f", "x"}, wantCode: 2, wantErrSub: "flag provided but not defined: -f"},
 	}
 	for _, tt := range tests {

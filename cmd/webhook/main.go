@@ -65,10 +65,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	ctrllog.SetLogger(log)
 	cfg := config.Default()
 	if *cfgPath != "" {
+		var ignored []string
 		var err error
-		if cfg, err = config.Load(*cfgPath); err != nil {
+		if cfg, ignored, err = config.Load(*cfgPath); err != nil {
 			fmt.Fprintf(stderr, "webhook: %v\n", err)
 			return 2
+		}
+		if w := config.IgnoredWarning(ignored); w != "" {
+			log.Info(w, "config", *cfgPath)
 		}
 	}
 	restCfg, err := ctrl.GetConfig()

@@ -130,6 +130,33 @@ func (b *Builder) App(name string, opts ...Opt) *Builder {
 // Node binds the pod to a node (spec.nodeName).
 func (b *Builder) Node(node string) *Builder { b.pod.Spec.NodeName = node; return b }
 
+// NodeSelector adds a nodeSelector entry.
+func (b *Builder) NodeSelector(key, value string) *Builder {
+	if b.pod.Spec.NodeSelector == nil {
+		b.pod.Spec.NodeSelector = map[string]string{}
+	}
+	b.pod.Spec.NodeSelector[key] = value
+	return b
+}
+
+// RequireNodeLabelIn adds a required node affinity term: label key in values.
+func (b *Builder) RequireNodeLabelIn(key string, values ...string) *Builder {
+	if b.pod.Spec.Affinity == nil {
+		b.pod.Spec.Affinity = &corev1.Affinity{}
+	}
+	a := b.pod.Spec.Affinity
+	if a.NodeAffinity == nil {
+		a.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	if a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
+	}
+	req := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	req.NodeSelectorTerms = append(req.NodeSelectorTerms, corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}}})
+	return b
+}
+
 // Devices sets hami.io/vgpu-devices-allocated.
 func (b *Builder) Devices(value string) *Builder { return b.Annotate(AllocatedAnnotation, value) }
 

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
@@ -29,20 +30,10 @@ import (
 // Nothing trusts it: the validating handler recomputes.
 const EffectiveAnnotation = "gpuadmit.io/effective"
 
-// Verdict is the decision for one pod.
-type Verdict struct {
-	Allowed bool
-	// Effective is the pod's effective demand (MiB for memory).
-	Effective effective.Vector
-	// Denials are the policy's messages when not allowed; Warnings are
-	// returned to the client either way.
-	Denials, Warnings []string
-}
-
-// Decider makes the admission decision for a pod (the shared decision
-// function: effective demand, ledger snapshot, policy).
+// Decider makes the admission decision for a pod (*decision.Decider: the
+// effective demand, the ledger snapshot, the policies).
 type Decider interface {
-	Decide(ctx context.Context, pod *corev1.Pod, operation string, dryRun bool) (Verdict, error)
+	Decide(ctx context.Context, req decision.Request) (decision.Result, error)
 }
 
 // Reserver holds an admitted pod's demand until the watch sees the pod or
@@ -51,8 +42,9 @@ type Reserver interface {
 	Reserve(uid types.UID, namespace string, demand effective.Vector, ttl time.Duration) error
 }
 
-// Demander computes a pod's effective demand for the mutating handler,
-// resolving memory percentages the way the decision does.
+// Demander computes a pod's effective demand for the mutating handler the
+// way the decision computes it (*decision.Decider); nil for a pod that
+// requests no managed resource.
 type Demander interface {
 	Demand(pod *corev1.Pod) (*effective.Demand, error)
 }
@@ -123,6 +115,3 @@ func reservationKey(pod *corev1.Pod, req admission.Request) types.UID {
 }
 
 func isDryRun(req admission.Request) bool { return req.DryRun != nil && *req.DryRun }
-
-// operation returns the request's operation as the decision expects it.
-func operation(req admission.Request) string { return string(req.Operation) }

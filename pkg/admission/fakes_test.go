@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
@@ -23,6 +24,9 @@ import (
 type computeDemand struct{}
 
 func (computeDemand) Demand(pod *corev1.Pod) (*effective.Demand, error) {
+	if !effective.DefaultSettings().Requests(pod) {
+		return nil, nil
+	}
 	return effective.Compute(pod, effective.DefaultSettings(), effective.Options{DeviceMemoryMiB: 24576})
 }
 
@@ -36,23 +40,27 @@ type quotaDecider struct {
 	mu     sync.Mutex
 }
 
-func (d *quotaDecider) Decide(_ context.Context, pod *corev1.Pod, _ string, dryRun bool) (Verdict, error) {
+func (d *quotaDecider) Decide(_ context.Context, req decision.Request) (decision.Result, error) {
+	pod := req.Pod
 	d.mu.Lock()
-	d.calls = append(d.calls, dryRun)
+	d.calls = append(d.calls, req.DryRun)
 	d.mu.Unlock()
 	if d.err != nil {
-		return Verdict{}, d.err
+		return decision.Result{}, d.err
 	}
 	dem, err := computeDemand{}.Demand(pod)
 	if err != nil {
-		return Verdict{Denials: []string{err.Error()}}, nil
+		return decision.Result{Denials: []string{err.Error()}}, nil
+	}
+	if dem == nil {
+		return decision.Result{Allowed: true}, nil
 	}
 	used := d.ledger.used(pod.Namespace)
 	time.Sleep(50 * time.Microsecond) // widen the race window a lock must close
 	if used+dem.Effective.MemMiB > d.limit {
-		return Verdict{Effective: dem.Effective, Denials: []string{"namespace " + pod.Namespace + " over its nvidia.com/gpumem limit"}}, nil
+		return decision.Result{Effective: dem.Effective, Denials: []string{"namespace " + pod.Namespace + " over its nvidia.com/gpumem limit"}}, nil
 	}
-	return Verdict{Allowed: true, Effective: dem.Effective, Warnings: []string{"w1"}}, nil
+	return decision.Result{Allowed: true, Effective: dem.Effective, Warnings: []string{"w1"}}, nil
 }
 
 // fakeLedger records reservations.

@@ -55,7 +55,7 @@ func (m *Mutator) handle(req admission.Request) (admission.Response, string) {
 	case err != nil:
 		m.Log.Error(err, "computing effective demand", "pod", podRef(pod))
 		return admission.Allowed("").WithWarnings(fmt.Sprintf("gpuadmit: effective demand not annotated: %v", err)), reasonError
-	case !d.GPU():
+	case d == nil:
 		return admission.Allowed(""), reasonNonGPU
 	case len(d.Unresolved) > 0:
 		return admission.Allowed("").WithWarnings(fmt.Sprintf(

@@ -12,6 +12,8 @@ import (
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 )
 
 // Validator is the validating handler. For a CREATE it recomputes the pod's
@@ -62,7 +64,8 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 		unlock := v.locks.lock(pod.Namespace)
 		defer unlock()
 	}
-	verdict, err := v.Decider.Decide(ctx, pod, operation(req), dry)
+	verdict, err := v.Decider.Decide(ctx, decision.Request{Pod: pod, Namespace: pod.Namespace,
+		Operation: string(req.Operation), DryRun: dry})
 	if err != nil {
 		v.Log.Error(err, "admission decision failed", "pod", podRef(pod))
 		return admission.Errored(http.StatusInternalServerError,

@@ -25,7 +25,7 @@ type node struct {
 	maxMemMiB int64
 	// used is the per-device sum of the records charged to the node.
 	used map[string]effective.Vector
-	// percent are the bound pods whose demand depends on maxMemMiB.
+	// percent are the bound pods whose demand depends on the node's device sizes.
 	percent map[types.UID]*podRecord
 }
 
@@ -44,14 +44,6 @@ func (l *Ledger) gcNodeLocked(name string) {
 	}
 }
 
-// nodeMemLocked is the largest device memory of a node (0: unknown).
-func (l *Ledger) nodeMemLocked(name string) int64 {
-	if nd := l.nodes[name]; nd != nil {
-		return nd.maxMemMiB
-	}
-	return 0
-}
-
 // UpsertNode records a node's labels and GPU devices. Devices come from
 // gpuadmit.io/gpu-devices when present, else from HAMi's
 // hami.io/node-nvidia-register. A malformed annotation is logged and
@@ -66,12 +58,14 @@ func (l *Ledger) UpsertNode(n *corev1.Node) {
 			l.log.Info("node GPU devices not readable", "node", n.Name, "problem", p.Message)
 		}
 	}
-	if !nd.seen || !maps.Equal(nd.labels, n.Labels) || !slices.Equal(nd.devices, devs) ||
-		nd.source != source || !slices.Equal(nd.problems, problems) {
-		l.capacity = nil
+	labelsChanged := !nd.seen || !maps.Equal(nd.labels, n.Labels)
+	devicesChanged := !slices.Equal(nd.devices, devs) || nd.source != source
+	if !labelsChanged && !devicesChanged && slices.Equal(nd.problems, problems) {
+		return // a status update: nothing gpuadmit reads changed
 	}
 	nd.seen, nd.labels, nd.devices, nd.source, nd.problems = true, n.Labels, devs, source, problems
-	l.setNodeMemLocked(n.Name, nd, maxMemory(devs))
+	nd.maxMemMiB = maxMemory(devs)
+	l.capacityChangedLocked(nd, devicesChanged)
 }
 
 // DeleteNode forgets a node's labels and devices; usage charged to it stays
@@ -84,24 +78,25 @@ func (l *Ledger) DeleteNode(name string) {
 		return
 	}
 	if nd.seen {
-		l.capacity = nil
+		nd.seen, nd.labels, nd.devices, nd.source, nd.problems, nd.maxMemMiB = false, nil, nil, "", nil, 0
+		l.capacityChangedLocked(nd, true)
 	}
-	nd.seen, nd.labels, nd.devices, nd.source, nd.problems = false, nil, nil, "", nil
-	l.setNodeMemLocked(name, nd, 0)
 	l.gcNodeLocked(name)
 }
 
-// setNodeMemLocked changes a node's device memory and re-derives the pods
-// whose memory percentages it resolves.
-func (l *Ledger) setNodeMemLocked(name string, nd *node, mem int64) {
-	if nd.maxMemMiB == mem {
-		return
+// capacityChangedLocked drops the cached capacity and re-derives the pods
+// whose demand depends on device sizes: the node's bound percentage pods
+// when its devices changed, and every pending percentage pod (they resolve
+// against the eligible nodes, which may have changed).
+func (l *Ledger) capacityChangedLocked(nd *node, devicesChanged bool) {
+	l.capacity = nil
+	var recs []*podRecord
+	if devicesChanged {
+		recs = slices.Collect(maps.Values(nd.percent))
 	}
-	nd.maxMemMiB = mem
-	recs := slices.Collect(maps.Values(nd.percent))
+	recs = append(recs, slices.Collect(maps.Values(l.pending))...)
 	for _, r := range recs {
-		d := l.derive(r.pod, mem)
-		l.applyLocked(r.uid, podName{r.namespace, r.name}, d)
+		l.applyLocked(r.uid, podName{r.namespace, r.name}, l.deriveLocked(r.pod))
 	}
 }
 
@@ -143,6 +138,36 @@ func truncate(s string, n int) string {
 	return s[:n] + "..."
 }
 
+// Capacity is the device capacity of the cluster's GPU nodes, by node name.
+type Capacity struct {
+	Nodes map[string]*NodeCapacity `json:"nodes"`
+	// maxMemMiB is the largest device memory of all nodes.
+	maxMemMiB int64
+}
+
+// NodeCapacity is one node's labels (for node-selector matching) and devices.
+type NodeCapacity struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels,omitempty"`
+	// Source is the annotation the devices were read from.
+	Source  string           `json:"source"`
+	Devices []DeviceCapacity `json:"devices"`
+	// MaxDeviceMemMiB is the largest device memory (resolves percentages).
+	MaxDeviceMemMiB int64     `json:"maxDeviceMemMiB"`
+	Problems        []Problem `json:"problems,omitempty"`
+}
+
+// DeviceCapacity is one GPU (or MIG instance) of a node.
+type DeviceCapacity struct {
+	UUID    string `json:"uuid"`
+	Index   int    `json:"index"`
+	Model   string `json:"model,omitempty"`
+	MemMiB  int64  `json:"gpumem"`
+	Cores   int64  `json:"gpucores"`
+	Healthy bool   `json:"healthy"`
+	MIG     bool   `json:"mig,omitempty"`
+}
+
 // Capacity returns the device capacity of every node that announces GPU
 // devices (or whose announcement is malformed). The value is shared and
 // immutable: callers must not modify it. It is rebuilt only after a node
@@ -156,10 +181,7 @@ func (l *Ledger) Capacity() *Capacity {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.capacity == nil {
-		l.capacity = l.buildCapacityLocked()
-	}
-	return l.capacity
+	return l.capacityLocked()
 }
 
 func (l *Ledger) buildCapacityLocked() *Capacity {
@@ -172,10 +194,24 @@ func (l *Ledger) buildCapacityLocked() *Capacity {
 			Devices: make([]DeviceCapacity, 0, len(nd.devices)), MaxDeviceMemMiB: nd.maxMemMiB,
 			Problems: slices.Clone(nd.problems)}
 		for _, d := range nd.devices {
-			nc.Devices = append(nc.Devices, DeviceCapacity{UUID: d.UUID, Index: d.Index, Model: d.Model,
-				MemMiB: d.MemoryMiB, Cores: d.Cores, Healthy: d.Healthy, MIG: d.MIGEnabled || d.ParentUUID != ""})
+			nc.Devices = append(nc.Devices, deviceCapacity(d))
 		}
 		c.Nodes[name] = nc
+		c.maxMemMiB = max(c.maxMemMiB, nd.maxMemMiB)
 	}
 	return c
+}
+
+// capacityLocked is Capacity under the ledger's write lock.
+func (l *Ledger) capacityLocked() *Capacity {
+	if l.capacity == nil {
+		l.capacity = l.buildCapacityLocked()
+	}
+	return l.capacity
+}
+
+// deviceCapacity is the one conversion of an announced device.
+func deviceCapacity(d devices.Device) DeviceCapacity {
+	return DeviceCapacity{UUID: d.UUID, Index: d.Index, Model: d.Model, MemMiB: d.MemoryMiB, Cores: d.Cores,
+		Healthy: d.Healthy, MIG: d.MIGEnabled || d.ParentUUID != ""}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
 func TestNodeCapacity(t *testing.T) {
@@ -79,10 +80,12 @@ func TestCapacityIsCachedAndRebuilt(t *testing.T) {
 	if c3 == c1 || c3.Nodes["n1"].Labels["zone"] != "b" || c1.Nodes["n1"].Labels["zone"] != "a" {
 		t.Errorf("a label change must rebuild the capacity and leave older snapshots alone")
 	}
-	if got := c3.MaxDeviceMemMiB(func(lb map[string]string) bool { return lb["zone"] == "a" }); got != 0 {
+	inZoneA := testpod.New("p").App("a", gpu(1)).Build()
+	inZoneA.Spec.NodeSelector = map[string]string{"zone": "a"}
+	if got := c3.MaxDeviceMemMiBFor(inZoneA); got != 0 {
 		t.Errorf("no node in zone a: max %d, want 0", got)
 	}
-	if got := c3.MaxDeviceMemMiB(nil); got != 24576 {
+	if got := c3.MaxDeviceMemMiBFor(testpod.New("p").App("a", gpu(1)).Build()); got != 24576 {
 		t.Errorf("max over all nodes %d, want 24576", got)
 	}
 	l.DeleteNode("n1")
@@ -91,10 +94,13 @@ func TestCapacityIsCachedAndRebuilt(t *testing.T) {
 	}
 }
 
-// TestPercentagesFollowTheBoundNode: memory given as a percentage resolves
-// against the bound node's largest device, is unresolved while that is
-// unknown, and follows changes of the node.
-func TestPercentagesFollowTheBoundNode(t *testing.T) {
+// TestPercentagesFollowTheNodes: memory given as a percentage (or the
+// whole device) resolves, while the pod is pending, against the largest
+// device of the nodes it may run on (as its admission did); once bound,
+// against the bound node's largest device; once assigned, against the
+// assigned device. It is unresolved while no such device is known, and
+// follows changes of the nodes.
+func TestPercentagesFollowTheNodes(t *testing.T) {
 	l := newLedger(t)
 	pending := testpod.New("pending").NS("ns").App("a", gpu(1), pct(50)).Build()
 	bound := testpod.New("bound").NS("ns").App("a", gpu(1), pct(50)).Node("n1").Build()
@@ -102,24 +108,65 @@ func TestPercentagesFollowTheBoundNode(t *testing.T) {
 	l.UpsertPod(bound)
 	s := l.Namespace("ns")
 	if s.Used != vec(2, 0, 0) || len(s.Unresolved) != 2 || s.Unresolved[0].Pod != "bound" || s.Unresolved[0].Containers[0] != "a" {
-		t.Fatalf("before the node is known: used %v unresolved %v; want 2 GPUs, memory unresolved for both", s.Used, s.Unresolved)
+		t.Fatalf("before any node is known: used %v unresolved %v; want 2 GPUs, memory unresolved for both", s.Used, s.Unresolved)
 	}
 	l.UpsertNode(gpuNode(t, "n1", nil, dev("GPU-1", 24576), dev("GPU-2", 81920)))
-	if s = l.Namespace("ns"); s.Used != vec(2, 40960, 0) || len(s.Unresolved) != 1 || s.Unresolved[0].Pod != "pending" {
-		t.Fatalf("node known: used %v unresolved %v; want 50%% of 81920 for the bound pod, pending still unresolved", s.Used, s.Unresolved)
+	if s = l.Namespace("ns"); s.Used != vec(2, 2*40960, 0) || len(s.Unresolved) != 0 {
+		t.Fatalf("node known: used %v unresolved %v; want 50%% of 81920 for both", s.Used, s.Unresolved)
+	}
+	l.UpsertNode(gpuNode(t, "n2", map[string]string{"gpu": "h200"}, dev("GPU-3", 143771)))
+	if s = l.Namespace("ns"); s.Used.MemMiB != 40960+71885 {
+		t.Fatalf("a larger node appeared: used %d MiB, want 40960 (bound to n1) + 71885 (pending, may land on n2)", s.Used.MemMiB)
 	}
 	l.UpsertNode(gpuNode(t, "n1", nil, dev("GPU-1", 24576)))
-	if s = l.Namespace("ns"); s.Used.MemMiB != 12288 {
-		t.Fatalf("node shrank: used %d MiB, want 12288", s.Used.MemMiB)
+	if s = l.Namespace("ns"); s.Used.MemMiB != 12288+71885 {
+		t.Fatalf("n1 shrank: used %d MiB, want 12288 + 71885", s.Used.MemMiB)
 	}
 	l.DeleteNode("n1")
+	l.DeleteNode("n2")
 	if s = l.Namespace("ns"); s.Used.MemMiB != 0 || len(s.Unresolved) != 2 {
-		t.Fatalf("node gone: used %v unresolved %v", s.Used, s.Unresolved)
+		t.Fatalf("nodes gone: used %v unresolved %v", s.Used, s.Unresolved)
 	}
 	l.DeletePod(bound)
 	l.DeletePod(pending)
 	if st := l.Snapshot().Stats; st.Pods != 0 || st.Nodes != 0 || st.Namespaces != 0 {
 		t.Errorf("everything deleted, stats %+v", st)
+	}
+}
+
+// TestPendingWholeCardPodsAreCharged is the hole of a whole-card or
+// percentage pod charged 0 while Pending: HAMi books the whole card
+// (pkg/device/nvidia Fit: memreq = Totalmem * 100 / 100), and so must the
+// ledger from the moment the pod exists, with the same eligibility the
+// admission used; then the bound node's device, then the assigned device.
+func TestPendingWholeCardPodsAreCharged(t *testing.T) {
+	l := newLedger(t)
+	l.UpsertNode(gpuNode(t, "a10", map[string]string{"gpu": "a10"}, dev("GPU-a", 24576)))
+	l.UpsertNode(gpuNode(t, "h100", map[string]string{"gpu": "h100"}, dev("GPU-h0", 81920), dev("GPU-h1", 81920)))
+	for _, tt := range []struct {
+		name string
+		pod  *testpod.Builder
+		want effective.Vector
+	}{
+		{"whole card, any node: the largest device", testpod.New("p").NS("ns").App("a", gpu(1)), vec(1, 81920, 100)},
+		{"gpumem 0: the whole card", testpod.New("p").NS("ns").App("a", gpu(1), mem(0)), vec(1, 81920, 0)},
+		{"percentage 0: the whole card", testpod.New("p").NS("ns").App("a", gpu(1), pct(0)), vec(1, 81920, 0)},
+		{"50 %, selector to a10", testpod.New("p").NS("ns").App("a", gpu(1), pct(50)).NodeSelector("gpu", "a10"), vec(1, 12288, 0)},
+		{"50 %, bound to a10 (selector ignored)", testpod.New("p").NS("ns").App("a", gpu(1), pct(50)).Node("a10"), vec(1, 12288, 0)},
+		{"whole card, assigned to one h100 device", testpod.New("p").NS("ns").App("a", gpu(1)).Node("h100").
+			Devices("GPU-h1,NVIDIA,81920,100:;"), vec(1, 81920, 100)},
+		{"two cards at 50 %, assigned", testpod.New("p").NS("ns").App("a", gpu(2), pct(50)).Node("h100").
+			Devices("GPU-h0,NVIDIA,40960,0:GPU-h1,NVIDIA,40960,0:;"), vec(2, 81920, 0)},
+		{"no eligible node: unresolved", testpod.New("p").NS("ns").App("a", gpu(1)).NodeSelector("gpu", "b200"), vec(1, 0, 100)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.pod.Build()
+			l.UpsertPod(p)
+			defer l.DeletePod(p)
+			if got := l.Namespace("ns").Used; got != tt.want {
+				t.Errorf("used %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -119,7 +119,8 @@ func TestTransformKeepsWhatTheLedgerReads(t *testing.T) {
 			t.Errorf("%s: transform kept unused fields: %+v", p.Name, slim)
 		}
 		l := newLedger(t)
-		a, b := l.derive(full, 24576), l.derive(slim, 24576)
+		opt := effective.Options{DeviceMemoryMiB: 24576}
+		a, b := l.derive(full, opt), l.derive(slim, opt)
 		if (a.rec == nil) != (b.rec == nil) || (a.rec != nil && !sameRecordIgnoringPod(a.rec, b.rec)) || (a.invalid == nil) != (b.invalid == nil) {
 			t.Errorf("%s: full %+v, slim %+v", p.Name, a.rec, b.rec)
 		}

@@ -46,6 +46,8 @@ type Ledger struct {
 	reservations map[types.UID]*reservation
 	nextSweep    time.Time
 	capacity     *Capacity // built lazily from nodes; nil when stale
+	// pending are the unbound pods whose demand depends on device sizes.
+	pending map[types.UID]*podRecord
 }
 
 // podName is a pod's namespace and name (the informer's key).
@@ -79,6 +81,7 @@ func New(opts Options) *Ledger {
 		namespaces:   map[string]*namespace{},
 		nodes:        map[string]*node{},
 		reservations: map[types.UID]*reservation{},
+		pending:      map[types.UID]*podRecord{},
 	}
 	if l.log.GetSink() == nil {
 		l.log = logr.Discard()
@@ -107,14 +110,11 @@ func podUID(pod *corev1.Pod) types.UID {
 // pod's UID turns into the record.
 func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	uid := podUID(pod)
-	d := l.derive(pod, 0) // pure work outside the lock
+	d := l.derive(pod, effective.Options{}) // pure work outside the lock
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if d.rec != nil && d.rec.pod != nil && d.rec.bound != "" {
-		// The demand depends on device memory: resolve it with the bound node's.
-		if mem := l.nodeMemLocked(d.rec.bound); mem > 0 {
-			d = l.derive(pod, mem)
-		}
+	if d.rec != nil && d.rec.pod != nil {
+		d = l.deriveLocked(pod) // the demand depends on device sizes
 	}
 	key := podName{pod.Namespace, pod.Name}
 	if other, ok := l.byName[key]; ok && other != uid {

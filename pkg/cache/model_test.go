@@ -55,6 +55,7 @@ type model struct {
 	nodes    map[string]*corev1.Node
 	nodeMem  map[string]int64 // oracle: largest device memory when the annotation is valid
 	nodeDevs map[string][]string
+	devMem   map[string]map[string]int64 // oracle: device memory by node and UUID when the annotation is valid
 	quotas   map[string]*corev1.ResourceQuota
 	resv     map[types.UID]reservation // oracle for reservations
 	next     int                       // UID sequence
@@ -66,7 +67,7 @@ type model struct {
 
 type memoKey struct {
 	pod *corev1.Pod
-	mem int64
+	opt string
 }
 
 var (
@@ -80,7 +81,7 @@ func newModel(seed uint64) *model {
 	return &model{
 		r: rand.New(rand.NewPCG(seed, seed*7919)), clk: clk, l: l,
 		pods: map[types.UID]*corev1.Pod{}, byName: map[string]types.UID{}, old: map[types.UID]*corev1.Pod{},
-		nodes: map[string]*corev1.Node{}, nodeMem: map[string]int64{}, nodeDevs: map[string][]string{},
+		nodes: map[string]*corev1.Node{}, nodeMem: map[string]int64{}, nodeDevs: map[string][]string{}, devMem: map[string]map[string]int64{},
 		quotas: map[string]*corev1.ResourceQuota{}, resv: map[types.UID]reservation{}, memo: map[memoKey]derivation{},
 		podH: PodHandler(l, logr.Discard()), nodeH: NodeHandler(l, logr.Discard()), quotaH: QuotaHandler(l, logr.Discard()),
 	}
@@ -167,6 +168,8 @@ func (m *model) res() []testpod.Opt {
 		if m.r.IntN(10) == 0 {
 			return []testpod.Opt{testpod.Res(testpod.GPUName, "1.5")} // invalid
 		}
+	case 5:
+		return [][]testpod.Opt{{gpu(1)}, {gpu(2), mem(0)}, {gpu(1), pct(0)}}[m.r.IntN(3)] // whole cards
 	}
 	return []testpod.Opt{gpu(int64(m.r.IntN(3))), mem(int64(m.r.IntN(40000)))}
 }
@@ -185,6 +188,9 @@ func (m *model) create() string {
 	}
 	for i := range 1 + m.r.IntN(2) {
 		b.App(fmt.Sprintf("a%d", i), m.res()...)
+	}
+	if m.r.IntN(4) == 0 {
+		b.NodeSelector("zone", fmt.Sprint(m.r.IntN(2)))
 	}
 	p := b.Build()
 	if m.r.IntN(3) == 0 {

@@ -111,25 +111,28 @@ func (m *model) node() {
 		delete(m.nodes, name)
 		delete(m.nodeMem, name)
 		delete(m.nodeDevs, name)
+		delete(m.devMem, name)
 		m.nodeH.OnDelete(old)
 		return
 	}
 	var devs []devices.Device
 	var maxMem int64
 	var ids []string
+	mems := map[string]int64{}
 	for i := range 1 + m.r.IntN(3) {
 		d := dev(fmt.Sprintf("GPU-%s-%d", name, i), []int64{16384, 24576, 81920}[m.r.IntN(3)])
 		devs = append(devs, d)
 		ids = append(ids, d.UUID)
 		maxMem = max(maxMem, d.MemoryMiB)
+		mems[d.UUID] = d.MemoryMiB
 	}
 	ann := map[string]string{}
 	switch m.r.IntN(10) {
 	case 0:
 		ann[devices.NodeDevicesAnnotation] = "not json"
-		maxMem = 0
+		maxMem, mems = 0, nil
 	case 1:
-		maxMem = 0
+		maxMem, mems = 0, nil
 	case 2:
 		ann[devices.HAMiNodeRegisterAnnotation], _ = devices.EncodeHAMiNodeRegister(devs)
 	default:
@@ -137,7 +140,7 @@ func (m *model) node() {
 	}
 	n := annotatedNode(name, map[string]string{"zone": fmt.Sprint(m.r.IntN(2))}, ann)
 	old := m.nodes[name]
-	m.nodes[name], m.nodeMem[name], m.nodeDevs[name] = n, maxMem, ids
+	m.nodes[name], m.nodeMem[name], m.nodeDevs[name], m.devMem[name] = n, maxMem, ids, mems
 	if old == nil {
 		m.nodeH.OnAdd(n, false)
 	} else {
@@ -192,16 +195,41 @@ func (m *model) reserve() {
 	m.resv[uid] = reservation{uid: uid, namespace: ns, demand: d, expires: m.clk.now.Add(ttl)}
 }
 
-// oracle derives a pod's record from the object and the world's nodes.
+// oracle derives a pod's record from the object and the world's nodes:
+// percentages resolve against the assigned devices, else the bound node's
+// largest device, else (pending) the largest device of the nodes whose zone
+// label the pod's selector admits.
 func (m *model) oracle(p *corev1.Pod) derivation {
-	key := memoKey{p, m.nodeMem[p.Spec.NodeName]}
+	var opt effective.Options
+	if n := p.Spec.NodeName; n != "" {
+		opt.DeviceMemoryMiB = m.nodeMem[n]
+		if assign, err := devices.PodAssignment(p); err == nil {
+			for ctr, uses := range assign {
+				for _, u := range uses {
+					if mem, ok := m.devMem[n][u.UUID]; ok {
+						if opt.AssignedMemoryMiB == nil {
+							opt.AssignedMemoryMiB = map[string][]int64{}
+						}
+						opt.AssignedMemoryMiB[ctr] = append(opt.AssignedMemoryMiB[ctr], mem)
+					}
+				}
+			}
+		}
+	} else {
+		for name, n := range m.nodes {
+			if zone, ok := p.Spec.NodeSelector["zone"]; !ok || n.Labels["zone"] == zone {
+				opt.DeviceMemoryMiB = max(opt.DeviceMemoryMiB, m.nodeMem[name])
+			}
+		}
+	}
+	key := memoKey{p, fmt.Sprint(opt.DeviceMemoryMiB, opt.AssignedMemoryMiB)}
 	if d, ok := m.memo[key]; ok {
 		return d
 	}
 	if len(m.memo) > 100_000 {
 		clear(m.memo)
 	}
-	d := m.l.derive(p, key.mem) // pure: reads nothing of the ledger's state
+	d := m.l.derive(p, opt) // pure: reads nothing of the ledger's state
 	m.memo[key] = d
 	return d
 }

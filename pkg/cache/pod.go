@@ -28,8 +28,8 @@ type podRecord struct {
 	// unresolved names the counted containers whose memory is a percentage
 	// of a device of unknown size; their memory is not in used.
 	unresolved []string
-	// pod is kept only when the demand depends on the bound node's device
-	// memory (percentages), to re-derive it when the node's capacity changes.
+	// pod is kept only when the demand depends on device sizes (memory
+	// percentages, whole devices), to re-derive it when capacity changes.
 	pod *corev1.Pod
 	// warning is a non-fatal problem (an unreadable device assignment).
 	warning *Problem
@@ -43,30 +43,15 @@ type derivation struct {
 	invalid *Problem
 }
 
-// managed is the fast path: does any container name a managed resource?
-func (l *Ledger) managed(pod *corev1.Pod) bool {
-	for _, list := range [2][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			r := &list[i].Resources
-			for _, rl := range [2]corev1.ResourceList{r.Limits, r.Requests} {
-				for name := range rl {
-					if l.settings.Managed(name) {
-						return true
-					}
-				}
-			}
-		}
-	}
-	return false
-}
-
-// derive computes the target of pod from the object alone. deviceMiB resolves
-// memory percentages (0: unknown). It is pure: no ledger state is read.
-func (l *Ledger) derive(pod *corev1.Pod, deviceMiB int64) derivation {
-	if !l.managed(pod) {
+// derive computes the target of pod from the object alone, resolving
+// memory percentages with opt. It is pure: no ledger state is read. A
+// record whose demand depends on device sizes keeps the pod (rec.pod) so
+// that deriveLocked can resolve it, now and when capacity changes.
+func (l *Ledger) derive(pod *corev1.Pod, opt effective.Options) derivation {
+	if !l.settings.Requests(pod) {
 		return derivation{}
 	}
-	d, err := effective.Compute(pod, l.settings, effective.Options{DeviceMemoryMiB: deviceMiB})
+	d, err := effective.Compute(pod, l.settings, opt)
 	if err != nil {
 		return derivation{invalid: podProblem(pod, err)}
 	}
@@ -100,25 +85,50 @@ func (l *Ledger) derive(pod *corev1.Pod, deviceMiB int64) derivation {
 	if len(t.Devices) > 0 {
 		rec.node, rec.devices = pod.Spec.NodeName, deviceUses(t.Devices)
 	}
-	percent := false
 	inits := len(pod.Spec.InitContainers)
 	for i := range d.Containers {
 		c := &d.Containers[i]
 		if c.MemPercent > 0 && c.Count > 0 {
-			percent = true
+			rec.pod = pod
 		}
 		counted := i >= inits || c.Role != effective.RoleInit || i >= t.Stage.From
 		if c.Unresolved && counted {
 			rec.unresolved = append(rec.unresolved, c.Name)
 		}
 	}
-	if percent && rec.bound != "" {
-		rec.pod = pod
-	}
-	if rec.used.IsZero() && len(rec.devices) == 0 && len(rec.unresolved) == 0 && rec.warning == nil {
+	if rec.pod == nil && rec.used.IsZero() && len(rec.devices) == 0 && rec.warning == nil {
 		return derivation{}
 	}
 	return derivation{rec: rec}
+}
+
+// deriveLocked is derive with memory percentages (and whole-device
+// requests) resolved as HAMi books them: against the devices assigned to
+// each container once hami.io/vgpu-devices-allocated names them, else
+// against the largest device of the bound node, else, while the pod is
+// pending, against the largest device of the nodes it may run on (Eligible:
+// exactly what its admission resolved).
+func (l *Ledger) deriveLocked(pod *corev1.Pod) derivation {
+	name := pod.Spec.NodeName
+	if name == "" {
+		return l.derive(pod, effective.Options{DeviceMemoryMiB: l.capacityLocked().MaxDeviceMemMiBFor(pod)})
+	}
+	nd := l.nodes[name]
+	if nd == nil {
+		return l.derive(pod, effective.Options{})
+	}
+	opt := effective.Options{DeviceMemoryMiB: nd.maxMemMiB}
+	if assign, err := devices.PodAssignment(pod); err == nil && len(assign) > 0 {
+		opt.AssignedMemoryMiB = make(map[string][]int64, len(assign))
+		for ctr, uses := range assign {
+			for _, u := range uses {
+				if i := slices.IndexFunc(nd.devices, func(d devices.Device) bool { return d.UUID == u.UUID }); i >= 0 {
+					opt.AssignedMemoryMiB[ctr] = append(opt.AssignedMemoryMiB[ctr], nd.devices[i].MemoryMiB)
+				}
+			}
+		}
+	}
+	return l.derive(pod, opt)
 }
 
 // deviceUse is what a pod uses on one device (a slice of them is a quarter
@@ -179,7 +189,11 @@ func (l *Ledger) chargeLocked(r *podRecord) error {
 	if len(r.unresolved) > 0 {
 		n.unresolved[r.uid] = r
 	}
-	if r.pod != nil {
+	switch {
+	case r.pod == nil:
+	case r.bound == "":
+		l.pending[r.uid] = r
+	default:
 		l.nodeLocked(r.bound).percent[r.uid] = r
 	}
 	return nil
@@ -204,6 +218,7 @@ func (l *Ledger) unchargeLocked(r *podRecord) {
 		l.gcNodeLocked(r.node)
 	}
 	if r.pod != nil {
+		delete(l.pending, r.uid)
 		if nd := l.nodes[r.bound]; nd != nil {
 			delete(nd.percent, r.uid)
 			l.gcNodeLocked(r.bound)

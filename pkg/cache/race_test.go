@@ -80,7 +80,7 @@ func TestRaceEventsSnapshotsReservations(t *testing.T) {
 			if s.Used.MemMiB < 0 || s.Reserved.MemMiB < 0 {
 				t.Errorf("negative snapshot %+v", s)
 			}
-			_ = l.Capacity().MaxDeviceMemMiB(nil)
+			_ = l.Capacity().MaxDeviceMemMiBFor(testpod.New("p").App("a", gpu(1)).Build())
 			if err := l.Reserve(types.UID(fmt.Sprintf("r%d", i%50)), "ns0", vec(1, 1000, 0), time.Second); err != nil {
 				t.Error(err)
 			}

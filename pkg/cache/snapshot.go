@@ -117,46 +117,6 @@ func sortProblems(ps []Problem) {
 	})
 }
 
-// Capacity is the device capacity of the cluster's GPU nodes, by node name.
-type Capacity struct {
-	Nodes map[string]*NodeCapacity `json:"nodes"`
-}
-
-// NodeCapacity is one node's labels (for node-selector matching) and devices.
-type NodeCapacity struct {
-	Name   string            `json:"name"`
-	Labels map[string]string `json:"labels,omitempty"`
-	// Source is the annotation the devices were read from.
-	Source  string           `json:"source"`
-	Devices []DeviceCapacity `json:"devices"`
-	// MaxDeviceMemMiB is the largest device memory (resolves percentages).
-	MaxDeviceMemMiB int64     `json:"maxDeviceMemMiB"`
-	Problems        []Problem `json:"problems,omitempty"`
-}
-
-// DeviceCapacity is one GPU (or MIG instance) of a node.
-type DeviceCapacity struct {
-	UUID    string `json:"uuid"`
-	Index   int    `json:"index"`
-	Model   string `json:"model,omitempty"`
-	MemMiB  int64  `json:"gpumem"`
-	Cores   int64  `json:"gpucores"`
-	Healthy bool   `json:"healthy"`
-	MIG     bool   `json:"mig,omitempty"`
-}
-
-// MaxDeviceMemMiB is the largest device memory over the nodes fit accepts
-// (all nodes when fit is nil); 0 when none is known.
-func (c *Capacity) MaxDeviceMemMiB(fit func(labels map[string]string) bool) int64 {
-	var m int64
-	for _, n := range c.Nodes {
-		if fit == nil || fit(n.Labels) {
-			m = max(m, n.MaxDeviceMemMiB)
-		}
-	}
-	return m
-}
-
 // Namespace returns a snapshot of one namespace (zero usage and no limits
 // for a namespace the ledger does not know).
 func (l *Ledger) Namespace(ns string) NamespaceSnapshot {
@@ -249,8 +209,7 @@ func (l *Ledger) Snapshot() Snapshot {
 		}
 		nu := NodeUsage{Devices: make(map[string]DeviceUsage, max(len(nd.devices), len(nd.used)))}
 		for _, d := range nd.devices {
-			dc := DeviceCapacity{UUID: d.UUID, Index: d.Index, Model: d.Model, MemMiB: d.MemoryMiB, Cores: d.Cores,
-				Healthy: d.Healthy, MIG: d.MIGEnabled || d.ParentUUID != ""}
+			dc := deviceCapacity(d)
 			nu.Devices[d.UUID] = DeviceUsage{Capacity: &dc, Used: nd.used[d.UUID]}
 		}
 		for id, v := range nd.used {

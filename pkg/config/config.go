@@ -1,8 +1,9 @@
 // Package config loads gpuadmit's configuration file. Its nvidia section uses
 // HAMi's device-config keys (resource names, defaults, memory factor) so an
-// existing HAMi device config works as is; keys HAMi defines for its own
-// scheduler and device plugin are accepted and ignored, anything else is an
-// error that names the key.
+// existing HAMi device config works as is. The keys gpuadmit reads are
+// validated strictly (a bad value is an error naming the key); every other
+// key (HAMi's scheduler and device-plugin keys, other vendors' sections, keys
+// HAMi adds in later releases) is reported once as ignored, never an error.
 package config
 
 import (
@@ -30,84 +31,73 @@ func Default() Config {
 	return Config{NVIDIA: effective.DefaultSettings()}
 }
 
-// hamiVendorSection reports top-level sections of HAMi's device config that
-// configure other vendors' devices; gpuadmit ignores them.
-func hamiVendorSection(key string) bool {
-	switch key {
-	case "cambricon", "hygon", "metax", "mthreads", "iluvatar", "iluvatars", "enflame", "kunlun",
-		"awsneuron", "ascend", "vnpus", "amd":
-		return true
-	}
-	return false
-}
-
-// hamiIgnoredNvidiaKey reports nvidia keys HAMi uses for scheduling or its
-// device plugin; they do not change how gpuadmit counts demand.
-func hamiIgnoredNvidiaKey(key string) bool {
-	switch key {
-	case "resourcePriorityName", "overwriteEnv", "deviceSplitCount", "deviceMemoryScaling",
-		"deviceCoreScaling", "gpuCorePolicy", "libCudaLogLevel", "migStrategy", "disablecorelimit",
-		"knownMigGeometries", "preConfiguredDeviceMemory", "runtimeSocket":
-		return true
-	}
-	return false
-}
-
-// Load reads and validates a configuration file.
-func Load(path string) (Config, error) {
+// Load reads and validates a configuration file. The returned strings name
+// the keys of the file that gpuadmit does not read (see Parse).
+func Load(path string) (Config, []string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("reading config: %w", err)
+		return Config{}, nil, fmt.Errorf("reading config: %w", err)
 	}
-	cfg, err := Parse(data)
+	cfg, ignored, err := Parse(data)
 	if err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", path, err)
+		return Config{}, nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	return cfg, nil
+	return cfg, ignored, nil
 }
 
-// Parse reads a configuration document (YAML or JSON). Absent keys keep their
-// defaults; unknown keys and bad values are errors naming the key.
-func Parse(data []byte) (Config, error) {
+// IgnoredWarning is the one-line warning for the keys Parse ignored ("" when none).
+func IgnoredWarning(ignored []string) string {
+	if len(ignored) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("config keys gpuadmit does not read (ignored): %s", strings.Join(ignored, ", "))
+}
+
+// Parse reads a configuration document (YAML or JSON). Absent keys keep
+// their defaults. The keys gpuadmit reads must hold valid values; every
+// other key is returned, sorted, as a dotted path ("nvidia.deviceSplitCount",
+// "cambricon") and otherwise ignored.
+func Parse(data []byte) (Config, []string, error) {
 	cfg := Default()
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return cfg, fmt.Errorf("not valid YAML: %w", err)
+		return cfg, nil, fmt.Errorf("not valid YAML: %w", err)
 	}
 	if t := bytes.TrimSpace(js); len(t) == 0 || string(t) == "null" {
-		return cfg, nil
+		return cfg, nil, nil
 	}
 	top, err := object(js, "top level")
 	if err != nil {
-		return cfg, err
+		return cfg, nil, err
 	}
-	keys := make([]string, 0, len(top))
-	for k := range top {
-		keys = append(keys, k)
+	if _, ok := top["kind"]; ok {
+		return cfg, nil, fmt.Errorf("kind %s: not a device configuration (want a mapping with an \"nvidia\" section, as HAMi's device-config.yaml)", top["kind"])
 	}
-	sort.Strings(keys)
-	for _, key := range keys {
-		raw := top[key]
-		switch {
-		case key == "nvidia":
-			if err := parseNvidia(raw, &cfg.NVIDIA); err != nil {
-				return cfg, err
-			}
-		case hamiVendorSection(key):
-		default:
-			return cfg, fmt.Errorf("unknown top-level key %q (gpuadmit reads \"nvidia\")", key)
+	var ignored []string
+	for _, key := range sortedKeys(top) {
+		if key != "nvidia" {
+			ignored = append(ignored, key)
+			continue
 		}
+		more, err := parseNvidia(top[key], &cfg.NVIDIA)
+		if err != nil {
+			return cfg, nil, err
+		}
+		ignored = append(ignored, more...)
 	}
 	if err := cfg.NVIDIA.Validate(); err != nil {
-		return cfg, err
+		return cfg, nil, err
 	}
-	return cfg, nil
+	sort.Strings(ignored)
+	return cfg, ignored, nil
 }
 
-func parseNvidia(raw json.RawMessage, s *effective.Settings) error {
+// parseNvidia reads the keys of the nvidia section gpuadmit uses and
+// returns the others.
+func parseNvidia(raw json.RawMessage, s *effective.Settings) ([]string, error) {
 	sec, err := object(raw, "nvidia")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	names := map[string]*corev1.ResourceName{
 		"resourceCountName":            &s.Names.Count,
@@ -121,33 +111,44 @@ func parseNvidia(raw json.RawMessage, s *effective.Settings) error {
 		"defaultGPUNum": &s.DefaultGPUNum,
 		"memoryFactor":  &s.MemoryFactor,
 	}
-	keys := make([]string, 0, len(sec))
-	for k := range sec {
-		keys = append(keys, k)
+	bools := map[string]*bool{
+		// gpuadmit's own key: HAMi always makes whole-card requests exclusive.
+		"exclusiveCores": &s.ExclusiveCores,
 	}
-	sort.Strings(keys)
-	for _, key := range keys {
+	var ignored []string
+	for _, key := range sortedKeys(sec) {
 		val := sec[key]
 		switch {
 		case names[key] != nil:
 			var str string
 			if err := json.Unmarshal(val, &str); err != nil || strings.TrimSpace(str) == "" {
-				return fmt.Errorf("nvidia.%s: want a non-empty resource name, got %s", key, val)
+				return nil, fmt.Errorf("nvidia.%s: want a non-empty resource name, got %s", key, val)
 			}
 			*names[key] = corev1.ResourceName(strings.TrimSpace(str))
 		case ints[key] != nil:
 			n, err := integer(val)
 			if err != nil {
-				return fmt.Errorf("nvidia.%s: %w", key, err)
+				return nil, fmt.Errorf("nvidia.%s: %w", key, err)
 			}
 			*ints[key] = n
-		case hamiIgnoredNvidiaKey(key):
+		case bools[key] != nil:
+			if err := json.Unmarshal(val, bools[key]); err != nil {
+				return nil, fmt.Errorf("nvidia.%s: want true or false, got %s", key, val)
+			}
 		default:
-			return fmt.Errorf("nvidia.%s: unknown key (gpuadmit reads resourceCountName, resourceMemoryName, "+
-				"resourceMemoryPercentageName, resourceCoreName, defaultMemory, defaultCores, defaultGPUNum, memoryFactor)", key)
+			ignored = append(ignored, "nvidia."+key)
 		}
 	}
-	return nil
+	return ignored, nil
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func object(js []byte, where string) (map[string]json.RawMessage, error) {

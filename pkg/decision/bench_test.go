@@ -167,14 +167,14 @@ func BenchmarkDecideGo(b *testing.B) {
 // goDecide is the default policies' namespace-limit and satisfiability
 // checks written in Go.
 func goDecide(d *Decider, pod *corev1.Pod) []string {
-	if !d.managed(pod) {
-		return nil
-	}
-	view, _, err := d.nodes(pod)
+	dem, err := d.Demand(pod)
 	if err != nil {
 		return []string{err.Error()}
 	}
-	dem, err := effective.Compute(pod, d.settings, effective.Options{DeviceMemoryMiB: view.maxMemMiB})
+	if dem == nil {
+		return nil
+	}
+	view, _, err := d.nodes(pod)
 	if err != nil {
 		return []string{err.Error()}
 	}

@@ -34,17 +34,22 @@ type Request struct {
 	// Operation is CREATE or UPDATE; "" means CREATE.
 	Operation string
 	DryRun    bool
+	// Written, when set, gives a container quantity as the user wrote it
+	// (a manifest file); invalid values are shown that way. The API server
+	// canonicalises quantities, so the webhook leaves it nil.
+	Written func(container, source, resource string) (string, bool)
 }
 
-// Result is the decision.
+// Result is the decision for one pod.
 type Result struct {
-	Allowed   bool
+	Allowed bool
+	// Effective is the pod's effective demand (MiB for memory); zero for a
+	// pod that requests no managed resource or whose request is invalid.
 	Effective effective.Vector
-	Denials   []string
-	Warnings  []string
-	// Demand is the pod's parsed demand; nil when the request is invalid or
-	// the pod requests no managed resource.
-	Demand *effective.Demand
+	// Denials are the policies' messages when not allowed; Warnings are
+	// returned to the client either way.
+	Denials  []string
+	Warnings []string
 }
 
 // Snapshotter reads the usage ledger; *cache.Ledger satisfies it.
@@ -111,9 +116,9 @@ func New(engine Evaluator, settings effective.Settings, snap Snapshotter, opts O
 // applies its failure policy.
 func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 	if req.Pod == nil {
-		return Result{}, errors.New("decision: request without a pod")
+		return Result{}, errors.New("request without a pod")
 	}
-	if !d.managed(req.Pod) {
+	if !d.settings.Requests(req.Pod) {
 		return Result{Allowed: true}, nil
 	}
 	if req.Operation == "" {
@@ -138,13 +143,14 @@ func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 			return Result{}, fmt.Errorf("computing the demand of pod %q: %w", req.Pod.Name, err)
 		}
 		doc.demand, doc.invalid = nil, inv.Errors
+		inv.AsWritten(req.Written)
 	}
 	doc.ns = d.snap.Namespace(ns)
 	out, err := d.policy.Eval(ctx, doc.value())
 	if err != nil {
-		return Result{}, fmt.Errorf("pod %s/%s: %w", ns, req.Pod.Name, err)
+		return Result{}, err
 	}
-	res := Result{Allowed: len(out.Deny) == 0, Denials: out.Deny, Warnings: out.Warn, Demand: doc.demand}
+	res := Result{Allowed: len(out.Deny) == 0, Denials: out.Deny, Warnings: out.Warn}
 	if doc.demand != nil {
 		res.Effective = doc.demand.Effective
 	}
@@ -155,32 +161,28 @@ func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 	return res, nil
 }
 
-// managed reports whether any container names a managed resource.
-func (d *Decider) managed(pod *corev1.Pod) bool {
-	has := func(cs []corev1.Container) bool {
-		for i := range cs {
-			for name := range cs[i].Resources.Limits {
-				if d.settings.Managed(name) {
-					return true
-				}
-			}
-			for name := range cs[i].Resources.Requests {
-				if d.settings.Managed(name) {
-					return true
-				}
-			}
-		}
-		return false
+// Demand is the pod's effective demand as Decide computes it: memory
+// percentages and whole-device requests resolved against the largest device
+// of the nodes the pod may run on (cache.Eligible). It is nil for a pod that
+// requests no managed resource; an invalid request is an
+// *effective.InvalidError. The mutating webhook annotates pods with it.
+func (d *Decider) Demand(pod *corev1.Pod) (*effective.Demand, error) {
+	if !d.settings.Requests(pod) {
+		return nil, nil
 	}
-	return has(pod.Spec.InitContainers) || has(pod.Spec.Containers)
+	view, _, err := d.nodes(pod)
+	if err != nil {
+		return nil, err
+	}
+	return effective.Compute(pod, d.settings, effective.Options{DeviceMemoryMiB: view.maxMemMiB})
 }
 
 // nodes returns the view of the nodes the pod may run on and its input
 // value; the view of all nodes is cached until the ledger's capacity changes.
 func (d *Decider) nodes(pod *corev1.Pod) (*nodeView, ast.Value, error) {
 	c := d.snap.Capacity()
-	if constrained(pod) {
-		v := viewOf(c, pod)
+	if match := cache.Eligible(pod); match != nil {
+		v := viewOf(c, match)
 		val, err := capacityValue(v)
 		return v, val, err
 	}

@@ -95,8 +95,8 @@ func TestDecide(t *testing.T) {
 		pod      *corev1.Pod
 		req      decision.Request // Pod is set from pod
 		wantEval bool
-		invalid  bool            // the request is invalid: no Demand
-		want     decision.Result // Demand is not compared
+		invalid  bool // the request is invalid: Demand is an error
+		want     decision.Result
 	}{
 		{name: "pod without GPU resources: fast path, no policy evaluation", quotas: []*corev1.ResourceQuota{teamQuota},
 			pod:  testpod.New("web").NS("team-a").App("nginx", testpod.CPU("1")).Build(),
@@ -126,7 +126,7 @@ func TestDecide(t *testing.T) {
 			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 1, MemMiB: 12288}}},
 		{name: "whole device defaults to the largest device of all nodes", nodes: []*corev1.Node{a10, h100},
 			pod: testpod.New("nb").NS("team-a").App("jupyter", gpu(2)).Build(), wantEval: true,
-			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 2, MemMiB: 163840}}},
+			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 2, MemMiB: 163840, Cores: 200}}},
 		{name: "percentage with no known node is unresolved", quotas: []*corev1.ResourceQuota{teamQuota},
 			pod: testpod.New("nb").NS("team-a").App("jupyter", gpu(1), pct(50)).Build(), wantEval: true,
 			want: decision.Result{Effective: effective.Vector{GPU: 1}, Denials: []string{
@@ -190,9 +190,19 @@ func TestDecide(t *testing.T) {
 				t.Errorf("got  allowed=%v effective=%v\n  denials=%q\n  warnings=%q\nwant allowed=%v effective=%v\n  denials=%q\n  warnings=%q",
 					got.Allowed, got.Effective, got.Denials, got.Warnings, tt.want.Allowed, tt.want.Effective, tt.want.Denials, tt.want.Warnings)
 			}
-			// Demand is set for every valid GPU pod.
-			if wantDemand := tt.wantEval && !tt.invalid; (got.Demand != nil) != wantDemand {
-				t.Errorf("Demand = %+v, want one: %v", got.Demand, wantDemand)
+			// The mutating webhook's Demand agrees with the decision.
+			dem, err := d.Demand(tt.pod)
+			switch {
+			case tt.invalid:
+				if err == nil {
+					t.Errorf("Demand of an invalid pod: %+v, want an error", dem)
+				}
+			case err != nil:
+				t.Errorf("Demand: %v", err)
+			case !tt.wantEval && dem != nil:
+				t.Errorf("Demand of a non-GPU pod = %+v, want nil", dem)
+			case tt.wantEval && (dem == nil || dem.Effective != got.Effective):
+				t.Errorf("Demand = %+v, decision effective %v", dem, got.Effective)
 			}
 		})
 	}

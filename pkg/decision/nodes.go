@@ -6,10 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
 )
 
@@ -39,30 +35,13 @@ type shape struct {
 
 type device struct{ memMiB, cores int64 }
 
-// constrained reports whether the pod limits the nodes it may run on.
-func constrained(pod *corev1.Pod) bool {
-	a := pod.Spec.Affinity
-	return pod.Spec.NodeName != "" || len(pod.Spec.NodeSelector) > 0 ||
-		(a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil)
-}
-
-// viewOf summarizes the nodes of c the pod may run on: its node when it is
-// bound, else the nodes matching its nodeSelector and required node
-// affinity (pod == nil: every node).
-func viewOf(c *cache.Capacity, pod *corev1.Pod) *nodeView {
+// viewOf summarizes the nodes of c that match accepts (nil: every node):
+// the pod's node when it is bound, else the nodes its nodeSelector and
+// required node affinity admit (cache.Eligible).
+func viewOf(c *cache.Capacity, match func(*cache.NodeCapacity) bool) *nodeView {
 	v := &nodeView{}
 	if c == nil {
 		return v
-	}
-	var match func(*cache.NodeCapacity) bool
-	if pod != nil && pod.Spec.NodeName != "" {
-		match = func(n *cache.NodeCapacity) bool { return n.Name == pod.Spec.NodeName }
-	} else if pod != nil && constrained(pod) {
-		aff := nodeaffinity.GetRequiredNodeAffinity(pod)
-		match = func(n *cache.NodeCapacity) bool {
-			ok, err := aff.Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}})
-			return ok && err == nil
-		}
 	}
 	byKey := map[string]*shape{}
 	var key strings.Builder

@@ -59,8 +59,14 @@ func (d *Demand) GPU() bool {
 
 // Options tune Compute.
 type Options struct {
-	// DeviceMemoryMiB resolves memory percentages; 0 leaves them unresolved.
+	// DeviceMemoryMiB resolves memory percentages (and whole-device
+	// requests); 0 leaves them unresolved.
 	DeviceMemoryMiB int64
+	// AssignedMemoryMiB gives, by container name, the memory of each device
+	// assigned to the container. A percentage is resolved against these
+	// devices (HAMi books a share of the card it chose) when the container
+	// has exactly as many as it asks for; else against DeviceMemoryMiB.
+	AssignedMemoryMiB map[string][]int64
 }
 
 // Compute parses every container of pod and computes its effective demand.
@@ -76,7 +82,7 @@ func Compute(pod *corev1.Pod, s Settings, opt Options) (*Demand, error) {
 			errs = append(errs, &FieldError{Container: c.Name, Resource: "name", Reason: "container name is used twice in the pod"})
 		}
 		names[c.Name] = true
-		pc, fe := parseContainer(c, role, s, opt.DeviceMemoryMiB)
+		pc, fe := parseContainer(c, role, s, opt)
 		errs = append(errs, fe...)
 		if pc.Unresolved {
 			d.Unresolved = append(d.Unresolved, pc.Name)

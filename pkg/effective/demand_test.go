@@ -27,6 +27,8 @@ func TestCompute(t *testing.T) {
 	factor2.MemoryFactor = 2
 	defaults := defset
 	defaults.DefaultMemory, defaults.DefaultCores, defaults.DefaultGPUNum = 4096, 20, 2
+	noExclusive := defaults
+	noExclusive.ExclusiveCores = false
 	custom := defset
 	custom.Names = effective.ResourceNames{Count: "example.com/vgpu", Memory: "example.com/vmem",
 		MemoryPercentage: "example.com/vmem-pct", Cores: "example.com/vcores"}
@@ -75,7 +77,10 @@ func TestCompute(t *testing.T) {
 			set: factor2, want: vec(2, 4000, 0)},
 		{name: "defaults: count from defaultGPUNum, memory from defaultMemory, cores from defaultCores",
 			pod: testpod.New("p").App("a", cores(50)).App("b", gpu(1)),
-			set: defaults, want: vec(3, 3*4096, 2*50+20)},
+			set: noExclusive, want: vec(3, 3*4096, 2*50+20)},
+		{name: "defaults with exclusive cores: a bare count gets 100 cores even with defaultMemory (as HAMi)",
+			pod: testpod.New("p").App("a", cores(50)).App("b", gpu(1)),
+			set: defaults, want: vec(3, 3*4096, 2*50+100)},
 		{name: "default count when only memory is set",
 			pod:  testpod.New("p").App("a", mem(1000)),
 			want: vec(1, 1000, 0)},
@@ -98,9 +103,9 @@ func TestCompute(t *testing.T) {
 		{name: "percentage resolved against the device memory",
 			pod: testpod.New("p").App("a", gpu(2), pct(50)),
 			opt: effective.Options{DeviceMemoryMiB: 24576}, want: vec(2, 24576, 0)},
-		{name: "no memory and defaultMemory 0 means the whole device",
+		{name: "no memory and defaultMemory 0 means the whole device, exclusively",
 			pod: testpod.New("p").App("a", gpu(1)),
-			opt: effective.Options{DeviceMemoryMiB: 24576}, want: vec(1, 24576, 0)},
+			opt: effective.Options{DeviceMemoryMiB: 24576}, want: vec(1, 24576, 100)},
 		{name: "gpumem wins over percentage",
 			pod:  testpod.New("p").App("a", gpu(1), mem(100), pct(50)),
 			want: vec(1, 100, 0)},

@@ -1,8 +1,10 @@
 package effective
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -13,8 +15,11 @@ import (
 type FieldError struct {
 	Container string
 	Resource  string
-	Value     string
-	Reason    string
+	// Source is "limits" or "requests": where the value was read.
+	Source string
+	// Value is the quantity as the API server prints it.
+	Value  string
+	Reason string
 }
 
 func (e *FieldError) Error() string {
@@ -37,6 +42,20 @@ func (e *InvalidError) Error() string {
 	return "invalid GPU request: " + strings.Join(msgs, "; ")
 }
 
+// AsWritten replaces the values of the field errors with the values as the
+// user wrote them, where written knows them (the API server stores the
+// canonical form: "1.5" becomes "1500m").
+func (e *InvalidError) AsWritten(written func(container, source, resource string) (string, bool)) {
+	if written == nil {
+		return
+	}
+	for _, fe := range e.Errors {
+		if v, ok := written(fe.Container, fe.Source, fe.Resource); ok {
+			fe.Value = v
+		}
+	}
+}
+
 // Unwrap exposes the individual field errors to errors.Is/As.
 func (e *InvalidError) Unwrap() []error {
 	out := make([]error, len(e.Errors))
@@ -46,31 +65,45 @@ func (e *InvalidError) Unwrap() []error {
 	return out
 }
 
-// ParseQuantity parses a quantity string the way container resources are read:
-// it must be a valid Kubernetes quantity with a non-negative integer value
-// that fits in int64.
+// ParseQuantity parses a quantity string the way the API server reads a
+// container resource (surrounding blanks are ignored, as in the API server's
+// JSON decoding): it must be a valid Kubernetes quantity whose value is a
+// non-negative whole number that fits in int64. "1.0", "100e-2" and "1E" are
+// whole numbers; "1500m" is not.
 func ParseQuantity(s string) (int64, error) {
-	q, err := resource.ParseQuantity(s)
+	q, err := resource.ParseQuantity(strings.TrimSpace(s))
 	if err != nil {
 		return 0, fmt.Errorf("not a quantity: %w", err)
 	}
 	return quantityInt(q)
 }
 
-// quantityInt returns q as a non-negative int64 or explains why it is not one.
+// quantityInt returns q as a non-negative int64 or explains why it is not
+// one. Whole numbers are decided by value, not by the quantity's internal
+// scale: the API server canonicalises "1.0" to "1" before a webhook sees it,
+// and the command line must agree with the webhook.
 func quantityInt(q resource.Quantity) (int64, error) {
 	if q.Sign() < 0 {
-		return 0, fmt.Errorf("must not be negative")
+		return 0, errors.New("must not be negative")
 	}
-	v, ok := q.AsInt64()
-	if ok {
+	if v, ok := q.AsInt64(); ok {
 		return v, nil
 	}
-	// AsInt64 fails for fractions and for values beyond int64; tell them apart.
-	if q.Cmp(*resource.NewQuantity(math.MaxInt64, resource.DecimalSI)) > 0 {
-		return 0, fmt.Errorf("does not fit in a 64-bit integer")
+	d := q.AsDec() // exact: unscaled x 10^-scale
+	n := new(big.Int).Set(d.UnscaledBig())
+	if scale := int64(d.Scale()); scale > 0 {
+		p := new(big.Int).Exp(big.NewInt(10), big.NewInt(scale), nil)
+		var rem big.Int
+		if n.QuoRem(n, p, &rem); rem.Sign() != 0 {
+			return 0, errors.New("must be a whole number")
+		}
+	} else if scale < 0 {
+		n.Mul(n, new(big.Int).Exp(big.NewInt(10), big.NewInt(-scale), nil))
 	}
-	return 0, fmt.Errorf("must be a whole number")
+	if !n.IsInt64() {
+		return 0, errors.New("does not fit in a 64-bit integer")
+	}
+	return n.Int64(), nil
 }
 
 // mulInt64 multiplies two non-negative int64 values, reporting overflow.

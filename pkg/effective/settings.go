@@ -37,6 +37,10 @@ type Settings struct {
 	DefaultGPUNum int64
 	// MemoryFactor converts the memory resource's units to MiB; 0 means 1.
 	MemoryFactor int64
+	// ExclusiveCores gives 100 cores per device to a container that asks
+	// for whole devices (no memory, or a percentage of 100) and sets no
+	// cores, as HAMi's mutating webhook does.
+	ExclusiveCores bool
 }
 
 // DefaultSettings returns HAMi's defaults.
@@ -48,10 +52,11 @@ func DefaultSettings() Settings {
 			MemoryPercentage: "nvidia.com/gpumem-percentage",
 			Cores:            "nvidia.com/gpucores",
 		},
-		DefaultMemory: 0,
-		DefaultCores:  0,
-		DefaultGPUNum: 1,
-		MemoryFactor:  1,
+		DefaultMemory:  0,
+		DefaultCores:   0,
+		DefaultGPUNum:  1,
+		MemoryFactor:   1,
+		ExclusiveCores: true,
 	}
 }
 
@@ -101,4 +106,23 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("nvidia.memoryFactor: must be >= 0 (0 means 1), got %d", s.MemoryFactor)
 	}
 	return nil
+}
+
+// Requests reports whether any container of pod names a managed resource in
+// its limits or requests: the one test of "is this a GPU pod" (a pod that
+// does not is never charged and takes the admission fast path).
+func (s Settings) Requests(pod *corev1.Pod) bool {
+	for _, list := range [2][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			r := &list[i].Resources
+			for _, rl := range [2]corev1.ResourceList{r.Limits, r.Requests} {
+				for name := range rl {
+					if s.Managed(name) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }

@@ -23,6 +23,10 @@ type Objects struct {
 	Pods   []*corev1.Pod
 	Nodes  []*corev1.Node
 	Quotas []*corev1.ResourceQuota
+	// Workloads are the Pods and the pod templates of workload controllers
+	// (Deployments, StatefulSets, ReplicaSets, DaemonSets, Jobs, CronJobs),
+	// in input order: what `gpuadmit effective` and `eval` evaluate.
+	Workloads []*Workload
 	// Skipped counts objects of other kinds.
 	Skipped int
 }
@@ -96,14 +100,19 @@ func (o *Objects) add(raw json.RawMessage, where string) error {
 	core := h.APIVersion == "v1"
 	switch {
 	case core && h.Kind == "Pod":
-		if err := checkPodQuantities(raw); err != nil {
+		w, err := podOf(raw)
+		if err != nil {
 			return fmt.Errorf("%s: %w", id, err)
 		}
-		p := &corev1.Pod{}
-		if err := json.Unmarshal(raw, p); err != nil {
+		w.Kind, w.Name, w.Namespace, w.Replicas = "Pod", w.Pod.Name, w.Pod.Namespace, 1
+		o.Pods = append(o.Pods, w.Pod)
+		o.Workloads = append(o.Workloads, w)
+	case workloadKind(h.APIVersion, h.Kind):
+		w, err := workloadOf(raw, h)
+		if err != nil {
 			return fmt.Errorf("%s: %w", id, err)
 		}
-		o.Pods = append(o.Pods, p)
+		o.Workloads = append(o.Workloads, w)
 	case core && h.Kind == "Node":
 		n := &corev1.Node{}
 		if err := json.Unmarshal(raw, n); err != nil {
@@ -129,10 +138,25 @@ func name(ns, n string) string {
 	return ns + "/" + n
 }
 
+// podOf decodes a Pod, keeping its container quantities as written.
+func podOf(raw json.RawMessage) (*Workload, error) {
+	written, err := checkPodQuantities(raw)
+	if err != nil {
+		return nil, err
+	}
+	p := &corev1.Pod{}
+	if err := json.Unmarshal(raw, p); err != nil {
+		return nil, err
+	}
+	return &Workload{Pod: p, written: written}, nil
+}
+
 // checkPodQuantities validates container resource quantities before typed
 // decoding, so that a bad value is reported with its container and resource
-// instead of as a bare quantity syntax error.
-func checkPodQuantities(raw json.RawMessage) error {
+// instead of as a bare quantity syntax error, and returns every quantity as
+// the manifest wrote it (surrounding blanks are ignored, as the API server
+// ignores them).
+func checkPodQuantities(raw json.RawMessage) (map[quantityKey]string, error) {
 	var p struct {
 		Spec struct {
 			InitContainers []rawContainer `json:"initContainers"`
@@ -140,8 +164,9 @@ func checkPodQuantities(raw json.RawMessage) error {
 		} `json:"spec"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil // malformed shape: the typed decode reports it with the field path
+		return nil, nil // malformed shape: the typed decode reports it with the field path
 	}
+	written := map[quantityKey]string{}
 	for _, list := range [][]rawContainer{p.Spec.InitContainers, p.Spec.Containers} {
 		for _, c := range list {
 			for _, part := range []struct {
@@ -149,15 +174,16 @@ func checkPodQuantities(raw json.RawMessage) error {
 				vals  map[string]json.RawMessage
 			}{{"limits", c.Resources.Limits}, {"requests", c.Resources.Requests}} {
 				for res, v := range part.vals {
-					s := strings.Trim(string(bytes.TrimSpace(v)), `"`)
+					s := strings.TrimSpace(strings.Trim(string(bytes.TrimSpace(v)), `"`))
 					if _, err := resource.ParseQuantity(s); err != nil {
-						return fmt.Errorf("container %q: resources.%s[%q] %s: not a quantity (%v)", c.Name, part.field, res, v, err)
+						return nil, fmt.Errorf("container %q: resources.%s[%q] %s: not a quantity (%v)", c.Name, part.field, res, v, err)
 					}
+					written[quantityKey{c.Name, part.field, res}] = s
 				}
 			}
 		}
 	}
-	return nil
+	return written, nil
 }
 
 type rawContainer struct {

@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +34,14 @@ const PolicyStatusAnnotation = "gpuadmit.io/policy-status"
 // active set stays; the rejection is logged, counted in
 // gpuadmit_policy_reloads_total{result="rejected"}, and written in each
 // ConfigMap's gpuadmit.io/policy-status annotation.
+//
+// A failure to read the sources (listing the ConfigMaps, reading the
+// directory) changes nothing: the active set stays (an operator's deny rule
+// never silently vanishes), the error is logged, counted
+// (result="read-error") and written in the ConfigMaps' status annotation,
+// and the read is retried with backoff. Before any set was active, a read
+// failure activates nothing: the server stays unready rather than run
+// without the operator's policies.
 type policySync struct {
 	kube      kubernetes.Interface
 	engine    *policy.Engine
@@ -41,14 +51,22 @@ type policySync struct {
 	log       logr.Logger
 	metrics   *policyMetrics
 	lastHash  string
+	// list reads the policy ConfigMaps (the informer's lister; tests fail it).
+	list func() ([]*corev1.ConfigMap, error)
+	// known are the ConfigMaps of the last successful list.
+	known []*corev1.ConfigMap
+	// retry bounds the backoff after a read failure (default 1s .. 1m).
+	retryMin, retryMax time.Duration
 }
 
 // Start implements manager.Runnable.
 func (p *policySync) Start(ctx context.Context) error {
+	if p.retryMin <= 0 {
+		p.retryMin, p.retryMax = time.Second, time.Minute
+	}
 	if p.selector == "" {
-		p.reload(ctx, nil)
-		<-ctx.Done()
-		return nil
+		p.list = func() ([]*corev1.ConfigMap, error) { return nil, nil }
+		return p.loop(ctx, nil)
 	}
 	sel, err := labels.Parse(p.selector)
 	if err != nil {
@@ -74,23 +92,61 @@ func (p *policySync) Start(ctx context.Context) error {
 	if !toolscache.WaitForCacheSync(ctx.Done(), cms.Informer().HasSynced) {
 		return nil // stopped before the first list
 	}
+	if p.list == nil {
+		p.list = func() ([]*corev1.ConfigMap, error) { return cms.Lister().ConfigMaps(p.namespace).List(sel) }
+	}
+	return p.loop(ctx, trigger)
+}
+
+// loop loads the policy set, then again on every trigger; after a read
+// failure it retries with backoff.
+func (p *policySync) loop(ctx context.Context, trigger <-chan struct{}) error {
+	backoff := p.retryMin
 	for {
-		list, err := cms.Lister().ConfigMaps(p.namespace).List(sel)
-		if err != nil {
-			p.log.Error(err, "listing policy ConfigMaps")
+		var retry <-chan time.Time
+		if err := p.sync(ctx); err != nil {
+			p.log.Error(err, "reading the policy sources failed; the active policy set stays, retrying", "in", backoff)
+			retry = time.After(backoff)
+			backoff = min(2*backoff, p.retryMax)
+		} else {
+			backoff = p.retryMin
 		}
-		p.reload(ctx, list)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-trigger:
+		case <-retry:
 		}
 	}
 }
 
+// sync lists the ConfigMaps and reloads; it returns read failures.
+func (p *policySync) sync(ctx context.Context) error {
+	list, err := p.list()
+	if err != nil {
+		err = fmt.Errorf("listing policy ConfigMaps: %w", err)
+		p.readFailed(ctx, err)
+		return err
+	}
+	p.known = list
+	return p.reload(ctx, list)
+}
+
+// readFailed reports a read failure without touching the active set.
+func (p *policySync) readFailed(ctx context.Context, err error) {
+	p.metrics.reloads.WithLabelValues("read-error").Inc()
+	p.lastHash = "" // read again in full next time
+	rev := p.engine.Status().Revision
+	if rev == "" {
+		rev = "none"
+	}
+	p.annotate(ctx, p.known, fmt.Sprintf("read error: %s; still active: revision %s", truncate(err.Error(), 1000), rev))
+}
+
 // reload loads the policy set made of the directory and the ConfigMaps
-// (sorted by name) unless it is the set already loaded.
-func (p *policySync) reload(ctx context.Context, cms []*corev1.ConfigMap) {
+// (sorted by name) unless it is the set already loaded. It returns an error
+// only when a source could not be read (see policy.ErrRead).
+func (p *policySync) reload(ctx context.Context, cms []*corev1.ConfigMap) error {
 	slices.SortFunc(cms, func(a, b *corev1.ConfigMap) int { return strings.Compare(a.Name, b.Name) })
 	var sources []policy.Source
 	h := sha256.New()
@@ -104,10 +160,14 @@ func (p *policySync) reload(ctx context.Context, cms []*corev1.ConfigMap) {
 	}
 	hash := hex.EncodeToString(h.Sum(nil))
 	if hash == p.lastHash && p.engine.Status().Revision != "" {
-		return // only our own annotation changed
+		return nil // only our own annotation changed
 	}
 	p.lastHash = hash
 	err := p.engine.Load(ctx, sources...)
+	if errors.Is(err, policy.ErrRead) {
+		p.readFailed(ctx, err)
+		return err
+	}
 	st := p.engine.Status()
 	status := "active: revision " + st.Revision
 	if err != nil {
@@ -125,6 +185,12 @@ func (p *policySync) reload(ctx context.Context, cms []*corev1.ConfigMap) {
 		p.metrics.reloads.WithLabelValues("activated").Inc()
 		p.log.Info("policy set active", "revision", st.Revision, "modules", len(st.Modules), "tests", st.Tests)
 	}
+	p.annotate(ctx, cms, status)
+	return nil
+}
+
+// annotate writes status in each ConfigMap's status annotation (when it differs).
+func (p *policySync) annotate(ctx context.Context, cms []*corev1.ConfigMap, status string) {
 	for _, cm := range cms {
 		if cm.Annotations[PolicyStatusAnnotation] == status {
 			continue

@@ -29,6 +29,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/admission"
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
@@ -182,7 +183,7 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	if err != nil {
 		return err
 	}
-	dec, err := newDecider(s.Engine, s.opts.Settings, s.Ledger, s.opts.Log.WithName("decision"))
+	dec, err := decision.New(s.Engine, s.opts.Settings, s.Ledger, decision.Options{Log: s.opts.Log.WithName("decision")})
 	if err != nil {
 		return err
 	}

@@ -129,6 +129,8 @@ func TestWebhook(t *testing.T) {
 		}
 	})
 
+	t.Run("a zero gpumem or percentage is the whole card", func(t *testing.T) { testZeroIsTheWholeCard(t, c) })
+	t.Run("pending whole-card and 50 % pods are charged", func(t *testing.T) { testPendingSharesAreCharged(t, c) })
 	t.Run("policy ConfigMap hot reload", func(t *testing.T) { testPolicyReload(t, c) })
 	t.Run("webhook stopped, then restarted at steady state", func(t *testing.T) { testStopRestart(t, c) })
 }
