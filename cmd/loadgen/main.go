@@ -69,11 +69,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return 1
 	}
-	err = c.StartWebhookWith(ctx, srv, map[string]http.Handler{
+	err = c.StartWebhookRun(ctx, devcluster.WebhookRun{Options: srv, Extra: map[string]http.Handler{
 		"/floor": &admission.Webhook{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
 			return admission.Allowed("")
 		})},
-	})
+	}})
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return 1

@@ -43,7 +43,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		namespace   = fs.String("namespace", envOr("POD_NAMESPACE", "gpuadmit-system"), "the server's namespace (policy ConfigMaps, certificate Secret)")
 		policyDir   = fs.String("policy-dir", "", "directory of extra Rego policies (and their tests) added to the built-in ones")
 		policySel   = fs.String("policy-configmap-selector", "gpuadmit.io/policy=true", "label selector of policy ConfigMaps in --namespace (empty: none)")
-		ttl         = fs.Duration("reservation-ttl", 30*time.Second, "how long an admitted pod's demand stays reserved until the watch sees the pod")
+		confirm     = fs.Duration("reservation-confirm-after", 5*time.Second, "how long after admitting a pod its reservation is first checked against the API server (a reservation ends only when the watch records the pod or a read confirms it does not exist)")
+		staleFeed   = fs.String("stale-feed", server.StaleFeedReservations, "while a watch is stale: Reservations (keep deciding; admitted pods stay reserved until seen) or Deny (refuse GPU pods, fail readiness)")
 		port        = fs.Int("port", 9443, "webhook server port (HTTPS, TLS 1.2+)")
 		metricsAddr = fs.String("metrics-bind-address", ":8080", "Prometheus metrics address (0 disables)")
 		probeAddr   = fs.String("health-probe-bind-address", ":8081", "/healthz and /readyz address")
@@ -83,7 +84,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	svc := *service + "." + *namespace + ".svc"
 	srv, err := server.New(restCfg, server.Options{
 		Settings: cfg.NVIDIA, Namespace: *namespace, PolicyDir: *policyDir, PolicySelector: *policySel,
-		ReservationTTL: *ttl, Port: *port, MetricsAddr: *metricsAddr, ProbeAddr: *probeAddr,
+		ConfirmAfter: *confirm, StaleFeed: *staleFeed, Port: *port, MetricsAddr: *metricsAddr, ProbeAddr: *probeAddr,
 		Registry: ctrlmetrics.Registry, CertDir: *certDir, CertSecret: *certSecret,
 		CertDNSNames:    []string{svc, svc + ".cluster.local", *service + "." + *namespace, *service},
 		CertIPs:         []net.IP{},

@@ -19,7 +19,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -60,8 +63,20 @@ type Cluster struct {
 func Start(ctx context.Context, assets, manifestsDir string) (*Cluster, error) {
 	c := &Cluster{Assets: assets, manifest: filepath.Join(manifestsDir, "webhooks.yaml"),
 		env: &envtest.Environment{BinaryAssetsDirectory: assets}}
+	var err error
+	if c.dir, err = os.MkdirTemp("", "gpuadmit-devcluster-"); err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	// A certificate directory of our own survives RestartAPIServer, so the
+	// restarted API server keeps its serving CA and every client stays valid.
+	certDir := filepath.Join(c.dir, "kube-apiserver")
+	if err := os.Mkdir(certDir, 0o700); err != nil {
+		return nil, fmt.Errorf("certificate dir: %w", err)
+	}
+	c.env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
 	cfg, err := c.env.Start()
 	if err != nil {
+		_ = os.RemoveAll(c.dir)
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
 	c.Config = cfg
@@ -75,9 +90,6 @@ func (c *Cluster) setUp(ctx context.Context) error {
 	var err error
 	if c.Kube, err = kubernetes.NewForConfig(c.Config); err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
-	}
-	if c.dir, err = os.MkdirTemp("", "gpuadmit-devcluster-"); err != nil {
-		return fmt.Errorf("temp dir: %w", err)
 	}
 	user, err := c.env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
@@ -108,7 +120,6 @@ func (c *Cluster) Options() server.Options {
 		Settings:          effective.DefaultSettings(),
 		Namespace:         Namespace,
 		PolicySelector:    "gpuadmit.io/policy=true",
-		ReservationTTL:    30 * time.Second,
 		Host:              "127.0.0.1",
 		Port:              c.Port,
 		MetricsAddr:       "0",
@@ -126,26 +137,45 @@ func (c *Cluster) Options() server.Options {
 // ready (informers synced, policy active, caBundle patched) and its port
 // answers TLS.
 func (c *Cluster) StartWebhook(ctx context.Context, opts server.Options) error {
-	return c.StartWebhookWith(ctx, opts, nil)
+	return c.StartWebhookRun(ctx, WebhookRun{Options: opts})
 }
 
-// StartWebhookWith is StartWebhook with extra handlers on the webhook
-// server (a benchmark's floor handler, say).
-func (c *Cluster) StartWebhookWith(ctx context.Context, opts server.Options, extra map[string]http.Handler) error {
+// WebhookRun is how StartWebhookRun starts a webhook server.
+type WebhookRun struct {
+	Options server.Options
+	// Config is the server's connection to the API server (default the
+	// cluster's; a fault test passes one through a proxy).
+	Config *rest.Config
+	// Extra handlers on the webhook server (a benchmark's floor handler).
+	Extra map[string]http.Handler
+	// NoWait returns as soon as the server runs, before it is ready (a
+	// cold-start test hammers it meanwhile).
+	NoWait bool
+}
+
+// StartWebhookRun starts a webhook server as run says.
+func (c *Cluster) StartWebhookRun(ctx context.Context, run WebhookRun) error {
 	if c.Server != nil {
 		return errors.New("a webhook server is already running")
 	}
-	srv, err := server.New(c.Config, opts)
+	cfg := run.Config
+	if cfg == nil {
+		cfg = c.Config
+	}
+	srv, err := server.New(cfg, run.Options)
 	if err != nil {
 		return err
 	}
-	for path, h := range extra {
+	for path, h := range run.Extra {
 		srv.Register(path, h)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(runCtx) }()
 	c.Server, c.cancel, c.done = srv, cancel, done
+	if run.NoWait {
+		return nil
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ready := srv.NotReady()
@@ -187,6 +217,50 @@ func (c *Cluster) Stop() error {
 		err = errors.Join(err, os.RemoveAll(c.dir))
 	}
 	return err
+}
+
+// RestartAPIServer kills kube-apiserver (SIGKILL: a crash, which also
+// cuts every watch at once; a graceful stop waits a minute for open
+// watches) and starts it again on the same port with the same
+// certificates. etcd keeps running: nothing is lost.
+func (c *Cluster) RestartAPIServer() error {
+	api := c.env.ControlPlane.APIServer
+	pid, err := pidWithArg("--cert-dir=" + api.CertDir)
+	if err != nil {
+		return fmt.Errorf("finding kube-apiserver: %w", err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing kube-apiserver: %w", err)
+	}
+	if err := api.Stop(); err != nil {
+		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	if err := api.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	return nil
+}
+
+// pidWithArg finds the process whose command line holds arg.
+func pidWithArg(arg string) (int, error) {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if slices.Contains(strings.Split(string(cmdline), "\x00"), arg) {
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no process with argument %s", arg)
 }
 
 // Kubectl runs the kubectl built from source against the cluster.

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
 // The seed's cluster: one node with one 24 GiB GPU and a namespace whose
@@ -135,3 +136,33 @@ func (c *Cluster) WaitLedger(ctx context.Context, ns string, ok func(cache.Names
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Recount builds a ledger from scratch out of what the API server holds now
+// (every Node, and the ResourceQuotas and Pods of ns) and returns its
+// snapshot of ns: what the running server's ledger must equal once its
+// watches caught up.
+func (c *Cluster) Recount(ctx context.Context, ns string) (cache.NamespaceSnapshot, error) {
+	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return cache.NamespaceSnapshot{}, fmt.Errorf("listing nodes: %w", err)
+	}
+	for i := range nodes.Items {
+		l.UpsertNode(&nodes.Items[i])
+	}
+	quotas, err := c.Kube.CoreV1().ResourceQuotas(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return cache.NamespaceSnapshot{}, fmt.Errorf("listing resourcequotas: %w", err)
+	}
+	for i := range quotas.Items {
+		l.UpsertQuota(&quotas.Items[i])
+	}
+	pods, err := c.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return cache.NamespaceSnapshot{}, fmt.Errorf("listing pods: %w", err)
+	}
+	for i := range pods.Items {
+		l.UpsertPod(&pods.Items[i])
+	}
+	return l.Namespace(ns), nil
+}

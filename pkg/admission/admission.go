@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,13 +32,27 @@ const EffectiveAnnotation = "gpuadmit.io/effective"
 // Decider makes the admission decision for a pod (*decision.Decider: the
 // effective demand, the ledger snapshot, the policies).
 type Decider interface {
+	// Requests reports whether the pod names a managed resource (a GPU pod).
+	Requests(pod *corev1.Pod) bool
 	Decide(ctx context.Context, req decision.Request) (decision.Result, error)
 }
 
-// Reserver holds an admitted pod's demand until the watch sees the pod or
-// ttl passes (*cache.Ledger implements it).
+// Reserver holds an admitted pod's demand until the watch records the pod
+// or the API server confirms it does not exist (*cache.Ledger).
 type Reserver interface {
-	Reserve(uid types.UID, namespace string, demand effective.Vector, ttl time.Duration) error
+	Reserve(uid types.UID, namespace, name string, demand effective.Vector) error
+}
+
+// Gate says why no decision may be made yet (nil when one may): the watches
+// have not synced, no policy set is active, or the watches are stale and
+// the server is configured to refuse then. Both handlers refuse every
+// review with a 500 naming the reason until it clears, so a webhook reached
+// by URL, or through an endpoint not yet removed, fails closed.
+type Gate interface {
+	Blocked() error
+	// Stale describes the stale watches ("" when fresh); while it is not
+	// empty, allowed responses carry it as a warning.
+	Stale() string
 }
 
 // Demander computes a pod's effective demand for the mutating handler the
@@ -102,8 +115,9 @@ func podRef(pod *corev1.Pod) string {
 // reservationKey is the key a reservation is held under: the pod's UID,
 // which the API server sets before validating admission of a CREATE. When
 // the object has none (a hand-made review), namespace/name, or
-// namespace/generateName*requestUID, keeps distinct requests apart; such a
-// reservation is never confirmed by the watch and lapses at its TTL.
+// namespace/generateName*requestUID, keeps distinct requests apart; the
+// watch never records such a reservation, and the read that confirms
+// absence ends it (a pod by that name has another UID, or there is none).
 func reservationKey(pod *corev1.Pod, req admission.Request) types.UID {
 	if pod.UID != "" {
 		return pod.UID

@@ -40,6 +40,10 @@ type quotaDecider struct {
 	mu     sync.Mutex
 }
 
+func (d *quotaDecider) Requests(pod *corev1.Pod) bool {
+	return effective.DefaultSettings().Requests(pod)
+}
+
 func (d *quotaDecider) Decide(_ context.Context, req decision.Request) (decision.Result, error) {
 	pod := req.Pod
 	d.mu.Lock()
@@ -75,12 +79,9 @@ func newFakeLedger() *fakeLedger {
 	return &fakeLedger{res: map[types.UID]effective.Vector{}, ns: map[types.UID]string{}}
 }
 
-func (l *fakeLedger) Reserve(uid types.UID, ns string, v effective.Vector, ttl time.Duration) error {
+func (l *fakeLedger) Reserve(uid types.UID, ns, _ string, v effective.Vector) error {
 	if l.fail {
 		return errors.New("ledger closed")
-	}
-	if ttl <= 0 {
-		return errors.New("bad ttl")
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -56,7 +55,7 @@ func FuzzHandlers(f *testing.F) {
 	no := false
 	handlers := []http.Handler{
 		&admission.Webhook{Handler: &Mutator{Demand: computeDemand{}, Log: logr.Discard()}, RecoverPanic: &no},
-		&admission.Webhook{Handler: &Validator{Decider: &quotaDecider{ledger: l, limit: 1 << 40}, Reserver: l, TTL: time.Minute, Log: logr.Discard()}, RecoverPanic: &no},
+		&admission.Webhook{Handler: &Validator{Decider: &quotaDecider{ledger: l, limit: 1 << 40}, Reserver: l, Log: logr.Discard()}, RecoverPanic: &no},
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, h := range handlers {
@@ -78,7 +77,7 @@ func FuzzHandlers(f *testing.F) {
 // TestHostileReviews names what each hostile review gets.
 func TestHostileReviews(t *testing.T) {
 	l := newFakeLedger()
-	v := &admission.Webhook{Handler: &Validator{Decider: &quotaDecider{ledger: l, limit: 1 << 40}, Reserver: l, TTL: time.Minute, Log: logr.Discard()}}
+	v := &admission.Webhook{Handler: &Validator{Decider: &quotaDecider{ledger: l, limit: 1 << 40}, Reserver: l, Log: logr.Discard()}}
 	for _, tc := range []struct {
 		name, body string
 		code       int32

@@ -22,6 +22,7 @@ const (
 	reasonInvalid    = "invalid"     // invalid GPU request (validation denies it)
 	reasonPolicy     = "policy"      // denied by the policy
 	reasonBadRequest = "bad-request" // malformed review
+	reasonNotReady   = "not-ready"   // watches not synced, no policy, or stale watches in deny mode
 	reasonError      = "error"       // decision or reservation failed
 )
 

@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
@@ -23,6 +24,7 @@ import (
 // message), patches nothing for non-GPU pods, and patches nothing when the
 // annotation already holds the value (reinvocation is idempotent).
 type Mutator struct {
+	Gate    Gate
 	Demand  Demander
 	Metrics *Metrics
 	Log     logr.Logger
@@ -47,6 +49,11 @@ func (m *Mutator) handle(req admission.Request) (admission.Response, string) {
 		return admission.Allowed(""), reasonNotCreate
 	}
 	d, err := m.Demand.Demand(pod)
+	if d != nil || err != nil { // a GPU pod (or an invalid one)
+		if resp, blocked := gate(m.Gate, pod); blocked {
+			return resp, reasonNotReady
+		}
+	}
 	var inv *effective.InvalidError
 	switch {
 	case errors.As(err, &inv):
@@ -70,6 +77,20 @@ func (m *Mutator) handle(req admission.Request) (admission.Response, string) {
 		return admission.Allowed(""), reasonUnchanged
 	}
 	return patched(annotationPatch(pod.Annotations == nil, string(want))), reasonGPU
+}
+
+// gate refuses a review of a GPU pod while g is blocked (callers let a pod
+// that names no managed resource through: it needs no decision). A nil Gate
+// never blocks.
+func gate(g Gate, pod *corev1.Pod) (admission.Response, bool) {
+	if g == nil {
+		return admission.Response{}, false
+	}
+	if err := g.Blocked(); err != nil {
+		return admission.Errored(http.StatusInternalServerError,
+			fmt.Errorf("gpuadmit is not ready to decide on pod %s, so it is refused rather than admitted unchecked: %w", podRef(pod), err)), true
+	}
+	return admission.Response{}, false
 }
 
 // annotationPatch sets the annotation, creating the annotations map when the

@@ -2,6 +2,8 @@ package admission
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -67,4 +69,18 @@ func patchJSON(t *testing.T, resp admission.Response) string {
 		t.Fatal(err)
 	}
 	return string(resp.Patch)
+}
+
+// TestMutatorGate: before the gate opens a GPU pod is refused (its
+// annotation would resolve against an unsynced ledger); others pass.
+func TestMutatorGate(t *testing.T) {
+	m := &Mutator{Gate: gateFunc(func() error { return errors.New("the pods watch has not synced yet") }), Demand: computeDemand{}, Log: logr.Discard()}
+	resp := m.Handle(t.Context(), review(t, admissionv1.Create, testpod.New("p").NS("a").App("c", testpod.GPU(1)).Build(), false))
+	if resp.Allowed || resp.Result.Code != 500 || !strings.Contains(resp.Result.Message, "not ready to decide on pod a/p") {
+		t.Errorf("GPU pod while not ready: %+v", resp.Result)
+	}
+	resp = m.Handle(t.Context(), review(t, admissionv1.Create, testpod.New("web").NS("a").App("c", testpod.CPU("1")).Build(), false))
+	if !resp.Allowed {
+		t.Errorf("non-GPU pod while not ready refused: %+v", resp.Result)
+	}
 }

@@ -25,18 +25,21 @@ import (
 // creates in one namespace never both see the last free MiB: the second
 // sees the first one's reservation.
 //
+// Before the Gate opens (the watches synced and a policy set is active),
+// every CREATE is refused with a 500 naming what is not ready: a decision
+// on a ledger that under-counts could over-admit.
+//
 // UPDATE is allowed without a decision: a pod's GPU demand cannot change
 // after creation (container resources are immutable; in-place resize covers
 // only cpu and memory, never extended resources), and the ledger follows
 // status changes through its watch. The webhook configurations send CREATE
 // only; UPDATE is answered so that a configuration that adds it is harmless.
 type Validator struct {
+	Gate     Gate
 	Decider  Decider
 	Reserver Reserver
-	// TTL is how long a reservation waits for the watch to see the pod.
-	TTL     time.Duration
-	Metrics *Metrics
-	Log     logr.Logger
+	Metrics  *Metrics
+	Log      logr.Logger
 
 	locks stripedLocks
 }
@@ -59,6 +62,12 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed(""), reasonNotCreate
 	}
+	if !v.Decider.Requests(pod) {
+		return admission.Allowed(""), reasonNonGPU
+	}
+	if resp, blocked := gate(v.Gate, pod); blocked {
+		return resp, reasonNotReady
+	}
 	dry := isDryRun(req)
 	if !dry {
 		unlock := v.locks.lock(pod.Namespace)
@@ -79,6 +88,11 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 		return admission.Denied(msg).WithWarnings(verdict.Warnings...), reasonPolicy
 	}
 	resp := admission.Allowed("").WithWarnings(verdict.Warnings...)
+	if v.Gate != nil {
+		if stale := v.Gate.Stale(); stale != "" {
+			resp = resp.WithWarnings("gpuadmit: a watch is stale, so usage may be over-counted until it recovers; pods admitted meanwhile stay reserved: " + stale)
+		}
+	}
 	switch {
 	case verdict.Effective.IsZero():
 		return resp, reasonNonGPU
@@ -86,7 +100,7 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 		return resp, reasonDryRun
 	}
 	key := reservationKey(pod, req)
-	if err := v.Reserver.Reserve(key, pod.Namespace, verdict.Effective, v.TTL); err != nil {
+	if err := v.Reserver.Reserve(key, pod.Namespace, pod.Name, verdict.Effective); err != nil {
 		v.Log.Error(err, "reserving admitted demand", "pod", podRef(pod))
 		return admission.Errored(http.StatusInternalServerError,
 			fmt.Errorf("gpuadmit: reserving the demand of pod %s: %w", podRef(pod), err)), reasonError

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -29,6 +28,7 @@ func TestValidator(t *testing.T) {
 		decideErr   error
 		reserveFail bool
 		noUID       bool
+		blocked     error
 		wantAllowed bool
 		wantCode    int32
 		wantMsg     string
@@ -46,7 +46,14 @@ func TestValidator(t *testing.T) {
 		{name: "reservation failure: refused", op: admissionv1.Create, pod: gpuPod(1), reserveFail: true,
 			wantCode: http.StatusInternalServerError, wantMsg: "reserving", wantDecide: true},
 		{name: "non-gpu pod: allowed, nothing reserved", op: admissionv1.Create,
-			pod: testpod.New("web").NS("team-a").UID("u2").App("c", testpod.CPU("1")), wantAllowed: true, wantDecide: true},
+			pod: testpod.New("web").NS("team-a").UID("u2").App("c", testpod.CPU("1")), wantAllowed: true},
+		{name: "not ready: a GPU pod is refused with a 500 naming what is missing", op: admissionv1.Create, pod: gpuPod(1),
+			blocked: errors.New("the pods, nodes watches have not synced yet"), wantCode: http.StatusInternalServerError,
+			wantMsg: "gpuadmit is not ready to decide on pod team-a/p, so it is refused rather than admitted unchecked: the pods, nodes watches have not synced yet"},
+		{name: "not ready: a non-GPU pod needs no decision", op: admissionv1.Create, blocked: errors.New("not synced"),
+			pod: testpod.New("web").NS("team-a").UID("u2").App("c", testpod.CPU("1")), wantAllowed: true},
+		{name: "not ready: a dry-run is refused too", op: admissionv1.Create, pod: gpuPod(1), dryRun: true,
+			blocked: errors.New("no policy set is active"), wantCode: http.StatusInternalServerError, wantMsg: "no policy set is active"},
 		{name: "no UID in the object: keyed by namespace/name", op: admissionv1.Create,
 			pod: testpod.New("p").NS("team-a").App("c", testpod.GPU(1), testpod.Mem(1)), noUID: true, wantAllowed: true,
 			wantReserve: "team-a/p", wantDecide: true},
@@ -56,7 +63,7 @@ func TestValidator(t *testing.T) {
 			l := newFakeLedger()
 			l.fail = tc.reserveFail
 			d := &quotaDecider{ledger: l, limit: 24576, err: tc.decideErr}
-			v := &Validator{Decider: d, Reserver: l, TTL: time.Minute, Log: logr.Discard()}
+			v := &Validator{Gate: gateFunc(func() error { return tc.blocked }), Decider: d, Reserver: l, Log: logr.Discard()}
 			pod := tc.pod.Build()
 			if tc.noUID {
 				pod.UID = ""
@@ -99,7 +106,7 @@ func TestValidator(t *testing.T) {
 func TestValidatorBurst(t *testing.T) {
 	l := newFakeLedger()
 	d := &quotaDecider{ledger: l, limit: 20 * 1024}
-	v := &Validator{Decider: d, Reserver: l, TTL: time.Minute, Log: logr.Discard()}
+	v := &Validator{Decider: d, Reserver: l, Log: logr.Discard()}
 	var allowed, denied atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 200 {
@@ -118,3 +125,10 @@ func TestValidatorBurst(t *testing.T) {
 		t.Fatalf("allowed %d, denied %d, reservations %d; want 20, 180, 20", allowed.Load(), denied.Load(), len(l.res))
 	}
 }
+
+// gateFunc is a Gate.
+type gateFunc func() error
+
+func (g gateFunc) Blocked() error { return g() }
+
+func (g gateFunc) Stale() string { return "" }

@@ -114,7 +114,7 @@ func BenchmarkReserve(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if err := l.Reserve(uids[i%len(uids)], "team-7", vec(1, 1024, 0), time.Minute); err != nil {
+		if err := l.Reserve(uids[i%len(uids)], "team-7", "p", vec(1, 1024, 0)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -14,6 +14,11 @@
 // harmless and a rebuilt ledger lands every pod straight in the state its
 // status shows. Sums never go negative.
 //
+// Reservations (reservation.go, with their state diagram) hold the demand of
+// pods the webhook admitted until the watch records them or the API server
+// confirms they do not exist (Confirmer); they never lapse on a timer. The
+// Feed also reports watches that fell behind the API server (freshness.go).
+//
 // Reads are snapshots taken under a read lock: Namespace (used, reserved,
 // limits with the quota that set them, problems), Capacity (per node: labels
 // and device capacities; shared and immutable) and Snapshot (everything, for

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,7 +27,6 @@ type Sink interface {
 	DeleteNode(name string)
 	UpsertQuota(*corev1.ResourceQuota)
 	DeleteQuota(namespace, name string)
-	Sweep() int
 }
 
 // FeedOptions tune a Feed.
@@ -34,8 +34,8 @@ type FeedOptions struct {
 	// Resync is the informers' resync period (0: none; the ledger does not
 	// need one, every event carries the whole object).
 	Resync time.Duration
-	// SweepEvery is how often expired reservations are swept (default 10s).
-	SweepEvery time.Duration
+	// Freshness configures the staleness check of the watches.
+	Freshness FreshnessOptions
 	// Log receives handler errors. The zero value discards.
 	Log logr.Logger
 }
@@ -44,28 +44,25 @@ type FeedOptions struct {
 // SharedInformerFactory (its transforms slim the objects, so the factory is
 // not shared with code that needs whole objects).
 type Feed struct {
-	factory    informers.SharedInformerFactory
-	regs       []toolscache.ResourceEventHandlerRegistration
-	sink       Sink
-	log        logr.Logger
-	sweepEvery time.Duration
-	start      sync.Once
+	factory   informers.SharedInformerFactory
+	regs      []toolscache.ResourceEventHandlerRegistration
+	names     []string
+	sink      Sink
+	log       logr.Logger
+	freshness *freshness
+	start     sync.Once
 }
 
 // NewFeed creates the informers, installs the transforms and wires the
 // handlers to sink. Nothing runs until Start.
 func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, error) {
 	f := &Feed{
-		factory:    informers.NewSharedInformerFactory(client, opts.Resync),
-		sink:       sink,
-		log:        opts.Log,
-		sweepEvery: opts.SweepEvery,
+		factory: informers.NewSharedInformerFactory(client, opts.Resync),
+		sink:    sink,
+		log:     opts.Log,
 	}
 	if f.log.GetSink() == nil {
 		f.log = logr.Discard()
-	}
-	if f.sweepEvery <= 0 {
-		f.sweepEvery = 10 * time.Second
 	}
 	s := sink.Settings()
 	core := f.factory.Core().V1()
@@ -87,55 +84,46 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 			return nil, fmt.Errorf("%s informer: %w", w.what, err)
 		}
 		f.regs = append(f.regs, reg)
+		f.names = append(f.names, w.what)
 	}
+	f.freshness = newFreshness(client, opts.Freshness, f.log, map[string]toolscache.SharedIndexInformer{
+		"pods": core.Pods().Informer(), "nodes": core.Nodes().Informer(), "resourcequotas": core.ResourceQuotas().Informer()})
 	return f, nil
 }
 
-// Start runs the informers and the reservation sweeper until ctx is done.
+// Start runs the informers and the freshness check until ctx is done.
 // Only the first call starts anything.
 func (f *Feed) Start(ctx context.Context) {
-	f.start.Do(func() { f.run(ctx) })
+	f.start.Do(func() {
+		f.factory.Start(ctx.Done())
+		go f.freshness.run(ctx, f.Synced)
+		context.AfterFunc(ctx, f.factory.Shutdown)
+	})
 }
 
-func (f *Feed) run(ctx context.Context) {
-	f.factory.Start(ctx.Done())
-	go func() {
-		t := time.NewTicker(f.sweepEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				f.factory.Shutdown()
-				return
-			case <-t.C:
-				f.sink.Sweep()
-			}
-		}
-	}()
-}
-
-// Synced reports whether every handler has processed its informer's initial
-// list (the readiness signal: before it, the ledger under-counts).
-func (f *Feed) Synced() bool {
-	for _, r := range f.regs {
-		if !r.HasSynced() {
-			return false
-		}
-	}
-	return true
-}
-
-// WaitForSync blocks until Synced or ctx is done.
-func (f *Feed) WaitForSync(ctx context.Context) error {
-	synced := make([]toolscache.InformerSynced, len(f.regs))
+// NotSynced names the watches whose handlers have not processed their
+// initial list yet ("" when all have): before that, the ledger under-counts
+// and no decision may be made.
+func (f *Feed) NotSynced() string {
+	var missing []string
 	for i, r := range f.regs {
-		synced[i] = r.HasSynced
+		if !r.HasSynced() {
+			missing = append(missing, f.names[i])
+		}
 	}
-	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("waiting for the pod, node and resourcequota informers to sync: %w", context.Cause(ctx))
-	}
-	return nil
+	return strings.Join(missing, ", ")
 }
+
+// Synced reports whether every handler has processed its informer's
+// initial list.
+func (f *Feed) Synced() bool { return f.NotSynced() == "" }
+
+// Stale describes the watches that have delivered nothing for longer than
+// they should (see FreshnessOptions); "" when all are fresh.
+func (f *Feed) Stale() string { return f.freshness.stale() }
+
+// Freshness reports, per watched resource, whether it is stale (for metrics).
+func (f *Feed) Freshness() map[string]bool { return f.freshness.perResource() }
 
 // PodHandler applies pod events to sink. Deletions, including tombstones
 // (DeletedFinalStateUnknown) of a relist, subtract what is stored.

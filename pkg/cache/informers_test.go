@@ -159,22 +159,17 @@ func TestFeedWithFakeClientset(t *testing.T) {
 		seedPod().InitRunning("convert-weights").Build(),
 	)
 	l := newLedger(t)
-	feed, err := NewFeed(client, l, FeedOptions{Log: testr.New(t), SweepEvery: time.Millisecond})
+	feed, err := NewFeed(client, l, FeedOptions{Log: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	if feed.Synced() {
-		t.Fatal("synced before start")
+	if got := feed.NotSynced(); got != "pods, nodes, resourcequotas" {
+		t.Fatalf("before start, not synced: %q", got)
 	}
 	feed.Start(ctx)
-	if err := feed.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if !feed.Synced() {
-		t.Fatal("not synced after WaitForSync")
-	}
+	eventually(t, ctx, "synced", feed.Synced)
 	s := l.Namespace("team-a")
 	if s.Used.MemMiB != 20480 || s.Limits.MemMiB == nil || s.Limits.MemMiB.Value != 24576 || s.Limits.GPU == nil {
 		t.Fatalf("after sync: %+v", s)

@@ -11,7 +11,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
-// Clock tells the time; reservations expire against it.
+// Clock tells the time; reservations are checked against it.
 type Clock interface {
 	Now() time.Time
 }
@@ -27,15 +27,27 @@ type Options struct {
 	// Log receives problems (invalid pods, malformed annotations, bad quota
 	// values). The zero value discards.
 	Log logr.Logger
-	// Clock expires reservations; nil uses the wall clock.
+	// Clock schedules reservation checks; nil uses the wall clock.
 	Clock Clock
+	// ConfirmAfter is how long after its admission a reservation's pod is
+	// first looked up to confirm its absence (default 5s; see Confirmer).
+	ConfirmAfter time.Duration
+	// RecheckMax bounds the backoff between checks of a pod that exists but
+	// that the watch has not recorded yet (default 30s).
+	RecheckMax time.Duration
+	// OnReservationEnd, when set, is told why each reservation ended
+	// (EndRecorded, EndDeleted, EndAbsent). It runs under the ledger's lock.
+	OnReservationEnd func(reason string)
 }
 
 // Ledger is the usage ledger. All methods are safe for concurrent use.
 type Ledger struct {
-	settings effective.Settings
-	log      logr.Logger
-	clock    Clock
+	settings     effective.Settings
+	log          logr.Logger
+	clock        Clock
+	confirmAfter time.Duration
+	recheckMax   time.Duration
+	onEnd        func(reason string)
 
 	mu           sync.RWMutex
 	pods         map[types.UID]*podRecord
@@ -44,7 +56,6 @@ type Ledger struct {
 	namespaces   map[string]*namespace
 	nodes        map[string]*node
 	reservations map[types.UID]*reservation
-	nextSweep    time.Time
 	capacity     *Capacity // built lazily from nodes; nil when stale
 	// pending are the unbound pods whose demand depends on device sizes.
 	pending map[types.UID]*podRecord
@@ -75,6 +86,9 @@ func New(opts Options) *Ledger {
 		settings:     opts.Settings,
 		log:          opts.Log,
 		clock:        opts.Clock,
+		confirmAfter: opts.ConfirmAfter,
+		recheckMax:   opts.RecheckMax,
+		onEnd:        opts.OnReservationEnd,
 		pods:         map[types.UID]*podRecord{},
 		invalid:      map[types.UID]*invalidPod{},
 		byName:       map[podName]types.UID{},
@@ -88,6 +102,12 @@ func New(opts Options) *Ledger {
 	}
 	if l.clock == nil {
 		l.clock = realClock{}
+	}
+	if l.confirmAfter <= 0 {
+		l.confirmAfter = 5 * time.Second
+	}
+	if l.recheckMax < l.confirmAfter {
+		l.recheckMax = max(30*time.Second, l.confirmAfter)
 	}
 	return l
 }
@@ -121,9 +141,9 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 		// The pod was deleted and recreated while the watch was down: the
 		// relist only shows the new one.
 		l.removeLocked(other)
-		l.releaseLocked(other)
+		l.releaseLocked(other, EndDeleted)
 	}
-	l.releaseLocked(uid)
+	l.releaseLocked(uid, EndRecorded)
 	l.applyLocked(uid, key, d)
 }
 
@@ -134,7 +154,7 @@ func (l *Ledger) DeletePod(pod *corev1.Pod) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.removeLocked(uid)
-	l.releaseLocked(uid)
+	l.releaseLocked(uid, EndDeleted)
 }
 
 // DeletePodByName removes the record of the pod with this namespace and name
@@ -144,7 +164,7 @@ func (l *Ledger) DeletePodByName(ns, name string) {
 	defer l.mu.Unlock()
 	if uid, ok := l.byName[podName{ns, name}]; ok {
 		l.removeLocked(uid)
-		l.releaseLocked(uid)
+		l.releaseLocked(uid, EndDeleted)
 	}
 }
 

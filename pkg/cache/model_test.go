@@ -18,7 +18,7 @@ import (
 // TestModelLedgerEqualsRecomputation drives the ledger with random events
 // (creates, status changes, binds, rebinds, deletes and tombstones, relists,
 // duplicate and stale updates, recreations under the same name, node and
-// quota changes, reservations) and checks after every step that it equals a
+// quota changes, reservations and their confirmation) and checks after every step that it equals a
 // from-scratch recomputation over the current objects and that nothing is
 // negative. Every 500 steps a ledger rebuilt from the current objects must
 // produce the same snapshot.
@@ -149,7 +149,7 @@ func (m *model) step() string {
 	default:
 		m.clk.now = m.clk.now.Add(time.Duration(m.r.IntN(20)) * time.Second)
 		if m.r.IntN(2) == 0 {
-			m.l.Sweep()
+			m.confirm()
 		}
 		return "tick"
 	}

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"reflect"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -177,7 +176,7 @@ func (m *model) quota() {
 }
 
 // reserve reserves under the UID of a pod about to be created, or of one
-// that never comes (its create failed): it must expire.
+// that never comes (its create failed): the Confirmer must end it.
 func (m *model) reserve() {
 	uid := types.UID(fmt.Sprintf("u%d", m.next+1+m.r.IntN(3)))
 	if m.r.IntN(3) == 0 {
@@ -187,12 +186,37 @@ func (m *model) reserve() {
 		return
 	}
 	ns := modelNamespaces[m.r.IntN(len(modelNamespaces))]
+	name := fmt.Sprintf("p%d", m.r.IntN(16))
 	d := vec(1, int64(m.r.IntN(20000)), 0)
-	ttl := time.Duration(1+m.r.IntN(30)) * time.Second
-	if err := m.l.Reserve(uid, ns, d, ttl); err != nil {
+	if err := m.l.Reserve(uid, ns, name, d); err != nil {
 		panic(err)
 	}
-	m.resv[uid] = reservation{uid: uid, namespace: ns, demand: d, expires: m.clk.now.Add(ttl)}
+	m.resv[uid] = reservation{uid: uid, namespace: ns, name: name, demand: d}
+}
+
+// confirm plays the Confirmer: every due reservation whose pod does not
+// exist in the world ends; the others are kept.
+func (m *model) confirm() {
+	for _, ref := range m.l.DueReservations(1 << 20) {
+		if _, exists := m.pods[ref.UID]; !exists {
+			if !m.l.ConfirmAbsent(ref.UID) {
+				panic("ConfirmAbsent of a due reservation ended nothing")
+			}
+			delete(m.resv, ref.UID)
+		}
+	}
+}
+
+// shadowed reports whether a recorded (or invalid) pod of another UID holds
+// the reservation's name: then the reservation does not count.
+func (m *model) shadowed(r reservation) bool {
+	for _, p := range m.pods {
+		if p.Namespace == r.namespace && p.Name == r.name && p.UID != r.uid {
+			d := m.oracle(p)
+			return d.rec != nil || d.invalid != nil
+		}
+	}
+	return false
 }
 
 // oracle derives a pod's record from the object and the world's nodes:
@@ -273,7 +297,7 @@ func (m *model) check() error {
 		}
 	}
 	for _, r := range m.resv {
-		if m.clk.now.Before(r.expires) {
+		if !m.shadowed(r) {
 			w := get(r.namespace)
 			w.reserved, _ = w.reserved.Add(r.demand)
 			w.resvCount++

@@ -10,102 +10,125 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
-// sweepEvery bounds how often Reserve sweeps expired reservations.
-const sweepEvery = time.Second
-
 // Reservations close the gap between an admission decision and the watch:
 // two pods admitted in the same second must not both fit into the last free
-// GiB. The cycle (assume -> confirm -> expire, as in the scheduler's and
-// Kueue's caches):
+// GiB, and a pod the watch has not delivered yet (a lagging or stalled
+// watch) must still count. A reservation never lapses because time passed:
+// it ends when the watch records its pod, or when the API server confirms
+// that the pod does not exist (its create failed later in the admission
+// chain: a native quota, another webhook, AlreadyExists).
 //
-//	              Reserve(uid, ns, demand, ttl)
-//	(nothing) ───────────────────────────────────▶ RESERVED ──┐
-//	                                                 │  │  ▲  │ Reserve again
-//	                                                 │  │  └──┘ (new demand, new deadline)
-//	      the watch sees a pod with this UID         │  │
-//	      (UpsertPod: the record replaces it)        │  │ TTL passed (the create failed
-//	RECORDED ◀───────────────────────────────────────┘  │ later in the admission chain,
-//	   │                                                │ or storing the pod failed)
-//	   │ pod deleted                                    ▼
-//	   ▼                                             EXPIRED: not counted from the
-//	(nothing)                                        deadline on; dropped by Sweep
-//	                                                 or the next Reserve
+//	              Reserve(uid, ns, name, demand)
+//	(nothing) ───────────────────────────────────▶ RESERVED ◀────────────────┐
+//	                                                 │   │                    │ the pod exists with this
+//	    the watch records a pod with this UID        │   │ ConfirmAfter       │ UID (the watch lags), or
+//	    (UpsertPod: the record replaces it,          │   │ passed             │ the read failed: check
+//	    reason "recorded"), or deletes it            │   ▼                    │ again, backing off
+//	    (DeletePod: reason "deleted")                │  DUE ── read the pod by name (Confirmer) ─┘
+//	RECORDED ◀──────────────────────────────────────┘   │
+//	   │                                                 │ not found, or the name holds a pod with
+//	   │ pod deleted                                     │ another UID: ConfirmAbsent (reason "absent")
+//	   ▼                                                 ▼
+//	(nothing)                                        (nothing)
 //
-// A reserved demand counts in NamespaceSnapshot.Reserved until it is
-// confirmed or expires; it never counts twice, because the record replaces
-// the reservation under the same UID in one critical section.
+// A reserved demand counts in NamespaceSnapshot.Reserved until it ends; it
+// never counts twice, because the record replaces the reservation under the
+// same UID in one critical section. A reservation whose pod name is held by
+// a recorded pod of another UID does not count while that record exists:
+// such a create fails with AlreadyExists, and if the older pod is in fact
+// gone, its record stops counting in the same event that lets the
+// reservation count again.
 type reservation struct {
-	uid       types.UID
-	namespace string
-	demand    effective.Vector
-	expires   time.Time
+	uid             types.UID
+	namespace, name string
+	demand          effective.Vector
+	created         time.Time
+	// checkAt is when absence is next confirmed; checks counts the reads.
+	checkAt time.Time
+	checks  int
+}
+
+// Reasons a reservation ended (Options.OnReservationEnd).
+const (
+	EndRecorded = "recorded" // the watch recorded the pod
+	EndDeleted  = "deleted"  // the watch saw the pod deleted
+	EndAbsent   = "absent"   // the API server confirmed the pod does not exist
+)
+
+// ReservationRef names a reservation whose pod is due for an absence check.
+type ReservationRef struct {
+	UID       types.UID
+	Namespace string
+	Name      string
+	// Age is how long ago the pod was admitted.
+	Age time.Duration
 }
 
 // Reserve holds demand for a pod the webhook has just admitted, under the
-// pod's UID, until the watch sees the pod or ttl passes. Reserving again
-// replaces the earlier reservation. A pod the ledger already knows is not
-// reserved again (its record counts).
-func (l *Ledger) Reserve(uid types.UID, namespace string, demand effective.Vector, ttl time.Duration) error {
+// pod's UID, until the watch records the pod or the API server confirms it
+// does not exist. Reserving again replaces the earlier reservation. A pod
+// the ledger already knows is not reserved again (its record counts).
+func (l *Ledger) Reserve(uid types.UID, namespace, name string, demand effective.Vector) error {
 	switch {
 	case uid == "":
-		return errors.New("reserve: empty pod UID")
+		return errors.New("empty pod UID")
 	case namespace == "":
-		return fmt.Errorf("reserve %s: empty namespace", uid)
-	case ttl <= 0:
-		return fmt.Errorf("reserve %s: TTL must be positive, got %s", uid, ttl)
+		return fmt.Errorf("pod %s: empty namespace", uid)
 	case demand.GPU < 0 || demand.MemMiB < 0 || demand.Cores < 0:
-		return fmt.Errorf("reserve %s: negative demand %s", uid, demand)
+		return fmt.Errorf("pod %s: negative demand %s", uid, demand)
 	}
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !now.Before(l.nextSweep) { // amortised: at most one full sweep per sweepEvery
-		l.sweepLocked(now)
-		l.nextSweep = now.Add(sweepEvery)
-	}
 	if _, ok := l.pods[uid]; ok {
 		return nil
 	}
 	if _, ok := l.invalid[uid]; ok {
 		return nil
 	}
-	l.releaseLocked(uid)
-	r := &reservation{uid: uid, namespace: namespace, demand: demand, expires: now.Add(ttl)}
+	l.releaseLocked(uid, "")
+	r := &reservation{uid: uid, namespace: namespace, name: name, demand: demand, created: now, checkAt: now.Add(l.confirmAfter)}
 	l.reservations[uid] = r
 	l.ns(namespace).reservations[uid] = r
 	return nil
 }
 
-// Release drops the reservation of uid, if any (for example when the
-// admission is known to have failed).
-func (l *Ledger) Release(uid types.UID) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.releaseLocked(uid)
-}
-
-// Sweep drops expired reservations and returns how many it dropped. Expired
-// reservations stop counting at their deadline whether or not Sweep runs;
-// Sweep only frees their memory.
-func (l *Ledger) Sweep() int {
+// DueReservations returns up to max reservations whose absence check is
+// due, oldest check first, and schedules their next check (with backoff)
+// so that a read in flight is not started twice.
+func (l *Ledger) DueReservations(max int) []ReservationRef {
 	now := l.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.sweepLocked(now)
-}
-
-func (l *Ledger) sweepLocked(now time.Time) int {
-	n := 0
-	for uid, r := range l.reservations {
-		if r.expired(now) {
-			l.releaseLocked(uid)
-			n++
+	var out []ReservationRef
+	for _, r := range l.reservations {
+		if len(out) == max {
+			break
 		}
+		if now.Before(r.checkAt) {
+			continue
+		}
+		r.checks++
+		r.checkAt = now.Add(min(l.confirmAfter<<min(r.checks, 5), l.recheckMax))
+		out = append(out, ReservationRef{UID: r.uid, Namespace: r.namespace, Name: r.name, Age: now.Sub(r.created)})
 	}
-	return n
+	return out
 }
 
-func (l *Ledger) releaseLocked(uid types.UID) {
+// ConfirmAbsent ends the reservation of uid: the API server confirmed that
+// its pod does not exist (the create failed after gpuadmit admitted it).
+// It reports whether a reservation ended.
+func (l *Ledger) ConfirmAbsent(uid types.UID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.reservations[uid]
+	l.releaseLocked(uid, EndAbsent)
+	return ok
+}
+
+// releaseLocked ends the reservation of uid, if any, for reason ("": it is
+// replaced by a new one).
+func (l *Ledger) releaseLocked(uid types.UID, reason string) {
 	r, ok := l.reservations[uid]
 	if !ok {
 		return
@@ -115,6 +138,14 @@ func (l *Ledger) releaseLocked(uid types.UID) {
 		delete(n.reservations, uid)
 		l.gcNamespaceLocked(r.namespace)
 	}
+	if reason != "" && l.onEnd != nil {
+		l.onEnd(reason)
+	}
 }
 
-func (r *reservation) expired(now time.Time) bool { return !now.Before(r.expires) }
+// shadowedLocked reports whether r does not count: its pod name is held by a
+// recorded (or invalid) pod of another UID.
+func (l *Ledger) shadowedLocked(r *reservation) bool {
+	other, ok := l.byName[podName{r.namespace, r.name}]
+	return ok && other != r.uid
+}

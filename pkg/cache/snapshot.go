@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
@@ -15,11 +14,12 @@ type NamespaceSnapshot struct {
 	Namespace string `json:"namespace"`
 	// Used is the sum of the stored effective demands of the namespace's pods.
 	Used effective.Vector `json:"used"`
-	// Reserved is the sum of the unexpired reservations of admitted pods not
-	// yet seen by the watch.
+	// Reserved is the sum of the reservations of admitted pods the watch has
+	// not recorded yet (a reservation whose name a recorded pod of another
+	// UID holds does not count).
 	Reserved effective.Vector `json:"reserved"`
 	// Pods is the number of GPU pods recorded; Reservations the number of
-	// unexpired reservations.
+	// reservations counted in Reserved.
 	Pods         int `json:"pods"`
 	Reservations int `json:"reservations"`
 	// Limits is the tightest limit per dimension over all ResourceQuotas of
@@ -120,13 +120,12 @@ func sortProblems(ps []Problem) {
 // Namespace returns a snapshot of one namespace (zero usage and no limits
 // for a namespace the ledger does not know).
 func (l *Ledger) Namespace(ns string) NamespaceSnapshot {
-	now := l.clock.Now()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.namespaceLocked(ns, now)
+	return l.namespaceLocked(ns)
 }
 
-func (l *Ledger) namespaceLocked(name string, now time.Time) NamespaceSnapshot {
+func (l *Ledger) namespaceLocked(name string) NamespaceSnapshot {
 	s := NamespaceSnapshot{Namespace: name}
 	n := l.namespaces[name]
 	if n == nil {
@@ -134,7 +133,7 @@ func (l *Ledger) namespaceLocked(name string, now time.Time) NamespaceSnapshot {
 	}
 	s.Used, s.Pods = n.used, n.pods
 	for _, r := range n.reservations {
-		if !r.expired(now) {
+		if !l.shadowedLocked(r) {
 			s.Reserved, _ = s.Reserved.Add(r.demand)
 			s.Reservations++
 		}
@@ -189,15 +188,22 @@ type Stats struct {
 	Nodes        int `json:"nodes"`
 }
 
+// Stats returns the ledger's sizes without copying it (for metrics).
+func (l *Ledger) Stats() Stats {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return Stats{Pods: len(l.pods), InvalidPods: len(l.invalid), Reservations: len(l.reservations),
+		Namespaces: len(l.namespaces), Nodes: len(l.nodes)}
+}
+
 // Snapshot copies the whole ledger: every namespace and every node that has
 // GPU devices or device usage.
 func (l *Ledger) Snapshot() Snapshot {
-	now := l.clock.Now()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	s := Snapshot{Namespaces: make(map[string]NamespaceSnapshot, len(l.namespaces)), Nodes: map[string]NodeUsage{}}
 	for name := range l.namespaces {
-		ns := l.namespaceLocked(name, now)
+		ns := l.namespaceLocked(name)
 		s.Namespaces[name] = ns
 		s.Problems = append(s.Problems, ns.Problems...)
 		s.Stats.Reservations += ns.Reservations

@@ -161,6 +161,10 @@ func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 	return res, nil
 }
 
+// Requests reports whether the pod names a managed resource: a GPU pod,
+// which Decide evaluates (any other pod is allowed on the fast path).
+func (d *Decider) Requests(pod *corev1.Pod) bool { return d.settings.Requests(pod) }
+
 // Demand is the pod's effective demand as Decide computes it: memory
 // percentages and whole-device requests resolved against the largest device
 // of the nodes the pod may run on (cache.Eligible). It is nil for a pod that

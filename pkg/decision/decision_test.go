@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -167,7 +166,7 @@ func TestDecide(t *testing.T) {
 				l.UpsertPod(p)
 			}
 			if !tt.reserve.IsZero() {
-				if err := l.Reserve("uid-earlier", tt.pod.Namespace, tt.reserve, time.Minute); err != nil {
+				if err := l.Reserve("uid-earlier", tt.pod.Namespace, "earlier", tt.reserve); err != nil {
 					t.Fatal(err)
 				}
 			}

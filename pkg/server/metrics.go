@@ -10,10 +10,10 @@ import (
 )
 
 // registerStateMetrics registers gauges read at scrape time: the ledger's
-// sizes and the policy engine's status.
-func registerStateMetrics(reg prometheus.Registerer, l *cache.Ledger, e *policy.Engine) error {
+// sizes, the policy engine's status and the watches' freshness.
+func registerStateMetrics(reg prometheus.Registerer, l *cache.Ledger, e *policy.Engine, feed *cache.Feed) error {
 	stat := func(f func(cache.Stats) int) func() float64 {
-		return func() float64 { return float64(f(l.Snapshot().Stats)) }
+		return func() float64 { return float64(f(l.Stats())) }
 	}
 	cs := []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gpuadmit_ledger_pods",
@@ -21,7 +21,9 @@ func registerStateMetrics(reg prometheus.Registerer, l *cache.Ledger, e *policy.
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gpuadmit_ledger_namespaces",
 			Help: "Namespaces with GPU usage, reservations or GPU quotas in the ledger."}, stat(func(s cache.Stats) int { return s.Namespaces })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gpuadmit_ledger_reservations",
-			Help: "Unexpired reservations of admitted pods the watch has not seen yet."}, stat(func(s cache.Stats) int { return s.Reservations })),
+			Help: "Reservations of admitted pods the watch has not recorded yet."}, stat(func(s cache.Stats) int { return s.Reservations })),
+		&freshnessCollector{feed: feed, desc: prometheus.NewDesc("gpuadmit_feed_stale",
+			"1 when the watch of a resource has delivered nothing for longer than it should (see the server's log).", []string{"resource"}, nil)},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gpuadmit_policy_active",
 			Help: "1 when a policy set is active."}, func() float64 {
 			if e.Status().Revision != "" {
@@ -59,4 +61,42 @@ func newPolicyMetrics(reg prometheus.Registerer) (*policyMetrics, error) {
 		return nil, fmt.Errorf("registering policy metrics: %w", err)
 	}
 	return m, nil
+}
+
+// freshnessCollector reports each watch's staleness at scrape time.
+type freshnessCollector struct {
+	feed *cache.Feed
+	desc *prometheus.Desc
+}
+
+func (c *freshnessCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *freshnessCollector) Collect(ch chan<- prometheus.Metric) {
+	for resource, stale := range c.feed.Freshness() {
+		v := 0.0
+		if stale {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, resource)
+	}
+}
+
+// serverMetrics are the counters the server's components report to.
+type serverMetrics struct {
+	reservationsEnded *prometheus.CounterVec
+}
+
+func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
+	m := &serverMetrics{reservationsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gpuadmit_reservations_ended_total",
+		Help: "Reservations ended, by reason: recorded (the watch recorded the pod), deleted, absent (a read confirmed the pod does not exist: its create failed after admission).",
+	}, []string{"reason"})}
+	if err := reg.Register(m.reservationsEnded); err != nil {
+		return nil, fmt.Errorf("registering reservation metrics: %w", err)
+	}
+	return m, nil
+}
+
+func (m *serverMetrics) reservationEnded(reason string) {
+	m.reservationsEnded.WithLabelValues(reason).Inc()
 }

@@ -50,9 +50,16 @@ type Options struct {
 	PolicyDir string
 	// PolicySelector selects policy ConfigMaps in Namespace ("" disables).
 	PolicySelector string
-	// ReservationTTL bounds how long an admitted pod's demand is reserved
-	// before the watch sees the pod (default 30s).
-	ReservationTTL time.Duration
+	// ConfirmAfter is how long after its admission a reservation's pod is
+	// first read to confirm that it does not exist (default 5s; see
+	// cache.Confirmer). Reservations never lapse on a timer.
+	ConfirmAfter time.Duration
+	// StaleFeed is what the handlers do while a watch is stale:
+	// StaleFeedReservations (default) keeps deciding, StaleFeedDeny refuses
+	// every GPU pod (and fails readiness).
+	StaleFeed string
+	// Freshness configures the staleness check of the watches.
+	Freshness cache.FreshnessOptions
 	// Host and Port of the webhook server (default :9443).
 	Host string
 	Port int
@@ -75,14 +82,29 @@ type Options struct {
 	Log             logr.Logger
 }
 
+// What the handlers do while a watch is stale (Options.StaleFeed).
+const (
+	// StaleFeedReservations keeps deciding: usage the stale watch cannot
+	// update only over-counts (deletions are not seen), and every pod
+	// admitted meanwhile stays reserved until the watch records it or a read
+	// confirms it does not exist, so nothing is over-admitted. Responses
+	// carry a warning.
+	StaleFeedReservations = "Reservations"
+	// StaleFeedDeny refuses every GPU pod and fails readiness, so another
+	// replica with a fresh watch answers.
+	StaleFeedDeny = "Deny"
+)
+
 // Server is the wired admission webhook.
 type Server struct {
-	mgr     manager.Manager
-	Ledger  *cache.Ledger
-	Engine  *policy.Engine
-	feed    *cache.Feed
-	rotator *certs.Rotator
-	opts    Options
+	mgr       manager.Manager
+	Ledger    *cache.Ledger
+	Engine    *policy.Engine
+	feed      *cache.Feed
+	confirmer *cache.Confirmer
+	rotator   *certs.Rotator
+	metrics   *serverMetrics
+	opts      Options
 }
 
 // New wires a server against the API server of cfg. Nothing runs until Start.
@@ -90,6 +112,9 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 	opts = withDefaults(opts)
 	if err := opts.Settings.Validate(); err != nil {
 		return nil, fmt.Errorf("settings: %w", err)
+	}
+	if opts.StaleFeed != StaleFeedReservations && opts.StaleFeed != StaleFeedDeny {
+		return nil, fmt.Errorf("stale feed mode %q: want %s or %s", opts.StaleFeed, StaleFeedReservations, StaleFeedDeny)
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -121,10 +146,15 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
-	s.Ledger = cache.New(cache.Options{Settings: opts.Settings, Log: opts.Log.WithName("ledger")})
-	if s.feed, err = cache.NewFeed(kube, s.Ledger, cache.FeedOptions{Log: opts.Log.WithName("feed")}); err != nil {
+	if s.metrics, err = newServerMetrics(opts.Registry); err != nil {
+		return nil, err
+	}
+	s.Ledger = cache.New(cache.Options{Settings: opts.Settings, Log: opts.Log.WithName("ledger"),
+		ConfirmAfter: opts.ConfirmAfter, OnReservationEnd: s.metrics.reservationEnded})
+	if s.feed, err = cache.NewFeed(kube, s.Ledger, cache.FeedOptions{Log: opts.Log.WithName("feed"), Freshness: opts.Freshness}); err != nil {
 		return nil, fmt.Errorf("informers: %w", err)
 	}
+	s.confirmer = cache.NewConfirmer(s.Ledger, kube, cache.ConfirmerOptions{Log: opts.Log.WithName("reservations")})
 	s.Engine = policy.New(policy.Options{Log: opts.Log.WithName("policy")})
 	if err := s.wire(kube); err != nil {
 		return nil, err
@@ -133,8 +163,8 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 }
 
 func withDefaults(o Options) Options {
-	if o.ReservationTTL <= 0 {
-		o.ReservationTTL = 30 * time.Second
+	if o.StaleFeed == "" {
+		o.StaleFeed = StaleFeedReservations
 	}
 	if o.Port == 0 {
 		o.Port = 9443
@@ -176,7 +206,7 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	if err != nil {
 		return err
 	}
-	if err := registerStateMetrics(s.opts.Registry, s.Ledger, s.Engine); err != nil {
+	if err := registerStateMetrics(s.opts.Registry, s.Ledger, s.Engine, s.feed); err != nil {
 		return err
 	}
 	pm, err := newPolicyMetrics(s.opts.Registry)
@@ -188,13 +218,14 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 		return err
 	}
 	hooks := s.mgr.GetWebhookServer()
-	hooks.Register(MutatePath, &ctrladmission.Webhook{Handler: &admission.Mutator{
-		Demand: dec, Metrics: am, Log: s.opts.Log.WithName("mutate")}, RecoverPanic: ptr(true)})
-	hooks.Register(ValidatePath, &ctrladmission.Webhook{Handler: &admission.Validator{
-		Decider: dec, Reserver: s.Ledger, TTL: s.opts.ReservationTTL, Metrics: am, Log: s.opts.Log.WithName("validate")},
-		RecoverPanic: ptr(true)})
+	hooks.Register(MutatePath, detached(&ctrladmission.Webhook{Handler: &admission.Mutator{
+		Gate: s, Demand: dec, Metrics: am, Log: s.opts.Log.WithName("mutate")}, RecoverPanic: ptr(true)}))
+	hooks.Register(ValidatePath, detached(&ctrladmission.Webhook{Handler: &admission.Validator{
+		Gate: s, Decider: dec, Reserver: s.Ledger, Metrics: am, Log: s.opts.Log.WithName("validate")},
+		RecoverPanic: ptr(true)}))
 	runnables := []manager.Runnable{
 		manager.RunnableFunc(func(ctx context.Context) error { s.feed.Start(ctx); <-ctx.Done(); return nil }),
+		s.confirmer,
 		&policySync{kube: kube, engine: s.Engine, namespace: s.opts.Namespace, selector: s.opts.PolicySelector,
 			dir: s.opts.PolicyDir, log: s.opts.Log.WithName("policy-sync"), metrics: pm},
 	}
@@ -215,20 +246,39 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	return s.mgr.AddReadyzCheck("webhook", hooks.StartedChecker())
 }
 
-// NotReady says why the server must not take traffic yet, or nil: the
-// informers have synced, a policy set is active and the certificate is in
-// place.
+// Blocked says why no admission decision may be made yet, or nil (the
+// handlers' Gate): the watches have synced, a policy set is active, and,
+// with StaleFeedDeny, no watch is stale.
+func (s *Server) Blocked() error {
+	if missing := s.feed.NotSynced(); missing != "" {
+		return fmt.Errorf("the %s watches have not synced yet, so the usage ledger would under-count", missing)
+	}
+	if st := s.Engine.Status(); st.Revision == "" {
+		return fmt.Errorf("no policy set is active (last error: %s)", st.LastError)
+	}
+	if s.opts.StaleFeed == StaleFeedDeny {
+		if stale := s.feed.Stale(); stale != "" {
+			return fmt.Errorf("a watch is stale and the stale-feed mode is %s: %s", StaleFeedDeny, stale)
+		}
+	}
+	return nil
+}
+
+// NotReady says why the server must not take traffic yet, or nil: it may
+// decide (Blocked) and the certificate is in place.
 func (s *Server) NotReady() error {
-	switch {
-	case !s.feed.Synced():
-		return errors.New("the pod, node and resourcequota informers have not synced")
-	case s.Engine.Status().Revision == "":
-		return fmt.Errorf("no policy set is active (last error: %s)", s.Engine.Status().LastError)
-	case s.rotator != nil && !s.rotator.Ready():
+	if err := s.Blocked(); err != nil {
+		return err
+	}
+	if s.rotator != nil && !s.rotator.Ready() {
 		return errors.New("the serving certificate or the caBundles are not in place")
 	}
 	return nil
 }
+
+// Stale describes the watches that have delivered nothing for longer than
+// they should ("" when all are fresh).
+func (s *Server) Stale() string { return s.feed.Stale() }
 
 // Register adds another handler to the webhook server (before Start).
 func (s *Server) Register(path string, h http.Handler) { s.mgr.GetWebhookServer().Register(path, h) }
@@ -242,3 +292,19 @@ func (s *Server) Start(ctx context.Context) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// reviewTimeout bounds one review: the API server never waits longer for a
+// webhook (timeoutSeconds is at most 30).
+const reviewTimeout = 30 * time.Second
+
+// detached serves h with a request context that the server's shutdown does
+// not cancel (controller-runtime derives request contexts from the
+// manager's): a review in flight when the server stops is answered, since
+// the graceful shutdown waits for it, rather than failed.
+func detached(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), reviewTimeout)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}

@@ -1,0 +1,209 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// FreshnessOptions configure how a Feed decides that a watch is stale: it
+// delivered nothing for longer than it should.
+type FreshnessOptions struct {
+	// ProbeEvery is how often the API server's current resourceVersion of
+	// each watched resource is read (a list of at most one object); default
+	// 15s, negative disables the check.
+	ProbeEvery time.Duration
+	// StaleAfter: a watch is stale when it has not caught up, StaleAfter
+	// later, with a resourceVersion the API server reported, or when the
+	// API server could not be read for that long. The API server sends every
+	// watch a bookmark about once a minute, so a live watch of a quiet
+	// resource catches up within that; default 3m.
+	StaleAfter time.Duration
+	// ProbeTimeout bounds one probe (default 5s).
+	ProbeTimeout time.Duration
+	// Clock tells the time (default the wall clock).
+	Clock Clock
+}
+
+// freshness tracks, per watched resource, whether the watch keeps up with
+// the API server.
+type freshness struct {
+	opts FreshnessOptions
+	log  logr.Logger
+	// probe reads the API server's current resourceVersion of a resource;
+	// watched returns the resourceVersion the resource's watch reached.
+	probe   func(ctx context.Context, resource string) (string, error)
+	watched func(resource string) string
+
+	mu        sync.Mutex
+	resources map[string]*watchState
+	// summary is stale() as of the last probe, read without the lock.
+	summary atomic.Pointer[string]
+}
+
+type watchState struct {
+	probes       []rvAt // oldest first
+	failingSince time.Time
+	lastErr      error
+	stale        string // why, "" when fresh
+}
+
+type rvAt struct {
+	at time.Time
+	rv uint64
+}
+
+func newFreshness(client kubernetes.Interface, opts FreshnessOptions, log logr.Logger,
+	informers map[string]toolscache.SharedIndexInformer) *freshness {
+	if opts.ProbeEvery == 0 {
+		opts.ProbeEvery = 15 * time.Second
+	}
+	if opts.StaleAfter <= 0 {
+		opts.StaleAfter = 3 * time.Minute
+	}
+	if opts.ProbeTimeout <= 0 {
+		opts.ProbeTimeout = 5 * time.Second
+	}
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
+	}
+	f := &freshness{opts: opts, log: log, resources: map[string]*watchState{}}
+	for name := range informers {
+		f.resources[name] = &watchState{}
+	}
+	f.watched = func(resource string) string { return informers[resource].LastSyncResourceVersion() }
+	f.probe = func(ctx context.Context, resource string) (string, error) {
+		lo := metav1.ListOptions{Limit: 1}
+		var meta metav1.ListInterface
+		var err error
+		switch resource {
+		case "pods":
+			meta, err = client.CoreV1().Pods("").List(ctx, lo)
+		case "nodes":
+			meta, err = client.CoreV1().Nodes().List(ctx, lo)
+		default:
+			meta, err = client.CoreV1().ResourceQuotas("").List(ctx, lo)
+		}
+		if err != nil {
+			return "", err
+		}
+		return meta.GetResourceVersion(), nil
+	}
+	return f
+}
+
+// run probes every ProbeEvery once synced reports true, until ctx is done.
+func (f *freshness) run(ctx context.Context, synced func() bool) {
+	if f.opts.ProbeEvery < 0 {
+		return
+	}
+	t := time.NewTicker(f.opts.ProbeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if synced() {
+			f.check(ctx)
+		}
+	}
+}
+
+// check probes every resource once and re-evaluates its staleness.
+func (f *freshness) check(ctx context.Context) {
+	for _, name := range slices.Sorted(maps.Keys(f.resources)) {
+		pctx, cancel := context.WithTimeout(ctx, f.opts.ProbeTimeout)
+		rv, err := f.probe(pctx, name)
+		cancel()
+		f.record(name, rv, err, f.watched(name))
+	}
+}
+
+// record adds one probe of resource and re-evaluates its staleness against
+// the resourceVersion its watch reached.
+func (f *freshness) record(resource, probed string, probeErr error, watched string) {
+	now := f.opts.Clock.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w := f.resources[resource]
+	if probeErr != nil {
+		if w.failingSince.IsZero() {
+			w.failingSince = now
+		}
+		w.lastErr = probeErr
+	} else {
+		w.failingSince, w.lastErr = time.Time{}, nil
+		if rv, err := strconv.ParseUint(probed, 10, 64); err == nil {
+			w.probes = append(w.probes, rvAt{at: now, rv: rv})
+		}
+	}
+	// Keep the newest probe old enough to judge by, and the younger ones.
+	cut := now.Add(-f.opts.StaleAfter)
+	judge := -1
+	for i, p := range w.probes {
+		if !p.at.After(cut) {
+			judge = i
+		}
+	}
+	if judge > 0 {
+		w.probes = w.probes[judge:]
+	}
+	stale := ""
+	if wrv, err := strconv.ParseUint(watched, 10, 64); err == nil && judge >= 0 && wrv < w.probes[0].rv {
+		stale = fmt.Sprintf("%s: the watch is at resourceVersion %d, behind the %d the API server reported %s ago",
+			resource, wrv, w.probes[0].rv, now.Sub(w.probes[0].at).Round(time.Second))
+	}
+	if !w.failingSince.IsZero() && now.Sub(w.failingSince) >= f.opts.StaleAfter {
+		stale = fmt.Sprintf("%s: the API server has not answered for %s: %v", resource, now.Sub(w.failingSince).Round(time.Second), w.lastErr)
+	}
+	switch {
+	case stale != "" && w.stale == "":
+		f.log.Info("watch is stale: deletions and quota changes are not seen; admitted pods stay reserved until seen", "problem", stale)
+	case stale == "" && w.stale != "":
+		f.log.Info("watch is fresh again", "resource", resource)
+	}
+	w.stale = stale
+	sum := f.staleLocked()
+	f.summary.Store(&sum)
+}
+
+// stale joins the reasons of the stale watches ("" when all are fresh).
+func (f *freshness) stale() string {
+	if s := f.summary.Load(); s != nil {
+		return *s
+	}
+	return ""
+}
+
+func (f *freshness) staleLocked() string {
+	var why []string
+	for _, name := range slices.Sorted(maps.Keys(f.resources)) {
+		if s := f.resources[name].stale; s != "" {
+			why = append(why, s)
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
+func (f *freshness) perResource() map[string]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]bool, len(f.resources))
+	for name, w := range f.resources {
+		out[name] = w.stale != ""
+	}
+	return out
+}

@@ -1,0 +1,209 @@
+// Package faults_test is gpuadmit's fault-injection suite: on a real
+// kube-apiserver and etcd, each probe tries to get pods past a quota the
+// way real clusters do (restarts, stalled and reset watches, an API server
+// restart, creates refused later in the admission chain, churn, dry-runs)
+// and asserts, in its own namespace, that what was admitted never exceeds
+// the limit and that the ledger equals a recount of the live pods. Each
+// probe prints its figures (admitted, denied, refused, how long a
+// namespace stayed blocked).
+package faults_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpuadmit/gpuadmit/internal/devcluster"
+	"github.com/gpuadmit/gpuadmit/internal/envtestgate"
+	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/server"
+)
+
+// options are the webhook server's options in the suite: checks run every
+// second so that probes stay short.
+func options(c *devcluster.Cluster) server.Options {
+	o := c.Options()
+	o.ConfirmAfter = time.Second
+	o.Freshness = cache.FreshnessOptions{ProbeEvery: time.Second, StaleAfter: 4 * time.Second, ProbeTimeout: time.Second}
+	return o
+}
+
+func startCluster(t *testing.T) *devcluster.Cluster {
+	t.Helper()
+	assets := envtestgate.Assets(t)
+	ctrllog.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard())
+	c, err := devcluster.Start(t.Context(), assets, "../../manifests/webhook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stopping: %v", err)
+		}
+	})
+	if err := c.StartWebhook(t.Context(), options(c)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// fastClient is a client without client-side rate limits.
+func fastClient(t *testing.T, c *devcluster.Cluster) kubernetes.Interface {
+	t.Helper()
+	cfg := rest.CopyConfig(c.Config)
+	cfg.QPS, cfg.Burst = 5000, 5000
+	k, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// gpuPod asks one device with mem MiB.
+func gpuPod(ns, name string, mem int64) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+				"nvidia.com/gpu": resource.MustParse("1"), "nvidia.com/gpumem": *resource.NewQuantity(mem, resource.DecimalSI)}}}}}}
+}
+
+// tally counts what happened to the creates of a probe.
+type tally struct {
+	admitted, denied, refused atomic.Int64
+	mu                        sync.Mutex
+	other                     []string
+}
+
+// record classifies one create's outcome: admitted; denied by gpuadmit's
+// quota check; refused for unavailability (gpuadmit not ready or not
+// reachable: failurePolicy Fail); anything else is kept for the log.
+func (t *tally) record(err error) {
+	switch {
+	case err == nil:
+		t.admitted.Add(1)
+	case strings.Contains(err.Error(), "limit ") && strings.Contains(err.Error(), "validate.gpuadmit.io"):
+		t.denied.Add(1)
+	case strings.Contains(err.Error(), "not ready to decide"), strings.Contains(err.Error(), "failed calling webhook"),
+		strings.Contains(err.Error(), "connection refused"), strings.Contains(err.Error(), "connection reset"),
+		strings.Contains(err.Error(), "EOF"):
+		t.refused.Add(1)
+	default:
+		t.mu.Lock()
+		t.other = append(t.other, err.Error())
+		t.mu.Unlock()
+	}
+}
+
+func (t *tally) String() string {
+	return fmt.Sprintf("admitted %d, denied %d, refused for unavailability %d, failed otherwise %d",
+		t.admitted.Load(), t.denied.Load(), t.refused.Load(), len(t.other))
+}
+
+// settle waits until the server's ledger of ns equals a recount of the
+// live pods and holds no reservation, checks the invariants, and returns
+// the recount: what the pods use never exceeds the limit.
+func settle(t *testing.T, c *devcluster.Cluster, ns string, limitMiB int64) cache.NamespaceSnapshot {
+	t.Helper()
+	ctx := t.Context()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		want, err := c.Recount(ctx, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := c.Server.Ledger.Namespace(ns)
+		if got.Used == want.Used && got.Pods == want.Pods && got.Reservations == 0 {
+			if want.Used.MemMiB > limitMiB {
+				t.Fatalf("%s: the live pods use %d MiB, over the %d MiB limit", ns, want.Used.MemMiB, limitMiB)
+			}
+			return want
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: ledger never equalled the recount: ledger used %v pods %d reservations %d; recount used %v pods %d",
+				ns, got.Used, got.Pods, got.Reservations, want.Used, want.Pods)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// seed creates ns with a gpumem limit and waits for the ledger to know it.
+func seed(t *testing.T, c *devcluster.Cluster, ns string, limitMiB int64) {
+	t.Helper()
+	if err := c.Seed(t.Context(), ns, fmt.Sprint(limitMiB)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ns+": quota known", func() bool { s := c.Server.Ledger.Namespace(ns); return s.Limits.MemMiB != nil })
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// createAll creates n pods named prefix-i from workers goroutines and
+// records each outcome; hook, when set, runs before create i.
+func createAll(ctx context.Context, k kubernetes.Interface, ns, prefix string, n, workers int, mem int64, tl *tally, hook func(i int)) {
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if hook != nil {
+					hook(i)
+				}
+				_, err := k.CoreV1().Pods(ns).Create(ctx, gpuPod(ns, fmt.Sprintf("%s-%03d", prefix, i), mem), metav1.CreateOptions{})
+				tl.record(err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestFaults runs every probe on one control plane.
+func TestFaults(t *testing.T) {
+	c := startCluster(t)
+	for _, p := range []struct {
+		name string
+		run  func(*testing.T, *devcluster.Cluster)
+	}{
+		{"dry-runs interleaved with creates", probeDryRuns},
+		{"creates refused later in the chain: a native pods quota", probeNativeQuota},
+		{"creates refused later in the chain: a second webhook", probeSecondWebhook},
+		{"creates refused later in the chain: AlreadyExists", probeAlreadyExists},
+		{"create/delete churn", probeChurn},
+		{"burst across a webhook restart", probeRestartDuringBurst},
+		{"restart with thousands of non-GPU pods", probeColdStart},
+		{"stalled and reset watch connection", probeStalledWatch},
+		{"API server restart", probeAPIServerRestart},
+	} {
+		start := time.Now()
+		if !t.Run(p.name, func(t *testing.T) { p.run(t, c) }) {
+			return
+		}
+		t.Logf("%s: %s", p.name, time.Since(start).Round(100*time.Millisecond))
+	}
+}

@@ -1,0 +1,252 @@
+package faults_test
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/gpuadmit/gpuadmit/internal/devcluster"
+	"github.com/gpuadmit/gpuadmit/internal/tcpproxy"
+)
+
+// probeRestartDuringBurst: 100 creates from 16 clients against a quota that
+// fits 20, with the webhook restarted in the middle.
+func probeRestartDuringBurst(t *testing.T, c *devcluster.Cluster) {
+	const ns, limit = "f-restart", 20 * 1024
+	seed(t, c, ns, limit)
+	k := fastClient(t, c)
+	var tl tally
+	var restart sync.Once
+	var restarted sync.WaitGroup
+	var downFor time.Duration
+	createAll(t.Context(), k, ns, "p", 100, 16, 1024, &tl, func(i int) {
+		if i == 40 {
+			restart.Do(func() {
+				restarted.Go(func() {
+					start := time.Now()
+					if err := c.StopWebhook(); err != nil {
+						t.Error(err)
+					}
+					if err := c.StartWebhook(t.Context(), options(c)); err != nil {
+						t.Error(err)
+					}
+					downFor = time.Since(start)
+				})
+			})
+		}
+	})
+	restarted.Wait()
+	got := settle(t, c, ns, limit)
+	t.Logf("%s; the webhook was down %s; recount %d MiB in %d pods", &tl, downFor.Round(100*time.Millisecond), got.Used.MemMiB, got.Pods)
+	if tl.admitted.Load() > 20 || len(tl.other) > 0 {
+		t.Fatalf("admitted %d of a quota for 20; other failures %q", tl.admitted.Load(), tl.other)
+	}
+}
+
+// probeColdStart: with thousands of non-GPU pods in the cluster and a full
+// namespace, the webhook restarts and is hammered before it has synced (as
+// a webhook reached by URL, or through an endpoint not yet removed, is):
+// nothing may be admitted into the full namespace.
+func probeColdStart(t *testing.T, c *devcluster.Cluster) {
+	const ns, limit, bulk = "f-cold", 4096, 3000
+	ctx := t.Context()
+	seed(t, c, ns, limit)
+	if err := c.CreateNamespace(ctx, "f-bulk", nil); err != nil {
+		t.Fatal(err)
+	}
+	k := fastClient(t, c)
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= bulk; i = next.Add(1) {
+				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%04d", i), Namespace: "f-bulk"},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example/web:1"}}}}
+				if _, err := k.CoreV1().Pods("f-bulk").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if _, err := k.CoreV1().Pods(ns).Create(ctx, gpuPod(ns, "full", limit), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the namespace is full", func() bool { s := c.Server.Ledger.Namespace(ns); return s.Pods == 1 && s.Reservations == 0 })
+
+	if err := c.StopWebhook(); err != nil {
+		t.Fatal(err)
+	}
+	var tl tally
+	var notReady atomic.Int64
+	start := time.Now()
+	if err := c.StartWebhookRun(ctx, devcluster.WebhookRun{Options: options(c), NoWait: true}); err != nil {
+		t.Fatal(err)
+	}
+	srv := c.Server
+	var readyAfter time.Duration
+	done := make(chan struct{})
+	wg.Go(func() {
+		defer close(done)
+		for srv.NotReady() != nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		readyAfter = time.Since(start)
+		time.Sleep(time.Second) // and a second of decisions after
+	})
+	for w := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				_, err := k.CoreV1().Pods(ns).Create(ctx, gpuPod(ns, fmt.Sprintf("w%d-%d", w, i), 1024), metav1.CreateOptions{})
+				if err != nil && strings.Contains(err.Error(), "not ready to decide") {
+					notReady.Add(1)
+				}
+				tl.record(err)
+			}
+		})
+	}
+	wg.Wait()
+	got := settle(t, c, ns, limit)
+	t.Logf("%d non-GPU pods in the cluster; ready %s after start; %s (%d of them refused as not ready, naming what); recount %d MiB in %d pods",
+		bulk, readyAfter.Round(10*time.Millisecond), &tl, notReady.Load(), got.Used.MemMiB, got.Pods)
+	if tl.admitted.Load() != 0 || got.Pods != 1 || len(tl.other) > 0 {
+		t.Fatalf("admitted %d into a full namespace during a cold start; other failures %q", tl.admitted.Load(), tl.other)
+	}
+}
+
+// probeStalledWatch: the webhook's connection to the API server stalls
+// (half-open: nothing flows, nothing closes) while the API server can still
+// call the webhook; then it is reset. Pods admitted meanwhile must stay
+// reserved however long it lasts (their pods cannot be confirmed), so
+// nothing is over-admitted, and the stale watch must show.
+func probeStalledWatch(t *testing.T, c *devcluster.Cluster) {
+	const ns, limit = "f-stall", 10 * 1024
+	ctx := t.Context()
+	host, err := url.Parse(c.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := tcpproxy.New(tcpproxy.Options{Backends: []tcpproxy.Backend{{Addr: host.Host}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	proxied := rest.CopyConfig(c.Config)
+	proxied.Host = "https://" + proxy.Addr()
+	if err := c.StopWebhook(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartWebhookRun(ctx, devcluster.WebhookRun{Options: options(c), Config: proxied}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { // the next probes get a direct webhook again
+		if err := c.StopWebhook(); err != nil {
+			t.Error(err)
+		}
+		if err := c.StartWebhook(ctx, options(c)); err != nil {
+			t.Error(err)
+		}
+	}()
+	seed(t, c, ns, limit)
+	create := func(name string, tl *tally) error {
+		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, gpuPod(ns, name, 2048), metav1.CreateOptions{})
+		tl.record(err)
+		return err
+	}
+	var before, during, later tally
+	for i := range 2 {
+		if err := create(fmt.Sprintf("before-%d", i), &before); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "2 pods recorded", func() bool { s := c.Server.Ledger.Namespace(ns); return s.Pods == 2 && s.Reservations == 0 })
+
+	proxy.Stall()
+	stalled := time.Now()
+	if err := c.Kube.CoreV1().Pods(ns).Delete(ctx, "before-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		_ = create(fmt.Sprintf("during-%d", i), &during)
+	}
+	waitFor(t, "the stalled watch is reported stale", func() bool { return c.Server.Stale() != "" })
+	time.Sleep(3 * time.Second) // many confirmation intervals: nothing may lapse
+	for i := range 3 {
+		_ = create(fmt.Sprintf("later-%d", i), &later)
+	}
+	stale := c.Server.Stale()
+	held := c.Server.Ledger.Namespace(ns)
+	stallFor := time.Since(stalled)
+	proxy.Reset()
+	proxy.Resume()
+	got := settle(t, c, ns, limit)
+	t.Logf("stalled %s: %s at first, %s %s later (reservations held %d MiB); stale: %q; after the reset the ledger matched the recount: %d MiB in %d pods",
+		stallFor.Round(100*time.Millisecond), &during, &later, (stallFor - 3*time.Second).Round(time.Second), held.Reserved.MemMiB, stale, got.Used.MemMiB, got.Pods)
+	if during.admitted.Load() != 3 || later.admitted.Load() != 0 {
+		t.Fatalf("during the stall: admitted %d then %d; want 3 (the ledger counts the unseen deletion) then 0", during.admitted.Load(), later.admitted.Load())
+	}
+}
+
+// probeAPIServerRestart: kube-apiserver restarts while clients create pods;
+// the webhook's watches reconnect and nothing is over-admitted.
+func probeAPIServerRestart(t *testing.T, c *devcluster.Cluster) {
+	const ns, limit = "f-apiserver", 10 * 1024
+	seed(t, c, ns, limit)
+	k := fastClient(t, c)
+	var tl tally
+	var restartTook time.Duration
+	var restartErr error
+	stop := time.Now().Add(8 * time.Second)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		time.Sleep(time.Second)
+		start := time.Now()
+		restartErr = c.RestartAPIServer()
+		restartTook = time.Since(start)
+	})
+	var down atomic.Int64
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(stop); i++ {
+				_, err := k.CoreV1().Pods(ns).Create(t.Context(), gpuPod(ns, fmt.Sprintf("w%d-%d", w, i), 1024), metav1.CreateOptions{})
+				if err != nil && (strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "connection reset") ||
+					strings.Contains(err.Error(), "EOF")) {
+					down.Add(1)
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+				tl.record(err)
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	if restartErr != nil {
+		t.Fatal(restartErr)
+	}
+	waitFor(t, "the webhook decides again", func() bool { return c.Server.NotReady() == nil })
+	if _, err := k.CoreV1().Pods(ns).Create(t.Context(), gpuPod(ns, "after", 1024), metav1.CreateOptions{}); err != nil &&
+		!strings.Contains(err.Error(), "limit ") {
+		t.Fatalf("after the restart: %v", err)
+	}
+	got := settle(t, c, ns, limit)
+	t.Logf("kube-apiserver restarted in %s; %s; %d creates failed while it was down; recount %d MiB in %d pods",
+		restartTook.Round(100*time.Millisecond), &tl, down.Load(), got.Used.MemMiB, got.Pods)
+	if got.Pods > limit/1024 || len(tl.other) > 0 {
+		t.Fatalf("%d pods of 1 GiB under a %d MiB limit; other failures %q", got.Pods, limit, tl.other)
+	}
+}
