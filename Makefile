@@ -17,6 +17,7 @@ build:
 test: lint unit integration
 
 unit:
+	@echo ">> unit tests (go test ./...; the first run compiles the dependencies, a few minutes)"
 	$(GO) test -count=1 ./...
 
 lint: fmt vet staticcheck
@@ -26,10 +27,12 @@ fmt:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 vet:
+	@echo ">> go vet"
 	$(GO) vet ./...
 
 STATICCHECK := $(BIN)/staticcheck
 $(STATICCHECK): tools/lint/go.mod tools/lint/go.sum
+	@echo ">> building staticcheck (first time only)"
 	cd tools/lint && $(GO) build -o $(STATICCHECK) honnef.co/go/tools/cmd/staticcheck
 
 staticcheck: $(STATICCHECK)
@@ -53,6 +56,7 @@ fuzz:
 ## demo: the main job. Starts kube-apiserver + etcd (built from source, bin/k8s-*), runs the
 ## admission webhook, plays the seed's four scenarios through kubectl, prints one line each, stops.
 demo: envtest-bins
+	@echo ">> building the demo"
 	@$(GO) build -o $(BIN)/demo ./cmd/demo
 	@$(BIN)/demo --assets $(ENVTEST_ASSETS) --manifests manifests/webhook --examples examples/pods
 

@@ -195,8 +195,8 @@ func (e *Engine) Eval(ctx context.Context, input ast.Value) (Output, error) {
 	defer stop()
 	rs, err := set.query.Eval(ctx, rego.EvalParsedInput(input), rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()))
 	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return Output{}, fmt.Errorf("evaluating policy set %s: %w: %w", set.revision, ctxErr, err)
+		if ctxErr := ctx.Err(); ctxErr != nil { // OPA's own error only repeats it
+			return Output{}, fmt.Errorf("evaluating policy set %s: %w", set.revision, ctxErr)
 		}
 		return Output{}, fmt.Errorf("evaluating policy set %s: %w", set.revision, err)
 	}

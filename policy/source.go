@@ -103,7 +103,7 @@ func readFS(ctx context.Context, fsys fs.FS) (map[string]string, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading policies: %w", err)
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no .rego files found")

@@ -1,8 +1,3 @@
-// Command demo plays the seed's four scenarios on a real, local control
-// plane: kube-apiserver and etcd built from source (bin/k8s-*), gpuadmit's
-// webhook server (the wiring of cmd/webhook) and the kubectl built from
-// source. It prints one line per scenario and stops everything it started.
-// `make demo` builds what it needs and runs it.
 package main
 
 import (
@@ -50,6 +45,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	ctrllog.SetLogger(log)
 	klog.SetLogger(log)
+	fmt.Fprintln(stderr, ">> starting etcd and kube-apiserver (built from source) on loopback ports")
 	c, err := devcluster.Start(ctx, *assets, *manifests)
 	if err != nil {
 		fmt.Fprintf(stderr, "demo: %v\n", err)
@@ -57,7 +53,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	opts := c.Options()
 	opts.Log = log
+	fmt.Fprintln(stderr, ">> starting gpuadmit's webhook server and waiting until its watches synced")
 	err = c.StartWebhook(ctx, opts)
+	if err == nil {
+		fmt.Fprintln(stderr, ">> playing the four scenarios through kubectl")
+	}
 	if err == nil {
 		err = seeddemo.Play(ctx, c, *examples, stdout)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // effectiveOutput is the command-line contract's JSON for `gpuadmit
-// effective` of one Pod (docs/cli.md).
+// effective` of one Pod (docs/design.md).
 type effectiveOutput struct {
 	Effective  effective.Vector  `json:"effective"`
 	Containers []containerOutput `json:"containers"`
@@ -48,7 +48,7 @@ func runEffective(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("gpuadmit effective", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String("f", "", "pod or workload manifest (YAML or JSON; - for standard input)")
-	cfgPath := fs.String("config", "", "gpuadmit/HAMi device config file (default: HAMi's defaults)")
+	cfgPath := fs.String("config", "", "configuration file, the webhook's (or a HAMi device config); default: every default")
 	devMem := fs.Int64("device-memory", 0, "device memory in MiB used to resolve memory percentages (0: unresolved)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -73,7 +73,7 @@ func runEffective(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	var out effectiveObjects
 	var errs []error
 	for _, w := range objs.Workloads {
-		o, err := effectiveOf(w, cfg.NVIDIA, *devMem)
+		o, err := effectiveOf(w, cfg.Devices, *devMem)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", w.Kind, w.Name, err))
 			continue
@@ -126,9 +126,10 @@ func effectiveOf(w *manifest.Workload, s effective.Settings, devMem int64) (effe
 	return out, nil
 }
 
-// loadConfig reads the configuration file (HAMi's defaults when path is
-// empty) and warns once on stderr about the keys it does not read.
-func loadConfig(path string, stderr io.Writer) (config.Config, error) {
+// loadConfig reads the configuration file (every default when path is
+// empty) exactly as the webhook does, and warns once on stderr about the
+// keys it does not read.
+func loadConfig(path string, stderr io.Writer) (config.Configuration, error) {
 	if path == "" {
 		return config.Default(), nil
 	}

@@ -43,7 +43,7 @@ func TestEffectiveCommand(t *testing.T) {
 			wantCode: 2, wantErrSub: "-: no Pod or workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) found"},
 		{name: "garbage input", args: []string{"effective", "-f", "-"}, stdin: "{{{", wantCode: 2, wantErrSub: "document 1: not valid YAML or JSON"},
 		{name: "bad config", args: []string{"effective", "-f", "../../examples/pods/scenario2-init20-app10.yaml", "--config", "../../examples/pods/invalid.yaml"},
-			wantCode: 2, wantErrSub: `kind "Pod": not a device configuration`},
+			wantCode: 2, wantErrSub: `apiVersion "v1", kind "Pod": want apiVersion config.gpuadmit.io/v1alpha1, kind Configuration`},
 		{name: "HAMi's chart-rendered device config loads, one warning line names the ignored keys",
 			args:       []string{"effective", "-f", "../../examples/pods/scenario2-init20-app10.yaml", "--config", "../../pkg/config/testdata/hami-chart-v2.10.yaml"},
 			wantErrSub: "gpuadmit: warning: ../../pkg/config/testdata/hami-chart-v2.10.yaml: config keys gpuadmit does not read (ignored): amd, awsneuron, biren, cambricon,",

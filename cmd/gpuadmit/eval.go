@@ -23,7 +23,7 @@ import (
 )
 
 // evalOutput is the command-line contract's JSON for `gpuadmit eval` of
-// one Pod (docs/cli.md).
+// one Pod (docs/design.md).
 type evalOutput struct {
 	Allowed   bool             `json:"allowed"`
 	Effective effective.Vector `json:"effective"`
@@ -58,7 +58,7 @@ func runEval(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	file := fs.String("f", "", "pod or workload manifest (YAML or JSON; - for standard input)")
 	state := fs.String("state", "", "cluster state: Pods, Nodes and ResourceQuotas as `kubectl get -o yaml` prints them (- for standard input)")
-	cfgPath := fs.String("config", "", "gpuadmit/HAMi device config file (default: HAMi's defaults)")
+	cfgPath := fs.String("config", "", "configuration file, the webhook's (or a HAMi device config); default: every default")
 	policyDir := fs.String("policy", "", "directory of Rego modules added to (or, by file name, replacing) the embedded policies")
 	namespace := fs.String("namespace", "", "namespace of the request (default: the pod's, else \"default\")")
 	if err := fs.Parse(args); err != nil {
@@ -113,18 +113,22 @@ func (e *evaluation) run(file, state, cfgPath, policyDir string, stdin io.Reader
 	if len(objs.Workloads) == 0 {
 		return evalObjects{}, false, fmt.Errorf("%s: no Pod or workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) found", file)
 	}
-	if e.ledger, err = loadState(state, stdin, cfg.NVIDIA, logr.Discard()); err != nil {
+	if e.ledger, err = loadState(state, stdin, cfg.Devices, logr.Discard()); err != nil {
 		return evalObjects{}, false, err
 	}
-	engine := policy.New(policy.Options{})
+	// The policies the webhook loads from its configuration's directory,
+	// then the command line's.
+	engine := policy.New(policy.Options{EvalTimeout: cfg.Admission.PolicyEvaluationTimeout})
 	var overrides []policy.Source
-	if policyDir != "" {
-		overrides = append(overrides, policy.Dir(policyDir))
+	for _, dir := range []string{cfg.Policy.Directory, policyDir} {
+		if dir != "" {
+			overrides = append(overrides, policy.Dir(dir))
+		}
 	}
 	if err := engine.Load(ctx, overrides...); err != nil {
 		return evalObjects{}, false, err
 	}
-	if e.decider, err = decision.New(engine, cfg.NVIDIA, e.ledger, decision.Options{}); err != nil {
+	if e.decider, err = decision.New(engine, e.ledger, cfg, logr.Discard()); err != nil {
 		return evalObjects{}, false, err
 	}
 	if e.matcher, err = matchcond.Load(webhookmanifests.WebhooksYAML()); err != nil {

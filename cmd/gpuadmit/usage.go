@@ -12,7 +12,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
-// usageOutput is the JSON of DESIGN.md section 5 for `gpuadmit usage`
+// usageOutput is the command-line contract's JSON for `gpuadmit usage` (docs/design.md)
 // ("pods", "quotas", "unresolved" and "problems" are additions).
 type usageOutput struct {
 	Namespaces map[string]usageNamespace `json:"namespaces"`
@@ -54,7 +54,7 @@ func runUsage(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gpuadmit usage", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	state := fs.String("state", "", "cluster state: Pods, Nodes and ResourceQuotas as `kubectl get -o yaml` prints them (- for standard input)")
-	cfgPath := fs.String("config", "", "gpuadmit/HAMi device config file (default: HAMi's defaults)")
+	cfgPath := fs.String("config", "", "configuration file, the webhook's (or a HAMi device config); default: every default")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -65,7 +65,7 @@ func runUsage(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "usage", err)
 	}
-	l, err := loadState(*state, stdin, cfg.NVIDIA, logr.Discard())
+	l, err := loadState(*state, stdin, cfg.Devices, logr.Discard())
 	if err != nil {
 		return fail(stderr, "usage", err)
 	}

@@ -56,7 +56,7 @@ func TestUsageCommand(t *testing.T) {
 			stdin:    "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: a}\nspec: {hard: {limits.nvidia.com/gpu: lots}}\n",
 			wantCode: 2, wantErrSub: "(ResourceQuota a/q)"},
 		{name: "bad config", args: []string{"usage", "--state", "../../examples/state/seed-init-done.yaml", "--config", "../../examples/pods/invalid.yaml"},
-			wantCode: 2, wantErrSub: `kind "Pod": not a device configuration`},
+			wantCode: 2, wantErrSub: `apiVersion "v1", kind "Pod": want apiVersion config.gpuadmit.io/v1alpha1, kind Configuration`},
 		{name: "unknown flag", args: []string{"usage", "-f", "x"}, wantCode: 2, wantErrSub: "flag provided but not defined: -f"},
 	}
 	for _, tt := range tests {

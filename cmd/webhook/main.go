@@ -1,8 +1,3 @@
-// Command webhook is gpuadmit's admission webhook server: it parses flags
-// and runs the wiring of pkg/server (mutating /mutate-pods, validating
-// /validate-pods, /healthz and /readyz on the probe address, Prometheus
-// metrics on the metrics address) until SIGTERM or SIGINT, then shuts down
-// gracefully.
 package main
 
 import (
@@ -15,8 +10,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -39,12 +34,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		cfgPath     = fs.String("config", "", "gpuadmit/HAMi device config file (default: HAMi's defaults)")
+		cfgPath     = fs.String("config", "", "configuration file (docs/configuration.md; default: every default)")
+		kubeconfig  = fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster, or $KUBECONFIG)")
 		namespace   = fs.String("namespace", envOr("POD_NAMESPACE", "gpuadmit-system"), "the server's namespace (policy ConfigMaps, certificate Secret)")
-		policyDir   = fs.String("policy-dir", "", "directory of extra Rego policies (and their tests) added to the built-in ones")
-		policySel   = fs.String("policy-configmap-selector", "gpuadmit.io/policy=true", "label selector of policy ConfigMaps in --namespace (empty: none)")
-		confirm     = fs.Duration("reservation-confirm-after", 5*time.Second, "how long after admitting a pod its reservation is first checked against the API server (a reservation ends only when the watch records the pod or a read confirms it does not exist)")
-		staleFeed   = fs.String("stale-feed", server.StaleFeedReservations, "while a watch is stale: Reservations (keep deciding; admitted pods stay reserved until seen) or Deny (refuse GPU pods, fail readiness)")
 		port        = fs.Int("port", 9443, "webhook server port (HTTPS, TLS 1.2+)")
 		metricsAddr = fs.String("metrics-bind-address", ":8080", "Prometheus metrics address (0 disables)")
 		probeAddr   = fs.String("health-probe-bind-address", ":8081", "/healthz and /readyz address")
@@ -77,14 +69,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 	}
 	restCfg, err := ctrl.GetConfig()
+	if *kubeconfig != "" {
+		restCfg, err = clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "webhook: kubernetes client configuration: %v\n", err)
 		return 2
 	}
 	svc := *service + "." + *namespace + ".svc"
 	srv, err := server.New(restCfg, server.Options{
-		Settings: cfg.NVIDIA, Namespace: *namespace, PolicyDir: *policyDir, PolicySelector: *policySel,
-		ConfirmAfter: *confirm, StaleFeed: *staleFeed, Port: *port, MetricsAddr: *metricsAddr, ProbeAddr: *probeAddr,
+		Config: cfg, Namespace: *namespace, Port: *port, MetricsAddr: *metricsAddr, ProbeAddr: *probeAddr,
 		Registry: ctrlmetrics.Registry, CertDir: *certDir, CertSecret: *certSecret,
 		CertDNSNames:    []string{svc, svc + ".cluster.local", *service + "." + *namespace, *service},
 		CertIPs:         []net.IP{},
@@ -94,9 +88,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "webhook: %v\n", err)
 		return 2
 	}
-	log.Info("starting", "namespace", *namespace, "port", *port, "policySelector", *policySel,
-		"selfManagedCerts", *certDir == "", "resources", strings.Join([]string{string(cfg.NVIDIA.Names.Count),
-			string(cfg.NVIDIA.Names.Memory), string(cfg.NVIDIA.Names.MemoryPercentage), string(cfg.NVIDIA.Names.Cores)}, ","))
+	n := cfg.Devices.Names
+	log.Info("starting", "namespace", *namespace, "port", *port, "policySelector", cfg.Policy.ConfigMapSelector,
+		"selfManagedCerts", *certDir == "", "resources", strings.Join([]string{string(n.Count), string(n.Memory),
+			string(n.MemoryPercentage), string(n.Cores)}, ","))
 	if err := srv.Start(ctx); err != nil {
 		log.Error(err, "webhook server stopped")
 		return 1

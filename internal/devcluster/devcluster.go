@@ -1,11 +1,3 @@
-// Package devcluster runs a local Kubernetes control plane (kube-apiserver
-// and etcd built from source, driven by controller-runtime's envtest) with
-// gpuadmit's webhook server running in process through pkg/server, wired
-// exactly as cmd/webhook wires it. The webhook configurations are
-// manifests/webhook/webhooks.yaml with the Service reference replaced by the
-// local server's URL. The integration suites and `make demo` use it, and
-// play the scheduler and the kubelet (binding, container statuses) because
-// neither runs here.
 package devcluster
 
 import (
@@ -32,7 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
@@ -117,9 +109,8 @@ func (c *Cluster) setUp(ctx context.Context) error {
 // listeners, with a fresh metrics registry.
 func (c *Cluster) Options() server.Options {
 	return server.Options{
-		Settings:          effective.DefaultSettings(),
+		Config:            config.Default(),
 		Namespace:         Namespace,
-		PolicySelector:    "gpuadmit.io/policy=true",
 		Host:              "127.0.0.1",
 		Port:              c.Port,
 		MetricsAddr:       "0",

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuadmit/gpuadmit/internal/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/testquota"
+
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,10 +55,10 @@ func benchLedger(b *testing.B, pods int) *Ledger {
 	b.Helper()
 	l := New(Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
 	for i := range 1000 {
-		l.UpsertNode(gpuNode(b, fmt.Sprintf("node-%d", i), map[string]string{"zone": fmt.Sprint(i % 3)}, dev("GPU-a", 24576), dev("GPU-b", 24576)))
+		l.UpsertNode(testnode.WithDevices(fmt.Sprintf("node-%d", i), map[string]string{"zone": fmt.Sprint(i % 3)}, dev("GPU-a", 24576), dev("GPU-b", 24576)))
 	}
 	for i := range 200 {
-		l.UpsertQuota(rq(fmt.Sprintf("team-%d", i), "gpu", map[string]string{"limits.nvidia.com/gpumem": "1000000"}))
+		l.UpsertQuota(testquota.New(fmt.Sprintf("team-%d", i), "gpu", map[string]string{"limits.nvidia.com/gpumem": "1000000"}))
 	}
 	for i := range pods {
 		l.UpsertPod(benchPod(i, i%2 == 0))

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gpuadmit/gpuadmit/internal/testnode"
+
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
@@ -43,8 +45,8 @@ func TestNodeCapacity(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newLedger(t)
-			l.UpsertNode(annotatedNode("n1", map[string]string{"gpu": "yes"}, tt.annotations))
-			l.UpsertNode(annotatedNode("cpu-only", nil, nil))
+			l.UpsertNode(testnode.Annotated("n1", map[string]string{"gpu": "yes"}, tt.annotations))
+			l.UpsertNode(testnode.Annotated("cpu-only", nil, nil))
 			c := l.Capacity()
 			if len(c.Nodes) != 1 {
 				t.Fatalf("capacity nodes = %v, want only n1 (CPU-only nodes are left out)", c.Nodes)
@@ -69,13 +71,13 @@ func TestNodeCapacity(t *testing.T) {
 
 func TestCapacityIsCachedAndRebuilt(t *testing.T) {
 	l := newLedger(t)
-	l.UpsertNode(gpuNode(t, "n1", map[string]string{"zone": "a"}, dev("GPU-1", 24576)))
+	l.UpsertNode(testnode.WithDevices("n1", map[string]string{"zone": "a"}, dev("GPU-1", 24576)))
 	c1 := l.Capacity()
-	l.UpsertNode(gpuNode(t, "n1", map[string]string{"zone": "a"}, dev("GPU-1", 24576))) // unchanged: resync
+	l.UpsertNode(testnode.WithDevices("n1", map[string]string{"zone": "a"}, dev("GPU-1", 24576))) // unchanged: resync
 	if c2 := l.Capacity(); c2 != c1 {
 		t.Errorf("an unchanged node must not rebuild the capacity")
 	}
-	l.UpsertNode(gpuNode(t, "n1", map[string]string{"zone": "b"}, dev("GPU-1", 24576)))
+	l.UpsertNode(testnode.WithDevices("n1", map[string]string{"zone": "b"}, dev("GPU-1", 24576)))
 	c3 := l.Capacity()
 	if c3 == c1 || c3.Nodes["n1"].Labels["zone"] != "b" || c1.Nodes["n1"].Labels["zone"] != "a" {
 		t.Errorf("a label change must rebuild the capacity and leave older snapshots alone")
@@ -110,15 +112,15 @@ func TestPercentagesFollowTheNodes(t *testing.T) {
 	if s.Used != vec(2, 0, 0) || len(s.Unresolved) != 2 || s.Unresolved[0].Pod != "bound" || s.Unresolved[0].Containers[0] != "a" {
 		t.Fatalf("before any node is known: used %v unresolved %v; want 2 GPUs, memory unresolved for both", s.Used, s.Unresolved)
 	}
-	l.UpsertNode(gpuNode(t, "n1", nil, dev("GPU-1", 24576), dev("GPU-2", 81920)))
+	l.UpsertNode(testnode.WithDevices("n1", nil, dev("GPU-1", 24576), dev("GPU-2", 81920)))
 	if s = l.Namespace("ns"); s.Used != vec(2, 2*40960, 0) || len(s.Unresolved) != 0 {
 		t.Fatalf("node known: used %v unresolved %v; want 50%% of 81920 for both", s.Used, s.Unresolved)
 	}
-	l.UpsertNode(gpuNode(t, "n2", map[string]string{"gpu": "h200"}, dev("GPU-3", 143771)))
+	l.UpsertNode(testnode.WithDevices("n2", map[string]string{"gpu": "h200"}, dev("GPU-3", 143771)))
 	if s = l.Namespace("ns"); s.Used.MemMiB != 40960+71885 {
 		t.Fatalf("a larger node appeared: used %d MiB, want 40960 (bound to n1) + 71885 (pending, may land on n2)", s.Used.MemMiB)
 	}
-	l.UpsertNode(gpuNode(t, "n1", nil, dev("GPU-1", 24576)))
+	l.UpsertNode(testnode.WithDevices("n1", nil, dev("GPU-1", 24576)))
 	if s = l.Namespace("ns"); s.Used.MemMiB != 12288+71885 {
 		t.Fatalf("n1 shrank: used %d MiB, want 12288 + 71885", s.Used.MemMiB)
 	}
@@ -141,8 +143,8 @@ func TestPercentagesFollowTheNodes(t *testing.T) {
 // admission used; then the bound node's device, then the assigned device.
 func TestPendingWholeCardPodsAreCharged(t *testing.T) {
 	l := newLedger(t)
-	l.UpsertNode(gpuNode(t, "a10", map[string]string{"gpu": "a10"}, dev("GPU-a", 24576)))
-	l.UpsertNode(gpuNode(t, "h100", map[string]string{"gpu": "h100"}, dev("GPU-h0", 81920), dev("GPU-h1", 81920)))
+	l.UpsertNode(testnode.WithDevices("a10", map[string]string{"gpu": "a10"}, dev("GPU-a", 24576)))
+	l.UpsertNode(testnode.WithDevices("h100", map[string]string{"gpu": "h100"}, dev("GPU-h0", 81920), dev("GPU-h1", 81920)))
 	for _, tt := range []struct {
 		name string
 		pod  *testpod.Builder
@@ -178,7 +180,7 @@ func TestDeviceUsageOfUnannouncedDevices(t *testing.T) {
 	if d.Capacity != nil || d.Used != vec(1, 1000, 10) {
 		t.Errorf("got %+v, want usage without capacity", d)
 	}
-	l.UpsertNode(gpuNode(t, "n9", nil, dev("GPU-z", 24576)))
+	l.UpsertNode(testnode.WithDevices("n9", nil, dev("GPU-z", 24576)))
 	if d := l.Snapshot().Nodes["n9"].Devices["GPU-z"]; d.Capacity == nil || d.Capacity.MemMiB != 24576 || d.Used.MemMiB != 1000 {
 		t.Errorf("got %+v, want capacity 24576 and usage 1000", d)
 	}

@@ -5,9 +5,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
@@ -39,31 +36,6 @@ func vec(g, m, c int64) effective.Vector { return effective.Vector{GPU: g, MemMi
 
 func dev(uuid string, memMiB int64) devices.Device {
 	return devices.Device{UUID: uuid, Model: "NVIDIA A10", MemoryMiB: memMiB, Cores: 100, Healthy: true}
-}
-
-// gpuNode builds a node announcing devs in gpuadmit.io/gpu-devices.
-func gpuNode(t testing.TB, name string, labels map[string]string, devs ...devices.Device) *corev1.Node {
-	t.Helper()
-	v, err := devices.EncodeNodeDevices(devs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return annotatedNode(name, labels, map[string]string{devices.NodeDevicesAnnotation: v})
-}
-
-func annotatedNode(name string, labels, annotations map[string]string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-node-" + name),
-		Labels: labels, Annotations: annotations}}
-}
-
-// rq builds a ResourceQuota with spec.hard.
-func rq(ns, name string, hard map[string]string) *corev1.ResourceQuota {
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-rq-" + ns + "-" + name)}}
-	q.Spec.Hard = corev1.ResourceList{}
-	for k, v := range hard {
-		q.Spec.Hard[corev1.ResourceName(k)] = resource.MustParse(v)
-	}
-	return q
 }
 
 // seedPod is the seed's llm-server: init convert-weights 20 GiB, app server 10 GiB, on GPU-0 of node1.

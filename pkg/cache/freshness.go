@@ -30,7 +30,7 @@ type FreshnessOptions struct {
 	// watch a bookmark about once a minute, so a live watch of a quiet
 	// resource catches up within that; default 3m.
 	StaleAfter time.Duration
-	// ProbeTimeout bounds one probe (default 5s).
+	// ProbeTimeout bounds one probe (default ProbeEvery, at most 5s).
 	ProbeTimeout time.Duration
 	// Clock tells the time (default the wall clock).
 	Clock Clock
@@ -73,7 +73,7 @@ func newFreshness(client kubernetes.Interface, opts FreshnessOptions, log logr.L
 		opts.StaleAfter = 3 * time.Minute
 	}
 	if opts.ProbeTimeout <= 0 {
-		opts.ProbeTimeout = 5 * time.Second
+		opts.ProbeTimeout = min(opts.ProbeEvery, 5*time.Second)
 	}
 	if opts.Clock == nil {
 		opts.Clock = realClock{}
@@ -122,20 +122,25 @@ func (f *freshness) run(ctx context.Context, synced func() bool) {
 	}
 }
 
-// check probes every resource once and re-evaluates its staleness.
+// check probes every resource once, in parallel, and re-evaluates their
+// staleness.
 func (f *freshness) check(ctx context.Context) {
-	for _, name := range slices.Sorted(maps.Keys(f.resources)) {
-		pctx, cancel := context.WithTimeout(ctx, f.opts.ProbeTimeout)
-		rv, err := f.probe(pctx, name)
-		cancel()
-		f.record(name, rv, err, f.watched(name))
+	var wg sync.WaitGroup
+	for name := range f.resources {
+		wg.Go(func() {
+			at := f.opts.Clock.Now()
+			pctx, cancel := context.WithTimeout(ctx, f.opts.ProbeTimeout)
+			rv, err := f.probe(pctx, name)
+			cancel()
+			f.record(name, at, rv, err, f.watched(name))
+		})
 	}
+	wg.Wait()
 }
 
-// record adds one probe of resource and re-evaluates its staleness against
-// the resourceVersion its watch reached.
-func (f *freshness) record(resource, probed string, probeErr error, watched string) {
-	now := f.opts.Clock.Now()
+// record adds the probe of resource started at now and re-evaluates its
+// staleness against the resourceVersion its watch reached.
+func (f *freshness) record(resource string, now time.Time, probed string, probeErr error, watched string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w := f.resources[resource]

@@ -20,7 +20,7 @@ func TestFreshness(t *testing.T) {
 		resources: map[string]*watchState{"pods": {}, "nodes": {}}}
 	step := func(d time.Duration, resource, probed string, err error, watched string) {
 		clk.now = clk.now.Add(d)
-		f.record(resource, probed, err, watched)
+		f.record(resource, clk.now, probed, err, watched)
 	}
 	// A quiet cluster: the API server moves on (other objects change), the
 	// pod watch follows through bookmarks about once a minute.

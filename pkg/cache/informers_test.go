@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuadmit/gpuadmit/internal/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/testquota"
+
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -49,7 +52,7 @@ func TestTombstones(t *testing.T) {
 			}
 		}},
 		{"node tombstone", func(l *Ledger) {
-			NodeHandler(l, testr.New(t)).OnDelete(toolscache.DeletedFinalStateUnknown{Key: "node1", Obj: gpuNode(t, "node1", nil)})
+			NodeHandler(l, testr.New(t)).OnDelete(toolscache.DeletedFinalStateUnknown{Key: "node1", Obj: testnode.WithDevices("node1", nil)})
 		}, func(t *testing.T, l *Ledger) {
 			if c := l.Capacity(); len(c.Nodes) != 0 {
 				t.Errorf("capacity after the tombstone: %v", c.Nodes)
@@ -66,9 +69,9 @@ func TestTombstones(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newLedger(t)
-			NodeHandler(l, testr.New(t)).OnAdd(gpuNode(t, "node1", nil, dev("GPU-0", 24576)), true)
-			QuotaHandler(l, testr.New(t)).OnAdd(rq("team-a", "q1", map[string]string{"limits.nvidia.com/gpumem": "40000"}), true)
-			QuotaHandler(l, testr.New(t)).OnAdd(rq("team-a", "q2", map[string]string{"limits.nvidia.com/gpumem": "24576"}), true)
+			NodeHandler(l, testr.New(t)).OnAdd(testnode.WithDevices("node1", nil, dev("GPU-0", 24576)), true)
+			QuotaHandler(l, testr.New(t)).OnAdd(testquota.New("team-a", "q1", map[string]string{"limits.nvidia.com/gpumem": "40000"}), true)
+			QuotaHandler(l, testr.New(t)).OnAdd(testquota.New("team-a", "q2", map[string]string{"limits.nvidia.com/gpumem": "24576"}), true)
 			PodHandler(l, testr.New(t)).OnAdd(pod, true)
 			if s := l.Namespace("team-a"); s.Used.MemMiB != 20480 {
 				t.Fatalf("setup: used %d", s.Used.MemMiB)
@@ -125,13 +128,13 @@ func TestTransformKeepsWhatTheLedgerReads(t *testing.T) {
 			t.Errorf("%s: full %+v, slim %+v", p.Name, a.rec, b.rec)
 		}
 	}
-	node := annotatedNode("n1", map[string]string{"zone": "a"}, map[string]string{"gpuadmit.io/gpu-devices": "[]", "other": "x"})
+	node := testnode.Annotated("n1", map[string]string{"zone": "a"}, map[string]string{"gpuadmit.io/gpu-devices": "[]", "other": "x"})
 	node.Status.Images = []corev1.ContainerImage{{Names: []string{"big"}}}
 	out, err := NodeTransform(node)
 	if n := out.(*corev1.Node); err != nil || n.Labels["zone"] != "a" || len(n.Annotations) != 1 || n.Status.Images != nil {
 		t.Errorf("node transform: %+v, %v", n, err)
 	}
-	q := rq("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1", "requests.nvidia.com/gpu": "2", "limits.cpu": "3", "pods": "9"})
+	q := testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1", "requests.nvidia.com/gpu": "2", "limits.cpu": "3", "pods": "9"})
 	out, err = QuotaTransform(effective.DefaultSettings())(q)
 	if qq := out.(*corev1.ResourceQuota); err != nil || len(qq.Spec.Hard) != 2 {
 		t.Errorf("quota transform kept %v, %v", qq.Spec.Hard, err)
@@ -153,9 +156,9 @@ func sameRecordIgnoringPod(a, b *podRecord) bool {
 // quota deletions and pod deletions reach the ledger.
 func TestFeedWithFakeClientset(t *testing.T) {
 	client := fake.NewClientset(
-		gpuNode(t, "node1", map[string]string{"gpu": "a10"}, dev("GPU-0", 24576)),
-		rq("team-a", "gpu-quota", map[string]string{"limits.nvidia.com/gpumem": "24576"}),
-		rq("team-a", "other", map[string]string{"limits.nvidia.com/gpu": "4"}),
+		testnode.WithDevices("node1", map[string]string{"gpu": "a10"}, dev("GPU-0", 24576)),
+		testquota.New("team-a", "gpu-quota", map[string]string{"limits.nvidia.com/gpumem": "24576"}),
+		testquota.New("team-a", "other", map[string]string{"limits.nvidia.com/gpu": "4"}),
 		seedPod().InitRunning("convert-weights").Build(),
 	)
 	l := newLedger(t)

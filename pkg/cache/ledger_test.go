@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuadmit/gpuadmit/internal/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/testquota"
+
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 
@@ -17,8 +20,8 @@ import (
 // 24 GiB quota.
 func TestSeedScenarios3And4(t *testing.T) {
 	l := newLedger(t)
-	l.UpsertNode(gpuNode(t, "node1", nil, dev("GPU-0", 24576)))
-	l.UpsertQuota(rq("team-a", "gpu-quota", map[string]string{"limits.nvidia.com/gpumem": "24576"}))
+	l.UpsertNode(testnode.WithDevices("node1", nil, dev("GPU-0", 24576)))
+	l.UpsertQuota(testquota.New("team-a", "gpu-quota", map[string]string{"limits.nvidia.com/gpumem": "24576"}))
 	small := vec(1, 12288, 0)
 	fits := func(s NamespaceSnapshot, d effective.Vector) bool {
 		return s.Used.MemMiB+s.Reserved.MemMiB+d.MemMiB <= s.Limits.MemMiB.Value
@@ -238,8 +241,8 @@ func TestProblemsAreLoggedOnce(t *testing.T) {
 	bad := testpod.New("bad").NS("ns").App("a", testpod.Res(testpod.GPUName, "0.5"))
 	for range 3 {
 		l.UpsertPod(bad.Build())
-		l.UpsertQuota(rq("ns", "q", map[string]string{"limits.nvidia.com/gpu": "2.5"}))
-		l.UpsertNode(annotatedNode("n1", nil, map[string]string{"gpuadmit.io/gpu-devices": "{"}))
+		l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpu": "2.5"}))
+		l.UpsertNode(testnode.Annotated("n1", nil, map[string]string{"gpuadmit.io/gpu-devices": "{"}))
 	}
 	if len(lines) != 3 {
 		t.Fatalf("logged %d lines, want 3 (pod, quota, node):\n%s", len(lines), strings.Join(lines, "\n"))

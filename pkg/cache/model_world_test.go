@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/gpuadmit/gpuadmit/internal/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/testquota"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -137,7 +140,7 @@ func (m *model) node() {
 	default:
 		ann[devices.NodeDevicesAnnotation], _ = devices.EncodeNodeDevices(devs)
 	}
-	n := annotatedNode(name, map[string]string{"zone": fmt.Sprint(m.r.IntN(2))}, ann)
+	n := testnode.Annotated(name, map[string]string{"zone": fmt.Sprint(m.r.IntN(2))}, ann)
 	old := m.nodes[name]
 	m.nodes[name], m.nodeMem[name], m.nodeDevs[name], m.devMem[name] = n, maxMem, ids, mems
 	if old == nil {
@@ -170,7 +173,7 @@ func (m *model) quota() {
 			hard[k] = []string{"0", "1.5", "100m"}[m.r.IntN(3)]
 		}
 	}
-	q := rq(ns, name, hard)
+	q := testquota.New(ns, name, hard)
 	m.quotas[key] = q
 	m.quotaH.OnAdd(q, false)
 }

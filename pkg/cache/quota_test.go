@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gpuadmit/gpuadmit/internal/testquota"
+
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
@@ -68,7 +70,7 @@ func TestQuotaLimits(t *testing.T) {
 			s.MemoryFactor = tt.factor
 			l := New(Options{Settings: s})
 			for name, hard := range tt.quotas {
-				l.UpsertQuota(rq("ns", name, hard))
+				l.UpsertQuota(testquota.New("ns", name, hard))
 			}
 			for _, name := range tt.delete {
 				l.DeleteQuota("ns", name)
@@ -90,16 +92,16 @@ func TestQuotaLimits(t *testing.T) {
 
 func TestQuotaUpdateAndDelete(t *testing.T) {
 	l := newLedger(t)
-	l.UpsertQuota(rq("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1000"}))
-	l.UpsertQuota(rq("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "2000"}))
+	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1000"}))
+	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "2000"}))
 	if got := l.Namespace("ns").Limits.MemMiB; got == nil || got.Value != 2000 {
 		t.Fatalf("after update: %+v, want 2000", got)
 	}
-	l.UpsertQuota(rq("ns", "q", map[string]string{"limits.cpu": "1"}))
+	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.cpu": "1"}))
 	if got := l.Namespace("ns").Limits.MemMiB; got != nil {
 		t.Fatalf("after removing the key: %+v, want no limit", got)
 	}
-	l.UpsertQuota(rq("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1000"}))
+	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1000"}))
 	l.DeleteQuota("ns", "q")
 	l.DeleteQuota("ns", "q") // twice: harmless
 	if got := l.Namespace("ns").Limits; got != (Limits{}) {

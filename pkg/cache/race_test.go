@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuadmit/gpuadmit/internal/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/testquota"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -41,7 +44,7 @@ func TestRaceEventsSnapshotsReservations(t *testing.T) {
 		})
 	}
 	nodes := []*corev1.Node{
-		gpuNode(t, "n0", nil, dev("GPU-a", 16384)), gpuNode(t, "n1", nil, dev("GPU-a", 24576)), gpuNode(t, "n0", nil, dev("GPU-a", 81920)),
+		testnode.WithDevices("n0", nil, dev("GPU-a", 16384)), testnode.WithDevices("n1", nil, dev("GPU-a", 24576)), testnode.WithDevices("n0", nil, dev("GPU-a", 81920)),
 	}
 	background.Go(func() { // nodes change: percentages are re-derived under the lock
 		for i := 0; ; i++ {
@@ -63,7 +66,7 @@ func TestRaceEventsSnapshotsReservations(t *testing.T) {
 				return
 			default:
 			}
-			l.UpsertQuota(rq("ns0", fmt.Sprintf("q%d", i%2), map[string]string{"limits.nvidia.com/gpumem": fmt.Sprint(10000 + i)}))
+			l.UpsertQuota(testquota.New("ns0", fmt.Sprintf("q%d", i%2), map[string]string{"limits.nvidia.com/gpumem": fmt.Sprint(10000 + i)}))
 			if i%7 == 0 {
 				l.DeleteQuota("ns0", "q1")
 			}

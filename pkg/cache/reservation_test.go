@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuadmit/gpuadmit/internal/testquota"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,7 +22,7 @@ func TestReservationCycle(t *testing.T) {
 	clk := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	var ended []string
 	l := New(Options{Settings: effective.DefaultSettings(), Clock: clk, OnReservationEnd: func(r string) { ended = append(ended, r) }})
-	l.UpsertQuota(rq("team-a", "q", map[string]string{"limits.nvidia.com/gpumem": "24576"}))
+	l.UpsertQuota(testquota.New("team-a", "q", map[string]string{"limits.nvidia.com/gpumem": "24576"}))
 
 	// assume: two admissions in the same second.
 	if err := l.Reserve("uid-1", "team-a", "p1", vec(1, 12288, 0)); err != nil {

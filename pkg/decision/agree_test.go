@@ -6,11 +6,14 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/gpuadmit/gpuadmit/internal/testnode"
+
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
@@ -34,9 +37,9 @@ func TestMutateValidateLedgerAgree(t *testing.T) {
 				mems = append(mems, sizes[r.IntN(len(sizes))])
 			}
 			labels := map[string]string{"zone": fmt.Sprint(r.IntN(3)), "model": fmt.Sprint("m", r.IntN(2))}
-			l.UpsertNode(gpuNode(fmt.Sprintf("n%d", i), labels, mems...))
+			l.UpsertNode(testnode.WithGPUs(fmt.Sprintf("n%d", i), labels, mems...))
 		}
-		d, err := decision.New(e, effective.DefaultSettings(), l, decision.Options{})
+		d, err := decision.New(e, l, config.Default(), logr.Discard())
 		if err != nil {
 			t.Fatal(err)
 		}

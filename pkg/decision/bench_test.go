@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
@@ -122,7 +123,7 @@ func BenchmarkDecide(b *testing.B) {
 	if err := e.Load(ctx); err != nil {
 		b.Fatal(err)
 	}
-	d, err := New(e, effective.DefaultSettings(), l, Options{})
+	d, err := New(e, l, config.Default(), logr.Discard())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func BenchmarkDecide(b *testing.B) {
 // document, no Rego) after the same preparation, for the ratio.
 func BenchmarkDecideGo(b *testing.B) {
 	l := benchLedger(b, 10_000)
-	d, err := New(nil, effective.DefaultSettings(), l, Options{})
+	d, err := New(nil, l, config.Default(), logr.Discard())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func BenchmarkEval(b *testing.B) {
 	if err := e.Load(ctx); err != nil {
 		b.Fatal(err)
 	}
-	d, err := New(e, effective.DefaultSettings(), l, Options{})
+	d, err := New(e, l, config.Default(), logr.Discard())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,13 +1,3 @@
-// Package decision makes gpuadmit's admission decision for one pod: it
-// computes the pod's effective GPU demand (memory percentages resolved
-// against the largest device the pod could land on), reads the namespace's
-// usage, reservations and limits and the eligible nodes' devices from the
-// ledger, builds the versioned policy input document and evaluates the
-// policies. The webhook and `gpuadmit eval` call the same Decide, so the
-// command line shows exactly what admission would answer.
-//
-// Pods without any managed GPU resource take a fast path: allowed, without
-// evaluating any policy.
 package decision
 
 import (
@@ -21,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
@@ -64,25 +55,12 @@ type Evaluator interface {
 	Eval(ctx context.Context, input ast.Value) (policy.Output, error)
 }
 
-// Options tune the decision.
-type Options struct {
-	// NearLimitPercent: warn when a namespace reaches this share of a limit
-	// after the pod; 0 means 90.
-	NearLimitPercent int64
-	// UnsatisfiableWarns turns the denial of device requests no eligible
-	// node can satisfy into a warning.
-	UnsatisfiableWarns bool
-	// Log receives decisions at V(1). The zero value discards.
-	Log logr.Logger
-}
-
 // Decider makes admission decisions. It is safe for concurrent use.
 type Decider struct {
 	policy   Evaluator
 	settings effective.Settings
 	snap     Snapshotter
 	log      logr.Logger
-	opts     Options
 
 	settingsVal ast.Value
 	// all caches the view of every node (pods that do not restrict their
@@ -96,19 +74,22 @@ type cachedView struct {
 	value    ast.Value
 }
 
-// New returns a Decider evaluating engine's policies against the ledger snap.
-func New(engine Evaluator, settings effective.Settings, snap Snapshotter, opts Options) (*Decider, error) {
-	if opts.NearLimitPercent == 0 {
-		opts.NearLimitPercent = 90
+// New returns a Decider evaluating engine's policies against the ledger
+// snap, reading requests with cfg.Devices and deciding with cfg.Admission
+// (the webhook and the command line pass the same configuration). log
+// receives decisions at V(1).
+func New(engine Evaluator, snap Snapshotter, cfg config.Configuration, log logr.Logger) (*Decider, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if opts.NearLimitPercent < 0 || opts.NearLimitPercent > 100 {
-		return nil, fmt.Errorf("near-limit percent must be within 1..100, got %d", opts.NearLimitPercent)
-	}
-	sv, err := settingsValue(settings, opts)
+	sv, err := settingsValue(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Decider{policy: engine, settings: settings, snap: snap, log: opts.Log, opts: opts, settingsVal: sv}, nil
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	return &Decider{policy: engine, settings: cfg.Devices, snap: snap, log: log, settingsVal: sv}, nil
 }
 
 // Decide decides one admission. An error means no decision could be made

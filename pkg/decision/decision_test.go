@@ -3,40 +3,32 @@ package decision_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gpuadmit/gpuadmit/internal/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/testquota"
+
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/opa/v1/ast"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
-// gpuNode is a node with the given labels and one device per memory size.
-func gpuNode(name string, labels map[string]string, memMiB ...int64) *corev1.Node {
-	var devs []string
-	for i, m := range memMiB {
-		devs = append(devs, fmt.Sprintf(`{"uuid":"GPU-%s-%d","index":%d,"memoryMiB":%d,"cores":100,"healthy":true}`, name, i, i, m))
+// configWith is the default configuration changed by f (when set).
+func configWith(f func(*config.Configuration)) config.Configuration {
+	c := config.Default()
+	if f != nil {
+		f(&c)
 	}
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels,
-		Annotations: map[string]string{"gpuadmit.io/gpu-devices": "[" + strings.Join(devs, ",") + "]"}}}
-}
-
-func quota(ns, name string, hard map[string]string) *corev1.ResourceQuota {
-	rl := corev1.ResourceList{}
-	for k, v := range hard {
-		rl[corev1.ResourceName(k)] = resource.MustParse(v)
-	}
-	return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ResourceQuotaSpec{Hard: rl}}
+	return c
 }
 
 // engine is loaded once: compiling and testing the policies takes a while.
@@ -81,16 +73,16 @@ func withAffinity(p *corev1.Pod, key string, values ...string) *corev1.Pod {
 func TestDecide(t *testing.T) {
 	e := engine(t)
 	gpu, mem, pct, cores := testpod.GPU, testpod.Mem, testpod.MemPct, testpod.Cores
-	a10 := gpuNode("a10-1", map[string]string{"gpu": "a10"}, 24576)
-	h100 := gpuNode("h100-1", map[string]string{"gpu": "h100"}, 81920, 81920)
-	teamQuota := quota("team-a", "gpu-quota", map[string]string{"limits.nvidia.com/gpumem": "24576"})
+	a10 := testnode.WithGPUs("a10-1", map[string]string{"gpu": "a10"}, 24576)
+	h100 := testnode.WithGPUs("h100-1", map[string]string{"gpu": "h100"}, 81920, 81920)
+	teamQuota := testquota.New("team-a", "gpu-quota", map[string]string{"limits.nvidia.com/gpumem": "24576"})
 	tests := []struct {
 		name     string
 		nodes    []*corev1.Node
 		quotas   []*corev1.ResourceQuota
 		running  []*corev1.Pod
 		reserve  effective.Vector
-		opts     decision.Options
+		cfg      func(*config.Configuration)
 		pod      *corev1.Pod
 		req      decision.Request // Pod is set from pod
 		wantEval bool
@@ -137,7 +129,7 @@ func TestDecide(t *testing.T) {
 		{name: "without affinity the same pod fits the H100 node", nodes: []*corev1.Node{a10, h100},
 			pod: testpod.New("train").NS("team-a").App("t", gpu(2), mem(40960), cores(50)).Build(), wantEval: true,
 			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 2, MemMiB: 81920, Cores: 100}}},
-		{name: "unsatisfiable as a warning", nodes: []*corev1.Node{a10}, opts: decision.Options{UnsatisfiableWarns: true},
+		{name: "unsatisfiable as a warning", nodes: []*corev1.Node{a10}, cfg: func(c *config.Configuration) { c.Admission.Unsatisfiable = config.UnsatisfiableWarn },
 			pod: testpod.New("big").NS("team-a").App("c", gpu(1), mem(30720)).Build(), wantEval: true,
 			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 1, MemMiB: 30720}, Warnings: []string{
 				`namespace "team-a": pod "big": container "c" needs 1 device(s) with 30720 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node "a10-1"; at most 1 healthy device(s) on one node)`}}},
@@ -145,10 +137,10 @@ func TestDecide(t *testing.T) {
 			pod: withSelector(testpod.New("p").NS("team-a").App("c", gpu(1), mem(1024)).Build(), map[string]string{"gpu": "b200"}), wantEval: true,
 			want: decision.Result{Effective: effective.Vector{GPU: 1, MemMiB: 1024}, Denials: []string{
 				`namespace "team-a": pod "p": no GPU node matches the pod's nodeSelector and required node affinity (1 GPU nodes known), so container "c" can never get its 1 device(s)`}}},
-		{name: "request namespace wins; UPDATE does not recount", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{quota("team-b", "q", map[string]string{"limits.nvidia.com/gpu": "0"})},
+		{name: "request namespace wins; UPDATE does not recount", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{testquota.New("team-b", "q", map[string]string{"limits.nvidia.com/gpu": "0"})},
 			pod: testpod.New("p").NS("").App("c", gpu(1), mem(1024)).Build(), req: decision.Request{Namespace: "team-b", Operation: "UPDATE"}, wantEval: true,
 			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 1, MemMiB: 1024}}},
-		{name: "request namespace, CREATE", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{quota("team-b", "q", map[string]string{"limits.nvidia.com/gpu": "0"})},
+		{name: "request namespace, CREATE", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{testquota.New("team-b", "q", map[string]string{"limits.nvidia.com/gpu": "0"})},
 			pod: testpod.New("p").NS("").App("c", gpu(1), mem(1024)).Build(), req: decision.Request{Namespace: "team-b"}, wantEval: true,
 			want: decision.Result{Effective: effective.Vector{GPU: 1, MemMiB: 1024}, Denials: []string{
 				`namespace "team-b": nvidia.com/gpu: pod needs 1, 0 used + 0 reserved, limit 0 (ResourceQuota "q" limits.nvidia.com/gpu)`}}},
@@ -171,7 +163,7 @@ func TestDecide(t *testing.T) {
 				}
 			}
 			ev := &countingEvaluator{Evaluator: e}
-			d, err := decision.New(ev, effective.DefaultSettings(), l, tt.opts)
+			d, err := decision.New(ev, l, configWith(tt.cfg), logr.Discard())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,8 +202,8 @@ func TestDecide(t *testing.T) {
 // TestCapacityChangeSeen: the cached view of all nodes follows node changes.
 func TestCapacityChangeSeen(t *testing.T) {
 	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
-	l.UpsertNode(gpuNode("n1", nil, 24576))
-	d, err := decision.New(engine(t), effective.DefaultSettings(), l, decision.Options{})
+	l.UpsertNode(testnode.WithGPUs("n1", nil, 24576))
+	d, err := decision.New(engine(t), l, config.Default(), logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +211,7 @@ func TestCapacityChangeSeen(t *testing.T) {
 	for _, step := range []struct {
 		node *corev1.Node
 		want int64
-	}{{nil, 12288}, {gpuNode("n2", nil, 81920), 40960}} {
+	}{{nil, 12288}, {testnode.WithGPUs("n2", nil, 81920), 40960}} {
 		if step.node != nil {
 			l.UpsertNode(step.node)
 		}
@@ -238,7 +230,7 @@ func TestDecideErrors(t *testing.T) {
 	tests := []struct {
 		name    string
 		ev      decision.Evaluator
-		opts    decision.Options
+		cfg     func(*config.Configuration)
 		pod     *corev1.Pod
 		wantNew string
 		wantErr error
@@ -246,11 +238,11 @@ func TestDecideErrors(t *testing.T) {
 		{name: "policy failure is an error, not a decision", ev: failingEvaluator{},
 			pod: testpod.New("p").App("c", testpod.GPU(1)).Build(), wantErr: context.DeadlineExceeded},
 		{name: "no pod", ev: failingEvaluator{}},
-		{name: "bad threshold", ev: failingEvaluator{}, opts: decision.Options{NearLimitPercent: 120}, wantNew: "within 1..100"},
+		{name: "bad threshold", ev: failingEvaluator{}, cfg: func(c *config.Configuration) { c.Admission.NearLimitPercent = 120 }, wantNew: "admission.nearLimitPercent: must be within 1..100"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := decision.New(tt.ev, effective.DefaultSettings(), l, tt.opts)
+			d, err := decision.New(tt.ev, l, configWith(tt.cfg), logr.Discard())
 			if tt.wantNew != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantNew) {
 					t.Fatalf("New error = %v, want %q", err, tt.wantNew)

@@ -8,6 +8,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
@@ -174,9 +175,10 @@ func capacityValue(v *nodeView) (ast.Value, error) {
 }
 
 // settingsValue converts the settings the policies read.
-func settingsValue(s effective.Settings, o Options) (ast.Value, error) {
+func settingsValue(c config.Configuration) (ast.Value, error) {
+	s := c.Devices
 	unsat := UnsatisfiableDeny
-	if o.UnsatisfiableWarns {
+	if c.Admission.Unsatisfiable == config.UnsatisfiableWarn {
 		unsat = UnsatisfiableWarn
 	}
 	doc := map[string]any{
@@ -185,7 +187,7 @@ func settingsValue(s effective.Settings, o Options) (ast.Value, error) {
 			"gpumem-percentage": string(s.Names.MemoryPercentage), "gpucores": string(s.Names.Cores),
 		},
 		"memoryFactor":     s.Factor(),
-		"nearLimitPercent": o.NearLimitPercent,
+		"nearLimitPercent": c.Admission.NearLimitPercent,
 		"unsatisfiable":    unsat,
 	}
 	val, err := ast.InterfaceToValue(doc)

@@ -7,7 +7,7 @@ import (
 // State names the lifecycle state of a pod's stored GPU usage.
 type State string
 
-// Lifecycle states (DESIGN.md section 3, items 1-7).
+// Lifecycle states (docs/design.md, the ledger).
 const (
 	// StateFull: created and not terminal, init containers not started or the
 	// first one still running: the full effective demand (init peak included).

@@ -1,9 +1,3 @@
-// Package server wires gpuadmit's admission webhook: a controller-runtime
-// manager with a TLS webhook server (/mutate-pods, /validate-pods), the
-// usage ledger fed by informers, the policy engine with ConfigMap hot
-// reload, the shared decision function, certificate rotation, health and
-// readiness probes and Prometheus metrics. cmd/webhook, the demo and the
-// integration suites all run exactly this wiring.
 package server
 
 import (
@@ -29,8 +23,8 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/admission"
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
+	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
-	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -40,26 +34,15 @@ const (
 	ValidatePath = "/validate-pods"
 )
 
-// Options configure a Server. Zero values take the defaults noted.
+// Options configure a Server: the configuration, and the wiring of one
+// deployment (ports, certificates, names). Zero wiring values take the
+// defaults noted.
 type Options struct {
-	Settings effective.Settings
+	// Config is gpuadmit's configuration (config.Load, or config.Default()).
+	Config config.Configuration
 	// Namespace is the server's own namespace: policy ConfigMaps and the
 	// certificate Secret live there.
 	Namespace string
-	// PolicyDir adds the policies of a directory to the built-in ones.
-	PolicyDir string
-	// PolicySelector selects policy ConfigMaps in Namespace ("" disables).
-	PolicySelector string
-	// ConfirmAfter is how long after its admission a reservation's pod is
-	// first read to confirm that it does not exist (default 5s; see
-	// cache.Confirmer). Reservations never lapse on a timer.
-	ConfirmAfter time.Duration
-	// StaleFeed is what the handlers do while a watch is stale:
-	// StaleFeedReservations (default) keeps deciding, StaleFeedDeny refuses
-	// every GPU pod (and fails readiness).
-	StaleFeed string
-	// Freshness configures the staleness check of the watches.
-	Freshness cache.FreshnessOptions
 	// Host and Port of the webhook server (default :9443).
 	Host string
 	Port int
@@ -82,19 +65,6 @@ type Options struct {
 	Log             logr.Logger
 }
 
-// What the handlers do while a watch is stale (Options.StaleFeed).
-const (
-	// StaleFeedReservations keeps deciding: usage the stale watch cannot
-	// update only over-counts (deletions are not seen), and every pod
-	// admitted meanwhile stays reserved until the watch records it or a read
-	// confirms it does not exist, so nothing is over-admitted. Responses
-	// carry a warning.
-	StaleFeedReservations = "Reservations"
-	// StaleFeedDeny refuses every GPU pod and fails readiness, so another
-	// replica with a fresh watch answers.
-	StaleFeedDeny = "Deny"
-)
-
 // Server is the wired admission webhook.
 type Server struct {
 	mgr       manager.Manager
@@ -110,12 +80,10 @@ type Server struct {
 // New wires a server against the API server of cfg. Nothing runs until Start.
 func New(cfg *rest.Config, opts Options) (*Server, error) {
 	opts = withDefaults(opts)
-	if err := opts.Settings.Validate(); err != nil {
-		return nil, fmt.Errorf("settings: %w", err)
+	if err := opts.Config.Validate(); err != nil {
+		return nil, err
 	}
-	if opts.StaleFeed != StaleFeedReservations && opts.StaleFeed != StaleFeedDeny {
-		return nil, fmt.Errorf("stale feed mode %q: want %s or %s", opts.StaleFeed, StaleFeedReservations, StaleFeedDeny)
-	}
+	adm := opts.Config.Admission
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
@@ -149,13 +117,16 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 	if s.metrics, err = newServerMetrics(opts.Registry); err != nil {
 		return nil, err
 	}
-	s.Ledger = cache.New(cache.Options{Settings: opts.Settings, Log: opts.Log.WithName("ledger"),
-		ConfirmAfter: opts.ConfirmAfter, OnReservationEnd: s.metrics.reservationEnded})
-	if s.feed, err = cache.NewFeed(kube, s.Ledger, cache.FeedOptions{Log: opts.Log.WithName("feed"), Freshness: opts.Freshness}); err != nil {
+	s.Ledger = cache.New(cache.Options{Settings: opts.Config.Devices, Log: opts.Log.WithName("ledger"),
+		ConfirmAfter: adm.Reservations.ConfirmAfter, RecheckMax: adm.Reservations.RecheckMax, OnReservationEnd: s.metrics.reservationEnded})
+	s.feed, err = cache.NewFeed(kube, s.Ledger, cache.FeedOptions{Log: opts.Log.WithName("feed"),
+		Freshness: cache.FreshnessOptions{ProbeEvery: adm.Watches.ProbeEvery, StaleAfter: adm.Watches.StaleAfter}})
+	if err != nil {
 		return nil, fmt.Errorf("informers: %w", err)
 	}
-	s.confirmer = cache.NewConfirmer(s.Ledger, kube, cache.ConfirmerOptions{Log: opts.Log.WithName("reservations")})
-	s.Engine = policy.New(policy.Options{Log: opts.Log.WithName("policy")})
+	s.confirmer = cache.NewConfirmer(s.Ledger, kube, cache.ConfirmerOptions{Every: time.Second,
+		PerTick: adm.Reservations.ReadsPerSecond, Log: opts.Log.WithName("reservations")})
+	s.Engine = policy.New(policy.Options{Log: opts.Log.WithName("policy"), EvalTimeout: adm.PolicyEvaluationTimeout})
 	if err := s.wire(kube); err != nil {
 		return nil, err
 	}
@@ -163,9 +134,8 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 }
 
 func withDefaults(o Options) Options {
-	if o.StaleFeed == "" {
-		o.StaleFeed = StaleFeedReservations
-	}
+	config.SetDefaults(&o.Config)
+
 	if o.Port == 0 {
 		o.Port = 9443
 	}
@@ -213,7 +183,7 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	if err != nil {
 		return err
 	}
-	dec, err := decision.New(s.Engine, s.opts.Settings, s.Ledger, decision.Options{Log: s.opts.Log.WithName("decision")})
+	dec, err := decision.New(s.Engine, s.Ledger, s.opts.Config, s.opts.Log.WithName("decision"))
 	if err != nil {
 		return err
 	}
@@ -226,8 +196,8 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	runnables := []manager.Runnable{
 		manager.RunnableFunc(func(ctx context.Context) error { s.feed.Start(ctx); <-ctx.Done(); return nil }),
 		s.confirmer,
-		&policySync{kube: kube, engine: s.Engine, namespace: s.opts.Namespace, selector: s.opts.PolicySelector,
-			dir: s.opts.PolicyDir, log: s.opts.Log.WithName("policy-sync"), metrics: pm},
+		&policySync{kube: kube, engine: s.Engine, namespace: s.opts.Namespace, selector: s.opts.Config.Policy.ConfigMapSelector,
+			dir: s.opts.Config.Policy.Directory, log: s.opts.Log.WithName("policy-sync"), metrics: pm},
 	}
 	if s.rotator != nil {
 		runnables = append(runnables, s.rotator)
@@ -248,7 +218,10 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 
 // Blocked says why no admission decision may be made yet, or nil (the
 // handlers' Gate): the watches have synced, a policy set is active, and,
-// with StaleFeedDeny, no watch is stale.
+// with admission.staleFeed Deny, no watch is stale. With the default
+// (Reservations) a stale watch only over-counts (deletions are not seen)
+// and every pod admitted meanwhile stays reserved until seen, so the
+// handlers keep deciding, with a warning.
 func (s *Server) Blocked() error {
 	if missing := s.feed.NotSynced(); missing != "" {
 		return fmt.Errorf("the %s watches have not synced yet, so the usage ledger would under-count", missing)
@@ -256,9 +229,9 @@ func (s *Server) Blocked() error {
 	if st := s.Engine.Status(); st.Revision == "" {
 		return fmt.Errorf("no policy set is active (last error: %s)", st.LastError)
 	}
-	if s.opts.StaleFeed == StaleFeedDeny {
+	if s.opts.Config.Admission.StaleFeed == config.StaleFeedDeny {
 		if stale := s.feed.Stale(); stale != "" {
-			return fmt.Errorf("a watch is stale and the stale-feed mode is %s: %s", StaleFeedDeny, stale)
+			return fmt.Errorf("a watch is stale and admission.staleFeed is %s: %s", config.StaleFeedDeny, stale)
 		}
 	}
 	return nil

@@ -10,36 +10,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr"
-	"k8s.io/klog/v2"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/internal/envtestgate"
 	"github.com/gpuadmit/gpuadmit/internal/seeddemo"
+	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
 func play(t *testing.T, examples string) (string, error) {
 	t.Helper()
-	assets := envtestgate.Assets(t)
-	ctrllog.SetLogger(logr.Discard())
-	klog.SetLogger(logr.Discard())
-	c, err := devcluster.Start(t.Context(), assets, "../../manifests/webhook")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stopping: %v", err)
-		}
-	})
-	if err := c.StartWebhook(t.Context(), c.Options()); err != nil {
-		t.Fatal(err)
-	}
+	c := devcluster.ForTest(t, "../../manifests/webhook", defaults)
 	var out bytes.Buffer
-	err = seeddemo.Play(t.Context(), c, examples, &out)
+	err := seeddemo.Play(t.Context(), c, examples, &out)
 	return out.String(), err
 }
+
+func defaults(c *devcluster.Cluster) *server.Options { o := c.Options(); return &o }
 
 func TestDemoPrintsWhatItMeasured(t *testing.T) {
 	out, err := play(t, "../../examples/pods")

@@ -17,18 +17,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/internal/envtestgate"
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
@@ -36,29 +33,14 @@ import (
 // second so that probes stay short.
 func options(c *devcluster.Cluster) server.Options {
 	o := c.Options()
-	o.ConfirmAfter = time.Second
-	o.Freshness = cache.FreshnessOptions{ProbeEvery: time.Second, StaleAfter: 4 * time.Second, ProbeTimeout: time.Second}
+	o.Config.Admission.Reservations.ConfirmAfter = time.Second
+	o.Config.Admission.Watches = config.Watches{ProbeEvery: time.Second, StaleAfter: 4 * time.Second}
 	return o
 }
 
 func startCluster(t *testing.T) *devcluster.Cluster {
 	t.Helper()
-	assets := envtestgate.Assets(t)
-	ctrllog.SetLogger(logr.Discard())
-	klog.SetLogger(logr.Discard())
-	c, err := devcluster.Start(t.Context(), assets, "../../manifests/webhook")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stopping: %v", err)
-		}
-	})
-	if err := c.StartWebhook(t.Context(), options(c)); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return devcluster.ForTest(t, "../../manifests/webhook", func(c *devcluster.Cluster) *server.Options { o := options(c); return &o })
 }
 
 // fastClient is a client without client-side rate limits.

@@ -26,14 +26,18 @@ ENVTEST_LDFLAGS := -s -w \
 envtest-bins: $(ENVTEST_BINS)
 
 $(ENVTEST_ASSETS)/kube-apiserver:
+	@echo ">> building kube-apiserver $(ENVTEST_K8S_VERSION) from source into $(@D) (first time only; about 6 minutes on 2 cores)"
 	cd $(ENVTEST_TOOLS_DIR) && $(GO) build -trimpath -ldflags '$(ENVTEST_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 
 $(ENVTEST_ASSETS)/kubectl:
+	@echo ">> building kubectl $(ENVTEST_K8S_VERSION) from source (first time only; about 2 minutes)"
 	cd $(ENVTEST_TOOLS_DIR) && $(GO) build -trimpath -ldflags '$(ENVTEST_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
 
 $(ENVTEST_ASSETS)/etcd:
+	@echo ">> building etcd from source (first time only; about 1 minute)"
 	cd $(ENVTEST_TOOLS_DIR) && $(GO) build -trimpath -ldflags '-s -w' -o $@ ./etcd
 
 ## integration: the suites under tests/ on a real kube-apiserver + etcd (they fail, not skip, here).
 integration:: $(ENVTEST_BINS)
+	@echo ">> integration suites on kube-apiserver + etcd (tests/...; about 2 minutes)"
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) GPUADMIT_REQUIRE_ENVTEST=1 $(GO) test -count=1 ./tests/...

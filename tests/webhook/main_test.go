@@ -15,38 +15,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/internal/envtestgate"
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
 // startCluster starts the control plane and the webhook for one test.
 func startCluster(t *testing.T) *devcluster.Cluster {
 	t.Helper()
-	assets := envtestgate.Assets(t)
-	ctrllog.SetLogger(logr.Discard())
-	klog.SetLogger(logr.Discard())
-	c, err := devcluster.Start(t.Context(), assets, "../../manifests/webhook")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Cleanup cancels the webhook server before stopping the control plane.
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stopping: %v", err)
-		}
-	})
-	if err := c.StartWebhook(t.Context(), c.Options()); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return devcluster.ForTest(t, "../../manifests/webhook", func(c *devcluster.Cluster) *server.Options { o := c.Options(); return &o })
 }
 
 // gpuPod is a pod with one app container asking for mem MiB of one GPU,

@@ -1,0 +1,42 @@
+package devcluster
+
+import (
+	"testing"
+
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpuadmit/gpuadmit/internal/envtestgate"
+	"github.com/gpuadmit/gpuadmit/pkg/server"
+)
+
+// ForTest starts a control plane for an integration test (skipping or
+// failing it as envtestgate decides when the binaries are missing), with
+// logs discarded and everything stopped when the test ends. When opts is
+// set and returns options, a webhook server runs with them.
+func ForTest(t testing.TB, manifestsDir string, opts func(*Cluster) *server.Options) *Cluster {
+	t.Helper()
+	assets := envtestgate.Assets(t)
+	ctrllog.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard())
+	c, err := Start(t.Context(), assets, manifestsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cleanup cancels the webhook server before stopping the control plane.
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stopping: %v", err)
+		}
+	})
+	if opts == nil {
+		return c
+	}
+	if o := opts(c); o != nil {
+		if err := c.StartWebhook(t.Context(), *o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}

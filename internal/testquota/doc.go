@@ -1,0 +1,2 @@
+// Package testquota builds ResourceQuota objects for tests.
+package testquota
