@@ -52,11 +52,9 @@ type podSlimmer struct {
 
 func (t *podSlimmer) slim(p *corev1.Pod) *corev1.Pod {
 	out := &corev1.Pod{ObjectMeta: identity(&p.ObjectMeta, false, devices.PodAllocatedAnnotation)}
-	var managed bool
-	out.Spec.InitContainers, managed = t.slimContainers(p.Spec.InitContainers)
-	var appsManaged bool
-	out.Spec.Containers, appsManaged = t.slimContainers(p.Spec.Containers)
-	if !managed && !appsManaged {
+	out.Spec.InitContainers = t.slimContainers(p.Spec.InitContainers)
+	out.Spec.Containers = t.slimContainers(p.Spec.Containers)
+	if !t.settings.Requests(p) {
 		out.Annotations = nil
 		return out
 	}
@@ -71,16 +69,14 @@ func (t *podSlimmer) slim(p *corev1.Pod) *corev1.Pod {
 	return out
 }
 
-// slimContainers keeps names, restart policies and managed resources, and
-// reports whether any container names a managed resource.
-func (t *podSlimmer) slimContainers(cs []corev1.Container) ([]corev1.Container, bool) {
+// slimContainers keeps names, restart policies and managed resources.
+func (t *podSlimmer) slimContainers(cs []corev1.Container) []corev1.Container {
 	if cs == nil {
-		return nil, false
+		return nil
 	}
 	n := t.settings.Names
 	names := [4]corev1.ResourceName{n.Count, n.Memory, n.MemoryPercentage, n.Cores}
 	var key strings.Builder
-	managed := false
 	for i := range cs {
 		c := &cs[i]
 		key.WriteString(c.Name)
@@ -96,7 +92,6 @@ func (t *podSlimmer) slimContainers(cs []corev1.Container) ([]corev1.Container, 
 			for _, name := range names {
 				if q, ok := rl[name]; ok {
 					key.WriteString(string(name) + "=" + q.String() + ",")
-					managed = true
 				}
 			}
 		}
@@ -112,7 +107,7 @@ func (t *podSlimmer) slimContainers(cs []corev1.Container) ([]corev1.Container, 
 				}}
 		}
 		return out
-	}), managed
+	})
 }
 
 func managedOnly(rl corev1.ResourceList, s effective.Settings) corev1.ResourceList {
