@@ -6,7 +6,7 @@ export GOFLAGS ?= -buildvcs=false
 # go-nvml's nvml.h declares deprecated functions; keep cgo builds quiet.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build test unit lint fmt vet staticcheck bench fuzz demo clean
+.PHONY: all build test unit lint fmt vet staticcheck generate verify-generated bench fuzz demo demo-ha clean
 
 all: build
 
@@ -20,7 +20,7 @@ unit:
 	@echo ">> unit tests (go test ./...; the first run compiles the dependencies, a few minutes)"
 	$(GO) test -count=1 ./...
 
-lint: fmt vet staticcheck
+lint: fmt vet staticcheck verify-generated
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -37,6 +37,24 @@ $(STATICCHECK): tools/lint/go.mod tools/lint/go.sum
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) ./...
+
+## generate: the GPUUsage deepcopy functions and CRD from pkg/apis (controller-gen, pinned in tools/codegen).
+CONTROLLER_GEN := $(BIN)/controller-gen
+$(CONTROLLER_GEN): tools/codegen/go.mod tools/codegen/go.sum
+	@echo ">> building controller-gen (first time only)"
+	cd tools/codegen && $(GO) build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
+
+GENERATED := pkg/apis/gpuadmit/v1alpha1/zz_generated.deepcopy.go manifests/crd/gpuadmit.io_gpuusages.yaml
+generate: $(CONTROLLER_GEN)
+	$(CONTROLLER_GEN) object paths=./pkg/apis/... crd:crdVersions=v1 output:crd:artifacts:config=manifests/crd
+
+## verify-generated: fails when the generated files differ from what pkg/apis generates (then they are regenerated).
+verify-generated: $(CONTROLLER_GEN)
+	@echo ">> checking the generated GPUUsage code and CRD"
+	@tmp=$$(mktemp -d); for f in $(GENERATED); do cp $$f $$tmp/$$(basename $$f); done; \
+	$(MAKE) --no-print-directory generate >/dev/null; \
+	for f in $(GENERATED); do if ! diff -u $$tmp/$$(basename $$f) $$f; then \
+	  echo "$$f was stale: regenerated it from pkg/apis (make generate); commit it"; rm -rf $$tmp; exit 1; fi; done; rm -rf $$tmp
 
 BENCH ?= .
 bench:
@@ -59,6 +77,14 @@ demo: envtest-bins
 	@echo ">> building the demo"
 	@$(GO) build -o $(BIN)/demo ./cmd/demo
 	@$(BIN)/demo --assets $(ENVTEST_ASSETS) --manifests manifests/webhook --examples examples/pods
+
+## demo-ha: three webhook replicas (separate processes) behind a round-robin proxy on the same
+## control plane: a burst, a replica killed mid-burst, a rolling restart under load; one line each.
+demo-ha: envtest-bins
+	@echo ">> building the webhook and the HA demo"
+	@$(GO) build -o $(BIN)/webhook ./cmd/webhook
+	@$(GO) build -o $(BIN)/demo-ha ./cmd/demo-ha
+	@$(BIN)/demo-ha --assets $(ENVTEST_ASSETS) --manifests manifests/webhook --webhook $(BIN)/webhook
 
 clean:
 	rm -rf $(BIN)

@@ -8,8 +8,10 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2/textlogger"
@@ -17,6 +19,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
@@ -43,8 +46,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		certDir     = fs.String("cert-dir", "", "directory with tls.crt and tls.key (cert-manager); empty: self-managed CA in --cert-secret")
 		certSecret  = fs.String("cert-secret", "gpuadmit-webhook-tls", "Secret holding the self-managed CA and serving certificate")
 		service     = fs.String("service-name", "gpuadmit-webhook", "the webhook Service (the certificate's DNS names)")
+		certIPs     = fs.String("cert-ips", "", "comma-separated IP addresses the self-managed serving certificate also covers (a webhook reached by URL)")
+		certCheck   = fs.Duration("cert-check-interval", 10*time.Second, "how often the self-managed certificate Secret is checked (renewals by other replicas are served within this)")
 		mutating    = fs.String("mutating-webhook-configuration", "gpuadmit", "MutatingWebhookConfiguration whose caBundle is kept current")
 		validating  = fs.String("validating-webhook-configuration", "gpuadmit", "ValidatingWebhookConfiguration whose caBundle is kept current")
+		replica     = fs.String("replica-name", envOr("POD_NAME", ""), "this replica's name: the writer of its reservations and its progress Lease (default: $POD_NAME, else the host name)")
+		advertise   = fs.String("advertise-address", "", "host:port where the other replicas reach this one (reviews of GPU pods are forwarded to the replica that owns their namespace); default $POD_IP and --port when POD_IP is set; empty: no forwarding")
+		drainFor    = fs.Duration("shutdown-delay", 5*time.Second, "on SIGTERM, fail readiness and keep serving this long before stopping, so that traffic moves to other replicas first")
+		watchDelay  = fs.Duration("test-watch-delay", 0, "fault injection for tests: hold every watch event back this long")
+		clockSkew   = fs.Duration("test-clock-skew", 0, "fault injection for tests: run this replica's clock this far ahead")
 		verbosity   = fs.Int("v", 0, "log verbosity")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -77,12 +87,34 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	svc := *service + "." + *namespace + ".svc"
+	ips := []net.IP{}
+	for _, s := range strings.Split(*certIPs, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		ip := net.ParseIP(s)
+		if ip == nil {
+			fmt.Fprintf(stderr, "webhook: --cert-ips: %q is not an IP address\n", s)
+			return 2
+		}
+		ips = append(ips, ip)
+	}
+	if *advertise == "" && os.Getenv("POD_IP") != "" {
+		*advertise = net.JoinHostPort(os.Getenv("POD_IP"), strconv.Itoa(*port))
+	}
+	if *advertise != "" {
+		if _, _, err := net.SplitHostPort(*advertise); err != nil {
+			fmt.Fprintf(stderr, "webhook: --advertise-address: %v\n", err)
+			return 2
+		}
+	}
 	srv, err := server.New(restCfg, server.Options{
 		Config: cfg, Namespace: *namespace, Port: *port, MetricsAddr: *metricsAddr, ProbeAddr: *probeAddr,
 		Registry: ctrlmetrics.Registry, CertDir: *certDir, CertSecret: *certSecret,
-		CertDNSNames:    []string{svc, svc + ".cluster.local", *service + "." + *namespace, *service},
-		CertIPs:         []net.IP{},
+		CertDNSNames: []string{svc, svc + ".cluster.local", *service + "." + *namespace, *service},
+		CertIPs:      ips, CertCheckEvery: *certCheck,
 		MutatingWebhook: *mutating, ValidatingWebhook: *validating, Log: log,
+		Replica: *replica, AdvertiseAddress: *advertise, WatchDelay: *watchDelay, Clock: skewedClock(*clockSkew),
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "webhook: %v\n", err)
@@ -92,13 +124,37 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	log.Info("starting", "namespace", *namespace, "port", *port, "policySelector", cfg.Policy.ConfigMapSelector,
 		"selfManagedCerts", *certDir == "", "resources", strings.Join([]string{string(n.Count), string(n.Memory),
 			string(n.MemoryPercentage), string(n.Cores)}, ","))
-	if err := srv.Start(ctx); err != nil {
+	// On SIGTERM: fail readiness at once, keep answering for the shutdown
+	// delay (the Service and the API server move to other replicas), then
+	// stop gracefully (reviews in flight are answered).
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRun()
+	go func() {
+		<-ctx.Done()
+		log.Info("draining", "for", *drainFor)
+		srv.Drain()
+		time.Sleep(*drainFor)
+		stopRun()
+	}()
+	if err := srv.Start(runCtx); err != nil {
 		log.Error(err, "webhook server stopped")
 		return 1
 	}
 	log.Info("stopped")
 	return 0
 }
+
+// skewedClock is the wall clock moved by skew (nil for none).
+func skewedClock(skew time.Duration) cache.Clock {
+	if skew == 0 {
+		return nil
+	}
+	return skewed(skew)
+}
+
+type skewed time.Duration
+
+func (s skewed) Now() time.Time { return time.Now().Add(time.Duration(s)) }
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

@@ -54,7 +54,8 @@ type Cluster struct {
 // pointing at a local port chosen now.
 func Start(ctx context.Context, assets, manifestsDir string) (*Cluster, error) {
 	c := &Cluster{Assets: assets, manifest: filepath.Join(manifestsDir, "webhooks.yaml"),
-		env: &envtest.Environment{BinaryAssetsDirectory: assets}}
+		env: &envtest.Environment{BinaryAssetsDirectory: assets,
+			CRDDirectoryPaths: []string{filepath.Join(filepath.Dir(manifestsDir), "crd")}, ErrorIfCRDPathMissing: true}}
 	var err error
 	if c.dir, err = os.MkdirTemp("", "gpuadmit-devcluster-"); err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
@@ -119,8 +120,11 @@ func (c *Cluster) Options() server.Options {
 		CertDNSNames:      []string{"localhost"},
 		MutatingWebhook:   "gpuadmit",
 		ValidatingWebhook: "gpuadmit",
-		ShutdownTimeout:   5 * time.Second,
-		Log:               logr.Discard(),
+		// net/http's graceful shutdown waits up to 5 s for connections the
+		// API server opened but has not sent a review on yet.
+		ShutdownTimeout: 10 * time.Second,
+		Replica:         "devcluster",
+		Log:             logr.Discard(),
 	}
 }
 

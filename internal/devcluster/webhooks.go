@@ -72,3 +72,28 @@ func (c *Cluster) local(cc *admissionregistrationv1.WebhookClientConfig) {
 	url := fmt.Sprintf("https://127.0.0.1:%d%s", c.Port, path)
 	cc.Service, cc.URL = nil, &url
 }
+
+// SetCABundle sets the caBundle of every webhook of the installed
+// configurations (certificates managed outside the server, --cert-dir).
+func (c *Cluster) SetCABundle(ctx context.Context, ca []byte) error {
+	adm := c.Kube.AdmissionregistrationV1()
+	m, err := adm.MutatingWebhookConfigurations().Get(ctx, "gpuadmit", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range m.Webhooks {
+		m.Webhooks[i].ClientConfig.CABundle = ca
+	}
+	if _, err := adm.MutatingWebhookConfigurations().Update(ctx, m, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	v, err := adm.ValidatingWebhookConfigurations().Get(ctx, "gpuadmit", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range v.Webhooks {
+		v.Webhooks[i].ClientConfig.CABundle = ca
+	}
+	_, err = adm.ValidatingWebhookConfigurations().Update(ctx, v, metav1.UpdateOptions{})
+	return err
+}

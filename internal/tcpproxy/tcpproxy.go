@@ -20,6 +20,8 @@ type Backend struct {
 
 // Options configure a Proxy.
 type Options struct {
+	// Listen is the address to listen on (default 127.0.0.1:0, a free port).
+	Listen   string
 	Backends []Backend
 	// HealthEvery is how often backends are checked (default 200ms).
 	HealthEvery time.Duration
@@ -31,11 +33,14 @@ type Proxy struct {
 	opts     Options
 	next     atomic.Uint64
 	stalled  atomic.Bool
+	pinned   atomic.Int64
 	down     atomic.Bool
+	refused  atomic.Int64
 	accepted atomic.Int64
 
 	mu      sync.Mutex
 	healthy []bool
+	fails   []int // consecutive failed checks
 	conns   map[*pair]struct{}
 	resume  chan struct{} // closed on Resume
 	done    chan struct{}
@@ -52,13 +57,17 @@ func New(opts Options) (*Proxy, error) {
 	if opts.HealthEvery <= 0 {
 		opts.HealthEvery = 200 * time.Millisecond
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("tcpproxy: %w", err)
 	}
-	p := &Proxy{ln: ln, opts: opts, healthy: make([]bool, len(opts.Backends)), conns: map[*pair]struct{}{},
+	p := &Proxy{ln: ln, opts: opts, healthy: make([]bool, len(opts.Backends)), fails: make([]int, len(opts.Backends)), conns: map[*pair]struct{}{},
 		resume: make(chan struct{}), done: make(chan struct{})}
 	close(p.resume)
+	p.pinned.Store(-1)
 	p.checkAll()
 	p.wg.Add(2)
 	go p.accept()
@@ -71,6 +80,10 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // Accepted counts the connections accepted so far.
 func (p *Proxy) Accepted() int64 { return p.accepted.Load() }
+
+// Refused counts the connections closed because no backend was healthy
+// (or every one refused the dial).
+func (p *Proxy) Refused() int64 { return p.refused.Load() }
 
 // Stall stops copying bytes on every connection, open or new, without
 // closing any: both peers see a silent, open connection.
@@ -144,6 +157,9 @@ func (p *Proxy) pick() (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := len(p.opts.Backends)
+	if i := int(p.pinned.Load()); i >= 0 && i < n {
+		return p.opts.Backends[i].Addr, p.healthy[i]
+	}
 	start := int(p.next.Add(1))
 	for i := range n {
 		j := (start + i) % n
@@ -156,13 +172,20 @@ func (p *Proxy) pick() (string, bool) {
 
 func (p *Proxy) serve(client net.Conn) {
 	defer p.wg.Done()
-	addr, ok := p.pick()
-	if !ok {
-		_ = client.Close()
-		return
+	var server net.Conn
+	for range len(p.opts.Backends) { // a backend that refuses is skipped: nothing was forwarded yet
+		addr, ok := p.pick()
+		if !ok {
+			break
+		}
+		var err error
+		if server, err = net.DialTimeout("tcp", addr, 2*time.Second); err == nil {
+			break
+		}
+		p.markDown(addr)
 	}
-	server, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
+	if server == nil {
+		p.refused.Add(1)
 		_ = client.Close()
 		return
 	}
@@ -222,7 +245,11 @@ func (p *Proxy) checkAll() {
 	for i, b := range p.opts.Backends {
 		ok := check(b) == nil
 		p.mu.Lock()
-		p.healthy[i] = ok
+		if ok {
+			p.fails[i], p.healthy[i] = 0, true
+		} else if p.fails[i]++; p.fails[i] >= failureThreshold {
+			p.healthy[i] = false
+		}
 		p.mu.Unlock()
 	}
 }
@@ -237,6 +264,26 @@ func check(b Backend) error {
 	}
 	return c.Close()
 }
+
+// failureThreshold is how many checks in a row must fail before a backend
+// leaves the rotation (a readiness probe's failureThreshold: one slow
+// answer under load does not take a ready backend out). A refused dial
+// takes it out at once.
+const failureThreshold = 3
+
+// markDown takes addr out of rotation until its next healthy check.
+func (p *Proxy) markDown(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, b := range p.opts.Backends {
+		if b.Addr == addr {
+			p.healthy[i], p.fails[i] = false, failureThreshold
+		}
+	}
+}
+
+// Pin sends every new connection to backend i (-1: round-robin again).
+func (p *Proxy) Pin(i int) { p.pinned.Store(int64(i)) }
 
 // Healthy reports which backends the last check found healthy.
 func (p *Proxy) Healthy() []bool {

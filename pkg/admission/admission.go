@@ -27,10 +27,16 @@ type Decider interface {
 	Decide(ctx context.Context, req decision.Request) (decision.Result, error)
 }
 
-// Reserver holds an admitted pod's demand until the watch records the pod
-// or the API server confirms it does not exist (*cache.Ledger).
+// Reserver shares admitted pods' demand between replicas through the API
+// server (*gpuusage.Store). Admit runs decide against the namespace's
+// reservations as they are now and, when decide reserves, commits the
+// reservation before it returns nil; it runs the decide functions of one
+// namespace one at a time, in order, and returns an error when ctx ends
+// first. A dry-run goes the same way and never reserves: it gets the
+// verdict a create would get, with nothing committed.
 type Reserver interface {
-	Reserve(uid types.UID, namespace, name string, demand effective.Vector) error
+	Admit(ctx context.Context, namespace string, uid types.UID, name string,
+		decide func() (reserve bool, demand effective.Vector, err error)) error
 }
 
 // Gate says why no decision may be made yet (nil when one may): the watches

@@ -67,21 +67,31 @@ func (d *quotaDecider) Decide(_ context.Context, req decision.Request) (decision
 	return decision.Result{Allowed: true, Effective: dem.Effective, Warnings: []string{"w1"}}, nil
 }
 
-// fakeLedger records reservations.
+// fakeLedger records reservations; like gpuusage.Store it decides the
+// reviews one at a time.
 type fakeLedger struct {
-	mu   sync.Mutex
-	res  map[types.UID]effective.Vector
-	ns   map[types.UID]string
-	fail bool
+	order sync.Mutex // held across decide and reserve
+	mu    sync.Mutex
+	res   map[types.UID]effective.Vector
+	ns    map[types.UID]string
+	fail  bool
 }
 
 func newFakeLedger() *fakeLedger {
 	return &fakeLedger{res: map[types.UID]effective.Vector{}, ns: map[types.UID]string{}}
 }
 
-func (l *fakeLedger) Reserve(uid types.UID, ns, _ string, v effective.Vector) error {
+// Admit decides and, when asked to reserve, records the reservation (a
+// single replica's view of what gpuusage.Store does).
+func (l *fakeLedger) Admit(_ context.Context, ns string, uid types.UID, _ string, decide func() (bool, effective.Vector, error)) error {
+	l.order.Lock()
+	defer l.order.Unlock()
+	reserve, v, err := decide()
+	if err != nil || !reserve {
+		return err
+	}
 	if l.fail {
-		return errors.New("ledger closed")
+		return errors.New("writing the reservation: the API server is unreachable")
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -3,10 +3,8 @@ package admission
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -14,20 +12,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
 // Validator is the validating handler. For a CREATE it recomputes the pod's
 // demand (the annotation is never trusted), decides through the shared
-// decision function, answers 403 with the policy's messages on deny, and on
-// an allowed non-dry-run CREATE reserves the demand under the pod's UID.
+// decision function against the namespace's usage and the reservations of
+// every replica, answers 403 with the policy's messages on deny, and on an
+// allowed non-dry-run CREATE answers "allowed" only once the reservation is
+// written in the namespace's GPUUsage object (Reserver).
 //
-// Decide and Reserve run under a per-namespace lock, so two concurrent
-// creates in one namespace never both see the last free MiB: the second
-// sees the first one's reservation.
+// Within a replica, the Reserver decides the reviews of one namespace in
+// order (a queue that gives up when a review's context ends, so it never
+// outlives the API server's timeout); across replicas the write with the
+// object's resourceVersion orders them.
 //
 // Before the Gate opens (the watches synced and a policy set is active),
-// every CREATE is refused with a 500 naming what is not ready: a decision
-// on a ledger that under-counts could over-admit.
+// every GPU CREATE is refused with a 500 naming what is not ready: a
+// decision on a ledger that under-counts could over-admit.
 //
 // UPDATE is allowed without a decision: a pod's GPU demand cannot change
 // after creation (container resources are immutable; in-place resize covers
@@ -40,8 +42,6 @@ type Validator struct {
 	Reserver Reserver
 	Metrics  *Metrics
 	Log      logr.Logger
-
-	locks stripedLocks
 }
 
 var _ admission.Handler = (*Validator)(nil)
@@ -68,17 +68,16 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	if resp, blocked := gate(v.Gate, pod); blocked {
 		return resp, reasonNotReady
 	}
-	dry := isDryRun(req)
-	if !dry {
-		unlock := v.locks.lock(pod.Namespace)
-		defer unlock()
+	dreq := decision.Request{Pod: pod, Namespace: pod.Namespace, Operation: string(req.Operation), DryRun: isDryRun(req)}
+	var verdict decision.Result
+	decide := func() (bool, effective.Vector, error) {
+		var err error
+		verdict, err = v.Decider.Decide(ctx, dreq)
+		return err == nil && verdict.Allowed && !verdict.Effective.IsZero() && !dreq.DryRun, verdict.Effective, err
 	}
-	verdict, err := v.Decider.Decide(ctx, decision.Request{Pod: pod, Namespace: pod.Namespace,
-		Operation: string(req.Operation), DryRun: dry})
-	if err != nil {
+	if err := v.Reserver.Admit(ctx, pod.Namespace, reservationKey(pod, req), pod.Name, decide); err != nil {
 		v.Log.Error(err, "admission decision failed", "pod", podRef(pod))
-		return admission.Errored(http.StatusInternalServerError,
-			fmt.Errorf("gpuadmit: no decision for pod %s: %w", podRef(pod), err)), reasonError
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("gpuadmit: no decision for pod %s: %w", podRef(pod), err)), reasonError
 	}
 	if !verdict.Allowed {
 		msg := strings.Join(verdict.Denials, "; ")
@@ -96,27 +95,9 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	switch {
 	case verdict.Effective.IsZero():
 		return resp, reasonNonGPU
-	case dry:
+	case dreq.DryRun:
 		return resp, reasonDryRun
-	}
-	key := reservationKey(pod, req)
-	if err := v.Reserver.Reserve(key, pod.Namespace, pod.Name, verdict.Effective); err != nil {
-		v.Log.Error(err, "reserving admitted demand", "pod", podRef(pod))
-		return admission.Errored(http.StatusInternalServerError,
-			fmt.Errorf("gpuadmit: reserving the demand of pod %s: %w", podRef(pod), err)), reasonError
 	}
 	v.Metrics.reserved()
 	return resp, reasonGPU
-}
-
-// stripedLocks serialises decisions per namespace with a fixed set of
-// mutexes (namespaces hash onto them; no map that grows with namespaces).
-type stripedLocks [64]sync.Mutex
-
-func (s *stripedLocks) lock(namespace string) (unlock func()) {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(namespace))
-	m := &s[h.Sum32()%uint32(len(s))]
-	m.Lock()
-	return m.Unlock
 }

@@ -108,18 +108,17 @@ func BenchmarkNamespaceSnapshot(b *testing.B) {
 	}
 }
 
-// BenchmarkReserve: the webhook's reservation after an allowed create.
-func BenchmarkReserve(b *testing.B) {
+// BenchmarkSetReservations: the mirror of a namespace's reservations,
+// refreshed before each decision.
+func BenchmarkSetReservations(b *testing.B) {
 	l := benchLedger(b, 10_000)
-	uids := make([]types.UID, 1024)
-	for i := range uids {
-		uids[i] = types.UID(fmt.Sprint("r", i))
+	rs := make([]Reservation, 8)
+	for i := range rs {
+		rs[i] = Reservation{UID: types.UID(fmt.Sprint("r", i)), Name: fmt.Sprint("p", i), Demand: vec(1, 1024, 0)}
 	}
 	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		if err := l.Reserve(uids[i%len(uids)], "team-7", "p", vec(1, 1024, 0)); err != nil {
-			b.Fatal(err)
-		}
+	for b.Loop() {
+		l.SetReservations("team-7", rs)
 	}
 }
 

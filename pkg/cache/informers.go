@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -36,6 +38,10 @@ type FeedOptions struct {
 	Resync time.Duration
 	// Freshness configures the staleness check of the watches.
 	Freshness FreshnessOptions
+	// Delay holds every event back this long before the ledger sees it
+	// (fault injection for tests: a replica whose watch lags); 0 in
+	// production.
+	Delay time.Duration
 	// Log receives handler errors. The zero value discards.
 	Log logr.Logger
 }
@@ -44,7 +50,10 @@ type FeedOptions struct {
 // SharedInformerFactory (its transforms slim the objects, so the factory is
 // not shared with code that needs whole objects).
 type Feed struct {
-	factory   informers.SharedInformerFactory
+	factory informers.SharedInformerFactory
+	// podsRV is the largest resourceVersion of a pod event the ledger has
+	// processed (events come in resourceVersion order).
+	podsRV    atomic.Uint64
 	regs      []toolscache.ResourceEventHandlerRegistration
 	names     []string
 	sink      Sink
@@ -72,9 +81,9 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 		transform toolscache.TransformFunc
 		handler   toolscache.ResourceEventHandler
 	}{
-		{"pods", core.Pods().Informer(), PodTransform(s), PodHandler(sink, f.log)},
-		{"nodes", core.Nodes().Informer(), NodeTransform, NodeHandler(sink, f.log)},
-		{"resourcequotas", core.ResourceQuotas().Informer(), QuotaTransform(s), QuotaHandler(sink, f.log)},
+		{"pods", core.Pods().Informer(), PodTransform(s), delayed(f.tracked(PodHandler(sink, f.log)), opts.Delay)},
+		{"nodes", core.Nodes().Informer(), NodeTransform, delayed(NodeHandler(sink, f.log), opts.Delay)},
+		{"resourcequotas", core.ResourceQuotas().Informer(), QuotaTransform(s), delayed(QuotaHandler(sink, f.log), opts.Delay)},
 	} {
 		if err := w.informer.SetTransform(w.transform); err != nil {
 			return nil, fmt.Errorf("%s informer: %w", w.what, err)
@@ -121,6 +130,42 @@ func (f *Feed) Synced() bool { return f.NotSynced() == "" }
 // Stale describes the watches that have delivered nothing for longer than
 // they should (see FreshnessOptions); "" when all are fresh.
 func (f *Feed) Stale() string { return f.freshness.stale() }
+
+// PodsResourceVersion is how far the ledger got in the pod watch: the
+// largest resourceVersion of a pod event it processed ("" before the
+// initial list is processed).
+func (f *Feed) PodsResourceVersion() string {
+	if !f.regs[0].HasSynced() {
+		return ""
+	}
+	return strconv.FormatUint(f.podsRV.Load(), 10)
+}
+
+// tracked records the resourceVersion of every pod event h processed.
+func (f *Feed) tracked(h toolscache.ResourceEventHandlerFuncs) toolscache.ResourceEventHandlerFuncs {
+	note := func(obj any) {
+		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		if rv, err := strconv.ParseUint(p.ResourceVersion, 10, 64); err == nil {
+			for {
+				cur := f.podsRV.Load()
+				if rv <= cur || f.podsRV.CompareAndSwap(cur, rv) {
+					return
+				}
+			}
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { h.AddFunc(obj); note(obj) },
+		UpdateFunc: func(old, obj any) { h.UpdateFunc(old, obj); note(obj) },
+		DeleteFunc: func(obj any) { h.DeleteFunc(obj); note(obj) },
+	}
+}
 
 // Freshness reports, per watched resource, whether it is stale (for metrics).
 func (f *Feed) Freshness() map[string]bool { return f.freshness.perResource() }
@@ -207,3 +252,46 @@ func QuotaHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFun
 		},
 	}
 }
+
+// delayed hands every event after the initial list to h d after it arrived,
+// in order (d == 0: h itself). A test uses it to make one replica's watch
+// lag behind the others'; the initial list is never held back, so "synced"
+// still means that the ledger holds it.
+func delayed(h toolscache.ResourceEventHandlerFuncs, d time.Duration) toolscache.ResourceEventHandler {
+	if d <= 0 {
+		return h
+	}
+	q := make(chan delayedEvent, 1<<16)
+	go func() {
+		for e := range q {
+			time.Sleep(time.Until(e.at))
+			e.do()
+		}
+	}()
+	return &delayedHandler{h: h, d: d, q: q}
+}
+
+type delayedEvent struct {
+	at time.Time
+	do func()
+}
+
+type delayedHandler struct {
+	h toolscache.ResourceEventHandlerFuncs
+	d time.Duration
+	q chan delayedEvent
+}
+
+func (d *delayedHandler) push(do func()) { d.q <- delayedEvent{at: time.Now().Add(d.d), do: do} }
+
+func (d *delayedHandler) OnAdd(obj any, initial bool) {
+	if initial {
+		d.h.AddFunc(obj)
+		return
+	}
+	d.push(func() { d.h.AddFunc(obj) })
+}
+
+func (d *delayedHandler) OnUpdate(old, obj any) { d.push(func() { d.h.UpdateFunc(old, obj) }) }
+
+func (d *delayedHandler) OnDelete(obj any) { d.push(func() { d.h.DeleteFunc(obj) }) }

@@ -29,25 +29,13 @@ type Options struct {
 	Log logr.Logger
 	// Clock schedules reservation checks; nil uses the wall clock.
 	Clock Clock
-	// ConfirmAfter is how long after its admission a reservation's pod is
-	// first looked up to confirm its absence (default 5s; see Confirmer).
-	ConfirmAfter time.Duration
-	// RecheckMax bounds the backoff between checks of a pod that exists but
-	// that the watch has not recorded yet (default 30s).
-	RecheckMax time.Duration
-	// OnReservationEnd, when set, is told why each reservation ended
-	// (EndRecorded, EndDeleted, EndAbsent). It runs under the ledger's lock.
-	OnReservationEnd func(reason string)
 }
 
 // Ledger is the usage ledger. All methods are safe for concurrent use.
 type Ledger struct {
-	settings     effective.Settings
-	log          logr.Logger
-	clock        Clock
-	confirmAfter time.Duration
-	recheckMax   time.Duration
-	onEnd        func(reason string)
+	settings effective.Settings
+	log      logr.Logger
+	clock    Clock
 
 	mu           sync.RWMutex
 	pods         map[types.UID]*podRecord
@@ -59,6 +47,8 @@ type Ledger struct {
 	capacity     *Capacity // built lazily from nodes; nil when stale
 	// pending are the unbound pods whose demand depends on device sizes.
 	pending map[types.UID]*podRecord
+	// seen is the resourceVersion of the last event of each GPU pod.
+	seen map[types.UID]string
 }
 
 // podName is a pod's namespace and name (the informer's key).
@@ -86,9 +76,7 @@ func New(opts Options) *Ledger {
 		settings:     opts.Settings,
 		log:          opts.Log,
 		clock:        opts.Clock,
-		confirmAfter: opts.ConfirmAfter,
-		recheckMax:   opts.RecheckMax,
-		onEnd:        opts.OnReservationEnd,
+		seen:         map[types.UID]string{},
 		pods:         map[types.UID]*podRecord{},
 		invalid:      map[types.UID]*invalidPod{},
 		byName:       map[podName]types.UID{},
@@ -102,12 +90,6 @@ func New(opts Options) *Ledger {
 	}
 	if l.clock == nil {
 		l.clock = realClock{}
-	}
-	if l.confirmAfter <= 0 {
-		l.confirmAfter = 5 * time.Second
-	}
-	if l.recheckMax < l.confirmAfter {
-		l.recheckMax = max(30*time.Second, l.confirmAfter)
 	}
 	return l
 }
@@ -131,8 +113,15 @@ func podUID(pod *corev1.Pod) types.UID {
 func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	uid := podUID(pod)
 	d := l.derive(pod, effective.Options{}) // pure work outside the lock
+	gpu := l.settings.Requests(pod)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if gpu {
+		l.seen[uid] = pod.ResourceVersion
+		if l.seen[uid] == "" {
+			l.seen[uid] = "0" // a hand-made object: seen, at no known version
+		}
+	}
 	if d.rec != nil && d.rec.pod != nil {
 		d = l.deriveLocked(pod) // the demand depends on device sizes
 	}
@@ -141,9 +130,10 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 		// The pod was deleted and recreated while the watch was down: the
 		// relist only shows the new one.
 		l.removeLocked(other)
-		l.releaseLocked(other, EndDeleted)
+		l.releaseLocked(other)
+		delete(l.seen, other)
 	}
-	l.releaseLocked(uid, EndRecorded)
+	l.releaseLocked(uid)
 	l.applyLocked(uid, key, d)
 }
 
@@ -154,7 +144,8 @@ func (l *Ledger) DeletePod(pod *corev1.Pod) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.removeLocked(uid)
-	l.releaseLocked(uid, EndDeleted)
+	l.releaseLocked(uid)
+	delete(l.seen, uid)
 }
 
 // DeletePodByName removes the record of the pod with this namespace and name
@@ -164,7 +155,8 @@ func (l *Ledger) DeletePodByName(ns, name string) {
 	defer l.mu.Unlock()
 	if uid, ok := l.byName[podName{ns, name}]; ok {
 		l.removeLocked(uid)
-		l.releaseLocked(uid, EndDeleted)
+		l.releaseLocked(uid)
+		delete(l.seen, uid)
 	}
 }
 

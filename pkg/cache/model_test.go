@@ -18,7 +18,7 @@ import (
 // TestModelLedgerEqualsRecomputation drives the ledger with random events
 // (creates, status changes, binds, rebinds, deletes and tombstones, relists,
 // duplicate and stale updates, recreations under the same name, node and
-// quota changes, reservations and their confirmation) and checks after every step that it equals a
+// quota changes, mirrored reservations) and checks after every step that it equals a
 // from-scratch recomputation over the current objects and that nothing is
 // negative. Every 500 steps a ledger rebuilt from the current objects must
 // produce the same snapshot.
@@ -148,9 +148,6 @@ func (m *model) step() string {
 		return "reserve"
 	default:
 		m.clk.now = m.clk.now.Add(time.Duration(m.r.IntN(20)) * time.Second)
-		if m.r.IntN(2) == 0 {
-			m.confirm()
-		}
 		return "tick"
 	}
 	return "noop"
@@ -202,9 +199,11 @@ func (m *model) create() string {
 			m.remove(m.pods[prev])
 		} else { // deleted and recreated while the watch was down: the relist shows an update
 			old := m.pods[prev]
+			if m.holds(old) { // the ledger replaces the pod it holds under that name
+				delete(m.resv, prev)
+			}
 			delete(m.pods, prev)
 			delete(m.old, prev)
-			delete(m.resv, prev)
 			m.pods[p.UID], m.byName[ns+"/"+name] = p, p.UID
 			delete(m.resv, p.UID)
 			m.podH.OnUpdate(old, p)
@@ -225,13 +224,17 @@ func (m *model) update(prev, p *corev1.Pod) {
 }
 
 func (m *model) remove(p *corev1.Pod) {
+	holds := m.holds(p)
 	delete(m.pods, p.UID)
 	delete(m.byName, p.Namespace+"/"+p.Name)
-	delete(m.resv, p.UID)
 	stale := m.old[p.UID]
 	delete(m.old, p.UID)
 	key := p.Namespace + "/" + p.Name
-	switch m.r.IntN(4) {
+	kind := m.r.IntN(4)
+	if kind != 1 || holds { // a tombstone without the object finds the pod by name only
+		delete(m.resv, p.UID)
+	}
+	switch kind {
 	case 0:
 		m.podH.OnDelete(toolscache.DeletedFinalStateUnknown{Key: key, Obj: p})
 	case 1:
@@ -245,6 +248,12 @@ func (m *model) remove(p *corev1.Pod) {
 	default:
 		m.podH.OnDelete(p)
 	}
+}
+
+// holds reports whether the ledger holds p by name: a record or an invalid pod.
+func (m *model) holds(p *corev1.Pod) bool {
+	d := m.oracle(p)
+	return d.rec != nil || d.invalid != nil
 }
 
 func (m *model) relist() {

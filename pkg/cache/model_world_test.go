@@ -178,35 +178,38 @@ func (m *model) quota() {
 	m.quotaH.OnAdd(q, false)
 }
 
-// reserve reserves under the UID of a pod about to be created, or of one
-// that never comes (its create failed): the Confirmer must end it.
+// reserve replaces the mirrored reservations of a namespace, as a read of
+// its GPUUsage object does: UIDs of pods about to be created, of pods the
+// ledger knows (never counted twice), and of pods that never come.
 func (m *model) reserve() {
-	uid := types.UID(fmt.Sprintf("u%d", m.next+1+m.r.IntN(3)))
-	if m.r.IntN(3) == 0 {
-		uid = types.UID(fmt.Sprintf("never-%d", m.r.IntN(1000)))
-	}
-	if _, exists := m.pods[uid]; exists {
-		return
-	}
 	ns := modelNamespaces[m.r.IntN(len(modelNamespaces))]
-	name := fmt.Sprintf("p%d", m.r.IntN(16))
-	d := vec(1, int64(m.r.IntN(20000)), 0)
-	if err := m.l.Reserve(uid, ns, name, d); err != nil {
-		panic(err)
-	}
-	m.resv[uid] = reservation{uid: uid, namespace: ns, name: name, demand: d}
-}
-
-// confirm plays the Confirmer: every due reservation whose pod does not
-// exist in the world ends; the others are kept.
-func (m *model) confirm() {
-	for _, ref := range m.l.DueReservations(1 << 20) {
-		if _, exists := m.pods[ref.UID]; !exists {
-			if !m.l.ConfirmAbsent(ref.UID) {
-				panic("ConfirmAbsent of a due reservation ended nothing")
+	var rs []Reservation
+	for range m.r.IntN(4) {
+		uid := types.UID(fmt.Sprintf("u%d", m.next+1+m.r.IntN(3)))
+		switch m.r.IntN(3) {
+		case 0:
+			uid = types.UID(fmt.Sprintf("never-%d", m.r.IntN(1000)))
+		case 1:
+			if p := m.pick(); p != nil {
+				uid = p.UID
 			}
-			delete(m.resv, ref.UID)
 		}
+		rs = append(rs, Reservation{UID: uid, Name: fmt.Sprintf("p%d", m.r.IntN(16)), Demand: vec(1, int64(m.r.IntN(20000)), 0)})
+	}
+	m.l.SetReservations(ns, rs)
+	for uid, r := range m.resv {
+		if r.namespace == ns {
+			delete(m.resv, uid)
+		}
+	}
+	for _, r := range rs {
+		if p, known := m.pods[r.UID]; known && m.l.settings.Requests(p) {
+			continue
+		}
+		if old, ok := m.resv[r.UID]; ok && old.namespace != ns {
+			delete(m.resv, r.UID)
+		}
+		m.resv[r.UID] = reservation{uid: r.UID, namespace: ns, name: r.Name, demand: r.Demand}
 	}
 }
 

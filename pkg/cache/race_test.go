@@ -84,9 +84,7 @@ func TestRaceEventsSnapshotsReservations(t *testing.T) {
 				t.Errorf("negative snapshot %+v", s)
 			}
 			_ = l.Capacity().MaxDeviceMemMiBFor(testpod.New("p").App("a", gpu(1)).Build())
-			if err := l.Reserve(types.UID(fmt.Sprintf("r%d", i%50)), "ns0", fmt.Sprintf("p0-%d", i%20), vec(1, 1000, 0)); err != nil {
-				t.Error(err)
-			}
+			l.SetReservations("ns0", []Reservation{{UID: types.UID(fmt.Sprintf("r%d", i%50)), Name: fmt.Sprintf("p0-%d", i%20), Demand: vec(1, 1000, 0)}})
 			clk.advance(10 * time.Millisecond)
 		}
 	})
@@ -98,18 +96,13 @@ func TestRaceEventsSnapshotsReservations(t *testing.T) {
 			default:
 			}
 			_ = l.Snapshot()
-			for _, r := range l.DueReservations(10) { // the Confirmer: these pods never come
-				l.ConfirmAbsent(r.UID)
-			}
 		}
 	})
 	writing.Wait()
 	close(stop)
 	background.Wait()
 	clk.advance(time.Hour)
-	for _, r := range l.DueReservations(1000) {
-		l.ConfirmAbsent(r.UID)
-	}
+	l.SetReservations("ns0", nil) // the object read after its pods were recorded or confirmed absent
 	st := l.Snapshot().Stats
 	if st.Pods != 0 || st.Reservations != 0 || st.InvalidPods != 0 {
 		t.Fatalf("after deleting every pod: %+v", st)

@@ -16,10 +16,15 @@ import (
 	"time"
 )
 
-// Bundle is a CA and a serving certificate signed by it, PEM encoded.
+// Bundle is a CA and a serving certificate signed by it, PEM encoded, and
+// the CA it replaced (still trusted until clients moved on).
 type Bundle struct {
-	CACert, CAKey     []byte
-	ServerCert, Key   []byte
+	CACert, CAKey   []byte
+	ServerCert, Key []byte
+	// PreviousCA is the CA before the last renewal ("" for none): the
+	// caBundle trusts it too, so that replicas still serving a certificate
+	// it signed keep working while they move to the new one.
+	PreviousCA        []byte
 	serving           *tls.Certificate
 	notAfter, caUntil time.Time
 }
@@ -30,11 +35,23 @@ const (
 	KeyCAKey  = "ca.key"
 	KeyCert   = "tls.crt"
 	KeyKey    = "tls.key"
+	// KeyPreviousCA keeps the CA a renewal replaced.
+	KeyPreviousCA = "ca-previous.crt"
 )
 
 // Data returns the bundle as Secret data.
 func (b *Bundle) Data() map[string][]byte {
-	return map[string][]byte{KeyCACert: b.CACert, KeyCAKey: b.CAKey, KeyCert: b.ServerCert, KeyKey: b.Key}
+	d := map[string][]byte{KeyCACert: b.CACert, KeyCAKey: b.CAKey, KeyCert: b.ServerCert, KeyKey: b.Key}
+	if len(b.PreviousCA) > 0 {
+		d[KeyPreviousCA] = b.PreviousCA
+	}
+	return d
+}
+
+// CABundle is what the webhook configurations trust: the CA, and the
+// previous one while a renewal settles.
+func (b *Bundle) CABundle() []byte {
+	return append(append([]byte{}, b.CACert...), b.PreviousCA...)
 }
 
 // Generate creates a CA valid for caValidity and a serving certificate valid
@@ -100,7 +117,8 @@ func Generate(names []string, ips []net.IP, now time.Time, caValidity, validity 
 // Parse reads a bundle from Secret data and checks that the serving
 // certificate chains to the CA.
 func Parse(data map[string][]byte) (*Bundle, error) {
-	b := &Bundle{CACert: data[KeyCACert], CAKey: data[KeyCAKey], ServerCert: data[KeyCert], Key: data[KeyKey]}
+	b := &Bundle{CACert: data[KeyCACert], CAKey: data[KeyCAKey], ServerCert: data[KeyCert], Key: data[KeyKey],
+		PreviousCA: data[KeyPreviousCA]}
 	pair, err := tls.X509KeyPair(b.ServerCert, b.Key)
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)

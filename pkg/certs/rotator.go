@@ -28,20 +28,35 @@ type Options struct {
 	// configurations whose caBundle is kept equal to the CA.
 	MutatingWebhooks, ValidatingWebhooks []string
 	// CAValidity (default 5 years), Validity (default 1 year), RenewBefore
-	// (default 30 days) and CheckEvery (default 1 minute).
+	// (default 30 days) and CheckEvery (default 10 seconds: every replica
+	// serves a renewed certificate within that, plus Settle).
 	CAValidity, Validity, RenewBefore, CheckEvery time.Duration
-	Log                                           logr.Logger
+	// Settle is how long a new certificate waits, after the caBundles trust
+	// its CA, before it is served: the API server reads the webhook
+	// configurations through a watch (default 5 seconds).
+	Settle time.Duration
+	Log    logr.Logger
 }
 
 // Rotator keeps the serving certificate and the caBundles current. Start it
 // (a controller-runtime Runnable); the TLS server reads GetCertificate.
+//
+// Several replicas share one bundle through the Secret: the one that finds
+// no Secret (or a stale one) creates (or renews) it with the Secret's
+// resourceVersion, the others lose that race and load the winner's, so
+// there is only ever one CA. A renewal keeps the CA it replaced in the
+// Secret; every replica writes the same caBundle (the CA and the previous
+// one) and serves a new certificate only once the caBundles trust its CA
+// and Settle has passed, so no review fails across a renewal.
 type Rotator struct {
 	client kubernetes.Interface
 	opts   Options
+	now    func() time.Time
 
 	mu     sync.RWMutex
 	cur    *Bundle
-	prevCA []byte // the CA before a renewal in this process, still trusted
+	next   *Bundle   // loaded, its CA trusted since nextAt; served from nextAt+Settle
+	nextAt time.Time //
 	ready  bool
 }
 
@@ -57,22 +72,34 @@ func NewRotator(client kubernetes.Interface, opts Options) *Rotator {
 		opts.RenewBefore = 30 * 24 * time.Hour
 	}
 	if opts.CheckEvery <= 0 {
-		opts.CheckEvery = time.Minute
+		opts.CheckEvery = 10 * time.Second
+	}
+	if opts.Settle <= 0 {
+		opts.Settle = 5 * time.Second
 	}
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
-	return &Rotator{client: client, opts: opts}
+	return &Rotator{client: client, opts: opts, now: time.Now}
 }
 
 // GetCertificate serves the current certificate (tls.Config.GetCertificate).
 func (r *Rotator) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.cur == nil {
+	cur, next, at := r.cur, r.next, r.nextAt
+	r.mu.RUnlock()
+	if next != nil && !r.now().Before(at.Add(r.opts.Settle)) {
+		r.mu.Lock()
+		if r.next == next {
+			r.cur, r.next = next, nil
+		}
+		r.mu.Unlock()
+		cur = next
+	}
+	if cur == nil {
 		return nil, errors.New("gpuadmit: no serving certificate yet")
 	}
-	return r.cur.Certificate(), nil
+	return cur.Certificate(), nil
 }
 
 // Ready reports whether a certificate is loaded and every caBundle holds its CA.
@@ -105,24 +132,27 @@ func (r *Rotator) Start(ctx context.Context) error {
 	}
 }
 
-// Sync loads or renews the bundle in the Secret and patches the caBundles.
+// Sync loads or renews the bundle in the Secret, patches the caBundles,
+// and then (after Settle when it replaces one already served) serves it.
 func (r *Rotator) Sync(ctx context.Context) error {
 	b, err := r.loadOrCreate(ctx)
 	if err != nil {
 		return err
 	}
-	r.mu.Lock()
-	if r.cur != nil && !bytes.Equal(r.cur.CACert, b.CACert) {
-		r.prevCA = r.cur.CACert
-	}
-	r.cur = b
-	caBundle := append(append([]byte{}, b.CACert...), r.prevCA...)
-	r.mu.Unlock()
-	if err := r.patchCABundles(ctx, caBundle); err != nil {
+	if err := r.patchCABundles(ctx, b.CABundle()); err != nil {
 		r.setReady(false)
 		return err
 	}
-	r.setReady(true)
+	r.mu.Lock()
+	switch {
+	case r.cur == nil: // nothing served yet: serve it now
+		r.cur = b
+	case bytes.Equal(r.cur.ServerCert, b.ServerCert):
+	case r.next == nil || !bytes.Equal(r.next.ServerCert, b.ServerCert):
+		r.next, r.nextAt = b, r.now()
+	}
+	r.ready = true
+	r.mu.Unlock()
 	return nil
 }
 
@@ -145,7 +175,9 @@ func (r *Rotator) loadOrCreate(ctx context.Context) (*Bundle, error) {
 		}
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: o.SecretName, Namespace: o.Namespace},
 			Type: corev1.SecretTypeOpaque, Data: b.Data()}
-		if _, err := secrets.Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		if _, err := secrets.Create(ctx, s, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+			return r.loadOrCreate(ctx) // another replica created it first: use its bundle
+		} else if err != nil {
 			return nil, fmt.Errorf("creating secret %s/%s: %w", o.Namespace, o.SecretName, err)
 		}
 		o.Log.Info("created the webhook CA and serving certificate", "secret", o.Namespace+"/"+o.SecretName)
@@ -162,8 +194,13 @@ func (r *Rotator) loadOrCreate(ctx context.Context) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
+	if old, err := Parse(s.Data); err == nil && now.Before(old.caUntil) {
+		b.PreviousCA = old.CACert // still trusted while replicas move to the new CA
+	}
 	s.Data = b.Data()
-	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); apierrors.IsConflict(err) {
+		return r.loadOrCreate(ctx) // another replica renewed it first: use its bundle
+	} else if err != nil {
 		return nil, fmt.Errorf("renewing secret %s/%s: %w", o.Namespace, o.SecretName, err)
 	}
 	o.Log.Info("renewed the webhook CA and serving certificate", "secret", o.Namespace+"/"+o.SecretName)

@@ -50,6 +50,10 @@ type Admission struct {
 	// PolicyEvaluationTimeout bounds one policy evaluation
 	// (policyEvaluationTimeout, default 1s).
 	PolicyEvaluationTimeout time.Duration
+	// ReviewTimeout bounds one review, waiting for earlier decisions in the
+	// namespace and writing the reservation included; keep it below the
+	// webhook configurations' timeoutSeconds (reviewTimeout, default 8s).
+	ReviewTimeout time.Duration
 	// StaleFeed: what the webhook does while a watch is stale:
 	// Reservations (default: keep deciding, admitted pods stay reserved) or
 	// Deny (refuse GPU pods and fail readiness).
@@ -110,6 +114,7 @@ func SetDefaults(c *Configuration) {
 	setIfZero(&a.NearLimitPercent, 90)
 	setIfZero(&a.Unsatisfiable, UnsatisfiableDeny)
 	setIfZero(&a.PolicyEvaluationTimeout, time.Second)
+	setIfZero(&a.ReviewTimeout, 8*time.Second)
 	setIfZero(&a.StaleFeed, StaleFeedReservations)
 	setIfZero(&a.Reservations.ConfirmAfter, 5*time.Second)
 	setIfZero(&a.Reservations.RecheckMax, 30*time.Second)
@@ -154,6 +159,7 @@ type file struct {
 		NearLimitPercent        *int64  `json:"nearLimitPercent"`
 		Unsatisfiable           *string `json:"unsatisfiable"`
 		PolicyEvaluationTimeout *string `json:"policyEvaluationTimeout"`
+		ReviewTimeout           *string `json:"reviewTimeout"`
 		StaleFeed               *string `json:"staleFeed"`
 		Reservations            *struct {
 			ConfirmAfter   *string `json:"confirmAfter"`

@@ -172,6 +172,7 @@ admission:
   nearLimitPercent: 75
   unsatisfiable: Warn
   policyEvaluationTimeout: 250ms
+  reviewTimeout: 3s
   staleFeed: Deny
   reservations: {confirmAfter: 2s, recheckMax: 10s, readsPerSecond: 5}
   watches: {probeEvery: 5s, staleAfter: 1m}
@@ -180,7 +181,7 @@ policy:
   directory: /etc/gpuadmit/policies
 `, ignored: []string{"devices.cambricon", "devices.nvidia.deviceSplitCount"}, want: func(c *config.Configuration) {
 			c.Devices.Names.Memory, c.Devices.MemoryFactor, c.Devices.ExclusiveCores = "example.com/vmem", 1024, false
-			c.Admission = config.Admission{NearLimitPercent: 75, Unsatisfiable: "Warn", PolicyEvaluationTimeout: 250 * time.Millisecond, StaleFeed: "Deny",
+			c.Admission = config.Admission{NearLimitPercent: 75, Unsatisfiable: "Warn", PolicyEvaluationTimeout: 250 * time.Millisecond, ReviewTimeout: 3 * time.Second, StaleFeed: "Deny",
 				Reservations: config.Reservations{ConfirmAfter: 2 * time.Second, RecheckMax: 10 * time.Second, ReadsPerSecond: 5},
 				Watches:      config.Watches{ProbeEvery: 5 * time.Second, StaleAfter: time.Minute}}
 			c.Policy = config.Policy{ConfigMapSelector: "team=gpu", Directory: "/etc/gpuadmit/policies"}

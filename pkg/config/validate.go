@@ -17,6 +17,9 @@ func (f *file) apply(c *Configuration) error {
 		if err := duration("admission.policyEvaluationTimeout", a.PolicyEvaluationTimeout, &c.Admission.PolicyEvaluationTimeout); err != nil {
 			return err
 		}
+		if err := duration("admission.reviewTimeout", a.ReviewTimeout, &c.Admission.ReviewTimeout); err != nil {
+			return err
+		}
 		if r := a.Reservations; r != nil {
 			set(&c.Admission.Reservations.ReadsPerSecond, r.ReadsPerSecond)
 			if err := duration("admission.reservations.confirmAfter", r.ConfirmAfter, &c.Admission.Reservations.ConfirmAfter); err != nil {
@@ -88,6 +91,7 @@ func (c *Configuration) Validate() error {
 		d   time.Duration
 	}{
 		{"admission.policyEvaluationTimeout", a.PolicyEvaluationTimeout},
+		{"admission.reviewTimeout", a.ReviewTimeout},
 		{"admission.reservations.confirmAfter", a.Reservations.ConfirmAfter},
 		{"admission.watches.probeEvery", a.Watches.ProbeEvery},
 	} {

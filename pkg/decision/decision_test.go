@@ -158,9 +158,7 @@ func TestDecide(t *testing.T) {
 				l.UpsertPod(p)
 			}
 			if !tt.reserve.IsZero() {
-				if err := l.Reserve("uid-earlier", tt.pod.Namespace, "earlier", tt.reserve); err != nil {
-					t.Fatal(err)
-				}
+				l.SetReservations(tt.pod.Namespace, []cache.Reservation{{UID: "uid-earlier", Name: "earlier", Demand: tt.reserve}})
 			}
 			ev := &countingEvaluator{Evaluator: e}
 			d, err := decision.New(ev, l, configWith(tt.cfg), logr.Discard())

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -24,6 +25,7 @@ func registerStateMetrics(reg prometheus.Registerer, l *cache.Ledger, e *policy.
 			Help: "Reservations of admitted pods the watch has not recorded yet."}, stat(func(s cache.Stats) int { return s.Reservations })),
 		&freshnessCollector{feed: feed, desc: prometheus.NewDesc("gpuadmit_feed_stale",
 			"1 when the watch of a resource has delivered nothing for longer than it should (see the server's log).", []string{"resource"}, nil)},
+		newQuotaCollector(l),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gpuadmit_policy_active",
 			Help: "1 when a policy set is active."}, func() float64 {
 			if e.Status().Revision != "" {
@@ -83,20 +85,48 @@ func (c *freshnessCollector) Collect(ch chan<- prometheus.Metric) {
 
 // serverMetrics are the counters the server's components report to.
 type serverMetrics struct {
-	reservationsEnded *prometheus.CounterVec
+	reservationsEnded    *prometheus.CounterVec
+	reservationConflicts prometheus.Counter
+	writes               prometheus.Histogram
+	groups               prometheus.Histogram
 }
 
 func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
-	m := &serverMetrics{reservationsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "gpuadmit_reservations_ended_total",
-		Help: "Reservations ended, by reason: recorded (the watch recorded the pod), deleted, absent (a read confirmed the pod does not exist: its create failed after admission).",
-	}, []string{"reason"})}
-	if err := reg.Register(m.reservationsEnded); err != nil {
-		return nil, fmt.Errorf("registering reservation metrics: %w", err)
+	m := &serverMetrics{
+		reservationsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpuadmit_reservations_ended_total",
+			Help: "Reservations this replica removed from GPUUsage objects, by reason: recorded (every live replica recorded the pod), absent (a read confirmed the pod does not exist: its create failed after admission).",
+		}, []string{"reason"}),
+		reservationConflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpuadmit_reservation_conflicts_total",
+			Help: "Reservation writes refused because another replica wrote the namespace's GPUUsage first (the decision was made again).",
+		}),
+		writes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gpuadmit_gpuusage_write_duration_seconds",
+			Help:    "Time of one GPUUsage status write (reservations added or tidied), conflicting ones included.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}),
+		groups: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gpuadmit_gpuusage_write_group_size",
+			Help:    "Reviews decided together for one GPUUsage status write (the reviews that queued while the previous write of the namespace was in flight).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.reservationsEnded, m.reservationConflicts, m.writes, m.groups} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering reservation metrics: %w", err)
+		}
 	}
 	return m, nil
 }
 
 func (m *serverMetrics) reservationEnded(reason string) {
 	m.reservationsEnded.WithLabelValues(reason).Inc()
+}
+
+func (m *serverMetrics) reservationConflict() { m.reservationConflicts.Inc() }
+
+func (m *serverMetrics) wrote(took time.Duration, group int) {
+	m.writes.Observe(took.Seconds())
+	m.groups.Observe(float64(group))
 }

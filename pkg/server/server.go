@@ -6,25 +6,33 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/gpuadmit/gpuadmit/pkg/admission"
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
-	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -54,32 +62,60 @@ type Options struct {
 	// CertDir, when set, serves tls.crt/tls.key from that directory
 	// (cert-manager); otherwise the server manages its own CA in CertSecret
 	// and patches the caBundle of MutatingWebhook and ValidatingWebhook.
-	CertDir           string
-	CertSecret        string
-	CertDNSNames      []string
-	CertIPs           []net.IP
+	CertDir      string
+	CertSecret   string
+	CertDNSNames []string
+	CertIPs      []net.IP
+	// CertCheckEvery is how often the certificate Secret is checked.
+	CertCheckEvery    time.Duration
 	MutatingWebhook   string
 	ValidatingWebhook string
 	// ShutdownTimeout bounds graceful shutdown (default 10s).
 	ShutdownTimeout time.Duration
-	Log             logr.Logger
+	// Replica names this replica (its reservations' writer and its
+	// progress Lease); default the host name.
+	Replica string
+	// AdvertiseAddress (host:port) is where the other replicas reach this
+	// one's webhook server: the validating reviews of GPU pods are
+	// forwarded to the replica that owns their namespace, so that replicas
+	// do not conflict on its GPUUsage. Empty: no forwarding.
+	AdvertiseAddress string
+	// Clock is this replica's clock (default the wall clock; a test skews it).
+	Clock cache.Clock
+	// WatchDelay holds back every watch event this long (fault injection
+	// for tests: a lagging replica); 0 in production.
+	WatchDelay time.Duration
+	Log        logr.Logger
 }
 
 // Server is the wired admission webhook.
 type Server struct {
-	mgr       manager.Manager
-	Ledger    *cache.Ledger
-	Engine    *policy.Engine
-	feed      *cache.Feed
-	confirmer *cache.Confirmer
-	rotator   *certs.Rotator
-	metrics   *serverMetrics
-	opts      Options
+	mgr     manager.Manager
+	Ledger  *cache.Ledger
+	Engine  *policy.Engine
+	Store   *gpuusage.Store
+	feed    *cache.Feed
+	usage   toolscache.InformerSynced
+	rotator *certs.Rotator
+	// certificate returns the serving certificate (the rotator's, or the
+	// files' in CertDir).
+	certificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	certFiles   *certwatcher.CertWatcher
+	metrics     *serverMetrics
+	opts        Options
+	// drain is set once shutdown began: readiness fails first, so that
+	// traffic moves to other replicas before the server stops.
+	drain atomic.Bool
 }
 
 // New wires a server against the API server of cfg. Nothing runs until Start.
 func New(cfg *rest.Config, opts Options) (*Server, error) {
 	opts = withDefaults(opts)
+	// Every allowed GPU pod costs a write (its reservation): client-side
+	// throttling must not queue reviews (the API server's priority and
+	// fairness protects it).
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = max(cfg.QPS, 500), max(cfg.Burst, 1000)
 	if err := opts.Config.Validate(); err != nil {
 		return nil, err
 	}
@@ -93,16 +129,39 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 		s.rotator = certs.NewRotator(kube, certs.Options{
 			Namespace: opts.Namespace, SecretName: opts.CertSecret, DNSNames: opts.CertDNSNames, IPs: opts.CertIPs,
 			MutatingWebhooks: nonEmpty(opts.MutatingWebhook), ValidatingWebhooks: nonEmpty(opts.ValidatingWebhook),
-			Log: opts.Log.WithName("certs"),
+			CheckEvery: opts.CertCheckEvery,
+			Log:        opts.Log.WithName("certs"),
 		})
+	}
+	if s.rotator != nil {
+		s.certificate = s.rotator.GetCertificate
+	} else {
+		if s.certFiles, err = certwatcher.New(filepath.Join(opts.CertDir, "tls.crt"), filepath.Join(opts.CertDir, "tls.key")); err != nil {
+			return nil, fmt.Errorf("serving certificate: %w", err)
+		}
+		s.certificate = s.certFiles.GetCertificate
 	}
 	tlsOpts := func(c *tls.Config) {
 		c.MinVersion = tls.VersionTLS12
-		if s.rotator != nil {
-			c.GetCertificate = s.rotator.GetCertificate
-		}
+		// HTTP/1.1 only: the API server then spreads concurrent reviews over
+		// several connections, hence over replicas behind the Service, and a
+		// draining replica can close each connection after a response
+		// (HTTP/2 would also expose the server to rapid-reset floods).
+		c.NextProtos = []string{"http/1.1"}
+		c.GetCertificate = s.certificate
+	}
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), gpuadmitv1.AddToScheme(scheme)); err != nil {
+		return nil, fmt.Errorf("scheme: %w", err)
 	}
 	s.mgr, err = ctrl.NewManager(cfg, manager.Options{
+		Scheme: scheme,
+		// The manager's cache holds the GPUUsage objects and this server's
+		// progress Leases only; pods are read from the API server directly.
+		Cache: ctrlcache.Options{ByObject: map[client.Object]ctrlcache.ByObject{
+			&coordinationv1.Lease{}: {Namespaces: map[string]ctrlcache.Config{opts.Namespace: {}},
+				Label: labels.SelectorFromSet(labels.Set{gpuusage.ProgressLabel: "true"})},
+		}},
 		Logger:                  opts.Log,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
@@ -117,15 +176,25 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 	if s.metrics, err = newServerMetrics(opts.Registry); err != nil {
 		return nil, err
 	}
-	s.Ledger = cache.New(cache.Options{Settings: opts.Config.Devices, Log: opts.Log.WithName("ledger"),
-		ConfirmAfter: adm.Reservations.ConfirmAfter, RecheckMax: adm.Reservations.RecheckMax, OnReservationEnd: s.metrics.reservationEnded})
-	s.feed, err = cache.NewFeed(kube, s.Ledger, cache.FeedOptions{Log: opts.Log.WithName("feed"),
-		Freshness: cache.FreshnessOptions{ProbeEvery: adm.Watches.ProbeEvery, StaleAfter: adm.Watches.StaleAfter}})
+	s.Ledger = cache.New(cache.Options{Settings: opts.Config.Devices, Log: opts.Log.WithName("ledger"), Clock: opts.Clock})
+	s.feed, err = cache.NewFeed(kube, s.Ledger, cache.FeedOptions{Log: opts.Log.WithName("feed"), Delay: opts.WatchDelay,
+		Freshness: cache.FreshnessOptions{ProbeEvery: adm.Watches.ProbeEvery, StaleAfter: adm.Watches.StaleAfter, Clock: opts.Clock}})
 	if err != nil {
 		return nil, fmt.Errorf("informers: %w", err)
 	}
-	s.confirmer = cache.NewConfirmer(s.Ledger, kube, cache.ConfirmerOptions{Every: time.Second,
-		PerTick: adm.Reservations.ReadsPerSecond, Log: opts.Log.WithName("reservations")})
+	usage, err := s.mgr.GetCache().GetInformer(context.Background(), &gpuadmitv1.GPUUsage{}, ctrlcache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, fmt.Errorf("the GPUUsage resource (is its CRD installed?): %w", err)
+	}
+	s.usage = usage.HasSynced
+	s.Store = gpuusage.NewStore(s.mgr.GetClient(), s.mgr.GetAPIReader(), s.Ledger, s.feed, gpuusage.Options{
+		Replica: opts.Replica, Namespace: opts.Namespace, Clock: opts.Clock,
+		ConfirmAfter: adm.Reservations.ConfirmAfter, RecheckMax: adm.Reservations.RecheckMax, ReadsPerSecond: adm.Reservations.ReadsPerSecond,
+		Advertise: s.advertise,
+		OnEnd:     s.metrics.reservationEnded, OnConflict: s.metrics.reservationConflict, OnWrite: s.metrics.wrote, Log: opts.Log.WithName("gpuusage")})
+	if _, err := usage.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: s.Store.Deleted}); err != nil {
+		return nil, fmt.Errorf("watching GPUUsage deletions: %w", err)
+	}
 	s.Engine = policy.New(policy.Options{Log: opts.Log.WithName("policy"), EvalTimeout: adm.PolicyEvaluationTimeout})
 	if err := s.wire(kube); err != nil {
 		return nil, err
@@ -160,124 +229,22 @@ func withDefaults(o Options) Options {
 	if o.CertSecret == "" {
 		o.CertSecret = "gpuadmit-webhook-tls"
 	}
+	if o.Replica == "" {
+		o.Replica, _ = os.Hostname()
+	}
+	if o.Clock == nil {
+		o.Clock = wallClock{}
+	}
 	return o
 }
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
 
 func nonEmpty(s string) []string {
 	if s == "" {
 		return nil
 	}
 	return []string{s}
-}
-
-// wire registers the handlers, the runnables and the probes.
-func (s *Server) wire(kube kubernetes.Interface) error {
-	am, err := admission.NewMetrics(s.opts.Registry)
-	if err != nil {
-		return err
-	}
-	if err := registerStateMetrics(s.opts.Registry, s.Ledger, s.Engine, s.feed); err != nil {
-		return err
-	}
-	pm, err := newPolicyMetrics(s.opts.Registry)
-	if err != nil {
-		return err
-	}
-	dec, err := decision.New(s.Engine, s.Ledger, s.opts.Config, s.opts.Log.WithName("decision"))
-	if err != nil {
-		return err
-	}
-	hooks := s.mgr.GetWebhookServer()
-	hooks.Register(MutatePath, detached(&ctrladmission.Webhook{Handler: &admission.Mutator{
-		Gate: s, Demand: dec, Metrics: am, Log: s.opts.Log.WithName("mutate")}, RecoverPanic: ptr(true)}))
-	hooks.Register(ValidatePath, detached(&ctrladmission.Webhook{Handler: &admission.Validator{
-		Gate: s, Decider: dec, Reserver: s.Ledger, Metrics: am, Log: s.opts.Log.WithName("validate")},
-		RecoverPanic: ptr(true)}))
-	runnables := []manager.Runnable{
-		manager.RunnableFunc(func(ctx context.Context) error { s.feed.Start(ctx); <-ctx.Done(); return nil }),
-		s.confirmer,
-		&policySync{kube: kube, engine: s.Engine, namespace: s.opts.Namespace, selector: s.opts.Config.Policy.ConfigMapSelector,
-			dir: s.opts.Config.Policy.Directory, log: s.opts.Log.WithName("policy-sync"), metrics: pm},
-	}
-	if s.rotator != nil {
-		runnables = append(runnables, s.rotator)
-	}
-	for _, r := range runnables {
-		if err := s.mgr.Add(r); err != nil {
-			return fmt.Errorf("adding runnable: %w", err)
-		}
-	}
-	if err := s.mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("healthz: %w", err)
-	}
-	if err := s.mgr.AddReadyzCheck("gpuadmit", func(*http.Request) error { return s.NotReady() }); err != nil {
-		return fmt.Errorf("readyz: %w", err)
-	}
-	return s.mgr.AddReadyzCheck("webhook", hooks.StartedChecker())
-}
-
-// Blocked says why no admission decision may be made yet, or nil (the
-// handlers' Gate): the watches have synced, a policy set is active, and,
-// with admission.staleFeed Deny, no watch is stale. With the default
-// (Reservations) a stale watch only over-counts (deletions are not seen)
-// and every pod admitted meanwhile stays reserved until seen, so the
-// handlers keep deciding, with a warning.
-func (s *Server) Blocked() error {
-	if missing := s.feed.NotSynced(); missing != "" {
-		return fmt.Errorf("the %s watches have not synced yet, so the usage ledger would under-count", missing)
-	}
-	if st := s.Engine.Status(); st.Revision == "" {
-		return fmt.Errorf("no policy set is active (last error: %s)", st.LastError)
-	}
-	if s.opts.Config.Admission.StaleFeed == config.StaleFeedDeny {
-		if stale := s.feed.Stale(); stale != "" {
-			return fmt.Errorf("a watch is stale and admission.staleFeed is %s: %s", config.StaleFeedDeny, stale)
-		}
-	}
-	return nil
-}
-
-// NotReady says why the server must not take traffic yet, or nil: it may
-// decide (Blocked) and the certificate is in place.
-func (s *Server) NotReady() error {
-	if err := s.Blocked(); err != nil {
-		return err
-	}
-	if s.rotator != nil && !s.rotator.Ready() {
-		return errors.New("the serving certificate or the caBundles are not in place")
-	}
-	return nil
-}
-
-// Stale describes the watches that have delivered nothing for longer than
-// they should ("" when all are fresh).
-func (s *Server) Stale() string { return s.feed.Stale() }
-
-// Register adds another handler to the webhook server (before Start).
-func (s *Server) Register(path string, h http.Handler) { s.mgr.GetWebhookServer().Register(path, h) }
-
-// Start runs everything until ctx is done, then shuts down gracefully.
-func (s *Server) Start(ctx context.Context) error {
-	if err := s.mgr.Start(ctx); err != nil {
-		return fmt.Errorf("webhook server: %w", err)
-	}
-	return nil
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// reviewTimeout bounds one review: the API server never waits longer for a
-// webhook (timeoutSeconds is at most 30).
-const reviewTimeout = 30 * time.Second
-
-// detached serves h with a request context that the server's shutdown does
-// not cancel (controller-runtime derives request contexts from the
-// manager's): a review in flight when the server stops is answered, since
-// the graceful shutdown waits for it, rather than failed.
-func detached(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), reviewTimeout)
-		defer cancel()
-		h.ServeHTTP(w, r.WithContext(ctx))
-	})
 }

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/gpuadmit/gpuadmit/internal/creates"
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
 )
 
@@ -26,25 +27,25 @@ func probeDryRuns(t *testing.T, c *devcluster.Cluster) {
 	const ns, limit = "f-dry", 20 * 1024
 	seed(t, c, ns, limit)
 	k := fastClient(t, c)
-	var real, dry tally
+	var real, dry creates.Tally
 	var wg sync.WaitGroup
 	for i := range 200 {
 		wg.Go(func() {
-			p := gpuPod(ns, fmt.Sprintf("p-%03d", i), 1024)
+			p := creates.GPUPod(ns, fmt.Sprintf("p-%03d", i), "", 1024)
 			if i%2 == 0 {
 				_, err := k.CoreV1().Pods(ns).Create(t.Context(), p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-				dry.record(err)
+				dry.Record(err)
 				return
 			}
 			_, err := k.CoreV1().Pods(ns).Create(t.Context(), p, metav1.CreateOptions{})
-			real.record(err)
+			real.Record(err)
 		})
 	}
 	wg.Wait()
 	got := settle(t, c, ns, limit)
 	t.Logf("real creates: %s; dry-runs: %s; recount %d MiB in %d pods", &real, &dry, got.Used.MemMiB, got.Pods)
-	if real.admitted.Load() != 20 || got.Pods != 20 || len(real.other)+len(dry.other) > 0 {
-		t.Fatalf("want exactly 20 real pods admitted and no other failure; real %v, dry %v", real.other, dry.other)
+	if real.Admitted.Load() != 20 || got.Pods != 20 || len(real.Other)+len(dry.Other) > 0 {
+		t.Fatalf("want exactly 20 real pods admitted and no other failure; real %v, dry %v", real.Other, dry.Other)
 	}
 }
 
@@ -67,15 +68,15 @@ func probeNativeQuota(t *testing.T, c *devcluster.Cluster) {
 	if _, err = c.Kube.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var tl tally
+	var tl creates.Tally
 	var refusedByNative int
 	for i := range 10 {
-		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, gpuPod(ns, fmt.Sprintf("p-%d", i), 2048), metav1.CreateOptions{})
+		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, creates.GPUPod(ns, fmt.Sprintf("p-%d", i), "", 2048), metav1.CreateOptions{})
 		if err != nil && strings.Contains(err.Error(), "exceeded quota") {
 			refusedByNative++
 			continue
 		}
-		tl.record(err)
+		tl.Record(err)
 	}
 	start := time.Now()
 	waitFor(t, "the refused creates' reservations end", func() bool { return c.Server.Ledger.Namespace(ns).Reservations == 0 })
@@ -83,7 +84,7 @@ func probeNativeQuota(t *testing.T, c *devcluster.Cluster) {
 	got := settle(t, c, ns, limit)
 	t.Logf("%s; refused by the native pods quota after gpuadmit admitted them: %d; their reservations held the namespace for %s; recount %d MiB",
 		&tl, refusedByNative, blocked.Round(100*time.Millisecond), got.Used.MemMiB)
-	if tl.admitted.Load() != 3 || refusedByNative != 7 || blocked > 10*time.Second {
+	if tl.Admitted.Load() != 3 || refusedByNative != 7 || blocked > 10*time.Second {
 		t.Fatalf("want 3 admitted, 7 refused by the native quota and the namespace free within 10s")
 	}
 	// The room the refused creates held is free: raise the pods quota and take it all.
@@ -98,7 +99,7 @@ func probeNativeQuota(t *testing.T, c *devcluster.Cluster) {
 	if _, err := c.Kube.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Kube.CoreV1().Pods(ns).Create(ctx, gpuPod(ns, "rest", limit-3*2048), metav1.CreateOptions{}); err != nil {
+	if _, err := c.Kube.CoreV1().Pods(ns).Create(ctx, creates.GPUPod(ns, "rest", "", limit-3*2048), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("the room of the refused creates is still held: %v", err)
 	}
 	settle(t, c, ns, limit)
@@ -140,7 +141,7 @@ func probeSecondWebhook(t *testing.T, c *devcluster.Cluster) {
 	}
 	refusedByOther := 0
 	for i := range 5 {
-		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, gpuPod(ns, fmt.Sprintf("p-%d", i), 4096), metav1.CreateOptions{})
+		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, creates.GPUPod(ns, fmt.Sprintf("p-%d", i), "", 4096), metav1.CreateOptions{})
 		if err == nil || !strings.Contains(err.Error(), "cost-center webhook refuses") {
 			t.Fatalf("create %d: %v", i, err)
 		}
@@ -153,7 +154,7 @@ func probeSecondWebhook(t *testing.T, c *devcluster.Cluster) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the other webhook gone", func() bool {
-		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, gpuPod(ns, "all", limit), metav1.CreateOptions{})
+		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, creates.GPUPod(ns, "all", "", limit), metav1.CreateOptions{})
 		return err == nil
 	})
 	got := settle(t, c, ns, limit)
@@ -171,20 +172,20 @@ func probeAlreadyExists(t *testing.T, c *devcluster.Cluster) {
 	const ns, limit = "f-exists", 24 * 1024
 	seed(t, c, ns, limit)
 	ctx := t.Context()
-	if _, err := c.Kube.CoreV1().Pods(ns).Create(ctx, gpuPod(ns, "x", 1024), metav1.CreateOptions{}); err != nil {
+	if _, err := c.Kube.CoreV1().Pods(ns).Create(ctx, creates.GPUPod(ns, "x", "", 1024), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "x recorded", func() bool { s := c.Server.Ledger.Namespace(ns); return s.Pods == 1 && s.Reservations == 0 })
 	exists := 0
 	for range 23 {
-		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, gpuPod(ns, "x", 1024), metav1.CreateOptions{})
+		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, creates.GPUPod(ns, "x", "", 1024), metav1.CreateOptions{})
 		if err == nil || !strings.Contains(err.Error(), "already exists") {
 			t.Fatalf("re-create of x: %v", err)
 		}
 		exists++
 	}
 	// Right away, the rest of the quota is free.
-	if _, err := c.Kube.CoreV1().Pods(ns).Create(ctx, gpuPod(ns, "big", limit-1024), metav1.CreateOptions{}); err != nil {
+	if _, err := c.Kube.CoreV1().Pods(ns).Create(ctx, creates.GPUPod(ns, "big", "", limit-1024), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("after %d AlreadyExists re-creates the namespace is blocked: %v", exists, err)
 	}
 	got := settle(t, c, ns, limit)
@@ -199,7 +200,7 @@ func probeChurn(t *testing.T, c *devcluster.Cluster) {
 	seed(t, c, ns, limit)
 	ctx := t.Context()
 	k := fastClient(t, c)
-	var tl tally
+	var tl creates.Tally
 	var deleted, samples, worst atomic.Int64
 	stop := time.Now().Add(6 * time.Second)
 	var wg sync.WaitGroup
@@ -208,8 +209,8 @@ func probeChurn(t *testing.T, c *devcluster.Cluster) {
 			r := rand.New(rand.NewPCG(uint64(w), 1))
 			for i := 0; time.Now().Before(stop); i++ {
 				name := fmt.Sprintf("w%d-%d", w, i)
-				_, err := k.CoreV1().Pods(ns).Create(ctx, gpuPod(ns, name, 1024), metav1.CreateOptions{})
-				tl.record(err)
+				_, err := k.CoreV1().Pods(ns).Create(ctx, creates.GPUPod(ns, name, "", 1024), metav1.CreateOptions{})
+				tl.Record(err)
 				if err == nil && r.IntN(2) == 0 {
 					if err := k.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err == nil {
 						deleted.Add(1)

@@ -9,17 +9,10 @@
 package faults_test
 
 import (
-	"context"
 	"fmt"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -53,46 +46,6 @@ func fastClient(t *testing.T, c *devcluster.Cluster) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return k
-}
-
-// gpuPod asks one device with mem MiB.
-func gpuPod(ns, name string, mem int64) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
-			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
-				"nvidia.com/gpu": resource.MustParse("1"), "nvidia.com/gpumem": *resource.NewQuantity(mem, resource.DecimalSI)}}}}}}
-}
-
-// tally counts what happened to the creates of a probe.
-type tally struct {
-	admitted, denied, refused atomic.Int64
-	mu                        sync.Mutex
-	other                     []string
-}
-
-// record classifies one create's outcome: admitted; denied by gpuadmit's
-// quota check; refused for unavailability (gpuadmit not ready or not
-// reachable: failurePolicy Fail); anything else is kept for the log.
-func (t *tally) record(err error) {
-	switch {
-	case err == nil:
-		t.admitted.Add(1)
-	case strings.Contains(err.Error(), "limit ") && strings.Contains(err.Error(), "validate.gpuadmit.io"):
-		t.denied.Add(1)
-	case strings.Contains(err.Error(), "not ready to decide"), strings.Contains(err.Error(), "failed calling webhook"),
-		strings.Contains(err.Error(), "connection refused"), strings.Contains(err.Error(), "connection reset"),
-		strings.Contains(err.Error(), "EOF"):
-		t.refused.Add(1)
-	default:
-		t.mu.Lock()
-		t.other = append(t.other, err.Error())
-		t.mu.Unlock()
-	}
-}
-
-func (t *tally) String() string {
-	return fmt.Sprintf("admitted %d, denied %d, refused for unavailability %d, failed otherwise %d",
-		t.admitted.Load(), t.denied.Load(), t.refused.Load(), len(t.other))
 }
 
 // settle waits until the server's ledger of ns equals a recount of the
@@ -140,29 +93,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// createAll creates n pods named prefix-i from workers goroutines and
-// records each outcome; hook, when set, runs before create i.
-func createAll(ctx context.Context, k kubernetes.Interface, ns, prefix string, n, workers int, mem int64, tl *tally, hook func(i int)) {
-	next := atomic.Int64{}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if hook != nil {
-					hook(i)
-				}
-				_, err := k.CoreV1().Pods(ns).Create(ctx, gpuPod(ns, fmt.Sprintf("%s-%03d", prefix, i), mem), metav1.CreateOptions{})
-				tl.record(err)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // TestFaults runs every probe on one control plane.

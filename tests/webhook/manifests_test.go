@@ -59,7 +59,8 @@ func TestManifests(t *testing.T) {
 		"mutatingwebhookconfiguration.admissionregistration.k8s.io/gpuadmit",
 		"validatingwebhookconfiguration.admissionregistration.k8s.io/gpuadmit", "poddisruptionbudget.policy/gpuadmit-webhook",
 		"service/gpuadmit-webhook", "role.rbac.authorization.k8s.io/gpuadmit-webhook", "configmap/gpuadmit-policy",
-		"daemonset.apps/gpuadmit-nvml-agent"} {
+		"daemonset.apps/gpuadmit-nvml-agent", "customresourcedefinition.apiextensions.k8s.io/gpuusages.gpuadmit.io",
+		"clusterrole.rbac.authorization.k8s.io/gpuadmit-gpuusage-view"} {
 		mustContain(t, "dry-run output", stdout.String(), want+" created (server dry run)")
 	}
 }

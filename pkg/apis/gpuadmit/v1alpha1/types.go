@@ -1,0 +1,116 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Group, Version and the resource of this API.
+const (
+	Group    = "gpuadmit.io"
+	Version  = "v1alpha1"
+	Resource = "gpuusages"
+	// ObjectName is the name of the one GPUUsage of a namespace.
+	ObjectName = "usage"
+)
+
+// GroupVersion is gpuadmit.io/v1alpha1.
+func GroupVersion() schema.GroupVersion { return schema.GroupVersion{Group: Group, Version: Version} }
+
+// AddToScheme registers GPUUsage and GPUUsageList.
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion(), &GPUUsage{}, &GPUUsageList{})
+	metav1.AddToGroupVersion(s, GroupVersion())
+	return nil
+}
+
+// GPUUsage is a namespace's GPU usage as gpuadmit sees it. Its status lists
+// the reservations of admitted pods. Only gpuadmit writes it; namespace
+// users may read it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,categories=gpuadmit
+// +kubebuilder:printcolumn:name="RESERVATIONS",type=integer,JSONPath=`.status.reservationCount`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+type GPUUsage struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   GPUUsageSpec   `json:"spec,omitempty"`
+	Status GPUUsageStatus `json:"status,omitempty"`
+}
+
+// GPUUsageSpec is empty: gpuadmit owns the object and nothing in it is set
+// by users.
+type GPUUsageSpec struct{}
+
+// GPUUsageStatus is what gpuadmit writes.
+type GPUUsageStatus struct {
+	// Reservations are the pods admitted that are not yet recorded by the
+	// watches of every replica. A reservation never lapses on a timer: it
+	// ends when every live replica recorded its pod, or when the API server
+	// confirms the pod does not exist.
+	// The list is atomic: only gpuadmit writes it, always whole, and
+	// per-entry field ownership would make every write costlier.
+	// +listType=atomic
+	// +optional
+	Reservations []Reservation `json:"reservations,omitempty"`
+	// ReservationCount is len(Reservations), for the printer column.
+	// +optional
+	ReservationCount int32 `json:"reservationCount,omitempty"`
+	// RemovedResourceVersion is the largest RecordedResourceVersion of a
+	// reservation removed so far. A replica decides on this object only
+	// once its pod watch reached it: a replica whose watch is further behind
+	// (one the others did not know yet when they removed it) waits, or
+	// refuses, rather than miss a pod no reservation covers any more.
+	// +optional
+	RemovedResourceVersion string `json:"removedResourceVersion,omitempty"`
+}
+
+// Reservation holds the demand of one admitted pod.
+type Reservation struct {
+	// PodUID is the pod's UID (the API server sets it before validating
+	// admission).
+	PodUID types.UID `json:"podUID"`
+	// PodName is the pod's name: absence is confirmed by reading it.
+	// +optional
+	PodName string `json:"podName,omitempty"`
+	// Demand is the pod's effective demand (memory in MiB).
+	Demand Demand `json:"demand"`
+	// Writer is the webhook replica that admitted the pod.
+	Writer string `json:"writer"`
+	// AdmittedAt is when, by the writer's clock (informational: replicas
+	// schedule checks by their own clocks, so clock skew does not matter).
+	AdmittedAt metav1.Time `json:"admittedAt"`
+	// RecordedResourceVersion is the pod's resourceVersion when a replica's
+	// watch recorded it. A replica whose pod watch has reached it no longer
+	// counts the reservation (its ledger holds the pod, or saw it go); the
+	// reservation is removed once every live replica's has.
+	// +optional
+	RecordedResourceVersion string `json:"recordedResourceVersion,omitempty"`
+}
+
+// Demand is an effective demand.
+type Demand struct {
+	// GPU is the number of devices.
+	// +kubebuilder:validation:Minimum=0
+	GPU int64 `json:"gpu"`
+	// GPUMem is the memory in MiB.
+	// +kubebuilder:validation:Minimum=0
+	GPUMem int64 `json:"gpumem"`
+	// GPUCores is the core percentage, summed over devices.
+	// +kubebuilder:validation:Minimum=0
+	GPUCores int64 `json:"gpucores"`
+}
+
+// GPUUsageList is a list of GPUUsage.
+//
+// +kubebuilder:object:root=true
+type GPUUsageList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []GPUUsage `json:"items"`
+}

@@ -1,0 +1,63 @@
+package gpuusage
+
+import (
+	"hash/fnv"
+	"time"
+)
+
+// Every replica may decide in every namespace: the write with the object's
+// resourceVersion keeps them exact. But replicas that write one object at
+// once conflict and decide again, which costs a read and a write each time;
+// so each namespace has an owner, the replica that the reviews of its GPU
+// pods are forwarded to (pkg/server), chosen by rendezvous hashing over the
+// live replicas that advertise an address. Replicas that disagree on the
+// owner (one saw a Lease change that another has not yet) only conflict
+// more for a moment; nothing depends on them agreeing.
+
+// address returns the address to publish now, and keeps it for Owner.
+func (p *Progress) address() string {
+	addr := ""
+	if p.advertise != nil {
+		addr = p.advertise()
+	}
+	p.mu.Lock()
+	p.advertised = addr
+	p.mu.Unlock()
+	return addr
+}
+
+// Owner returns the address of the replica that owns namespace ns, and
+// whether that is this replica (also when no replica advertises one).
+func (p *Progress) Owner(ns string) (addr string, self bool) {
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	own := p.advertised
+	if own == "" {
+		return "", true
+	}
+	best, bestAddr := score(ns, p.replica), own
+	for name, o := range p.observed {
+		if name == p.leaseName(p.replica) || o.address == "" || now.Sub(o.at) >= ownerStale {
+			continue
+		}
+		if sc := score(ns, name[len(p.leaseName("")):]); sc > best {
+			best, bestAddr = sc, o.address
+		}
+	}
+	return bestAddr, bestAddr == own
+}
+
+// ownerStale: a replica whose Lease (renewed every second) has not changed
+// for this long is not sent reviews (it is likely gone; it is still waited
+// for by the cleaner until leaseDuration).
+const ownerStale = 3 * time.Second
+
+// score is the rendezvous hash of (namespace, replica).
+func score(ns, replica string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(ns))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(replica))
+	return h.Sum64()
+}

@@ -1,0 +1,229 @@
+package gpuusage
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuadmit/gpuadmit/pkg/cache"
+)
+
+// Labels and annotations of the progress Leases.
+const (
+	// ProgressLabel marks the Lease each replica renews.
+	ProgressLabel = "gpuadmit.io/replica-progress"
+	// PodsResourceVersionAnnotation is how far the replica's pod watch got.
+	PodsResourceVersionAnnotation = "gpuadmit.io/pods-resource-version"
+	// AddressAnnotation is where the replica takes reviews forwarded by the
+	// others (host:port), present while it is ready to decide.
+	AddressAnnotation = "gpuadmit.io/address"
+)
+
+// leaseDuration: a replica whose Lease this replica has not seen change for
+// this long (by its own clock) is not live: it no longer holds back the
+// removal of recorded reservations. A restarted replica decides only after
+// its watches listed everything anew.
+const (
+	leaseDuration = 10 * time.Second
+	renewEvery    = time.Second
+)
+
+// Progress publishes how far this replica's pod watch got (a Lease in the
+// server's namespace, renewed every second) and tells how far every live
+// replica's did. Liveness is judged by when this replica saw another's
+// Lease change, on its own clock: no timestamps are compared across
+// replicas, so clock skew does not matter.
+type Progress struct {
+	client    client.Client
+	namespace string
+	replica   string
+	clock     cache.Clock
+	watch     PodWatch
+	log       logr.Logger
+	// advertise returns the address to publish now ("" while not ready).
+	advertise func() string
+
+	mu        sync.Mutex
+	observed  map[string]*observation
+	published time.Time // the first successful renewal, by this replica's clock
+	// advertised is the address the last renewal published ("" none).
+	advertised string
+}
+
+type observation struct {
+	resourceVersion string // of the Lease
+	at              time.Time
+	progress        uint64
+	known           bool
+	address         string
+}
+
+func newProgress(c client.Client, namespace, replica string, clock cache.Clock, watch PodWatch, advertise func() string, log logr.Logger) *Progress {
+	return &Progress{client: c, namespace: namespace, replica: replica, clock: clock, watch: watch, advertise: advertise, log: log,
+		observed: map[string]*observation{}}
+}
+
+func (p *Progress) leaseName(replica string) string { return "gpuadmit-replica-" + replica }
+
+// Start renews this replica's Lease and reads the others' until ctx ends,
+// then deletes its Lease so that the others stop waiting for it.
+func (p *Progress) Start(ctx context.Context) error {
+	t := time.NewTicker(renewEvery)
+	defer t.Stop()
+	for {
+		if err := p.renew(ctx); err != nil && ctx.Err() == nil {
+			p.log.Error(err, "renewing the progress lease")
+		} else if err == nil && p.watch.PodsResourceVersion() != "" {
+			p.mu.Lock()
+			if p.published.IsZero() {
+				p.published = p.clock.Now()
+			}
+			p.mu.Unlock()
+		}
+		if err := p.observe(ctx); err != nil && ctx.Err() == nil {
+			p.log.Error(err, "reading the other replicas' progress")
+		}
+		select {
+		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: p.namespace, Name: p.leaseName(p.replica)}}
+			if err := p.client.Delete(dctx, lease); err != nil && !apierrors.IsNotFound(err) {
+				p.log.Error(err, "deleting the progress lease")
+			}
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// renew writes this replica's progress.
+func (p *Progress) renew(ctx context.Context) error {
+	rv := p.watch.PodsResourceVersion()
+	if rv == "" {
+		return nil // not synced yet: publish nothing (a Lease without progress holds removals back)
+	}
+	now := metav1.NewMicroTime(p.clock.Now())
+	dur := int32(leaseDuration / time.Second)
+	lease := &coordinationv1.Lease{}
+	err := p.client.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: p.leaseName(p.replica)}, lease)
+	switch {
+	case apierrors.IsNotFound(err):
+		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: p.namespace, Name: p.leaseName(p.replica),
+			Labels:      map[string]string{ProgressLabel: "true"},
+			Annotations: map[string]string{PodsResourceVersionAnnotation: rv, AddressAnnotation: p.address()}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &p.replica, LeaseDurationSeconds: &dur, RenewTime: &now}}
+		return p.client.Create(ctx, lease)
+	case err != nil:
+		return err
+	}
+	lease = lease.DeepCopy()
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	lease.Annotations[PodsResourceVersionAnnotation] = rv
+	delete(lease.Annotations, AddressAnnotation)
+	if addr := p.address(); addr != "" {
+		lease.Annotations[AddressAnnotation] = addr
+	}
+	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &p.replica, &dur, &now
+	return p.client.Update(ctx, lease)
+}
+
+// observe reads the other replicas' Leases.
+func (p *Progress) observe(ctx context.Context) error {
+	var leases coordinationv1.LeaseList
+	if err := p.client.List(ctx, &leases, client.InNamespace(p.namespace), client.MatchingLabels{ProgressLabel: "true"}); err != nil {
+		return err
+	}
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	present := map[string]bool{}
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		name := l.Name
+		present[name] = true
+		o := p.observed[name]
+		if o != nil && o.resourceVersion == l.ResourceVersion {
+			continue
+		}
+		rv, err := strconv.ParseUint(l.Annotations[PodsResourceVersionAnnotation], 10, 64)
+		p.observed[name] = &observation{resourceVersion: l.ResourceVersion, at: now, progress: rv, known: err == nil,
+			address: l.Annotations[AddressAnnotation]}
+	}
+	for name := range p.observed {
+		if !present[name] {
+			delete(p.observed, name)
+		}
+	}
+	return nil
+}
+
+// announceFor is how long a replica's Lease has been published before the
+// replica decides: every other replica has read it by then (they read the
+// Leases every renewEvery), so none removes a reservation this replica
+// still needs.
+const announceFor = renewEvery + time.Second
+
+// Announced says why this replica may not decide yet (nil once the others
+// know it).
+func (p *Progress) Announced() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.published.IsZero():
+		return fmt.Errorf("this replica's progress Lease is not published yet")
+	case p.clock.Now().Sub(p.published) < announceFor:
+		return fmt.Errorf("this replica's progress Lease was published %s ago; the other replicas read it within %s",
+			p.clock.Now().Sub(p.published).Round(time.Millisecond), announceFor)
+	}
+	return nil
+}
+
+// MinLive returns the least progress over the live replicas, this one
+// included; ok is false while one of them has not published any.
+func (p *Progress) MinLive() (uint64, bool) {
+	own, ok := parseRV(p.watch.PodsResourceVersion())
+	if !ok {
+		return 0, false
+	}
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	least := own
+	for name, o := range p.observed {
+		if name == p.leaseName(p.replica) || now.Sub(o.at) >= leaseDuration {
+			continue
+		}
+		if !o.known {
+			return 0, false
+		}
+		least = min(least, o.progress)
+	}
+	return least, true
+}
+
+// Live lists the replicas this one considers live (for logs and tests).
+func (p *Progress) Live() []string {
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := []string{p.leaseName(p.replica)}
+	for name, o := range p.observed {
+		if name != p.leaseName(p.replica) && now.Sub(o.at) < leaseDuration {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func (o *observation) String() string { return fmt.Sprintf("%d at %s", o.progress, o.at) }

@@ -1,0 +1,387 @@
+package gpuusage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// These tests drive the store with controller-runtime's fake client, which
+// keeps resourceVersions and refuses stale writes like the API server does;
+// tests/ha runs the same code on a real one with three replicas.
+
+type fakeWatch struct{ rv atomic.Uint64 }
+
+func (w *fakeWatch) PodsResourceVersion() string {
+	if v := w.rv.Load(); v > 0 {
+		return strconv.FormatUint(v, 10)
+	}
+	return ""
+}
+
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+func scheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(s), gpuadmitv1.AddToScheme(s)); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newStore(t *testing.T, c client.Client, replica string) (*Store, *cache.Ledger, *fakeWatch, *clock) {
+	t.Helper()
+	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+	w := &fakeWatch{}
+	w.rv.Store(1)
+	clk := &clock{now: time.Unix(1000, 0)}
+	s := NewStore(c, c, l, w, Options{Replica: replica, Namespace: "gpuadmit-system", ConfirmAfter: time.Second,
+		RecheckMax: 4 * time.Second, ReadsPerSecond: 10, Clock: clk})
+	return s, l, w, clk
+}
+
+func fakeClient(t *testing.T, objs ...client.Object) client.WithWatch {
+	return fake.NewClientBuilder().WithScheme(scheme(t)).WithStatusSubresource(&gpuadmitv1.GPUUsage{}).WithObjects(objs...).Build()
+}
+
+func usage(t *testing.T, c client.Client, ns string) *gpuadmitv1.GPUUsage {
+	t.Helper()
+	u := &gpuadmitv1.GPUUsage{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: gpuadmitv1.ObjectName}, u); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func vec(g, m int64) effective.Vector { return effective.Vector{GPU: g, MemMiB: m} }
+
+// TestAdmitCommitsBeforeAllowed: an admission creates the namespace's
+// object and writes the reservation; the decision sees the reservations
+// already written (by any replica) and nothing is written when it denies.
+func TestAdmitCommitsBeforeAllowed(t *testing.T) {
+	c := fakeClient(t)
+	a, la, _, _ := newStore(t, c, "a")
+	b, lb, _, _ := newStore(t, c, "b")
+	decideFits := func(l *cache.Ledger, limit int64) func() (bool, effective.Vector, error) {
+		return func() (bool, effective.Vector, error) {
+			s := l.Namespace("ns")
+			return s.Used.MemMiB+s.Reserved.MemMiB+8192 <= limit, vec(1, 8192), nil
+		}
+	}
+	ctx := context.Background()
+	for i, st := range []*Store{a, b, a} {
+		l := map[*Store]*cache.Ledger{a: la, b: lb}[st]
+		if err := st.Admit(ctx, "ns", types.UID(strconv.Itoa(i)), "p"+strconv.Itoa(i), decideFits(l, 24576)); err != nil {
+			t.Fatalf("admission %d: %v", i, err)
+		}
+	}
+	if u := usage(t, c, "ns"); len(u.Status.Reservations) != 3 || u.Status.ReservationCount != 3 {
+		t.Fatalf("after three admissions from two replicas: %+v", u.Status)
+	}
+	// The quota is full: a fourth decision sees three reservations and denies; nothing is written.
+	var saw int64
+	err := b.Admit(ctx, "ns", "3", "p3", func() (bool, effective.Vector, error) {
+		saw = lb.Namespace("ns").Reserved.MemMiB
+		return false, vec(1, 8192), nil
+	})
+	if err != nil || saw != 3*8192 || len(usage(t, c, "ns").Status.Reservations) != 3 {
+		t.Fatalf("denial: err %v, saw %d MiB reserved, want 24576 and nothing written", err, saw)
+	}
+}
+
+// TestAdmitRetriesOnConflict: a write refused for a stale resourceVersion
+// (another replica wrote first) re-reads the object and decides again; a
+// review whose context ends gives up with an error, never "allowed".
+func TestAdmitRetriesOnConflict(t *testing.T) {
+	var conflicts atomic.Int64
+	inject := &atomic.Int64{}
+	inject.Store(2)
+	base := fakeClient(t, &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName}})
+	c := interceptor.NewClient(base, interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		if inject.Add(-1) >= 0 {
+			return apierrors.NewConflict(gpuadmitv1.GroupVersion().WithResource("gpuusages").GroupResource(), gpuadmitv1.ObjectName, errors.New("stale"))
+		}
+		return cl.SubResource(sub).Update(ctx, obj, opts...)
+	}})
+	s, _, _, _ := newStore(t, c, "a")
+	s.opts.OnConflict = func() { conflicts.Add(1) }
+	decisions := 0
+	err := s.Admit(context.Background(), "ns", "u", "p", func() (bool, effective.Vector, error) { decisions++; return true, vec(1, 1), nil })
+	if err != nil || decisions != 3 || conflicts.Load() != 2 || len(usage(t, base, "ns").Status.Reservations) != 1 {
+		t.Fatalf("err %v, %d decisions, %d conflicts", err, decisions, conflicts.Load())
+	}
+	inject.Store(1 << 30)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err = s.Admit(ctx, "ns", "v", "q", func() (bool, effective.Vector, error) { return true, vec(1, 1), nil })
+	if err == nil || !strings.Contains(err.Error(), "gave up after") {
+		t.Fatalf("endless conflicts: %v, want an error", err)
+	}
+}
+
+// TestMalformedObjectFailsClosed: an object edited by hand into something
+// the schema let through is refused for its namespace, with its name.
+func TestMalformedObjectFailsClosed(t *testing.T) {
+	u := &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+		Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{{PodUID: "x"}, {PodUID: "x"}}}}
+	s, _, _, _ := newStore(t, fakeClient(t, u), "a")
+	err := s.Admit(context.Background(), "ns", "u", "p", func() (bool, effective.Vector, error) { return true, vec(1, 1), nil })
+	if err == nil || !strings.Contains(err.Error(), "GPUUsage ns/usage: pod x is reserved twice") {
+		t.Fatalf("malformed object: %v", err)
+	}
+}
+
+// TestCaughtUp: a replica whose pod watch is behind the point up to which
+// other replicas removed reservations does not decide until it caught up.
+func TestCaughtUp(t *testing.T) {
+	u := &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+		Status: gpuadmitv1.GPUUsageStatus{RemovedResourceVersion: "50"}}
+	s, _, w, _ := newStore(t, fakeClient(t, u), "a")
+	w.rv.Store(40)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	decided := false
+	err := s.Admit(ctx, "ns", "u", "p", func() (bool, effective.Vector, error) { decided = true; return true, vec(1, 1), nil })
+	if err == nil || decided || !strings.Contains(err.Error(), "is behind the reservations other replicas removed") {
+		t.Fatalf("behind: err %v, decided %v", err, decided)
+	}
+	go func() { time.Sleep(30 * time.Millisecond); w.rv.Store(60) }()
+	if err := s.Admit(context.Background(), "ns", "u", "p", func() (bool, effective.Vector, error) { return true, vec(1, 1), nil }); err != nil {
+		t.Fatalf("caught up: %v", err)
+	}
+}
+
+// TestClean: a reservation whose pod this replica recorded is marked with
+// the pod's resourceVersion and removed once every live replica's watch
+// passed it (and the watermark moves); one nobody recorded is removed when
+// a read confirms its pod does not exist, never because time passed.
+func TestClean(t *testing.T) {
+	gone := gpuadmitv1.Reservation{PodUID: "gone", PodName: "gone", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 100}}
+	exists := gpuadmitv1.Reservation{PodUID: "exists", PodName: "exists", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 100}}
+	recorded := gpuadmitv1.Reservation{PodUID: "rec", PodName: "rec", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 100}}
+	u := &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+		Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{gone, exists, recorded}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "exists", UID: "exists"}}
+	c := fakeClient(t, u, pod)
+	s, l, w, clk := newStore(t, c, "a")
+	l.UpsertPod(testpod.New("rec").NS("ns").UID("rec").RV("70").App("c", testpod.GPU(1), testpod.Mem(100)).Build())
+	w.rv.Store(70)
+	ctx := context.Background()
+	s.Clean(ctx) // first sight: rec marked; nothing due yet
+	st := usage(t, c, "ns").Status
+	if len(st.Reservations) != 3 || st.Reservations[2].RecordedResourceVersion != "70" {
+		t.Fatalf("after the first round: %+v", st.Reservations)
+	}
+	// Another live replica is at 60: rec stays.
+	clk.now = clk.now.Add(time.Hour) // a long time: nothing lapses on its own
+	s.progress.observed["gpuadmit-replica-b"] = &observation{resourceVersion: "1", at: clk.now, progress: 60, known: true}
+	s.Clean(ctx)
+	st = usage(t, c, "ns").Status
+	if len(st.Reservations) != 2 || st.Reservations[0].PodUID != "exists" || st.Reservations[1].PodUID != "rec" {
+		t.Fatalf("after an hour: %+v; want gone removed (absent), exists and rec kept", st.Reservations)
+	}
+	s.progress.observed["gpuadmit-replica-b"].progress = 75
+	s.Clean(ctx)
+	st = usage(t, c, "ns").Status
+	if len(st.Reservations) != 1 || st.Reservations[0].PodUID != "exists" || st.RemovedResourceVersion != "70" {
+		t.Fatalf("every replica passed 70: %+v", st)
+	}
+}
+
+// TestDeletedObjectIsRepaired: an object deleted by hand while it held
+// reservations does not lose them: the next decision still counts them and
+// its write brings them back; without an admission, the cleaner's round
+// recreates the object; an object another replica recreated meanwhile gets
+// them merged in.
+func TestDeletedObjectIsRepaired(t *testing.T) {
+	held := []gpuadmitv1.Reservation{
+		{PodUID: "r1", PodName: "r1", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 1000}},
+		{PodUID: "r2", PodName: "r2", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 2000}}}
+	obj := func() *gpuadmitv1.GPUUsage {
+		return &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+			Status: gpuadmitv1.GPUUsageStatus{Reservations: held, ReservationCount: 2, RemovedResourceVersion: "5"}}
+	}
+	ctx := context.Background()
+	deleteIt := func(c client.Client, s *Store) {
+		t.Helper()
+		u := usage(t, c, "ns")
+		if err := c.Delete(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		s.Deleted(toolscache.DeletedFinalStateUnknown{Key: "ns/usage", Obj: u})
+	}
+	uids := func(u *gpuadmitv1.GPUUsage) string {
+		var out []string
+		for _, r := range u.Status.Reservations {
+			out = append(out, string(r.PodUID))
+		}
+		return strings.Join(out, ",")
+	}
+
+	c := fakeClient(t, obj())
+	s, l, w, _ := newStore(t, c, "a")
+	w.rv.Store(10) // past removedResourceVersion 5
+	deleteIt(c, s)
+	var saw int64
+	if err := s.Admit(ctx, "ns", "new", "new", func() (bool, effective.Vector, error) {
+		saw = l.Namespace("ns").Reserved.MemMiB
+		return true, vec(1, 500), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if u := usage(t, c, "ns"); saw != 3000 || uids(u) != "r1,r2,new" || u.Status.RemovedResourceVersion != "5" {
+		t.Fatalf("admission after the delete saw %d MiB reserved (want 3000) and wrote %s %+v", saw, uids(u), u.Status)
+	}
+
+	c = fakeClient(t, obj())
+	s, _, w, _ = newStore(t, c, "a")
+	w.rv.Store(10)
+	deleteIt(c, s)
+	s.Clean(ctx)
+	if u := usage(t, c, "ns"); uids(u) != "r1,r2" || u.Status.ReservationCount != 2 {
+		t.Fatalf("the cleaner's round recreated %s", uids(u))
+	}
+
+	c = fakeClient(t, obj())
+	s, _, w, _ = newStore(t, c, "a")
+	w.rv.Store(10)
+	deleteIt(c, s)
+	other, _, ow, _ := newStore(t, c, "b") // never saw the object
+	ow.rv.Store(10)
+	if err := other.Admit(ctx, "ns", "b1", "b1", func() (bool, effective.Vector, error) { return true, vec(1, 1), nil }); err != nil {
+		t.Fatal(err)
+	}
+	s.Clean(ctx)
+	if u := usage(t, c, "ns"); uids(u) != "b1,r1,r2" {
+		t.Fatalf("merged into the object another replica recreated: %s", uids(u))
+	}
+	s.Clean(ctx) // nothing left to repair: no write
+	if len(s.lost) != 0 {
+		t.Fatalf("kept reservations not forgotten after the repair: %v", s.lost)
+	}
+}
+
+// TestConcurrentAdmissionsAreGroupedAndExact: 100 reviews at once, half
+// through each of two replicas sharing one API server (writes take 2 ms),
+// their cleaners running all along, against a limit that fits 20: exactly
+// 20 reserved, and each replica
+// needed far fewer writes than reviews (queued reviews are decided in
+// order and written together).
+func TestConcurrentAdmissionsAreGroupedAndExact(t *testing.T) {
+	var writes atomic.Int64
+	base := fakeClient(t)
+	c := interceptor.NewClient(base, interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		writes.Add(1)
+		time.Sleep(2 * time.Millisecond)
+		return cl.SubResource(sub).Update(ctx, obj, opts...)
+	}})
+	const limit = 20 * 1024
+	type replica struct {
+		s *Store
+		l *cache.Ledger
+	}
+	var rs []replica
+	for _, name := range []string{"a", "b"} {
+		s, l, _, _ := newStore(t, c, name)
+		rs = append(rs, replica{s, l})
+	}
+	var admitted, denied atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for _, r := range rs { // the cleaners run all along, through the same queues
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					r.s.Clean(t.Context())
+				}
+			}
+		})
+	}
+	var reviews sync.WaitGroup
+	for i := range 100 {
+		r := rs[i%2]
+		reviews.Go(func() {
+			ok := false
+			err := r.s.Admit(t.Context(), "ns", types.UID(fmt.Sprintf("u%03d", i)), fmt.Sprintf("p%03d", i), func() (bool, effective.Vector, error) {
+				snap := r.l.Namespace("ns")
+				ok = snap.Used.MemMiB+snap.Reserved.MemMiB+1024 <= limit
+				return ok, vec(1, 1024), nil
+			})
+			switch {
+			case err != nil:
+				t.Error(err)
+			case ok:
+				admitted.Add(1)
+			default:
+				denied.Add(1)
+			}
+		})
+	}
+	reviews.Wait()
+	close(stop)
+	wg.Wait()
+	held := usage(t, base, "ns").Status.Reservations
+	t.Logf("%d admitted, %d denied, %d reservations held, %d writes (conflicting ones included)", admitted.Load(), denied.Load(), len(held), writes.Load())
+	if admitted.Load() != 20 || len(held) != 20 {
+		t.Fatalf("want exactly 20 admitted and held")
+	}
+	if writes.Load() >= 100 {
+		t.Errorf("%d writes for 100 reviews: nothing was grouped", writes.Load())
+	}
+}
+
+// TestQueuedReviewHonoursItsDeadline: a review queued behind a slow write
+// in its namespace gives up when its context ends, with an error (never
+// nil), and its decide never runs.
+func TestQueuedReviewHonoursItsDeadline(t *testing.T) {
+	release := make(chan struct{})
+	c := interceptor.NewClient(fakeClient(t), interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		<-release
+		return cl.SubResource(sub).Update(ctx, obj, opts...)
+	}})
+	s, _, _, _ := newStore(t, c, "a")
+	first := make(chan error, 1)
+	go func() {
+		first <- s.Admit(context.Background(), "ns", "u1", "p1", func() (bool, effective.Vector, error) { return true, vec(1, 1), nil })
+	}()
+	time.Sleep(20 * time.Millisecond) // the first review's write is in flight
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	decided := false
+	err := s.Admit(ctx, "ns", "u2", "p2", func() (bool, effective.Vector, error) { decided = true; return true, vec(1, 1), nil })
+	close(release)
+	if err == nil || decided || !strings.Contains(err.Error(), "waiting for the earlier decisions in namespace ns") {
+		t.Fatalf("queued review: err %v, decided %v", err, decided)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,169 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// ForwardedHeader marks a review one replica forwarded to another: the
+// receiver decides it itself, or answers 503 when it cannot.
+const ForwardedHeader = "X-Gpuadmit-Forwarded"
+
+// maxReview bounds the body of a review read for forwarding.
+const maxReview = 8 << 20
+
+// forwarder sends the validating review of a GPU pod to the replica that
+// owns the pod's namespace (gpuusage.Progress.Owner), so that one replica
+// writes each namespace's GPUUsage and replicas do not conflict on it.
+// Anything that goes wrong (the owner is gone, slow, not ready, or serves
+// another certificate) falls back to deciding here: forwarding saves
+// conflicts, the compare-and-swap write keeps the quota.
+//
+// The owner is trusted when it serves the very certificate this replica
+// serves (all replicas share one Secret): TLS proves it holds the key.
+type forwarder struct {
+	owner   func(ns string) (addr string, self bool)
+	leaf    func() ([]byte, error) // the certificate this replica serves
+	ready   func() error
+	names   [][]byte // the managed resource names, quoted as JSON keys
+	client  *http.Client
+	log     logr.Logger
+	results *prometheus.CounterVec
+}
+
+func newForwarder(reg prometheus.Registerer, owner func(string) (string, bool), leaf func() ([]byte, error), ready func() error,
+	names effective.ResourceNames, log logr.Logger) (*forwarder, error) {
+	f := &forwarder{owner: owner, leaf: leaf, ready: ready, log: log,
+		results: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuadmit_reviews_forwarded_total",
+			Help: "Validating reviews of GPU pods sent to the replica that owns their namespace, by result: answered (by the owner), fallback (decided here instead)."},
+			[]string{"result"})}
+	for _, n := range []string{string(names.Count), string(names.Memory), string(names.MemoryPercentage), string(names.Cores)} {
+		f.names = append(f.names, []byte(`"`+n+`"`))
+	}
+	f.client = &http.Client{Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{
+			MinVersion:         tls.VersionTLS12,
+			NextProtos:         []string{"http/1.1"},
+			InsecureSkipVerify: true, //nolint:gosec // verified below: the peer must serve our own certificate
+			VerifyConnection:   f.verify,
+		},
+		MaxIdleConnsPerHost: 32,
+		IdleConnTimeout:     90 * time.Second,
+	}}
+	if err := reg.Register(f.results); err != nil {
+		return nil, fmt.Errorf("registering forwarding metrics: %w", err)
+	}
+	return f, nil
+}
+
+// verify accepts a peer that serves the certificate this replica serves.
+func (f *forwarder) verify(cs tls.ConnectionState) error {
+	mine, err := f.leaf()
+	if err != nil {
+		return err
+	}
+	if len(cs.PeerCertificates) == 0 || !bytes.Equal(cs.PeerCertificates[0].Raw, mine) {
+		return errors.New("the peer does not serve this replica's certificate")
+	}
+	return nil
+}
+
+// wrap forwards what it can and hands the rest to local.
+func (f *forwarder) wrap(local http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(ForwardedHeader) != "" {
+			if err := f.ready(); err != nil {
+				http.Error(w, "not ready to decide: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			local.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxReview))
+		if err != nil {
+			http.Error(w, "reading the review: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		addr, ok := f.target(body)
+		if !ok {
+			local.ServeHTTP(w, r)
+			return
+		}
+		if err := f.forward(r.Context(), w, addr, r.URL.RequestURI(), body); err != nil {
+			f.results.WithLabelValues("fallback").Inc()
+			f.log.V(1).Info("deciding here: forwarding to the namespace's owner failed", "owner", addr, "error", err.Error())
+			local.ServeHTTP(w, r)
+			return
+		}
+		f.results.WithLabelValues("answered").Inc()
+	})
+}
+
+// target returns the owner's address when the review is a GPU pod CREATE
+// in a namespace another replica owns.
+func (f *forwarder) target(body []byte) (string, bool) {
+	gpu := false
+	for _, n := range f.names {
+		gpu = gpu || bytes.Contains(body, n)
+	}
+	if !gpu {
+		return "", false
+	}
+	var review struct {
+		Request struct {
+			Namespace string `json:"namespace"`
+			Operation string `json:"operation"`
+		} `json:"request"`
+	}
+	if json.Unmarshal(body, &review) != nil || review.Request.Operation != "CREATE" || review.Request.Namespace == "" {
+		return "", false // decided (or refused as malformed) here
+	}
+	addr, self := f.owner(review.Request.Namespace)
+	return addr, !self && addr != ""
+}
+
+// forward posts the review to the owner within half of what is left of the
+// review's time (the other half stays for deciding here) and copies its
+// answer; an error means nothing was written to w.
+func (f *forwarder) forward(ctx context.Context, w http.ResponseWriter, addr, uri string, body []byte) error {
+	budget := 4 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		budget = time.Until(d) / 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+addr+uri, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(ForwardedHeader, "1")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxReview))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(answer))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(answer)
+	return nil
+}

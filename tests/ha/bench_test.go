@@ -1,0 +1,155 @@
+package ha_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpuadmit/gpuadmit/internal/creates"
+	"github.com/gpuadmit/gpuadmit/internal/hacluster"
+)
+
+// BenchmarkCreateLatency measures what a GPU pod create costs through the
+// API server, in one run on one control plane: with gpuadmit's webhooks
+// served by three replicas, then by one (the others stopped), then with the
+// webhook configurations removed. Each op is 500 creates from 8 clients;
+// it reports the creates' p50 and p99 and, with webhooks, the mean time the
+// replicas spent in each review (from their duration histograms): the rest
+// is the API server's (TLS, two webhook calls, etcd writes).
+//
+//	go test ./tests/ha -run '^$' -bench CreateLatency -benchtime 1x
+func BenchmarkCreateLatency(b *testing.B) {
+	c := startHA(b, nil)
+	k, err := c.FastClient()
+	if err != nil {
+		b.Fatal(err)
+	}
+	const ns = "latency"
+	seed(b, c, ns, 1<<40)
+	run := 0
+	creates := func(b *testing.B, replicas []int) {
+		for b.Loop() {
+			run++
+			before := reviewTimes(b, c, replicas)
+			lat := createAll(b, k, ns, fmt.Sprintf("r%d-", run), 500, 8)
+			after := reviewTimes(b, c, replicas)
+			b.ReportMetric(ms(percentile(lat, 50)), "p50-ms")
+			b.ReportMetric(ms(percentile(lat, 99)), "p99-ms")
+			for _, hook := range []string{"mutate", "validate"} {
+				if n := after[hook].n - before[hook].n; n > 0 {
+					b.ReportMetric(1000*(after[hook].sum-before[hook].sum)/n, hook+"-mean-ms")
+				}
+			}
+			if len(replicas) > 0 {
+				b.ReportMetric(after["conflicts"].sum-before["conflicts"].sum, "conflicts")
+				w, g := after["writes"], after["groups"]
+				w.sum, w.n, g.sum, g.n = w.sum-before["writes"].sum, w.n-before["writes"].n, g.sum-before["groups"].sum, g.n-before["groups"].n
+				if w.n > 0 {
+					b.ReportMetric(1000*w.sum/w.n, "write-mean-ms")
+					b.ReportMetric(w.n, "writes")
+					b.ReportMetric(g.sum/g.n, "reviews/write")
+				}
+			}
+		}
+	}
+	createAll(b, k, ns, "warm-", 100, 8) // connections, caches and the JIT of the policies
+	b.Run("webhooks=3-replicas", func(b *testing.B) { creates(b, []int{0, 1, 2}) })
+	for _, i := range []int{1, 2} {
+		if err := c.Terminate(i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the proxy's health checks take the stopped replicas out
+	b.Run("webhooks=1-replica", func(b *testing.B) { creates(b, []int{0}) })
+	adm := c.Kube.AdmissionregistrationV1()
+	if err := adm.ValidatingWebhookConfigurations().Delete(b.Context(), "gpuadmit", metav1.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := adm.MutatingWebhookConfigurations().Delete(b.Context(), "gpuadmit", metav1.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the API server's webhook configuration informer
+	b.Run("webhooks=none", func(b *testing.B) { creates(b, nil) })
+}
+
+// createAll creates n GPU pods from clients goroutines and returns each
+// create's latency; a failed create fails b.
+func createAll(b *testing.B, k kubernetes.Interface, ns, prefix string, n, clients int) []time.Duration {
+	b.Helper()
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range clients {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				start := time.Now()
+				_, err := k.CoreV1().Pods(ns).Create(context.Background(), creates.GPUPod(ns, fmt.Sprintf("%s%04d", prefix, i), "", 1024), metav1.CreateOptions{})
+				lat[i] = time.Since(start)
+				if err != nil {
+					failed.Store(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatalf("a create failed: %v", err)
+	}
+	return lat
+}
+
+type histogram struct{ sum, n float64 }
+
+// reviewTimes sums the replicas' review duration histograms per webhook,
+// their conflicting writes ("conflicts"), their GPUUsage write durations
+// ("writes") and reviews per write ("groups").
+func reviewTimes(b *testing.B, c *hacluster.Cluster, replicas []int) map[string]histogram {
+	b.Helper()
+	out := map[string]histogram{}
+	for _, i := range replicas {
+		for _, hook := range []string{"mutate", "validate"} {
+			sum, err1 := c.Metric(i, "gpuadmit_admission_duration_seconds_sum", `webhook="`+hook+`"`)
+			n, err2 := c.Metric(i, "gpuadmit_admission_duration_seconds_count", `webhook="`+hook+`"`)
+			if err1 != nil || err2 != nil {
+				b.Fatalf("metrics of %s: %v %v", c.Replicas[i].Name, err1, err2)
+			}
+			h := out[hook]
+			h.sum, h.n = h.sum+sum, h.n+n
+			out[hook] = h
+		}
+		conflicts, err := c.Metric(i, "gpuadmit_reservation_conflicts_total")
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := out["conflicts"]
+		h.sum += conflicts
+		out["conflicts"] = h
+		for key, name := range map[string]string{"writes": "gpuadmit_gpuusage_write_duration_seconds", "groups": "gpuadmit_gpuusage_write_group_size"} {
+			sum, err1 := c.Metric(i, name+"_sum")
+			n, err2 := c.Metric(i, name+"_count")
+			if err1 != nil || err2 != nil {
+				b.Fatalf("metrics of %s: %v %v", c.Replicas[i].Name, err1, err2)
+			}
+			h := out[key]
+			h.sum, h.n = h.sum+sum, h.n+n
+			out[key] = h
+		}
+	}
+	return out
+}
+
+func percentile(lat []time.Duration, p int) time.Duration {
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
