@@ -12,9 +12,10 @@ all: build
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
+	cp $(BIN)/gpuadmit $(BIN)/kubectl-gpuadmit
 
 ## test: everything CI checks: lint, unit tests (fuzz seed corpora included), integration suites.
-test: lint unit integration
+test: lint unit monitoring integration
 
 unit:
 	@echo ">> unit tests (go test ./...; the first run compiles the dependencies, a few minutes)"
@@ -91,4 +92,5 @@ clean:
 
 # Integration suites (real kube-apiserver + etcd built from source) are defined in tests/.
 -include tests/tools/tools.mk
+-include tests/monitoring/monitoring.mk
 integration:: ;

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -9,13 +10,19 @@ import (
 
 // cliCase is one command line and what it must produce.
 type cliCase struct {
-	name     string
+	name string
+	// as is the name the command runs as (default gpuadmit).
+	as       string
 	args     []string
 	stdin    string
 	wantCode int
 	// wantOut is the expected stdout as JSON, compared structurally; when
 	// empty, stdout must be empty unless the command succeeded.
 	wantOut string
+	// wantText is the expected stdout, exactly (wantOut is not read).
+	wantText string
+	// wantTextSub must each appear in stdout (wantOut is not read).
+	wantTextSub []string
 	// wantErrSub must appear in stderr; when empty, stderr must be empty.
 	wantErrSub string
 }
@@ -24,7 +31,8 @@ type cliCase struct {
 func (tt cliCase) check(t *testing.T) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(tt.args, strings.NewReader(tt.stdin), &out, &errOut)
+	as := cmp.Or(tt.as, "gpuadmit")
+	code := runAs(t.Context(), as, tt.args, strings.NewReader(tt.stdin), &out, &errOut)
 	if code != tt.wantCode {
 		t.Fatalf("exit code %d, want %d; stderr: %s", code, tt.wantCode, errOut.String())
 	}
@@ -33,6 +41,17 @@ func (tt cliCase) check(t *testing.T) {
 	}
 	if tt.wantErrSub == "" && errOut.Len() != 0 {
 		t.Errorf("unexpected stderr: %s", errOut.String())
+	}
+	if tt.wantText != "" && out.String() != tt.wantText {
+		t.Errorf("stdout\n%s\nwant\n%s", out.String(), tt.wantText)
+	}
+	for _, sub := range tt.wantTextSub {
+		if !strings.Contains(out.String(), sub) {
+			t.Errorf("stdout does not contain %q:\n%s", sub, out.String())
+		}
+	}
+	if tt.wantText != "" || tt.wantTextSub != nil {
+		return
 	}
 	if tt.wantOut == "" {
 		if tt.wantCode != 0 && out.Len() != 0 {

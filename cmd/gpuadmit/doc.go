@@ -1,7 +1,19 @@
 // Command gpuadmit is the command-line tool for policy authors and operators:
-// it computes, offline, the numbers the admission webhook computes online.
+// it computes the numbers the admission webhook computes online, offline from
+// manifests and a 'kubectl get -o yaml' dump, or from the cluster of the
+// current kubeconfig context.
 //
 //	gpuadmit effective -f POD.yaml [--config CFG] [--device-memory MiB]
+//	gpuadmit usage [--state STATE.yaml] [-n NAMESPACE] [-o json|table]
+//	gpuadmit eval -f POD.yaml [--state STATE.yaml] [-n NAMESPACE] [-o json|table]
+//	gpuadmit policy test [DIR]
+//	gpuadmit version | completion bash|zsh|fish|powershell
 //
-// Output is JSON on stdout; errors go to stderr with exit code 2.
+// Installed on the PATH as kubectl-gpuadmit, it is the kubectl plugin
+// `kubectl gpuadmit`. Without --state, usage and eval read the cluster with
+// kubectl's connection flags (--kubeconfig, --context, -n, --as, ...).
+//
+// Output is JSON on stdout (a table with -o table); errors go to stderr with
+// exit code 2; eval exits 1 when a pod is denied, policy test when a test
+// fails. See docs/cli.md.
 package main

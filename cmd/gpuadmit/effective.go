@@ -2,9 +2,10 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
@@ -44,36 +45,51 @@ type containerOutput struct {
 	effective.Vector
 }
 
-func runEffective(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gpuadmit effective", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	file := fs.String("f", "", "pod or workload manifest (YAML or JSON; - for standard input)")
-	cfgPath := fs.String("config", "", "configuration file, the webhook's (or a HAMi device config); default: every default")
-	devMem := fs.Int64("device-memory", 0, "device memory in MiB used to resolve memory percentages (0: unresolved)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+func (c *cli) effectiveCmd() *cobra.Command {
+	var o struct {
+		file, config string
+		devMem       int64
 	}
-	if *file == "" || fs.NArg() > 0 {
-		return fail(stderr, "effective", errors.New("usage: gpuadmit effective -f POD.yaml [--config CFG] [--device-memory MiB]"))
+	cmd := &cobra.Command{
+		Use:   "effective -f POD.yaml [--config CFG] [--device-memory MiB]",
+		Short: "Print a pod's effective GPU demand",
+		Long: `Print the effective GPU demand of each pod of the manifest: the maximum of
+its steady state and its init-container peak, per container role.`,
+		Example: `  gpuadmit effective -f pod.yaml
+  kubectl get deploy vllm -o yaml | gpuadmit effective -f -`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.file == "" {
+				return usageErrorf("-f is required; usage: %s", cmd.UseLine())
+			}
+			if o.devMem < 0 {
+				return usageErrorf("--device-memory must be >= 0, got %d", o.devMem)
+			}
+			return c.effective(o.file, o.config, o.devMem)
+		},
 	}
-	if *devMem < 0 {
-		return fail(stderr, "effective", fmt.Errorf("--device-memory must be >= 0, got %d", *devMem))
-	}
-	cfg, err := loadConfig(*cfgPath, stderr)
+	filenameFlag(cmd, &o.file, "pod or workload manifest (YAML or JSON; - for standard input)")
+	configFlag(cmd, &o.config)
+	cmd.Flags().Int64Var(&o.devMem, "device-memory", 0, "device memory in MiB used to resolve memory percentages (0: unresolved)")
+	return cmd
+}
+
+func (c *cli) effective(file, cfgPath string, devMem int64) error {
+	cfg, err := loadConfig(cfgPath, c.stderr)
 	if err != nil {
-		return fail(stderr, "effective", err)
+		return err
 	}
-	objs, err := manifest.ReadFile(*file, stdin)
+	objs, err := manifest.ReadFile(file, c.stdin)
 	if err != nil {
-		return fail(stderr, "effective", err)
+		return err
 	}
 	if len(objs.Workloads) == 0 {
-		return fail(stderr, "effective", fmt.Errorf("%s: no Pod or workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) found", *file))
+		return fmt.Errorf("%s: no Pod or workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) found", file)
 	}
 	var out effectiveObjects
 	var errs []error
 	for _, w := range objs.Workloads {
-		o, err := effectiveOf(w, cfg.Devices, *devMem)
+		o, err := effectiveOf(w, cfg.Devices, devMem)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", w.Kind, w.Name, err))
 			continue
@@ -81,16 +97,13 @@ func runEffective(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		out.Objects = append(out.Objects, effectiveObject{objectRef: refOf(w), effectiveOutput: o})
 	}
 	if len(errs) > 0 {
-		return fail(stderr, "effective", errors.Join(errs...))
+		return errors.Join(errs...)
 	}
 	var doc any = out
 	if onePod(objs) {
 		doc = out.Objects[0].effectiveOutput
 	}
-	if err := writeJSON(stdout, doc); err != nil {
-		return fail(stderr, "effective", err)
-	}
-	return 0
+	return writeJSON(c.stdout, doc)
 }
 
 // onePod reports whether the manifest is exactly one Pod: its output keeps

@@ -61,7 +61,7 @@ func TestEffectiveCommand(t *testing.T) {
 				"containers":[{"name":"server","role":"app","gpu":1,"gpumem":8192,"gpucores":0}],"unresolved":[]}]}`},
 		{name: "no -f", args: []string{"effective"}, wantCode: 2, wantErrSub: "usage: gpuadmit effective -f POD.yaml"},
 		{name: "negative device memory", args: []string{"effective", "-f", "x", "--device-memory", "-1"}, wantCode: 2, wantErrSub: "--device-memory must be >= 0"},
-		{name: "unknown flag", args: []string{"effective", "--bogus"}, wantCode: 2, wantErrSub: "flag provided but not defined: -bogus"},
+		{name: "unknown flag", args: []string{"effective", "--bogus"}, wantCode: 2, wantErrSub: "gpuadmit effective: unknown flag: --bogus"},
 		{name: "unknown command", args: []string{"effectiv"}, wantCode: 2, wantErrSub: `unknown command "effectiv"`},
 		{name: "no command", args: nil, wantCode: 2, wantErrSub: "Usage:"},
 	}

@@ -63,6 +63,10 @@ func TestEvalCommand(t *testing.T) {
 			args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml", "--state", state + "cluster.yaml", "--namespace", "team-b"}, wantCode: 1,
 			wantOut: `{"allowed":false,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"denials":[
 				"namespace \"team-b\": nvidia.com/gpu: pod needs 1, 0 used + 0 reserved, limit 0 (ResourceQuota \"no-gpus\" limits.nvidia.com/gpu)"],"warnings":[]}`},
+		{name: "-n is --namespace",
+			args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml", "--state", state + "cluster.yaml", "-n", "team-b"}, wantCode: 1,
+			wantOut: `{"allowed":false,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"denials":[
+				"namespace \"team-b\": nvidia.com/gpu: pod needs 1, 0 used + 0 reserved, limit 0 (ResourceQuota \"no-gpus\" limits.nvidia.com/gpu)"],"warnings":[]}`},
 		{name: "invalid request names container, resource and value",
 			args: []string{"eval", "-f", pods + "invalid.yaml", "--state", state + "cluster.yaml"}, wantCode: 1,
 			wantOut: `{"allowed":false,"effective":{"gpu":0,"gpumem":0,"gpucores":0},"denials":[
@@ -100,12 +104,14 @@ func TestEvalCommand(t *testing.T) {
 				{"kind":"Pod","namespace":"team-a","name":"zero","replicas":1,"admitted":0,"allowed":false,"effective":{"gpu":1,"gpumem":24576,"gpucores":0},"denials":[
 				"namespace \"team-a\": nvidia.com/gpumem: pod needs 24576 MiB, 24576 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota \"gpu-quota\" limits.nvidia.com/gpumem); container \"c\" takes the whole device: 1 x 24576 MiB (gpumem unset or 0 books the whole card, as in HAMi)"],
 				"warnings":[]}]}`},
-		{name: "no --state", args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml"}, wantCode: 2, wantErrSub: evalUsage},
-		{name: "no -f", args: []string{"eval", "--state", state + "cluster.yaml"}, wantCode: 2, wantErrSub: evalUsage},
+		{name: "no --state reads the cluster: no kubeconfig", args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml", "--kubeconfig", "nope.kubeconfig"},
+			wantCode: 2, wantErrSub: "gpuadmit eval: no --state given, reading the kubeconfig: stat nope.kubeconfig: no such file"},
+		{name: "no -f", args: []string{"eval", "--state", state + "cluster.yaml"}, wantCode: 2,
+			wantErrSub: "gpuadmit eval: -f is required; usage: gpuadmit eval -f POD.yaml [--state STATE.yaml]"},
 		{name: "both from standard input", args: []string{"eval", "-f", "-", "--state", "-"}, wantCode: 2, wantErrSub: "cannot both read standard input"},
 		{name: "state is not a pod file", args: []string{"eval", "-f", state + "idle-a10-quota24g.yaml", "--state", state + "cluster.yaml"},
 			wantCode: 2, wantErrSub: "no Pod or workload"},
-		{name: "unknown flag", args: []string{"eval", "--pod", "x"}, wantCode: 2, wantErrSub: "flag provided but not defined: -pod"},
+		{name: "unknown flag", args: []string{"eval", "--pod", "x"}, wantCode: 2, wantErrSub: "gpuadmit eval: unknown flag: --pod\nSee 'gpuadmit eval --help' for usage."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.check)

@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"io"
 	"slices"
+
+	"github.com/spf13/cobra"
 
 	"github.com/open-policy-agent/opa/v1/tester"
 	"github.com/open-policy-agent/opa/v1/topdown"
@@ -13,33 +12,49 @@ import (
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
-const policyUsage = "usage: gpuadmit policy test [DIR]"
+func (c *cli) policyCmd() *cobra.Command {
+	policyCmd := &cobra.Command{
+		Use:   "policy",
+		Short: "Work with the Rego policies",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageErrorf("usage: %s", cmd.Commands()[0].UseLine())
+		},
+	}
+	test := &cobra.Command{
+		Use:   "test [DIR]",
+		Short: "Run the Rego unit tests of the policies",
+		Long: `Run the Rego unit tests of the embedded policies, plus DIR's modules loaded
+as the webhook loads them (a file of the same name replaces an embedded
+one, others are added). Exits 1 when a test fails.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErrorf("usage: %s", cmd.UseLine())
+			}
+			return nil
+		},
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return nil, cobra.ShellCompDirectiveFilterDirs
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return c.policyTest(cmd.Context(), args) },
+	}
+	policyCmd.AddCommand(test)
+	return policyCmd
+}
 
-// runPolicy runs `gpuadmit policy test [DIR]`: the Rego unit tests of the
+// policyTest runs `gpuadmit policy test [DIR]`: the Rego unit tests of the
 // embedded policies, plus DIR's modules loaded as the engine loads them
 // (same file name replaces, others are added). Exit 0 all pass, 1 a test
 // failed, 2 the policies could not be read or compiled.
-func runPolicy(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "test" {
-		return fail(stderr, "policy", errors.New(policyUsage))
-	}
-	fs := flag.NewFlagSet("gpuadmit policy test", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
-	}
-	if fs.NArg() > 1 {
-		return fail(stderr, "policy test", errors.New(policyUsage))
-	}
+func (c *cli) policyTest(ctx context.Context, args []string) error {
 	var overrides []policy.Source
-	if fs.NArg() == 1 {
-		overrides = append(overrides, policy.Dir(fs.Arg(0)))
+	if len(args) == 1 {
+		overrides = append(overrides, policy.Dir(args[0]))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), evalTimeout)
+	ctx, cancel := context.WithTimeout(ctx, evalTimeout)
 	defer cancel()
 	results, err := policy.New(policy.Options{}).Test(ctx, overrides...)
 	if err != nil {
-		return fail(stderr, "policy test", err)
+		return err
 	}
 	ch := make(chan *tester.Result, len(results))
 	ok := true
@@ -49,13 +64,13 @@ func runPolicy(args []string, stdout, stderr io.Writer) int {
 		ch <- r
 	}
 	close(ch)
-	if err := (tester.PrettyReporter{Output: stdout, Verbose: true, FailureLine: true}).Report(ch); err != nil {
-		return fail(stderr, "policy test", err)
+	if err := (tester.PrettyReporter{Output: c.stdout, Verbose: true, FailureLine: true}).Report(ch); err != nil {
+		return err
 	}
 	if !ok {
-		return 1
+		return exitCode(1)
 	}
-	return 0
+	return nil
 }
 
 // failingEvent keeps, of a test's trace, the expression that failed (what

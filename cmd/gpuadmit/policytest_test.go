@@ -8,6 +8,8 @@ import (
 	"testing"
 )
 
+const policyUsage = "usage: gpuadmit policy test [DIR]"
+
 func TestPolicyTestCommand(t *testing.T) {
 	dir := func(files map[string]string) string {
 		d := t.TempDir()

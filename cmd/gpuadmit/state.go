@@ -1,19 +1,56 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	"github.com/go-logr/logr"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 )
 
+// source is where usage and eval read the cluster's state: a dump
+// (--state) or the cluster of the kubeconfig.
+type source interface {
+	// namespace is the namespace of a pod that names none.
+	namespace() (string, error)
+	// ledger builds the usage ledger from the cluster's Pods, Nodes and
+	// ResourceQuotas. namespaces are those the command reports on (nil:
+	// every one); reserve counts their GPUUsage reservations too.
+	ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*cache.Ledger, error)
+}
+
+// source returns the dump at path or, when path is empty, the cluster;
+// warn reports what the cluster would not let it read.
+func (c *cli) source(path string, warn func(string)) source {
+	if path != "" {
+		return dump{path: path, stdin: c.stdin}
+	}
+	return live{kube: c.kube, warn: warn}
+}
+
+// dump is a 'kubectl get -o yaml' dump of Pods, Nodes and ResourceQuotas.
+type dump struct {
+	path  string
+	stdin io.Reader
+}
+
+func (dump) namespace() (string, error) { return "default", nil }
+
+func (d dump) ledger(_ context.Context, s effective.Settings, _ []string, _ bool) (*cache.Ledger, error) {
+	return loadState(d.path, d.stdin, s, logr.Discard())
+}
+
 // loadState reads a cluster dump ('kubectl get -o yaml' of Pods, Nodes and
-// ResourceQuotas) and builds the usage ledger from it: nodes first (their
-// devices resolve memory percentages), then quotas, then pods.
+// ResourceQuotas) and builds the usage ledger from it.
 func loadState(path string, stdin io.Reader, s effective.Settings, log logr.Logger) (*cache.Ledger, error) {
 	objs, err := manifest.ReadFile(path, stdin)
 	if err != nil {
@@ -22,6 +59,13 @@ func loadState(path string, stdin io.Reader, s effective.Settings, log logr.Logg
 	if len(objs.Pods)+len(objs.Nodes)+len(objs.Quotas) == 0 {
 		return nil, fmt.Errorf("%s: no Pod, Node or ResourceQuota found (%d other objects)", path, objs.Skipped)
 	}
+	return ledgerOf(objs, s, log), nil
+}
+
+// ledgerOf builds the usage ledger from a dump's or the cluster's objects:
+// nodes first (their devices resolve memory percentages), then quotas,
+// then pods.
+func ledgerOf(objs *manifest.Objects, s effective.Settings, log logr.Logger) *cache.Ledger {
 	l := cache.New(cache.Options{Settings: s, Log: log})
 	for _, n := range objs.Nodes {
 		l.UpsertNode(n)
@@ -32,5 +76,57 @@ func loadState(path string, stdin io.Reader, s effective.Settings, log logr.Logg
 	for _, p := range objs.Pods {
 		l.UpsertPod(p)
 	}
-	return l, nil
+	return l
+}
+
+// live is the cluster of the kubeconfig, as kubectl's flags select it.
+type live struct {
+	kube *genericclioptions.ConfigFlags
+	warn func(string)
+}
+
+// namespace is kubectl's: -n, else the context's, else "default".
+func (l live) namespace() (string, error) {
+	ns, _, err := l.kube.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("no --state given, reading the kubeconfig: %w", err)
+	}
+	return ns, nil
+}
+
+func (l live) ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*cache.Ledger, error) {
+	cfg, err := l.kube.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no --state given, reading the kubeconfig: %w", err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "gpuadmit/" + version
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	st, err := clusterstate.Read(ctx, kc, namespaces)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cluster (no --state given): %w", err)
+	}
+	for _, w := range st.Warnings {
+		l.warn(w)
+	}
+	ledger := ledgerOf(st.Objects, s, logr.Discard())
+	if !reserve {
+		return ledger, nil
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	for _, ns := range namespaces {
+		rs, err := clusterstate.Reservations(ctx, dc, ns, st.PodsResourceVersion)
+		if err != nil {
+			l.warn(fmt.Sprintf("%v: its reservations are not counted", err))
+			continue
+		}
+		ledger.SetReservations(ns, rs)
+	}
+	return ledger, nil
 }

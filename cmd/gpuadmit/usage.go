@@ -1,12 +1,11 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
-	"io"
+	"maps"
+	"slices"
 
-	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
 
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
@@ -50,38 +49,76 @@ type usageCapacity struct {
 	Cores  int64 `json:"gpucores"`
 }
 
-func runUsage(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gpuadmit usage", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	state := fs.String("state", "", "cluster state: Pods, Nodes and ResourceQuotas as `kubectl get -o yaml` prints them (- for standard input)")
-	cfgPath := fs.String("config", "", "configuration file, the webhook's (or a HAMi device config); default: every default")
-	if err := fs.Parse(args); err != nil {
-		return 2
+func (c *cli) usageCmd() *cobra.Command {
+	var o struct{ state, config, output string }
+	cmd := &cobra.Command{
+		Use:   "usage [--state STATE.yaml] [-n NAMESPACE] [-o json|table]",
+		Short: "Show GPU usage per namespace (with quota limits) and per device",
+		Long: `Show GPU usage per namespace, with the limits of its ResourceQuotas, and
+per device of each GPU node, from the Pods, Nodes and ResourceQuotas of a
+'kubectl get -o yaml' dump (--state), or of the cluster when --state is not
+given. -n shows one namespace only.`,
+		Example: `  # every namespace of the cluster of the current context, as a table
+  gpuadmit usage -o table
+
+  # one namespace, from a dump
+  kubectl get pods,nodes,resourcequotas -A -o yaml > state.yaml
+  gpuadmit usage --state state.yaml -n team-a`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			return c.usage(cmd, o.state, o.config, o.output)
+		},
 	}
-	if *state == "" || fs.NArg() > 0 {
-		return fail(stderr, "usage", errors.New("usage: gpuadmit usage --state STATE.yaml [--config CFG]"))
-	}
-	cfg, err := loadConfig(*cfgPath, stderr)
-	if err != nil {
-		return fail(stderr, "usage", err)
-	}
-	l, err := loadState(*state, stdin, cfg.Devices, logr.Discard())
-	if err != nil {
-		return fail(stderr, "usage", err)
-	}
-	out := usageReport(l.Snapshot())
-	for _, p := range out.Problems {
-		fmt.Fprintf(stderr, "gpuadmit usage: warning: %s\n", p)
-	}
-	if err := writeJSON(stdout, out); err != nil {
-		return fail(stderr, "usage", err)
-	}
-	return 0
+	cmd.Flags().StringVar(&o.state, "state", "", "dump of the cluster's Pods, Nodes and ResourceQuotas, as 'kubectl get -o yaml' prints them (- for standard input); default: read the cluster")
+	configFlag(cmd, &o.config)
+	outputFlag(cmd, &o.output)
+	return cmd
 }
 
-// usageReport renders a ledger snapshot in the command-line contract's shape.
-func usageReport(s cache.Snapshot) usageOutput {
+func (c *cli) usage(cmd *cobra.Command, state, cfgPath, output string) error {
+	warn := func(w string) { fmt.Fprintf(c.stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }
+	cfg, err := loadConfig(cfgPath, c.stderr)
+	if err != nil {
+		return err
+	}
+	ns := *c.kube.Namespace
+	var scope []string
+	if ns != "" {
+		scope = []string{ns}
+	}
+	l, err := c.source(state, warn).ledger(cmd.Context(), cfg.Devices, scope, false)
+	if err != nil {
+		return err
+	}
+	out := usageReport(l.Snapshot(), ns)
+	for _, p := range out.Problems {
+		warn(p)
+	}
+	if output == "table" {
+		for _, name := range slices.Sorted(maps.Keys(out.Namespaces)) {
+			for _, u := range out.Namespaces[name].Unresolved {
+				warn(fmt.Sprintf("namespace %s: %s", name, u))
+			}
+		}
+		return printUsage(c.stdout, out)
+	}
+	return writeJSON(c.stdout, out)
+}
+
+// usageReport renders a ledger snapshot in the command-line contract's
+// shape; when only is set, its namespaces are that one alone (with no usage
+// and no limits if the snapshot lacks it) and its problems those of that
+// namespace and of nodes.
+func usageReport(s cache.Snapshot, only string) usageOutput {
 	out := usageOutput{Namespaces: map[string]usageNamespace{}, Nodes: map[string]usageNode{}}
+	if only != "" {
+		ns := s.Namespaces[only]
+		s.Namespaces = map[string]cache.NamespaceSnapshot{only: ns}
+		s.Problems = slices.DeleteFunc(s.Problems, func(p cache.Problem) bool { return p.Namespace != "" && p.Namespace != only })
+	}
 	for name, ns := range s.Namespaces {
 		u := usageNamespace{Used: ns.Used, Limits: limitsOf(ns.Limits), Pods: ns.Pods}
 		for _, q := range ns.Quotas {

@@ -46,8 +46,35 @@ func TestUsageCommand(t *testing.T) {
 		{name: "only nodes", args: []string{"usage", "--state", "-"},
 			stdin:   "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-node\n  annotations:\n    gpuadmit.io/gpu-devices: '[{\"uuid\":\"GPU-1\",\"memoryMiB\":1000}]'\n",
 			wantOut: `{"namespaces":{},"nodes":{"gpu-node":{"devices":{"GPU-1":{"capacity":{"gpumem":1000,"gpucores":100},"used":{"gpu":0,"gpumem":0,"gpucores":0}}}}}}`},
-		{name: "no -state", args: []string{"usage"}, wantCode: 2, wantErrSub: "usage: gpuadmit usage --state STATE.yaml"},
-		{name: "extra argument", args: []string{"usage", "--state", "x", "y"}, wantCode: 2, wantErrSub: "usage: gpuadmit usage --state"},
+		{name: "-n: that namespace alone, its problems and the nodes'",
+			args: []string{"usage", "--state", "../../examples/state/cluster.yaml", "-n", "team-b"},
+			wantOut: `{"namespaces":{
+				"team-b":{"used":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{"gpu":0,"gpucores":0},"pods":0,"quotas":{"no-gpus":{"gpu":0,"gpucores":0}}}},
+			"nodes":{
+				"node-a":{"devices":{
+					"GPU-a1":{"capacity":{"gpumem":40960,"gpucores":100},"used":{"gpu":1,"gpumem":30720,"gpucores":50}},
+					"GPU-a2":{"capacity":{"gpumem":40960,"gpucores":100},"used":{"gpu":1,"gpumem":20480,"gpucores":30}}}},
+				"node-h":{"devices":{"GPU-h1":{"capacity":{"gpumem":16384,"gpucores":100},"used":{"gpu":1,"gpumem":8192,"gpucores":0}}}}},
+			"problems":[
+				"node node-x: gpuadmit.io/gpu-devices \"[{\\\"uuid\\\":\\\"GPU-x1\\\",\\\"memoryMiB\\\":\": node has no known GPU devices: gpuadmit.io/gpu-devices: not a JSON array of objects: unexpected EOF",
+				"pod team-b/broken: invalid GPU request: container \"app\": nvidia.com/gpu \"1500m\": must be a whole number",
+				"quota team-b/no-gpus: limits.nvidia.com/gpucores \"1500m\": must be a whole number; the limit blocks until it is fixed"]}`,
+			wantErrSub: "gpuadmit usage: warning: pod team-b/broken: invalid GPU request"},
+		{name: "--namespace of a namespace without GPU pods or quotas: zero, no limits",
+			args: []string{"usage", "--state", "../../examples/state/cluster.yaml", "--namespace", "team-c"},
+			wantOut: `{"namespaces":{"team-c":{"used":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{},"pods":0}},
+			"nodes":{
+				"node-a":{"devices":{
+					"GPU-a1":{"capacity":{"gpumem":40960,"gpucores":100},"used":{"gpu":1,"gpumem":30720,"gpucores":50}},
+					"GPU-a2":{"capacity":{"gpumem":40960,"gpucores":100},"used":{"gpu":1,"gpumem":20480,"gpucores":30}}}},
+				"node-h":{"devices":{"GPU-h1":{"capacity":{"gpumem":16384,"gpucores":100},"used":{"gpu":1,"gpumem":8192,"gpucores":0}}}}},
+			"problems":[
+				"node node-x: gpuadmit.io/gpu-devices \"[{\\\"uuid\\\":\\\"GPU-x1\\\",\\\"memoryMiB\\\":\": node has no known GPU devices: gpuadmit.io/gpu-devices: not a JSON array of objects: unexpected EOF"]}`,
+			wantErrSub: "gpuadmit usage: warning: node node-x"},
+		{name: "no --state reads the cluster: no kubeconfig", args: []string{"usage", "--kubeconfig", "nope.kubeconfig"},
+			wantCode: 2, wantErrSub: "gpuadmit usage: no --state given, reading the kubeconfig: stat nope.kubeconfig: no such file"},
+		{name: "extra argument", args: []string{"usage", "--state", "x", "y"}, wantCode: 2,
+			wantErrSub: `gpuadmit usage: unexpected argument "y"; usage: gpuadmit usage [--state STATE.yaml]`},
 		{name: "missing file", args: []string{"usage", "--state", "nope.yaml"}, wantCode: 2, wantErrSub: "open nope.yaml: no such file"},
 		{name: "garbage input", args: []string{"usage", "--state", "-"}, stdin: "{{{", wantCode: 2, wantErrSub: "document 1: not valid YAML or JSON"},
 		{name: "nothing usable in the state", args: []string{"usage", "--state", "-"}, stdin: "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n",
@@ -57,7 +84,7 @@ func TestUsageCommand(t *testing.T) {
 			wantCode: 2, wantErrSub: "(ResourceQuota a/q)"},
 		{name: "bad config", args: []string{"usage", "--state", "../../examples/state/seed-init-done.yaml", "--config", "../../examples/pods/invalid.yaml"},
 			wantCode: 2, wantErrSub: `apiVersion "v1", kind "Pod": want apiVersion config.gpuadmit.io/v1alpha1, kind Configuration`},
-		{name: "unknown flag", args: []string{"usage", "-f", "x"}, wantCode: 2, wantErrSub: "flag provided but not defined: -f"},
+		{name: "unknown flag", args: []string{"usage", "-f", "x"}, wantCode: 2, wantErrSub: "unknown shorthand flag: 'f' in -f"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.check)

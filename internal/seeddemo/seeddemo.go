@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
@@ -110,6 +111,33 @@ func Play(ctx context.Context, c *devcluster.Cluster, examples string, out io.Wr
 	}
 	fmt.Fprintf(out, "scenario 4: allowed %s (%d MiB) after %s exited 0: %s shrank to %d MiB, %s now uses %d of %d MiB\n",
 		small.name, small.eff, server.initName, server.name, shrunk.Used.MemMiB, devcluster.TeamA, s.Used.MemMiB, limit)
+	return usageTable(ctx, c, fmt.Sprintf("%d/%d", s.Used.MemMiB, limit), out)
+}
+
+// usageTable prints what `kubectl get gpuusage -n team-a` shows once its
+// GPUMEM column reads gpumem (the elected replica writes it within a
+// second or two of a change).
+func usageTable(ctx context.Context, c *devcluster.Cluster, gpumem string, out io.Writer) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, _, err := c.Kubectl(ctx, nil, "get", "gpuusages.gpuadmit.io", "-n", devcluster.TeamA, "-o", "jsonpath={.items[0].status.summary.gpumem}")
+		if err == nil && got == gpumem {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kubectl get gpuusage -n %s: GPUMEM is %q after 10s, want %q (%v)", devcluster.TeamA, got, gpumem, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	table, stderr, err := c.Kubectl(ctx, nil, "get", "gpuusage", "-n", devcluster.TeamA)
+	if err != nil {
+		return fmt.Errorf("kubectl get gpuusage -n %s: %w: %s", devcluster.TeamA, err, stderr)
+	}
+	fmt.Fprintf(out, "$ kubectl get gpuusage -n %s\n%s", devcluster.TeamA, table)
 	return nil
 }
 

@@ -32,4 +32,9 @@
 // back (repair.go). Each namespace has an owner among the replicas that
 // advertise an address (owner.go); the server forwards reviews to it to
 // spare conflicts.
+//
+// What users read (kubectl get gpuusage: used, reserved and hard per
+// resource, printer columns, conditions) is written by the Summarizer
+// (summary.go), on the elected replica only, with merge patches that leave
+// the reservations alone.
 package gpuusage

@@ -25,7 +25,8 @@ func registerStateMetrics(reg prometheus.Registerer, l *cache.Ledger, e *policy.
 			Help: "Reservations of admitted pods the watch has not recorded yet."}, stat(func(s cache.Stats) int { return s.Reservations })),
 		&freshnessCollector{feed: feed, desc: prometheus.NewDesc("gpuadmit_feed_stale",
 			"1 when the watch of a resource has delivered nothing for longer than it should (see the server's log).", []string{"resource"}, nil)},
-		newQuotaCollector(l),
+		newNamespaceCollector(l),
+		newDeviceCollector(l),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gpuadmit_policy_active",
 			Help: "1 when a policy set is active."}, func() float64 {
 			if e.Status().Revision != "" {
@@ -89,6 +90,7 @@ type serverMetrics struct {
 	reservationConflicts prometheus.Counter
 	writes               prometheus.Histogram
 	groups               prometheus.Histogram
+	summaries            prometheus.Counter
 }
 
 func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
@@ -112,7 +114,11 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.reservationsEnded, m.reservationConflicts, m.writes, m.groups} {
+	m.summaries = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gpuadmit_usage_summary_writes_total",
+		Help: "GPUUsage summaries (usage, printer columns, conditions) this replica wrote; only the elected replica writes them.",
+	})
+	for _, c := range []prometheus.Collector{m.reservationsEnded, m.reservationConflicts, m.writes, m.groups, m.summaries} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering reservation metrics: %w", err)
 		}
@@ -125,6 +131,8 @@ func (m *serverMetrics) reservationEnded(reason string) {
 }
 
 func (m *serverMetrics) reservationConflict() { m.reservationConflicts.Inc() }
+
+func (m *serverMetrics) summaryWritten() { m.summaries.Inc() }
 
 func (m *serverMetrics) wrote(took time.Duration, group int) {
 	m.writes.Observe(took.Seconds())

@@ -6,27 +6,53 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
 )
 
-// quotaCollector exposes each namespace's limits and usage as
-// kube-state-metrics exposes kube_resourcequota, read from the ledger at
-// scrape time: gpuadmit_resourcequota{namespace, resourcequota, resource,
-// type="hard|used|reserved"}, memory in MiB. Only limited resources have
-// series: at most namespaces with limits × 3 resources × 3 types.
-type quotaCollector struct {
-	ledger *cache.Ledger
-	desc   *prometheus.Desc
+// Kinds of gpuadmit_ledger_problems (a fixed set: the label's values).
+const (
+	problemUnresolvedPod = "unresolved-pod" // memory is a percentage of a device of unknown size
+	problemInvalidPod    = "invalid-pod"    // invalid GPU request, or an unreadable device assignment
+	problemInvalidQuota  = "invalid-quota"  // a ResourceQuota value that is not a non-negative whole number
+	problemInvalidNode   = "invalid-node"   // a malformed device annotation (no namespace)
+)
+
+// namespaceCollector exposes, from one ledger snapshot per scrape, what
+// each namespace the ledger knows (GPU pods, reservations or GPU quotas)
+// uses and what is wrong in it:
+//
+//   - gpuadmit_resourcequota{namespace, resourcequota, resource,
+//     type="hard|used|reserved"}, shaped like kube-state-metrics'
+//     kube_resourcequota, memory in MiB. Only limited resources have series:
+//     at most namespaces with limits × 3 resources × 3 types.
+//   - gpuadmit_ledger_problems{namespace, kind}: per namespace, the pods
+//     whose memory is unresolved, the invalid pods and the ResourceQuotas
+//     with unusable values (0 when none: the series stay while the
+//     namespace is known), and the nodes with malformed device annotations
+//     (namespace ""): at most namespaces × 3 + 1 series.
+type namespaceCollector struct {
+	ledger   *cache.Ledger
+	quota    *prometheus.Desc
+	problems *prometheus.Desc
 }
 
-func newQuotaCollector(l *cache.Ledger) *quotaCollector {
-	return &quotaCollector{ledger: l, desc: prometheus.NewDesc("gpuadmit_resourcequota",
-		"A namespace's tightest limit (hard, with the ResourceQuota that sets it), what its recorded pods use (used) and what admitted pods not yet recorded hold (reserved), per managed resource; memory in MiB.",
-		[]string{"namespace", "resourcequota", "resource", "type"}, nil)}
+func newNamespaceCollector(l *cache.Ledger) *namespaceCollector {
+	return &namespaceCollector{ledger: l,
+		quota: prometheus.NewDesc("gpuadmit_resourcequota",
+			"A namespace's tightest limit (hard, with the ResourceQuota that sets it; 0 while its value is invalid), what its recorded pods use (used) and what admitted pods not yet recorded hold (reserved), per managed resource; memory in MiB.",
+			[]string{"namespace", "resourcequota", "resource", "type"}, nil),
+		problems: prometheus.NewDesc("gpuadmit_ledger_problems",
+			"Objects the ledger cannot fully count, by namespace and kind: unresolved-pod (memory a percentage of a device of unknown size: not in used), invalid-pod (invalid GPU request, or unreadable device assignment), invalid-quota (ResourceQuotas with a value that is not a non-negative whole number: the dimension blocks), invalid-node (nodes with a malformed device annotation; namespace empty).",
+			[]string{"namespace", "kind"}, nil),
+	}
 }
 
-func (c *quotaCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *namespaceCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.quota
+	ch <- c.problems
+}
 
-func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *namespaceCollector) Collect(ch chan<- prometheus.Metric) {
 	names := c.ledger.Settings().Names
-	for ns, s := range c.ledger.Snapshot().Namespaces {
+	snap := c.ledger.Snapshot()
+	for ns, s := range snap.Namespaces {
 		for _, r := range []struct {
 			name           string
 			limit          *cache.Limit
@@ -39,9 +65,29 @@ func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
 			if r.limit == nil {
 				continue
 			}
-			for typ, v := range map[string]int64{"hard": r.limit.Value, "used": r.used, "reserved": r.reserved} {
-				ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(v), ns, r.limit.Quota, r.name, typ)
-			}
+			c.gauge(ch, c.quota, r.limit.Value, ns, r.limit.Quota, r.name, "hard")
+			c.gauge(ch, c.quota, r.used, ns, r.limit.Quota, r.name, "used")
+			c.gauge(ch, c.quota, r.reserved, ns, r.limit.Quota, r.name, "reserved")
+		}
+		c.gauge(ch, c.problems, int64(len(s.Unresolved)), ns, problemUnresolvedPod)
+		c.gauge(ch, c.problems, distinct(s.Problems, cache.ProblemPod), ns, problemInvalidPod)
+		c.gauge(ch, c.problems, distinct(s.Problems, cache.ProblemQuota), ns, problemInvalidQuota)
+	}
+	c.gauge(ch, c.problems, distinct(snap.Problems, cache.ProblemNode), "", problemInvalidNode)
+}
+
+func (c *namespaceCollector) gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v int64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+}
+
+// distinct counts the objects (namespace and name) with problems of kind:
+// a quota with two bad values, or a pod reported twice, counts once.
+func distinct(ps []cache.Problem, kind cache.ProblemKind) int64 {
+	seen := map[[2]string]bool{}
+	for _, p := range ps {
+		if p.Kind == kind {
+			seen[[2]string{p.Namespace, p.Name}] = true
 		}
 	}
+	return int64(len(seen))
 }

@@ -88,6 +88,10 @@ type Options struct {
 	Log        logr.Logger
 }
 
+// LeaderElectionID names the Lease through which one replica is elected
+// to write the GPUUsage summaries.
+const LeaderElectionID = "gpuadmit-usage-status"
+
 // Server is the wired admission webhook.
 type Server struct {
 	mgr     manager.Manager
@@ -166,6 +170,13 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		GracefulShutdownTimeout: &opts.ShutdownTimeout,
+		// One replica writes the GPUUsage summaries (pkg/gpuusage.Summarizer);
+		// everything else runs on every replica. A stopping leader releases
+		// the Lease, so that another takes over at once.
+		LeaderElection:                true,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       opts.Namespace,
+		LeaderElectionReleaseOnCancel: true,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: opts.Host, Port: opts.Port, CertDir: opts.CertDir, TLSOpts: []func(*tls.Config){tlsOpts},
 		}),

@@ -16,6 +16,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/admission"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 )
 
 // wire registers the handlers, the runnables and the probes.
@@ -62,9 +63,15 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 		runnables = append(runnables, s.certFiles)
 	}
 	for _, r := range runnables {
-		if err := s.mgr.Add(r); err != nil {
+		if err := s.mgr.Add(everyReplica{r}); err != nil {
 			return fmt.Errorf("adding runnable: %w", err)
 		}
+	}
+	// The summaries users read (kubectl get gpuusage) have one writer: the
+	// replica elected through the Lease gpuadmit-usage-status.
+	if err := s.mgr.Add(&gpuusage.Summarizer{Client: s.mgr.GetClient(), Ledger: s.Ledger, Clock: s.opts.Clock,
+		OnWrite: s.metrics.summaryWritten, Log: s.opts.Log.WithName("summary")}); err != nil {
+		return fmt.Errorf("adding the summarizer: %w", err)
 	}
 	if err := s.mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("healthz: %w", err)
@@ -74,6 +81,11 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	}
 	return s.mgr.AddReadyzCheck("webhook", hooks.StartedChecker())
 }
+
+// everyReplica runs a runnable on every replica, elected or not.
+type everyReplica struct{ manager.Runnable }
+
+func (everyReplica) NeedLeaderElection() bool { return false }
 
 // advertise is the address published for the other replicas to forward
 // reviews to: AdvertiseAddress while this replica can decide, else "".

@@ -224,7 +224,7 @@ func probeAPIServerRestart(t *testing.T, c *devcluster.Cluster) {
 			for i := 0; time.Now().Before(stop); i++ {
 				_, err := k.CoreV1().Pods(ns).Create(t.Context(), creates.GPUPod(ns, fmt.Sprintf("w%d-%d", w, i), "", 1024), metav1.CreateOptions{})
 				if err != nil && (strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "connection reset") ||
-					strings.Contains(err.Error(), "EOF")) {
+					strings.Contains(err.Error(), "broken pipe") || strings.Contains(err.Error(), "EOF")) { // the API server is down
 					down.Add(1)
 					time.Sleep(50 * time.Millisecond)
 					continue

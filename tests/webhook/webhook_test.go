@@ -131,6 +131,8 @@ func TestWebhook(t *testing.T) {
 
 	t.Run("a zero gpumem or percentage is the whole card", func(t *testing.T) { testZeroIsTheWholeCard(t, c) })
 	t.Run("pending whole-card and 50 % pods are charged", func(t *testing.T) { testPendingSharesAreCharged(t, c) })
+	t.Run("GPUUsage status follows a pod's lifecycle", func(t *testing.T) { testStatusFollowsLifecycle(t, c) })
+	t.Run("view may read GPUUsage, not write it", func(t *testing.T) { testViewCanReadNotWrite(t, c) })
 	t.Run("policy ConfigMap hot reload", func(t *testing.T) { testPolicyReload(t, c) })
 	t.Run("webhook stopped, then restarted at steady state", func(t *testing.T) { testStopRestart(t, c) })
 }

@@ -26,14 +26,19 @@ func AddToScheme(s *runtime.Scheme) error {
 	return nil
 }
 
-// GPUUsage is a namespace's GPU usage as gpuadmit sees it. Its status lists
-// the reservations of admitted pods. Only gpuadmit writes it; namespace
-// users may read it.
+// GPUUsage is a namespace's GPU usage as gpuadmit sees it: per managed
+// resource what the namespace's pods use, what admitted pods not yet
+// recorded hold, and the tightest limit; conditions naming input gpuadmit
+// cannot use; and the reservations the webhook replicas share. Only
+// gpuadmit writes it; namespace users may read it.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories=gpuadmit
-// +kubebuilder:printcolumn:name="RESERVATIONS",type=integer,JSONPath=`.status.reservationCount`
+// +kubebuilder:printcolumn:name="GPU",type=string,JSONPath=`.status.summary.gpu`,description="devices used/hard"
+// +kubebuilder:printcolumn:name="GPUMEM",type=string,JSONPath=`.status.summary.gpumem`,description="memory used/hard, MiB"
+// +kubebuilder:printcolumn:name="GPUCORES",type=string,JSONPath=`.status.summary.gpucores`,description="cores used/hard, percent of a device"
+// +kubebuilder:printcolumn:name="RESERVATIONS",type=integer,JSONPath=`.status.reservationCount`,priority=1
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 type GPUUsage struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -47,8 +52,31 @@ type GPUUsage struct {
 // by users.
 type GPUUsageSpec struct{}
 
-// GPUUsageStatus is what gpuadmit writes.
+// GPUUsageStatus is what gpuadmit writes. The admission path writes the
+// reservations (with the object's resourceVersion); one elected replica
+// writes the usage, summary and conditions (at most once a second per
+// namespace, only when they changed).
 type GPUUsageStatus struct {
+	// Resources is the usage and limit of each managed resource, in the
+	// order gpu, gpumem, gpucores.
+	// +listType=map
+	// +listMapKey=resource
+	// +optional
+	Resources []ResourceUsage `json:"resources,omitempty"`
+	// Summary is "used/hard" per resource for the printer columns ("-" for
+	// no limit).
+	// +optional
+	Summary Summary `json:"summary,omitempty"`
+	// Conditions report input gpuadmit cannot use: QuotasValid (a
+	// ResourceQuota value that is not a whole non-negative number),
+	// DemandResolved (pods whose memory percentage cannot be resolved:
+	// their memory is not counted), PodsValid (pods with invalid GPU
+	// requests).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
 	// Reservations are the pods admitted that are not yet recorded by the
 	// watches of every replica. A reservation never lapses on a timer: it
 	// ends when every live replica recorded its pod, or when the API server
@@ -69,6 +97,39 @@ type GPUUsageStatus struct {
 	// +optional
 	RemovedResourceVersion string `json:"removedResourceVersion,omitempty"`
 }
+
+// ResourceUsage is one managed resource's usage in a namespace.
+type ResourceUsage struct {
+	// Resource is the extended resource name, e.g. nvidia.com/gpumem.
+	Resource string `json:"resource"`
+	// Used is the sum of the recorded pods' effective demands (memory in
+	// MiB; the value each pod's lifecycle stage holds).
+	Used int64 `json:"used"`
+	// Reserved is what admitted pods not yet recorded hold.
+	// +optional
+	Reserved int64 `json:"reserved,omitempty"`
+	// Hard is the tightest limit over the namespace's ResourceQuotas;
+	// absent when none limits the resource.
+	// +optional
+	Hard *int64 `json:"hard,omitempty"`
+	// ResourceQuota names the ResourceQuota that sets Hard.
+	// +optional
+	ResourceQuota string `json:"resourceQuota,omitempty"`
+}
+
+// Summary holds "used/hard" per resource, for kubectl get.
+type Summary struct {
+	GPU      string `json:"gpu,omitempty"`
+	GPUMem   string `json:"gpumem,omitempty"`
+	GPUCores string `json:"gpucores,omitempty"`
+}
+
+// Condition types of a GPUUsage.
+const (
+	ConditionQuotasValid    = "QuotasValid"
+	ConditionDemandResolved = "DemandResolved"
+	ConditionPodsValid      = "PodsValid"
+)
 
 // Reservation holds the demand of one admitted pod.
 type Reservation struct {

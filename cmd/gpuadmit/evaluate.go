@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	webhookmanifests "github.com/gpuadmit/gpuadmit/manifests/webhook"
+	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/manifest"
+	"github.com/gpuadmit/gpuadmit/pkg/matchcond"
+	"github.com/gpuadmit/gpuadmit/policy"
+)
+
+// evaluation makes the webhook's decisions for the pods of a manifest in a
+// cluster holding a state.
+type evaluation struct {
+	// namespace is -n: the namespace of every request, when set.
+	namespace string
+	// fallback is the namespace of a pod that names none (without -n).
+	fallback string
+	source   source
+	ledger   *cache.Ledger
+	decider  *decision.Decider
+	matcher  *matchcond.Matcher
+}
+
+// run evaluates every object of file against the source's state; single
+// reports that the manifest is exactly one Pod.
+func (e *evaluation) run(ctx context.Context, file, cfgPath, policyDir string, stdin io.Reader, stderr io.Writer) (evalObjects, bool, error) {
+	cfg, err := loadConfig(cfgPath, stderr)
+	if err != nil {
+		return evalObjects{}, false, err
+	}
+	objs, err := manifest.ReadFile(file, stdin)
+	if err != nil {
+		return evalObjects{}, false, err
+	}
+	if len(objs.Workloads) == 0 {
+		return evalObjects{}, false, fmt.Errorf("%s: no Pod or workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) found", file)
+	}
+	if e.namespace == "" {
+		if e.fallback, err = e.source.namespace(); err != nil {
+			return evalObjects{}, false, err
+		}
+	}
+	var namespaces []string
+	for _, w := range objs.Workloads {
+		if ns := e.namespaceOf(w.Pod); !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	if e.ledger, err = e.source.ledger(ctx, cfg.Devices, namespaces, true); err != nil {
+		return evalObjects{}, false, err
+	}
+	// The policies the webhook loads from its configuration's directory,
+	// then the command line's.
+	engine := policy.New(policy.Options{EvalTimeout: cfg.Admission.PolicyEvaluationTimeout})
+	var overrides []policy.Source
+	for _, dir := range []string{cfg.Policy.Directory, policyDir} {
+		if dir != "" {
+			overrides = append(overrides, policy.Dir(dir))
+		}
+	}
+	if err := engine.Load(ctx, overrides...); err != nil {
+		return evalObjects{}, false, err
+	}
+	if e.decider, err = decision.New(engine, e.ledger, cfg, logr.Discard()); err != nil {
+		return evalObjects{}, false, err
+	}
+	if e.matcher, err = matchcond.Load(webhookmanifests.WebhooksYAML()); err != nil {
+		return evalObjects{}, false, fmt.Errorf("shipped webhook configuration: %w", err)
+	}
+	out := evalObjects{Allowed: true}
+	for _, w := range objs.Workloads {
+		o, err := e.object(ctx, w)
+		if err != nil {
+			return evalObjects{}, false, fmt.Errorf("%s %q: %w", w.Kind, w.Name, err)
+		}
+		out.Allowed = out.Allowed && o.Allowed
+		out.Objects = append(out.Objects, o)
+	}
+	return out, onePod(objs), nil
+}
+
+// object decides the pods of w one after the other, each admitted pod
+// recorded in the ledger (as the watch would record it, pending) before
+// the next is decided, and stops at the first denial.
+func (e *evaluation) object(ctx context.Context, w *manifest.Workload) (evalObject, error) {
+	o := evalObject{objectRef: refOf(w), evaluatedIn: e.namespaceOf(w.Pod)}
+	pod := w.Pod.DeepCopy()
+	pod.Namespace = o.evaluatedIn
+	if o.Replicas == manifest.PerNode {
+		o.Replicas = e.eligibleNodes(pod)
+	}
+	o.Allowed = true
+	for i := range max(o.Replicas, 1) {
+		p := pod.DeepCopy()
+		if w.Kind != "Pod" {
+			p.Name = fmt.Sprintf("%s-%d", w.Name, i)
+		}
+		p.UID = types.UID(fmt.Sprintf("gpuadmit-eval/%s/%s/%s/%d", w.Kind, p.Namespace, w.Name, i))
+		res, err := e.decider.Decide(ctx, decision.Request{Pod: p, Operation: "CREATE", Written: w.Written})
+		if err != nil {
+			return o, err
+		}
+		if i == 0 {
+			o.Effective, o.Warnings = res.Effective, res.Warnings
+			notConsulted, err := e.notConsulted(ctx, p)
+			if err != nil {
+				return o, err
+			}
+			o.Warnings = append(o.Warnings, notConsulted...)
+			if o.Replicas == 0 {
+				break // nothing to admit; the first pod only shows the demand and warnings
+			}
+		}
+		if !res.Allowed {
+			o.Allowed, o.Denials = false, res.Denials
+			break
+		}
+		o.Admitted++
+		e.ledger.UpsertPod(p)
+	}
+	if o.Denials == nil {
+		o.Denials = []string{}
+	}
+	if o.Warnings == nil {
+		o.Warnings = []string{}
+	}
+	return o, nil
+}
+
+// namespaceOf is the namespace pod is decided in: -n, else the pod's, else
+// the fallback.
+func (e *evaluation) namespaceOf(pod *corev1.Pod) string {
+	switch {
+	case e.namespace != "":
+		return e.namespace
+	case pod.Namespace != "":
+		return pod.Namespace
+	}
+	return e.fallback
+}
+
+// eligibleNodes counts the GPU nodes a DaemonSet's pod may run on.
+func (e *evaluation) eligibleNodes(pod *corev1.Pod) int64 {
+	match := cache.Eligible(pod)
+	var n int64
+	for _, nc := range e.ledger.Capacity().Nodes {
+		if match == nil || match(nc) {
+			n++
+		}
+	}
+	return n
+}
+
+// notConsulted evaluates the matchConditions of the shipped webhook
+// configurations (manifests/webhook/webhooks.yaml) for a CREATE of pod and
+// warns when the API server would not call the validating webhook, so that
+// the decision would never be made.
+func (e *evaluation) notConsulted(ctx context.Context, pod *corev1.Pod) ([]string, error) {
+	results, err := e.matcher.Match(ctx, pod)
+	if err != nil {
+		return nil, fmt.Errorf("the API server would reject the pod: %w", err)
+	}
+	var warnings []string
+	for _, r := range results {
+		if r.Kind != matchcond.Validating || r.Called {
+			continue
+		}
+		why := "the validating webhook's matchConditions fail to evaluate and its failurePolicy is Ignore"
+		if r.FailedCondition != "" {
+			why = fmt.Sprintf("the pod does not meet the validating webhook's matchCondition %s", r.FailedCondition)
+		}
+		warnings = append(warnings, fmt.Sprintf("the webhook would not be consulted: %s, so the API server admits it without asking gpuadmit", why))
+	}
+	return warnings, nil
+}

@@ -1,0 +1,237 @@
+package gpuusage
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// Summarizer writes what users read of a namespace's GPUUsage (kubectl get
+// gpuusage): per managed resource used, reserved and hard (with the
+// ResourceQuota that sets it), the "used/hard" printer columns, and
+// conditions naming input gpuadmit cannot use. It runs on the elected
+// replica only, writes a namespace's fields only when they changed and at
+// most once per MinGap, with a merge patch that leaves the reservations
+// alone (the admission path's writes never wait for it: at worst one of
+// them conflicts and is decided again).
+type Summarizer struct {
+	Client client.Client // reads GPUUsage from the informer cache, writes to the API server
+	Ledger *cache.Ledger
+	// Every is how often the ledger is compared with the objects (default
+	// 250ms); MinGap the least time between two writes of one namespace
+	// (default 1s).
+	Every, MinGap time.Duration
+	Clock         cache.Clock
+	// OnWrite, when set, counts the status writes.
+	OnWrite func()
+	Log     logr.Logger
+
+	last map[string]time.Time
+}
+
+// NeedLeaderElection: only the elected replica writes the summaries.
+func (s *Summarizer) NeedLeaderElection() bool { return true }
+
+// Start compares and writes until ctx ends.
+func (s *Summarizer) Start(ctx context.Context) error {
+	if s.Every <= 0 {
+		s.Every = 250 * time.Millisecond
+	}
+	if s.MinGap <= 0 {
+		s.MinGap = time.Second
+	}
+	if s.Clock == nil {
+		s.Clock = wallClock{}
+	}
+	s.last = map[string]time.Time{}
+	s.Log.Info("elected: writing the GPUUsage summaries")
+	t := time.NewTicker(s.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			s.Round(ctx)
+		}
+	}
+}
+
+// Round writes every namespace whose summary changed (and whose last write
+// is MinGap old); it returns how many it wrote.
+func (s *Summarizer) Round(ctx context.Context) int {
+	if s.last == nil {
+		s.last = map[string]time.Time{}
+	}
+	var list gpuadmitv1.GPUUsageList
+	if err := s.Client.List(ctx, &list); err != nil {
+		s.Log.Error(err, "listing GPUUsage objects")
+		return 0
+	}
+	existing := make(map[string]*gpuadmitv1.GPUUsage, len(list.Items))
+	for i := range list.Items {
+		existing[list.Items[i].Namespace] = &list.Items[i]
+	}
+	snap := s.Ledger.Snapshot()
+	names := s.Ledger.Settings().Names
+	now := s.Clock.Now()
+	wrote := 0
+	consider := func(ns string, n cache.NamespaceSnapshot) {
+		u := existing[ns]
+		var old gpuadmitv1.GPUUsageStatus
+		if u != nil {
+			old = u.Status
+		}
+		want := summarize(n, names, old.Conditions, now)
+		if u != nil && sameSummary(old, want) {
+			return
+		}
+		if now.Sub(s.last[ns]) < s.MinGap {
+			return
+		}
+		if err := s.write(ctx, ns, u, want); err != nil {
+			if !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err) {
+				s.Log.Error(err, "writing the GPUUsage summary", "namespace", ns)
+			}
+			return
+		}
+		s.last[ns] = now
+		wrote++
+	}
+	for ns, n := range snap.Namespaces {
+		consider(ns, n)
+	}
+	for ns := range existing { // nothing left in the ledger: zeros
+		if _, ok := snap.Namespaces[ns]; !ok {
+			consider(ns, cache.NamespaceSnapshot{Namespace: ns})
+		}
+	}
+	for ns := range s.last {
+		if _, ok := existing[ns]; !ok {
+			if _, ok := snap.Namespaces[ns]; !ok {
+				delete(s.last, ns)
+			}
+		}
+	}
+	return wrote
+}
+
+// write sets the summary fields of ns's object (creating the object when
+// there is none) with a merge patch: no resourceVersion, so it never
+// conflicts, and the reservations are not part of it.
+func (s *Summarizer) write(ctx context.Context, ns string, u *gpuadmitv1.GPUUsage, want gpuadmitv1.GPUUsageStatus) error {
+	if u == nil {
+		u = &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gpuadmitv1.ObjectName,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "gpuadmit"}}}
+		if err := s.Client.Create(ctx, u); err != nil {
+			return err
+		}
+	}
+	next := u.DeepCopy()
+	next.Status.Resources, next.Status.Summary, next.Status.Conditions = want.Resources, want.Summary, want.Conditions
+	if err := s.Client.Status().Patch(ctx, next, client.MergeFrom(u)); err != nil {
+		return err
+	}
+	if s.OnWrite != nil {
+		s.OnWrite()
+	}
+	return nil
+}
+
+// summarize computes the summary fields of a namespace; conditions keep
+// their lastTransitionTime while their status stays.
+func summarize(n cache.NamespaceSnapshot, names effective.ResourceNames, conds []metav1.Condition, now time.Time) gpuadmitv1.GPUUsageStatus {
+	var st gpuadmitv1.GPUUsageStatus
+	cell := func(used int64, l *cache.Limit) string {
+		if l == nil {
+			return fmt.Sprintf("%d/-", used)
+		}
+		return fmt.Sprintf("%d/%d", used, l.Value)
+	}
+	for _, r := range []struct {
+		name           string
+		used, reserved int64
+		limit          *cache.Limit
+		col            *string
+	}{
+		{string(names.Count), n.Used.GPU, n.Reserved.GPU, n.Limits.GPU, &st.Summary.GPU},
+		{string(names.Memory), n.Used.MemMiB, n.Reserved.MemMiB, n.Limits.MemMiB, &st.Summary.GPUMem},
+		{string(names.Cores), n.Used.Cores, n.Reserved.Cores, n.Limits.Cores, &st.Summary.GPUCores},
+	} {
+		ru := gpuadmitv1.ResourceUsage{Resource: r.name, Used: r.used, Reserved: r.reserved}
+		if r.limit != nil {
+			ru.Hard, ru.ResourceQuota = &r.limit.Value, r.limit.Quota
+		}
+		st.Resources = append(st.Resources, ru)
+		*r.col = cell(r.used, r.limit)
+	}
+	st.Conditions = append([]metav1.Condition(nil), conds...)
+	var quotas, pods []string
+	for _, p := range n.Problems {
+		switch p.Kind {
+		case cache.ProblemQuota:
+			quotas = append(quotas, p.String())
+		case cache.ProblemPod:
+			pods = append(pods, p.String())
+		}
+	}
+	var unresolved []string
+	for _, u := range n.Unresolved {
+		unresolved = append(unresolved, fmt.Sprintf("%s (containers %s)", u.Pod, strings.Join(u.Containers, ", ")))
+	}
+	set := func(typ, reasonBad, lead string, bad []string, okMsg string) {
+		c := metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: "AsExpected", Message: okMsg, LastTransitionTime: metav1.NewTime(now)}
+		if len(bad) > 0 {
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, reasonBad, lead+listed(bad)
+		}
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	set(gpuadmitv1.ConditionQuotasValid, "InvalidQuotaValue", "ResourceQuota values gpuadmit cannot use: ",
+		quotas, "every GPU limit is a whole non-negative number")
+	set(gpuadmitv1.ConditionDemandResolved, "UnresolvedPercentage",
+		"pods whose memory is a percentage of a device of unknown size (their memory is not counted): ", unresolved,
+		"every pod's demand is resolved")
+	set(gpuadmitv1.ConditionPodsValid, "InvalidPods", "pods whose GPU requests gpuadmit cannot read: ", pods,
+		"every GPU pod's requests are valid")
+	return st
+}
+
+// listed joins at most five items, saying how many more there are.
+func listed(items []string) string {
+	if len(items) <= 5 {
+		return strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(items[:5], "; "), len(items)-5)
+}
+
+// sameSummary compares the summary fields (conditions without their times).
+func sameSummary(a, b gpuadmitv1.GPUUsageStatus) bool {
+	if a.Summary != b.Summary || len(a.Resources) != len(b.Resources) || len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for i := range a.Resources {
+		x, y := a.Resources[i], b.Resources[i]
+		if x.Resource != y.Resource || x.Used != y.Used || x.Reserved != y.Reserved || x.ResourceQuota != y.ResourceQuota ||
+			(x.Hard == nil) != (y.Hard == nil) || (x.Hard != nil && *x.Hard != *y.Hard) {
+			return false
+		}
+	}
+	for _, c := range b.Conditions {
+		o := meta.FindStatusCondition(a.Conditions, c.Type)
+		if o == nil || o.Status != c.Status || o.Reason != c.Reason || o.Message != c.Message {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,114 @@
+package gpuusage
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/internal/testquota"
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+func condition(st gpuadmitv1.GPUUsageStatus, typ string) metav1.Condition {
+	for _, c := range st.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// TestSummarize: used, reserved and hard per resource, the printer
+// columns, and conditions naming what gpuadmit cannot use.
+func TestSummarize(t *testing.T) {
+	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+	l.UpsertQuota(testquota.New("ns", "gpu-quota", map[string]string{"limits.nvidia.com/gpumem": "24576", "limits.nvidia.com/gpu": "4"}))
+	l.UpsertQuota(testquota.New("ns", "broken", map[string]string{"limits.nvidia.com/gpucores": "1.5"}))
+	l.UpsertPod(testpod.New("a").NS("ns").UID("a").Init("load", testpod.GPU(1), testpod.Mem(20480)).App("srv", testpod.GPU(1), testpod.Mem(10240)).InitRunning("load").Build())
+	l.UpsertPod(testpod.New("pct").NS("ns").UID("pct").App("c", testpod.GPU(1), testpod.MemPct(50)).Build())
+	l.SetReservations("ns", []cache.Reservation{{UID: "r", Name: "r", Demand: effective.Vector{GPU: 1, MemMiB: 1024}}})
+	now := time.Unix(1000, 0)
+	st := summarize(l.Namespace("ns"), effective.DefaultSettings().Names, nil, now)
+
+	if st.Summary != (gpuadmitv1.Summary{GPU: "2/4", GPUMem: "20480/24576", GPUCores: "0/0"}) {
+		t.Errorf("summary %+v", st.Summary)
+	}
+	mem := st.Resources[1]
+	if mem.Resource != "nvidia.com/gpumem" || mem.Used != 20480 || mem.Reserved != 1024 || mem.Hard == nil || *mem.Hard != 24576 || mem.ResourceQuota != "gpu-quota" {
+		t.Errorf("gpumem %+v", mem)
+	}
+	if c := condition(st, gpuadmitv1.ConditionQuotasValid); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "broken") || !strings.Contains(c.Message, "1500m") {
+		t.Errorf("QuotasValid %+v", c)
+	}
+	if c := condition(st, gpuadmitv1.ConditionDemandResolved); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "pct (containers c)") {
+		t.Errorf("DemandResolved %+v", c)
+	}
+	if c := condition(st, gpuadmitv1.ConditionPodsValid); c.Status != metav1.ConditionTrue {
+		t.Errorf("PodsValid %+v", c)
+	}
+	// A condition keeps its transition time while its status stays.
+	later := summarize(l.Namespace("ns"), effective.DefaultSettings().Names, st.Conditions, now.Add(time.Hour))
+	if c := condition(later, gpuadmitv1.ConditionQuotasValid); !c.LastTransitionTime.Time.Equal(now) {
+		t.Errorf("transition time moved without a change: %v", c.LastTransitionTime)
+	}
+	if !sameSummary(st, later) {
+		t.Error("the same namespace summarized twice differs")
+	}
+}
+
+// TestSummarizerWritesOnlyChangesAtMostOncePerGap: a round writes a
+// namespace only when its summary changed and its last write is MinGap
+// old; the write leaves the reservations as they are, and creates the
+// object of a namespace that has a limit but none yet.
+func TestSummarizerWritesOnlyChangesAtMostOncePerGap(t *testing.T) {
+	held := gpuadmitv1.Reservation{PodUID: "r", PodName: "r", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 1024}}
+	base := fakeClient(t, &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+		Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{held}, ReservationCount: 1}})
+	var patches atomic.Int64
+	c := interceptor.NewClient(base, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+		patches.Add(1)
+		return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+	}})
+	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "8192"}))
+	l.UpsertQuota(testquota.New("other", "q", map[string]string{"limits.nvidia.com/gpu": "2"}))
+	clk := &clock{now: time.Unix(1000, 0)}
+	s := &Summarizer{Client: c, Ledger: l, MinGap: time.Second, Clock: clk, Log: logr.Discard()}
+	ctx := context.Background()
+
+	if n := s.Round(ctx); n != 2 || patches.Load() != 2 {
+		t.Fatalf("first round wrote %d (%d patches), want both namespaces", n, patches.Load())
+	}
+	u := usage(t, base, "ns")
+	if u.Status.Summary.GPUMem != "0/8192" || len(u.Status.Reservations) != 1 || u.Status.Reservations[0].PodUID != "r" {
+		t.Fatalf("after the first write: %+v", u.Status)
+	}
+	if got := usage(t, base, "other").Status.Summary.GPU; got != "0/2" {
+		t.Fatalf("the namespace without an object got %q", got)
+	}
+	if n := s.Round(ctx); n != 0 {
+		t.Fatalf("nothing changed, yet %d written", n)
+	}
+	l.UpsertPod(testpod.New("p").NS("ns").UID("p").App("c", testpod.GPU(1), testpod.Mem(4096)).Build())
+	clk.now = clk.now.Add(500 * time.Millisecond)
+	if n := s.Round(ctx); n != 0 {
+		t.Fatalf("written again within MinGap")
+	}
+	clk.now = clk.now.Add(600 * time.Millisecond)
+	if n := s.Round(ctx); n != 1 || usage(t, base, "ns").Status.Summary.GPUMem != "4096/8192" {
+		t.Fatalf("the change was not written after MinGap: %d, %q", n, usage(t, base, "ns").Status.Summary.GPUMem)
+	}
+	if !s.NeedLeaderElection() {
+		t.Error("the summarizer must run on the elected replica only")
+	}
+}

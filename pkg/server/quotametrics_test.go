@@ -1,0 +1,230 @@
+package server
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/internal/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/internal/testquota"
+	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/devices"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// world is what a ledger is fed: nodes, quotas, pods, then reservations.
+type world struct {
+	settings     *effective.Settings // nil: the defaults
+	nodes        []*corev1.Node
+	quotas       []*corev1.ResourceQuota
+	pods         []*testpod.Builder
+	reservations map[string][]cache.Reservation
+}
+
+func (w world) ledger() *cache.Ledger {
+	s := effective.DefaultSettings()
+	if w.settings != nil {
+		s = *w.settings
+	}
+	l := cache.New(cache.Options{Settings: s})
+	for _, n := range w.nodes {
+		l.UpsertNode(n)
+	}
+	for _, q := range w.quotas {
+		l.UpsertQuota(q)
+	}
+	for _, p := range w.pods {
+		l.UpsertPod(p.Build())
+	}
+	for ns, rs := range w.reservations {
+		l.SetReservations(ns, rs)
+	}
+	return l
+}
+
+// gathered registers c on a fresh pedantic registry (which checks that
+// Collect matches Describe) and returns the samples of family name, each
+// keyed by its labels ("name=value,..." in label-name order).
+func gathered(t *testing.T, c prometheus.Collector, name string) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatalf("registering the collector: %v", err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gathering: %v", err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			parts := make([]string, 0, len(m.GetLabel()))
+			for _, lp := range m.GetLabel() {
+				parts = append(parts, lp.GetName()+"="+lp.GetValue())
+			}
+			out[strings.Join(parts, ",")] = m.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
+// compareSeries fails with the missing, unexpected and differing series.
+func compareSeries(t *testing.T, got, want map[string]float64) {
+	t.Helper()
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if g, ok := got[k]; !ok {
+			t.Errorf("missing series {%s} (want %v)", k, want[k])
+		} else if g != want[k] {
+			t.Errorf("{%s} = %v, want %v", k, g, want[k])
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[k]; !ok {
+			t.Errorf("unexpected series {%s} = %v", k, got[k])
+		}
+	}
+}
+
+func rq(ns, quota, resource, typ string) string {
+	return "namespace=" + ns + ",resource=" + resource + ",resourcequota=" + quota + ",type=" + typ
+}
+
+func problem(ns, kind string) string { return "kind=" + kind + ",namespace=" + ns }
+
+const (
+	gpuRes   = "nvidia.com/gpu"
+	memRes   = "nvidia.com/gpumem"
+	coresRes = "nvidia.com/gpucores"
+)
+
+func TestResourceQuotaMetric(t *testing.T) {
+	kib := effective.DefaultSettings()
+	kib.MemoryFactor = 1024 // the memory resource counts GiB
+	for _, tt := range []struct {
+		name  string
+		world world
+		want  map[string]float64
+	}{
+		{name: "empty ledger: no series"},
+		{name: "hard, used and reserved of each limited resource only",
+			world: world{
+				quotas: []*corev1.ResourceQuota{testquota.New("a", "gpu-quota", map[string]string{
+					"limits.nvidia.com/gpu": "2", "limits.nvidia.com/gpumem": "24576", "requests.cpu": "8"})},
+				pods: []*testpod.Builder{testpod.New("train").NS("a").App("main", testpod.GPU(1), testpod.Mem(10240), testpod.Cores(30)).
+					AppRunning("main")},
+				reservations: map[string][]cache.Reservation{"a": {{UID: "uid-a-next", Name: "next",
+					Demand: effective.Vector{GPU: 1, MemMiB: 4096, Cores: 10}}}},
+			},
+			want: map[string]float64{
+				rq("a", "gpu-quota", gpuRes, "hard"): 2, rq("a", "gpu-quota", gpuRes, "used"): 1, rq("a", "gpu-quota", gpuRes, "reserved"): 1,
+				rq("a", "gpu-quota", memRes, "hard"): 24576, rq("a", "gpu-quota", memRes, "used"): 10240, rq("a", "gpu-quota", memRes, "reserved"): 4096,
+			}},
+		{name: "the tightest of several quotas names its quota, per resource",
+			world: world{quotas: []*corev1.ResourceQuota{
+				testquota.New("b", "team", map[string]string{"limits.nvidia.com/gpu": "8", "limits.nvidia.com/gpucores": "200"}),
+				testquota.New("b", "project", map[string]string{"limits.nvidia.com/gpu": "4", "limits.nvidia.com/gpucores": "400"}),
+			}},
+			want: map[string]float64{
+				rq("b", "project", gpuRes, "hard"): 4, rq("b", "project", gpuRes, "used"): 0, rq("b", "project", gpuRes, "reserved"): 0,
+				rq("b", "team", coresRes, "hard"): 200, rq("b", "team", coresRes, "used"): 0, rq("b", "team", coresRes, "reserved"): 0,
+			}},
+		{name: "an invalid value blocks: hard 0",
+			world: world{quotas: []*corev1.ResourceQuota{testquota.New("c", "broken", map[string]string{"limits.nvidia.com/gpumem": "1.5"})}},
+			want: map[string]float64{
+				rq("c", "broken", memRes, "hard"): 0, rq("c", "broken", memRes, "used"): 0, rq("c", "broken", memRes, "reserved"): 0,
+			}},
+		{name: "memory in MiB whatever the memory resource's unit",
+			world: world{settings: &kib,
+				quotas: []*corev1.ResourceQuota{testquota.New("d", "gib", map[string]string{"limits.nvidia.com/gpumem": "24"})},
+				pods:   []*testpod.Builder{testpod.New("p").NS("d").App("main", testpod.GPU(1), testpod.Mem(10)).AppRunning("main")},
+			},
+			want: map[string]float64{
+				rq("d", "gib", memRes, "hard"): 24576, rq("d", "gib", memRes, "used"): 10240, rq("d", "gib", memRes, "reserved"): 0,
+			}},
+		{name: "usage without a limit: no series",
+			world: world{pods: []*testpod.Builder{testpod.New("p").NS("free").App("main", testpod.GPU(1), testpod.Mem(1024)).AppRunning("main")}},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newNamespaceCollector(tt.world.ledger())
+			if tt.want == nil {
+				tt.want = map[string]float64{}
+			}
+			compareSeries(t, gathered(t, c, "gpuadmit_resourcequota"), tt.want)
+		})
+	}
+}
+
+func TestLedgerProblemsMetric(t *testing.T) {
+	malformed := testnode.Annotated("bad", nil, map[string]string{devices.NodeDevicesAnnotation: "not json"})
+	for _, tt := range []struct {
+		name  string
+		world world
+		want  map[string]float64
+	}{
+		{name: "empty ledger: the node series only",
+			want: map[string]float64{problem("", "invalid-node"): 0}},
+		{name: "a known namespace without problems has zero series",
+			world: world{quotas: []*corev1.ResourceQuota{testquota.New("a", "q", map[string]string{"limits.nvidia.com/gpu": "1"})}},
+			want: map[string]float64{problem("a", "unresolved-pod"): 0, problem("a", "invalid-pod"): 0, problem("a", "invalid-quota"): 0,
+				problem("", "invalid-node"): 0}},
+		{name: "unresolved percentages, invalid pods, invalid quotas (once per object) and malformed nodes",
+			world: world{
+				nodes: []*corev1.Node{malformed},
+				quotas: []*corev1.ResourceQuota{
+					testquota.New("a", "both-bad", map[string]string{"limits.nvidia.com/gpu": "0.5", "limits.nvidia.com/gpumem": "-1"}),
+					testquota.New("a", "fine", map[string]string{"limits.nvidia.com/gpucores": "100"}),
+				},
+				pods: []*testpod.Builder{
+					testpod.New("half").NS("a").App("main", testpod.GPU(1), testpod.MemPct(50)),
+					testpod.New("quarter").NS("a").App("main", testpod.GPU(1), testpod.MemPct(25)),
+					testpod.New("fraction").NS("b").App("main", testpod.GPU(1), testpod.Res(testpod.MemName, "1.5")),
+				},
+			},
+			want: map[string]float64{
+				problem("a", "unresolved-pod"): 2, problem("a", "invalid-pod"): 0, problem("a", "invalid-quota"): 1,
+				problem("b", "unresolved-pod"): 0, problem("b", "invalid-pod"): 1, problem("b", "invalid-quota"): 0,
+				problem("", "invalid-node"): 1,
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			compareSeries(t, gathered(t, newNamespaceCollector(tt.world.ledger()), "gpuadmit_ledger_problems"), tt.want)
+		})
+	}
+}
+
+// TestNamespaceCollectorBounds checks the documented cardinality bound
+// (namespaces with limits × 3 resources × 3 types, plus namespaces × 3
+// problem kinds + 1) and the exposition's conventions (promlint).
+func TestNamespaceCollectorBounds(t *testing.T) {
+	var w world
+	for _, ns := range []string{"a", "b", "c"} {
+		w.quotas = append(w.quotas, testquota.New(ns, "q", map[string]string{
+			"limits.nvidia.com/gpu": "4", "limits.nvidia.com/gpumem": "4096", "limits.nvidia.com/gpucores": "100"}))
+		w.pods = append(w.pods, testpod.New("p").NS(ns).App("main", testpod.GPU(1), testpod.Mem(1024)).AppRunning("main"))
+	}
+	w.pods = append(w.pods, testpod.New("p").NS("unlimited").App("main", testpod.GPU(1), testpod.Mem(1024)).AppRunning("main"))
+	c := newNamespaceCollector(w.ledger())
+	if n := testutil.CollectAndCount(c, "gpuadmit_resourcequota"); n != 3*3*3 {
+		t.Errorf("gpuadmit_resourcequota has %d series, want 27 (3 limited namespaces × 3 resources × 3 types)", n)
+	}
+	if n := testutil.CollectAndCount(c, "gpuadmit_ledger_problems"); n != 4*3+1 {
+		t.Errorf("gpuadmit_ledger_problems has %d series, want 13 (4 namespaces × 3 kinds + 1)", n)
+	}
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}

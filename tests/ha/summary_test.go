@@ -1,0 +1,84 @@
+package ha_test
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuadmit/gpuadmit/internal/creates"
+)
+
+// TestSummaryHasOneWriter: of three replicas only the elected one writes
+// the GPUUsage summaries (what `kubectl get gpuusage` shows); when it stops,
+// another is elected and the summary keeps following the namespace.
+func TestSummaryHasOneWriter(t *testing.T) {
+	c := startHA(t, nil)
+	k := fastClient(t, c)
+	const ns = "summary"
+	seed(t, c, ns, 16384)
+	writers := func(skip int) []int {
+		var out []int
+		for i := range c.Replicas {
+			if i == skip {
+				continue
+			}
+			n, err := c.Metric(i, "gpuadmit_usage_summary_writes_total")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	summary := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			got, _, err := c.Kubectl(t.Context(), nil, "get", "gpuusage", "usage", "-n", ns, "-o", "jsonpath={.status.summary.gpumem}")
+			if err == nil && got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GPUMEM is %q, want %q (%v)", got, want, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	create := func(name string) {
+		t.Helper()
+		if _, err := k.CoreV1().Pods(ns).Create(t.Context(), creates.GPUPod(ns, name, "", 4096), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create("a")
+	summary("4096/16384")
+	w := writers(-1)
+	if len(w) != 1 {
+		t.Fatalf("replicas %v wrote summaries, want exactly one (the elected one)", w)
+	}
+	leader := w[0]
+	if err := c.Terminate(leader); err != nil {
+		t.Fatal(err)
+	}
+	create("b")
+	summary("8192/16384")
+	next := writers(leader)
+	if len(next) != 1 {
+		t.Fatalf("after %s stopped, replicas %v wrote summaries, want exactly one", c.Replicas[leader].Name, next)
+	}
+	t.Logf("%s wrote the summaries, then stopped; %s was elected and wrote them", c.Replicas[leader].Name, c.Replicas[next[0]].Name)
+	if err := c.StartReplica(leader); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(t.Context(), leader); err != nil {
+		t.Fatal(err)
+	}
+	create("c")
+	summary("12288/16384")
+	if w := writers(-1); len(w) != 1 || w[0] != next[0] {
+		t.Fatalf("after %s came back, replicas %v wrote summaries, want only %s", c.Replicas[leader].Name, w, c.Replicas[next[0]].Name)
+	}
+}

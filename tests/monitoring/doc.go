@@ -1,0 +1,12 @@
+// Package monitoring holds the tests of deploy/monitoring: the Prometheus
+// alert rules and the Grafana dashboard parse (PromQL, with Prometheus's
+// own parser and rule-file validation), each alert has a duration, a
+// severity and annotations that name what its expression keeps, and the
+// metric names they use are exactly deploy/monitoring/metrics.txt, which
+// the webhook suite (tests/webhook) checks against a running server's
+// /metrics.
+//
+// It is a module of its own so that the main module does not depend on
+// Prometheus's server code; it does not import the main module either.
+// `go test ./... -update` rewrites metrics.txt.
+package monitoring

@@ -1,0 +1,331 @@
+package webhook_test
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/gpuadmit/gpuadmit/internal/devcluster"
+	"github.com/gpuadmit/gpuadmit/internal/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/internal/testquota"
+	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/devices"
+	"github.com/gpuadmit/gpuadmit/pkg/server"
+)
+
+// metricsNode is the GPU node of TestMetrics, with two devices.
+const metricsNode = "metrics-node"
+
+// undoRegisterer registers on controller-runtime's registry (the one its
+// metrics endpoint serves, as in cmd/webhook) and unregisters everything at
+// the end of the test, so that the process-wide registry stays reusable
+// (go test -count=2).
+type undoRegisterer struct {
+	prometheus.Registerer
+	done []prometheus.Collector
+}
+
+func (u *undoRegisterer) Register(c prometheus.Collector) error {
+	if err := u.Registerer.Register(c); err != nil {
+		return err
+	}
+	u.done = append(u.done, c)
+	return nil
+}
+
+func (u *undoRegisterer) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := u.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func (u *undoRegisterer) undo() {
+	for _, c := range u.done {
+		u.Registerer.Unregister(c)
+	}
+}
+
+// TestMetrics runs the server with its metrics endpoint on a loopback port
+// and checks what a Prometheus scraping it reads: gpuadmit_resourcequota
+// equals the ledger's namespaces, gpuadmit_device the node's devices and
+// their recorded usage, and every metric deploy/monitoring's rules and
+// dashboard use (deploy/monitoring/metrics.txt) has samples.
+func TestMetrics(t *testing.T) {
+	port := freeLoopbackPort(t)
+	reg := &undoRegisterer{Registerer: ctrlmetrics.Registry}
+	t.Cleanup(reg.undo) // runs after ForTest's cleanup stopped the server
+	c := devcluster.ForTest(t, "../../manifests/webhook", func(c *devcluster.Cluster) *server.Options {
+		o := c.Options()
+		o.MetricsAddr, o.Registry = fmt.Sprintf("127.0.0.1:%d", port), reg
+		return &o
+	})
+	ctx := t.Context()
+	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+
+	node := testnode.WithDevices(metricsNode, nil,
+		devices.Device{UUID: "GPU-m-0", Index: 0, Model: "NVIDIA L4", MemoryMiB: 23034, Cores: 100, Healthy: true},
+		devices.Device{UUID: "GPU-m-1", Index: 1, Model: "NVIDIA A100-SXM4-40GB", MemoryMiB: 40960, Cores: 100, Healthy: true})
+	node.UID = ""
+	if _, err := c.Kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	quotas := map[string][]*corev1.ResourceQuota{
+		"m-a": {testquota.New("m-a", "gpu", map[string]string{"limits.nvidia.com/gpu": "2", "limits.nvidia.com/gpumem": "24576"})},
+		"m-b": {testquota.New("m-b", "gpu", map[string]string{"limits.nvidia.com/gpumem": "16384", "limits.nvidia.com/gpucores": "100"})},
+		"m-c": {testquota.New("m-c", "team", map[string]string{"limits.nvidia.com/gpu": "4"}),
+			testquota.New("m-c", "project", map[string]string{"limits.nvidia.com/gpu": "1"})},
+	}
+	for _, ns := range slices.Sorted(maps.Keys(quotas)) {
+		if err := c.CreateNamespace(ctx, ns, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range quotas[ns] {
+			q.UID = ""
+			if _, err := c.Kube.CoreV1().ResourceQuotas(ns).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitLedger(t, c, ns, func(s cache.NamespaceSnapshot) bool { return len(s.Quotas) == len(quotas[ns]) })
+	}
+	// The pods go through both webhooks (gpuadmit_admission_decisions_total
+	// and gpuadmit_admission_duration_seconds get their samples: allowed
+	// here, denied below); two are bound and assigned to the node's devices
+	// as HAMi's scheduler would, so that gpuadmit_device has usage.
+	pods := []*testpod.Builder{
+		testpod.New("a1").NS("m-a").App("main", testpod.GPU(1), testpod.Mem(8192), testpod.Cores(30)).
+			Node(metricsNode).Devices("GPU-m-0,NVIDIA,8192,30:;"),
+		testpod.New("b1").NS("m-b").App("main", testpod.GPU(1), testpod.Mem(4096), testpod.Cores(20)).
+			Node(metricsNode).Devices("GPU-m-1,NVIDIA,4096,20:;"),
+		testpod.New("c1").NS("m-c").App("main", testpod.GPU(1), testpod.Mem(2048)),
+	}
+	for _, b := range pods {
+		p := b.Build()
+		p.UID, p.Status = "", corev1.PodStatus{}
+		if err := create(ctx, c, p); err != nil {
+			t.Fatalf("creating pod %s/%s: %v", p.Namespace, p.Name, err)
+		}
+	}
+	if err := create(ctx, c, gpuPod("m-b", "too-big", 0, 20000)); err == nil || !strings.Contains(err.Error(), "denied") {
+		t.Fatalf("a 20000 MiB pod in a 16384 MiB namespace: err = %v, want a denial", err)
+	}
+	for ns, ok := range map[string]func(cache.NamespaceSnapshot) bool{
+		"m-a": func(s cache.NamespaceSnapshot) bool {
+			return s.Pods == 1 && s.Reservations == 0 && s.Used.MemMiB == 8192
+		},
+		"m-b": func(s cache.NamespaceSnapshot) bool {
+			return s.Pods == 1 && s.Reservations == 0 && s.Used.MemMiB == 4096
+		},
+		"m-c": func(s cache.NamespaceSnapshot) bool { return s.Pods == 1 && s.Reservations == 0 && s.Used.GPU == 1 },
+	} {
+		waitLedger(t, c, ns, ok)
+	}
+
+	t.Run("gpuadmit_resourcequota is the ledger's namespaces", func(t *testing.T) {
+		eventually(t, url, "gpuadmit_resourcequota", func() map[string]float64 {
+			want := map[string]float64{}
+			names := c.Server.Ledger.Settings().Names
+			for _, ns := range slices.Sorted(maps.Keys(quotas)) {
+				s := c.Server.Ledger.Namespace(ns)
+				for _, r := range []struct {
+					name           corev1.ResourceName
+					limit          *cache.Limit
+					used, reserved int64
+				}{
+					{names.Count, s.Limits.GPU, s.Used.GPU, s.Reserved.GPU},
+					{names.Memory, s.Limits.MemMiB, s.Used.MemMiB, s.Reserved.MemMiB},
+					{names.Cores, s.Limits.Cores, s.Used.Cores, s.Reserved.Cores},
+				} {
+					if r.limit == nil {
+						continue
+					}
+					key := fmt.Sprintf("namespace=%s,resource=%s,resourcequota=%s,type=", ns, r.name, r.limit.Quota)
+					want[key+"hard"], want[key+"used"], want[key+"reserved"] = float64(r.limit.Value), float64(r.used), float64(r.reserved)
+				}
+			}
+			if len(want) != (2+2+1)*3 { // m-a: 2 limits, m-b: 2, m-c: 1 (the tightest quota's)
+				t.Fatalf("the ledger's limits: %v", want)
+			}
+			return want
+		}, map[string]float64{ // what the quotas say and the pods use
+			"namespace=m-a,resource=nvidia.com/gpumem,resourcequota=gpu,type=hard":      24576,
+			"namespace=m-a,resource=nvidia.com/gpumem,resourcequota=gpu,type=used":      8192,
+			"namespace=m-b,resource=nvidia.com/gpucores,resourcequota=gpu,type=used":    20,
+			"namespace=m-c,resource=nvidia.com/gpu,resourcequota=project,type=hard":     1,
+			"namespace=m-c,resource=nvidia.com/gpu,resourcequota=project,type=used":     1,
+			"namespace=m-c,resource=nvidia.com/gpu,resourcequota=project,type=reserved": 0,
+		})
+	})
+
+	t.Run("gpuadmit_device is the node's devices and their usage", func(t *testing.T) {
+		eventually(t, url, "gpuadmit_device", func() map[string]float64 {
+			want := map[string]float64{}
+			names := c.Server.Ledger.Settings().Names
+			for uuid, d := range c.Server.Ledger.Snapshot().Nodes[metricsNode].Devices {
+				if d.Capacity == nil {
+					t.Fatalf("device %s: no capacity in the ledger", uuid)
+				}
+				key := func(res corev1.ResourceName, typ string) string {
+					return fmt.Sprintf("model=%s,node=%s,resource=%s,type=%s,uuid=%s", d.Capacity.Model, metricsNode, res, typ, uuid)
+				}
+				want[key(names.Memory, "capacity")], want[key(names.Cores, "capacity")] = float64(d.Capacity.MemMiB), float64(d.Capacity.Cores)
+				want[key(names.Memory, "used")], want[key(names.Cores, "used")] = float64(d.Used.MemMiB), float64(d.Used.Cores)
+			}
+			return want
+		}, map[string]float64{ // what the node announces and the pods are assigned
+			"model=NVIDIA L4,node=metrics-node,resource=nvidia.com/gpumem,type=capacity,uuid=GPU-m-0":             23034,
+			"model=NVIDIA L4,node=metrics-node,resource=nvidia.com/gpumem,type=used,uuid=GPU-m-0":                 8192,
+			"model=NVIDIA L4,node=metrics-node,resource=nvidia.com/gpucores,type=used,uuid=GPU-m-0":               30,
+			"model=NVIDIA A100-SXM4-40GB,node=metrics-node,resource=nvidia.com/gpumem,type=capacity,uuid=GPU-m-1": 40960,
+			"model=NVIDIA A100-SXM4-40GB,node=metrics-node,resource=nvidia.com/gpumem,type=used,uuid=GPU-m-1":     4096,
+			"model=NVIDIA A100-SXM4-40GB,node=metrics-node,resource=nvidia.com/gpucores,type=used,uuid=GPU-m-1":   20,
+		})
+	})
+
+	t.Run("every metric of deploy/monitoring has samples", func(t *testing.T) {
+		b, err := os.ReadFile("../../deploy/monitoring/metrics.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := strings.Fields(string(b))
+		if len(names) == 0 {
+			t.Fatal("deploy/monitoring/metrics.txt lists no metric")
+		}
+		// A vector family without children prints nothing, not even # HELP,
+		// so each name must have samples. They come from the events above: the
+		// quotas (gpuadmit_resourcequota; gpuadmit_ledger_problems has a
+		// series per known namespace), the node's devices (gpuadmit_device),
+		// the admitted and the denied pods (gpuadmit_admission_*); the
+		// policy and watch gauges (gpuadmit_policy_*, gpuadmit_feed_stale)
+		// have a sample from the start.
+		families := scrape(t, url)
+		for _, n := range names {
+			f, ok := families[n]
+			if !ok { // a histogram's _bucket, _sum or _count: its family
+				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+					if base, cut := strings.CutSuffix(n, suffix); cut && families[base].typ == "HISTOGRAM" {
+						f, ok = families[base], true
+					}
+				}
+			}
+			if !ok || len(f.series) == 0 {
+				t.Errorf("%s (deploy/monitoring/metrics.txt) has no samples on %s", n, url)
+			}
+		}
+	})
+}
+
+// family is one scraped metric family: its type and its samples (gauge,
+// counter or untyped values; histograms' sample counts), keyed by labels.
+type family struct {
+	typ    string
+	series map[string]float64
+}
+
+// scrape reads url's exposition, as Prometheus does.
+func scrape(t *testing.T, url string) map[string]family {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("scraping: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("scraping %s: %s: %s", url, resp.Status, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parsing %s: %v", url, err)
+	}
+	out := make(map[string]family, len(mfs))
+	for name, mf := range mfs {
+		f := family{typ: mf.GetType().String(), series: map[string]float64{}}
+		for _, m := range mf.GetMetric() {
+			parts := make([]string, 0, len(m.GetLabel()))
+			for _, lp := range m.GetLabel() {
+				parts = append(parts, lp.GetName()+"="+lp.GetValue())
+			}
+			slices.Sort(parts)
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue() +
+				float64(m.GetHistogram().GetSampleCount())
+			f.series[strings.Join(parts, ",")] = v
+		}
+		out[name] = f
+	}
+	return out
+}
+
+// eventually scrapes url until family name's series equal ledger() (which
+// must hold fixed), for 10 s: the cluster of TestMetrics has no other GPU
+// namespace or node.
+func eventually(t *testing.T, url, name string, ledger func() map[string]float64, fixed ...map[string]float64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		want := ledger()
+		diff := seriesDiff(scrape(t, url)[name].series, want)
+		for _, f := range fixed {
+			for k, v := range f {
+				if want[k] != v {
+					diff = append(diff, fmt.Sprintf("the ledger has {%s} = %v, want %v", k, want[k], v))
+				}
+			}
+		}
+		if len(diff) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s on %s does not match the ledger after 10s:\n%s", name, url, strings.Join(diff, "\n"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func seriesDiff(got, want map[string]float64) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if g, ok := got[k]; !ok {
+			out = append(out, fmt.Sprintf("missing {%s} (the ledger: %v)", k, want[k]))
+		} else if g != want[k] {
+			out = append(out, fmt.Sprintf("{%s} = %v, the ledger: %v", k, g, want[k]))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[k]; !ok {
+			out = append(out, fmt.Sprintf("unexpected {%s} = %v", k, got[k]))
+		}
+	}
+	return out
+}
+
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
