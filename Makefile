@@ -6,7 +6,7 @@ export GOFLAGS ?= -buildvcs=false
 # go-nvml's nvml.h declares deprecated functions; keep cgo builds quiet.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build test unit lint fmt vet staticcheck generate verify-generated bench fuzz demo demo-ha clean
+.PHONY: all build image print-images manifests test unit lint fmt vet staticcheck generate verify-generated bench fuzz demo demo-ha clean
 
 all: build
 
@@ -45,9 +45,10 @@ $(CONTROLLER_GEN): tools/codegen/go.mod tools/codegen/go.sum
 	@echo ">> building controller-gen (first time only)"
 	cd tools/codegen && $(GO) build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
-GENERATED := pkg/apis/gpuadmit/v1alpha1/zz_generated.deepcopy.go manifests/crd/gpuadmit.io_gpuusages.yaml
+# The CRD goes into the chart (charts/gpuadmit/files/crd); `make manifests` carries it on into manifests/crd.
+GENERATED := pkg/apis/gpuadmit/v1alpha1/zz_generated.deepcopy.go charts/gpuadmit/files/crd/gpuadmit.io_gpuusages.yaml
 generate: $(CONTROLLER_GEN)
-	$(CONTROLLER_GEN) object paths=./pkg/apis/... crd:crdVersions=v1 output:crd:artifacts:config=manifests/crd
+	$(CONTROLLER_GEN) object paths=./pkg/apis/... crd:crdVersions=v1 output:crd:artifacts:config=charts/gpuadmit/files/crd
 
 ## verify-generated: fails when the generated files differ from what pkg/apis generates (then they are regenerated).
 verify-generated: $(CONTROLLER_GEN)
@@ -87,6 +88,29 @@ demo-ha: envtest-bins
 	@$(GO) build -o $(BIN)/demo-ha ./cmd/demo-ha
 	@$(BIN)/demo-ha --assets $(ENVTEST_ASSETS) --manifests manifests/webhook --webhook $(BIN)/webhook
 
+## image: the webhook and NVML agent images (Dockerfile), with docker or podman, named as the chart's
+## values.yaml names them (image.repository/tag, agent.image.repository/tag; an empty tag is the chart's appVersion).
+CHART := charts/gpuadmit
+APP_VERSION := $(shell awk '$$1 == "appVersion:" { gsub(/"/, "", $$2); print $$2; exit }' $(CHART)/Chart.yaml)
+# value PATH: a two-level (image.x) or three-level (agent.image.x) key of values.yaml.
+chart_value = $(shell awk -v path='$(1)' 'BEGIN { n = split(path, k, ".") } \
+	{ match($$0, /^ */); d = RLENGTH / 2 + 1; key = $$1; sub(/:$$/, "", key) } \
+	/^ *#/ || NF == 0 { next } \
+	d <= depth { depth = d - 1 } \
+	d == depth + 1 && key == k[d] { depth = d; if (d == n) { v = $$2; gsub(/"/, "", v); print v; exit } }' $(CHART)/values.yaml)
+WEBHOOK_IMAGE := $(call chart_value,image.repository):$(or $(call chart_value,image.tag),$(APP_VERSION))
+AGENT_IMAGE := $(call chart_value,agent.image.repository):$(or $(call chart_value,agent.image.tag),$(APP_VERSION))
+IMAGE_TOOL ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
+
+print-images:
+	@echo $(WEBHOOK_IMAGE)
+	@echo $(AGENT_IMAGE)
+
+image:
+	@test -n "$(IMAGE_TOOL)" || { echo "make image: neither docker nor podman is on the PATH (set IMAGE_TOOL)"; exit 1; }
+	$(IMAGE_TOOL) build --target webhook --build-arg VERSION=$(APP_VERSION) -t $(WEBHOOK_IMAGE) .
+	$(IMAGE_TOOL) build --target nvml-agent --build-arg VERSION=$(APP_VERSION) -t $(AGENT_IMAGE) .
+
 clean:
 	rm -rf $(BIN)
 
@@ -94,3 +118,7 @@ clean:
 -include tests/tools/tools.mk
 -include tests/monitoring/monitoring.mk
 integration:: ;
+
+## manifests: write the kustomize base under manifests/ from the Helm chart (tests/chart fails when it is stale).
+manifests: $(ENVTEST_BINS) $(HELM)
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test -count=1 ./tests/chart -run '^TestManifestsFromChart$$' -update -v | grep 'manifests/:'

@@ -84,17 +84,9 @@ func (c *Cluster) setUp(ctx context.Context) error {
 	if c.Kube, err = kubernetes.NewForConfig(c.Config); err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
-	user, err := c.env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return fmt.Errorf("adding the kubectl user: %w", err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
-	}
 	c.Kubeconfig = filepath.Join(c.dir, "kubeconfig")
-	if err := os.WriteFile(c.Kubeconfig, kc, 0o600); err != nil {
-		return fmt.Errorf("writing kubeconfig: %w", err)
+	if err := WriteAdminKubeconfig(c.env, c.Kubeconfig); err != nil {
+		return err
 	}
 	if c.Port, err = freePort(); err != nil {
 		return err
@@ -297,4 +289,21 @@ func dialTLS(port int) error {
 		return fmt.Errorf("webhook port %d: %w", port, err)
 	}
 	return conn.Close()
+}
+
+// WriteAdminKubeconfig adds a system:masters user to env and writes a
+// kubeconfig for it to path, for kubectl and helm.
+func WriteAdminKubeconfig(env *envtest.Environment, path string) error {
+	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding the kubectl user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		return fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	return nil
 }

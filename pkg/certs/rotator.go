@@ -187,7 +187,7 @@ func (r *Rotator) loadOrCreate(ctx context.Context) (*Bundle, error) {
 	}
 	if b, err := Parse(s.Data); err == nil && b.Fresh(o.DNSNames, o.IPs, now, o.RenewBefore) {
 		return b, nil
-	} else if err != nil {
+	} else if err != nil && len(s.Data) > 0 {
 		o.Log.Info("replacing an unusable webhook certificate", "secret", o.Namespace+"/"+o.SecretName, "problem", err.Error())
 	}
 	b, err := Generate(o.DNSNames, o.IPs, now, o.CAValidity, o.Validity)

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-const dashboardFile = "../../deploy/monitoring/grafana-dashboard.json"
+const dashboardFile = "../../charts/gpuadmit/files/monitoring/grafana-dashboard.json"
 
 // dashboard is the part of a Grafana dashboard the tests read.
 type dashboard struct {

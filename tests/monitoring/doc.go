@@ -1,8 +1,8 @@
-// Package monitoring holds the tests of deploy/monitoring: the Prometheus
+// Package monitoring holds the tests of charts/gpuadmit/files/monitoring: the Prometheus
 // alert rules and the Grafana dashboard parse (PromQL, with Prometheus's
 // own parser and rule-file validation), each alert has a duration, a
 // severity and annotations that name what its expression keeps, and the
-// metric names they use are exactly deploy/monitoring/metrics.txt, which
+// metric names they use are exactly charts/gpuadmit/files/monitoring/metrics.txt, which
 // the webhook suite (tests/webhook) checks against a running server's
 // /metrics.
 //

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-const metricsFile = "../../deploy/monitoring/metrics.txt"
+const metricsFile = "../../charts/gpuadmit/files/monitoring/metrics.txt"
 
 var update = flag.Bool("update", false, "rewrite "+metricsFile+" from the rules and the dashboard")
 

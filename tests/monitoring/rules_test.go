@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-const rulesFile = "../../deploy/monitoring/prometheus-rules.yaml"
+const rulesFile = "../../charts/gpuadmit/files/monitoring/prometheus-rules.yaml"
 
 // ruleFile is a Prometheus rules file; For is a pointer to tell a missing
 // duration from "0s".

@@ -1,4 +1,5 @@
-# Real control-plane binaries for the integration suites, built from source.
+# Real control-plane binaries for the integration suites (and helm for the
+# chart's tests), built from source.
 # -include'd by the root Makefile; paths are relative to the repository root.
 #
 # ENVTEST_ASSETS is a directory named after a hash of everything that decides
@@ -9,6 +10,7 @@ ENVTEST_TOOLS_DIR := $(CURDIR)/tests/tools
 ENVTEST_HASH := $(shell cat $(ENVTEST_TOOLS_DIR)/go.mod $(ENVTEST_TOOLS_DIR)/go.sum $(ENVTEST_TOOLS_DIR)/etcd/main.go | sha256sum | cut -c1-12)
 ENVTEST_ASSETS := $(CURDIR)/bin/k8s-$(ENVTEST_HASH)
 ENVTEST_BINS := $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd $(ENVTEST_ASSETS)/kubectl
+HELM := $(ENVTEST_ASSETS)/helm
 
 # Version stamped into kube-apiserver and kubectl (what `kubectl version` and
 # /version report); must match k8s.io/kubernetes in tests/tools/go.mod.
@@ -20,10 +22,13 @@ ENVTEST_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitMinor=$(ENVTEST_K8S_MINOR) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
-.PHONY: envtest-bins integration
+.PHONY: envtest-bins helm integration
 
 ## envtest-bins: build kube-apiserver, etcd and kubectl into $(ENVTEST_ASSETS) (once; ~9 min cold on 2 cores).
 envtest-bins: $(ENVTEST_BINS)
+
+## helm: build helm into $(ENVTEST_ASSETS) (once; ~2 min), for the chart's tests and `make manifests`.
+helm: $(HELM)
 
 $(ENVTEST_ASSETS)/kube-apiserver:
 	@echo ">> building kube-apiserver $(ENVTEST_K8S_VERSION) from source into $(@D) (first time only; about 6 minutes on 2 cores)"
@@ -33,12 +38,17 @@ $(ENVTEST_ASSETS)/kubectl:
 	@echo ">> building kubectl $(ENVTEST_K8S_VERSION) from source (first time only; about 2 minutes)"
 	cd $(ENVTEST_TOOLS_DIR) && $(GO) build -trimpath -ldflags '$(ENVTEST_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
 
+HELM_VERSION := $(shell awk '$$1 == "helm.sh/helm/v3" { print $$2; exit }' $(ENVTEST_TOOLS_DIR)/go.mod)
+$(HELM):
+	@echo ">> building helm $(HELM_VERSION) from source (first time only; about 2 minutes)"
+	cd $(ENVTEST_TOOLS_DIR) && $(GO) build -trimpath -ldflags '-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)' -o $@ helm.sh/helm/v3/cmd/helm
+
 $(ENVTEST_ASSETS)/etcd:
 	@echo ">> building etcd from source (first time only; about 1 minute)"
 	cd $(ENVTEST_TOOLS_DIR) && $(GO) build -trimpath -ldflags '-s -w' -o $@ ./etcd
 
 ## integration: the suites under tests/ on a real kube-apiserver + etcd (they fail, not skip, here).
-integration:: $(ENVTEST_BINS)
+integration:: $(ENVTEST_BINS) $(HELM)
 	@echo ">> integration suites on kube-apiserver + etcd (tests/...; about 3 minutes)"
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) GPUADMIT_REQUIRE_ENVTEST=1 $(GO) test -count=1 $$($(GO) list ./tests/... | grep -v '/tests/ha$$')
 	@echo ">> tests/ha: three webhook processes on one control plane, alone so that they have the cores (about 3 minutes)"

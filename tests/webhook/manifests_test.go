@@ -2,7 +2,6 @@ package webhook_test
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/gpuadmit/gpuadmit/internal/devcluster"
 	"github.com/gpuadmit/gpuadmit/internal/envtestgate"
 )
 
@@ -30,16 +30,8 @@ func TestManifests(t *testing.T) {
 			t.Errorf("stopping the control plane: %v", err)
 		}
 	})
-	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := devcluster.WriteAdminKubeconfig(env, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 	// A dry-run create of a namespaced object needs its namespace to exist:

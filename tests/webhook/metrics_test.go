@@ -65,8 +65,8 @@ func (u *undoRegisterer) undo() {
 // TestMetrics runs the server with its metrics endpoint on a loopback port
 // and checks what a Prometheus scraping it reads: gpuadmit_resourcequota
 // equals the ledger's namespaces, gpuadmit_device the node's devices and
-// their recorded usage, and every metric deploy/monitoring's rules and
-// dashboard use (deploy/monitoring/metrics.txt) has samples.
+// their recorded usage, and every metric charts/gpuadmit/files/monitoring's rules and
+// dashboard use (charts/gpuadmit/files/monitoring/metrics.txt) has samples.
 func TestMetrics(t *testing.T) {
 	port := freeLoopbackPort(t)
 	reg := &undoRegisterer{Registerer: ctrlmetrics.Registry}
@@ -198,14 +198,14 @@ func TestMetrics(t *testing.T) {
 		})
 	})
 
-	t.Run("every metric of deploy/monitoring has samples", func(t *testing.T) {
-		b, err := os.ReadFile("../../deploy/monitoring/metrics.txt")
+	t.Run("every metric of charts/gpuadmit/files/monitoring has samples", func(t *testing.T) {
+		b, err := os.ReadFile("../../charts/gpuadmit/files/monitoring/metrics.txt")
 		if err != nil {
 			t.Fatal(err)
 		}
 		names := strings.Fields(string(b))
 		if len(names) == 0 {
-			t.Fatal("deploy/monitoring/metrics.txt lists no metric")
+			t.Fatal("charts/gpuadmit/files/monitoring/metrics.txt lists no metric")
 		}
 		// A vector family without children prints nothing, not even # HELP,
 		// so each name must have samples. They come from the events above: the
@@ -225,7 +225,7 @@ func TestMetrics(t *testing.T) {
 				}
 			}
 			if !ok || len(f.series) == 0 {
-				t.Errorf("%s (deploy/monitoring/metrics.txt) has no samples on %s", n, url)
+				t.Errorf("%s (charts/gpuadmit/files/monitoring/metrics.txt) has no samples on %s", n, url)
 			}
 		}
 	})

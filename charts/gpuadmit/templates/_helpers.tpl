@@ -1,0 +1,57 @@
+{{/*
+Labels of every object: what the kustomize base has always carried, plus
+the chart's version.
+*/}}
+{{- define "gpuadmit.labels" -}}
+app.kubernetes.io/part-of: gpuadmit
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | quote }}
+{{- end }}
+
+{{- define "gpuadmit.webhookLabels" -}}
+app.kubernetes.io/name: gpuadmit-webhook
+{{ include "gpuadmit.labels" . }}
+{{- end }}
+
+{{- define "gpuadmit.agentLabels" -}}
+app.kubernetes.io/name: gpuadmit-nvml-agent
+{{ include "gpuadmit.labels" . }}
+{{- end }}
+
+{{/* An image reference: repository:tag, the tag defaulting to appVersion. */}}
+{{- define "gpuadmit.image" -}}
+{{- printf "%s:%s" .image.repository (default .chart.AppVersion .image.tag) -}}
+{{- end }}
+
+{{/*
+The managed resource names, from the one place they are set: the device
+section of the configuration. The webhooks' matchConditions use them.
+*/}}
+{{- define "gpuadmit.resourceNames" -}}
+{{- $n := .Values.config.devices.nvidia -}}
+{{- $names := list $n.resourceCountName $n.resourceMemoryName $n.resourceMemoryPercentageName $n.resourceCoreName -}}
+{{- $quoted := list -}}
+{{- range $names }}{{ $quoted = append $quoted (printf "'%s'" .) }}{{ end -}}
+{{- printf "[%s]" (join ", " $quoted) -}}
+{{- end }}
+
+{{/* The namespaces whose pods never reach the webhooks. */}}
+{{- define "gpuadmit.excludedNamespaces" -}}
+{{- $ns := list .Release.Namespace -}}
+{{- range .Values.webhook.excludeNamespaces }}{{ if not (has . $ns) }}{{ $ns = append $ns . }}{{ end }}{{ end -}}
+{{- toJson (sortAlpha $ns) -}}
+{{- end }}
+
+{{/*
+The labels of the chart's policy ConfigMap: the equality terms of
+config.policy.configMapSelector ("k=v,k2=v2"), so that the server loads it.
+*/}}
+{{- define "gpuadmit.policyLabels" -}}
+{{- range splitList "," .Values.config.policy.configMapSelector }}
+{{- $term := trim . }}
+{{- if not (regexMatch "^[A-Za-z0-9./_-]+==?[A-Za-z0-9._-]*$" $term) }}
+{{- fail (printf "config.policy.configMapSelector: %q is not a key=value term; the chart labels its policy ConfigMap from it" $term) }}
+{{- end }}
+{{- $kv := regexSplit "==?" $term 2 }}
+{{ index $kv 0 }}: {{ index $kv 1 | quote }}
+{{- end }}
+{{- end }}
