@@ -6,7 +6,7 @@ export GOFLAGS ?= -buildvcs=false
 # go-nvml's nvml.h declares deprecated functions; keep cgo builds quiet.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build image print-images manifests test unit lint fmt vet staticcheck generate verify-generated bench fuzz demo demo-ha clean
+.PHONY: all build image print-images manifests test unit policies lint fmt vet staticcheck generate verify-generated bench fuzz demo demo-ha clean
 
 all: build
 
@@ -14,8 +14,15 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 	cp $(BIN)/gpuadmit $(BIN)/kubectl-gpuadmit
 
-## test: everything CI checks: lint, unit tests (fuzz seed corpora included), integration suites.
-test: lint unit monitoring integration
+## test: everything CI checks: lint, unit tests (fuzz seed corpora included), the example policies, integration suites.
+test: lint unit policies monitoring integration
+
+## policies: the example policy library through the command line, as a policy author runs it.
+policies:
+	@echo ">> examples/policy: Rego tests with coverage, then the verify suite"
+	$(GO) build -o $(BIN)/gpuadmit ./cmd/gpuadmit
+	set -o pipefail; $(BIN)/gpuadmit policy test examples/policy --coverage | sed -n '/^PASS:\|^FAIL:\|COVERAGE/,$$p'
+	$(BIN)/gpuadmit policy verify examples/policy/suite.yaml
 
 unit:
 	@echo ">> unit tests (go test ./...; the first run compiles the dependencies, a few minutes)"

@@ -7,20 +7,26 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/cover"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/tester"
 )
 
-// Package and rules the admission query reads.
+// Packages and rules the admission query reads. The built-in rules live in
+// their own package, apart from operators' rules, so that an operator's rule
+// never changes what the built-in tests see (as Gatekeeper keeps each
+// template apart); the query takes the union of both packages' messages.
 const (
-	Package  = "data.gpuadmit.admission"
-	DenyRule = Package + ".deny"
-	WarnRule = Package + ".warn"
+	Package        = "data.gpuadmit.admission"
+	DenyRule       = Package + ".deny"
+	WarnRule       = Package + ".warn"
+	BuiltinPackage = "data.gpuadmit.builtin"
 )
 
 // module is one Rego module of a policy set.
@@ -91,28 +97,59 @@ func revisionOf(mods []*module) string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
+// compilerFor is the compiler of every policy set: Rego v1, the engine's
+// capabilities, and the input document's schema (a reference to a field the
+// input does not have is a type error).
+func compilerFor(caps *ast.Capabilities, schemas *ast.SchemaSet) *ast.Compiler {
+	return ast.NewCompiler().WithCapabilities(caps).WithDefaultRegoVersion(ast.RegoV1).WithSchemas(schemas)
+}
+
+// testRun configures runTests.
+type testRun struct {
+	caps    *ast.Capabilities
+	schemas *ast.SchemaSet
+	timeout time.Duration
+	// trace records evaluation traces (failure lines); coverage records
+	// which lines the tests evaluated.
+	trace    bool
+	coverage bool
+}
+
 // runTests runs the test rules of mods (all modules compiled together) and
-// returns every result; trace records evaluation traces (failure lines).
-func runTests(ctx context.Context, mods []*module, caps *ast.Capabilities, timeout time.Duration, trace bool) ([]*tester.Result, error) {
+// returns every result, with a coverage report when asked.
+func runTests(ctx context.Context, mods []*module, run testRun) (*TestReport, error) {
 	parsed := make(map[string]*ast.Module, len(mods))
 	for _, m := range mods {
 		parsed[m.file] = m.parsed
 	}
-	compiler := ast.NewCompiler().WithCapabilities(caps).WithDefaultRegoVersion(ast.RegoV1)
-	r := tester.NewRunner().SetCompiler(compiler).SetModules(parsed).SetTimeout(timeout).
-		SetDefaultRegoVersion(ast.RegoV1).CapturePrintOutput(true).RaiseBuiltinErrors(true).EnableTracing(trace)
+	r := tester.NewRunner().SetCompiler(compilerFor(run.caps, run.schemas)).SetModules(parsed).SetTimeout(run.timeout).
+		SetDefaultRegoVersion(ast.RegoV1).CapturePrintOutput(true).RaiseBuiltinErrors(true).EnableTracing(run.trace)
+	var cov *cover.Cover
+	if run.coverage {
+		cov = cover.New()
+		r.SetCoverageQueryTracer(cov)
+	}
 	ch, err := r.RunTests(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("compiling policies and tests: %w", err)
 	}
-	var results []*tester.Result
+	rep := &TestReport{}
 	for res := range ch {
-		results = append(results, res)
+		rep.Results = append(rep.Results, res)
 	}
-	slices.SortFunc(results, func(a, b *tester.Result) int {
+	slices.SortFunc(rep.Results, func(a, b *tester.Result) int {
 		return cmp.Or(cmp.Compare(a.Location.File, b.Location.File), cmp.Compare(a.Location.Row, b.Location.Row))
 	})
-	return results, nil
+	if cov != nil {
+		policies := map[string]*ast.Module{}
+		for _, m := range mods {
+			if !m.test() {
+				policies[m.file] = m.parsed
+			}
+		}
+		rep.Coverage = policyCoverage(cov.Report(policies), policies)
+	}
+	return rep, nil
 }
 
 // failed summarizes failing tests ("" when all pass).
@@ -130,22 +167,22 @@ func failed(results []*tester.Result) string {
 }
 
 // build reads, parses, compiles and tests a policy set and prepares its query.
-func build(ctx context.Context, sources []Source, caps *ast.Capabilities, testTimeout time.Duration) (*policySet, error) {
+func build(ctx context.Context, sources []Source, run testRun) (*policySet, error) {
 	mods, err := collect(ctx, sources)
 	if err != nil {
 		return nil, err
 	}
-	if err := parse(mods, caps); err != nil {
+	if err := parse(mods, run.caps); err != nil {
 		return nil, err
 	}
-	results, err := runTests(ctx, mods, caps, testTimeout, false)
+	rep, err := runTests(ctx, mods, run)
 	if err != nil {
 		return nil, err
 	}
-	if f := failed(results); f != "" {
+	if f := failed(rep.Results); f != "" {
 		return nil, fmt.Errorf("policy tests failed: %s", f)
 	}
-	set := &policySet{revision: revisionOf(mods), tests: len(results)}
+	set := &policySet{revision: revisionOf(mods), tests: len(rep.Results)}
 	policies := map[string]*ast.Module{}
 	for _, m := range mods {
 		set.modules = append(set.modules, m.file)
@@ -153,22 +190,66 @@ func build(ctx context.Context, sources []Source, caps *ast.Capabilities, testTi
 			policies[m.file] = m.parsed
 		}
 	}
-	compiler := ast.NewCompiler().WithCapabilities(caps).WithDefaultRegoVersion(ast.RegoV1)
+	compiler := compilerFor(run.caps, run.schemas)
 	if compiler.Compile(policies); compiler.Failed() {
 		return nil, fmt.Errorf("compiling policies: %w", compiler.Errors)
 	}
-	for _, rule := range []string{DenyRule, WarnRule} {
-		if len(compiler.GetRulesExact(ast.MustParseRef(rule))) == 0 {
-			return nil, fmt.Errorf("compiling policies: no module defines %s", rule)
-		}
+	query, err := admissionQuery(compiler)
+	if err != nil {
+		return nil, err
 	}
 	set.query, err = rego.New(
-		rego.Query(fmt.Sprintf("deny := %s; warn := %s", DenyRule, WarnRule)),
+		rego.Query(query),
 		rego.Compiler(compiler),
-		rego.Capabilities(caps),
+		rego.Capabilities(run.caps),
 	).PrepareForEval(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("preparing the admission query: %w", err)
 	}
 	return set, nil
+}
+
+// admissionQuery binds deny and warn to the union of the built-in and the
+// operators' rules of each name, of those some module defines.
+func admissionQuery(compiler *ast.Compiler) (string, error) {
+	var bindings []string
+	for _, name := range []string{"deny", "warn"} {
+		var refs []string
+		for _, pkg := range []string{BuiltinPackage, Package} {
+			ref := pkg + "." + name
+			rules := compiler.GetRulesExact(ast.MustParseRef(ref))
+			for _, r := range rules {
+				if r.Head.RuleKind() != ast.MultiValue {
+					return "", fmt.Errorf("compiling policies: %s:%d: %s must be a set of messages (%s contains msg if { ... })",
+						r.Location.File, r.Location.Row, ref, name)
+				}
+			}
+			if len(rules) > 0 {
+				refs = append(refs, ref)
+			}
+		}
+		if len(refs) == 0 {
+			return "", fmt.Errorf("compiling policies: no module defines %s.%s or %s.%s", Package, name, BuiltinPackage, name)
+		}
+		bindings = append(bindings, name+" := "+strings.Join(refs, " | "))
+	}
+	return strings.Join(bindings, "; "), nil
+}
+
+// policyCoverage keeps the files of policies (the tests cover themselves)
+// and recomputes the totals over them.
+func policyCoverage(r cover.Report, policies map[string]*ast.Module) *cover.Report {
+	out := &cover.Report{Files: map[string]*cover.FileReport{}}
+	for file, f := range r.Files {
+		if _, ok := policies[file]; !ok {
+			continue
+		}
+		out.Files[file] = f
+		out.CoveredLines += f.CoveredLines
+		out.NotCoveredLines += f.NotCoveredLines
+	}
+	if n := out.CoveredLines + out.NotCoveredLines; n > 0 {
+		out.Coverage = math.Round(float64(out.CoveredLines)*1000/float64(n)) / 10
+	}
+	return out
 }

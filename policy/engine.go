@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/cover"
 	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/tester"
@@ -68,6 +69,9 @@ type Status struct {
 type Output struct {
 	Deny []string
 	Warn []string
+	// Origins are, for each message, the rules that produced it, innermost
+	// first; set by Explain only.
+	Origins map[string][]Origin
 }
 
 // Engine holds the active policy set. Eval is safe for concurrent use and
@@ -79,6 +83,8 @@ type Engine struct {
 	testTimeout time.Duration
 	now         func() time.Time
 	caps        *ast.Capabilities
+	schemas     *ast.SchemaSet
+	schemaErr   error // the embedded schema does not parse: nothing loads
 
 	active atomic.Pointer[policySet]
 
@@ -93,6 +99,7 @@ type Engine struct {
 func New(opts Options) *Engine {
 	e := &Engine{log: opts.Log, base: opts.Base, evalTimeout: opts.EvalTimeout, testTimeout: opts.TestTimeout,
 		now: opts.Now, caps: capabilities()}
+	e.schemas, e.schemaErr = schemaSet()
 	if e.base == nil {
 		e.base = defaults.FS
 	}
@@ -110,6 +117,10 @@ func New(opts Options) *Engine {
 
 func (e *Engine) allSources(overrides []Source) []Source {
 	return append([]Source{FS("embedded", e.base)}, overrides...)
+}
+
+func (e *Engine) testRun(trace, coverage bool) testRun {
+	return testRun{caps: e.caps, schemas: e.schemas, timeout: e.testTimeout, trace: trace, coverage: coverage}
 }
 
 // Load builds a policy set from the built-in policies and overrides (in
@@ -132,7 +143,11 @@ func (e *Engine) Reload(ctx context.Context) error {
 }
 
 func (e *Engine) loadLocked(ctx context.Context) error {
-	set, err := build(ctx, e.allSources(e.sources), e.caps, e.testTimeout)
+	var set *policySet
+	err := e.schemaErr
+	if err == nil {
+		set, err = build(ctx, e.allSources(e.sources), e.testRun(false, false))
+	}
 	now := e.now()
 	e.statusMu.Lock()
 	defer e.statusMu.Unlock()
@@ -162,11 +177,30 @@ func (e *Engine) Status() Status {
 	return s
 }
 
+// TestOptions configure Test.
+type TestOptions struct {
+	// Coverage reports which lines of the policies (not the tests) the
+	// tests evaluated, as `opa test --coverage` does.
+	Coverage bool
+}
+
+// TestReport is what Test found.
+type TestReport struct {
+	// Results of every test, by file and line, with traces.
+	Results []*tester.Result
+	// Coverage is set when TestOptions.Coverage is.
+	Coverage *cover.Report
+}
+
 // Test builds the policy set Load would build from overrides, without
 // activating it, and returns the results of its tests, with traces (as
 // `opa test -v`: failing expressions are known). The error reports
-// sources that cannot be read, parsed or compiled.
-func (e *Engine) Test(ctx context.Context, overrides ...Source) ([]*tester.Result, error) {
+// sources that cannot be read, parsed or compiled (type errors against the
+// input schema included).
+func (e *Engine) Test(ctx context.Context, opts TestOptions, overrides ...Source) (*TestReport, error) {
+	if e.schemaErr != nil {
+		return nil, e.schemaErr
+	}
 	mods, err := collect(ctx, e.allSources(overrides))
 	if err != nil {
 		return nil, err
@@ -174,12 +208,17 @@ func (e *Engine) Test(ctx context.Context, overrides ...Source) ([]*tester.Resul
 	if err := parse(mods, e.caps); err != nil {
 		return nil, err
 	}
-	return runTests(ctx, mods, e.caps, e.testTimeout, true)
+	return runTests(ctx, mods, e.testRun(true, opts.Coverage))
 }
 
 // Eval evaluates the active policy set on input (a PolicyInput document).
 // It stops at the context's deadline or after the engine's EvalTimeout.
 func (e *Engine) Eval(ctx context.Context, input ast.Value) (Output, error) {
+	return e.eval(ctx, input, nil)
+}
+
+// eval evaluates the active set, tracing into tracer when it is not nil.
+func (e *Engine) eval(ctx context.Context, input ast.Value, tracer topdown.QueryTracer) (Output, error) {
 	set := e.active.Load()
 	if set == nil {
 		return Output{}, ErrNoPolicy
@@ -193,7 +232,11 @@ func (e *Engine) Eval(ctx context.Context, input ast.Value) (Output, error) {
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
-	rs, err := set.query.Eval(ctx, rego.EvalParsedInput(input), rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()))
+	opts := []rego.EvalOption{rego.EvalParsedInput(input), rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp())}
+	if tracer != nil {
+		opts = append(opts, rego.EvalQueryTracer(tracer))
+	}
+	rs, err := set.query.Eval(ctx, opts...)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil { // OPA's own error only repeats it
 			return Output{}, fmt.Errorf("evaluating policy set %s: %w", set.revision, ctxErr)
@@ -201,12 +244,12 @@ func (e *Engine) Eval(ctx context.Context, input ast.Value) (Output, error) {
 		return Output{}, fmt.Errorf("evaluating policy set %s: %w", set.revision, err)
 	}
 	if len(rs) != 1 {
-		return Output{}, fmt.Errorf("evaluating policy set %s: %s or %s is undefined", set.revision, DenyRule, WarnRule)
+		return Output{}, fmt.Errorf("evaluating policy set %s: deny or warn is undefined", set.revision)
 	}
 	deny, okDeny := messages(rs[0].Bindings["deny"])
 	warn, okWarn := messages(rs[0].Bindings["warn"])
 	if !okDeny || !okWarn {
-		return Output{}, fmt.Errorf("evaluating policy set %s: %s and %s must be sets of messages", set.revision, DenyRule, WarnRule)
+		return Output{}, fmt.Errorf("evaluating policy set %s: deny and warn must be sets of messages", set.revision)
 	}
 	return Output{Deny: deny, Warn: warn}, nil
 }

@@ -54,6 +54,28 @@ test_forbidden if {
 }
 `
 
+const denyAll = `package gpuadmit.admission
+
+deny contains "every pod is denied here" if true
+`
+
+const denyAllTest = `package gpuadmit.denyall_test
+
+import data.gpuadmit.admission
+
+test_denies_an_empty_input if {
+	"every pod is denied here" in admission.deny with input as {}
+}
+`
+
+// costCenter is the rule the README shows operators.
+const costCenter = `package gpuadmit.admission
+
+deny contains "cost-center label required" if {
+	not input.pod.labels["cost-center"]
+}
+`
+
 // slowPolicy loops over 10^10 pairs for pods named "slow".
 const slowPolicy = `package gpuadmit.admission
 
@@ -91,6 +113,19 @@ func TestLoadRejectsBrokenSetsAndKeepsTheLastGood(t *testing.T) {
 	}{
 		{name: "added policy with its test", modules: map[string]string{"extra.rego": extraPolicy, "extra_test.rego": extraPolicyTest},
 			wantDeny: []string{quotaDenial, "no pods named forbidden"}},
+		// An operator's rule in gpuadmit.admission never reaches the
+		// built-in tests (they test gpuadmit.builtin), so a rule that denies
+		// every pod loads as long as its own test passes.
+		{name: "an operator rule that denies every pod", modules: map[string]string{"deny-all.rego": denyAll, "deny-all_test.rego": denyAllTest},
+			wantDeny: []string{"every pod is denied here", quotaDenial}},
+		{name: "an operator rule reading the pod's labels", modules: map[string]string{"labels.rego": costCenter},
+			wantDeny: []string{"cost-center label required", quotaDenial}},
+		{name: "a misspelt input field is a type error naming it", modules: map[string]string{"typo.rego": "package gpuadmit.admission\n\ndeny contains \"x\" if input.namspace == \"a\"\n"},
+			wantErr: `override/typo.rego:3: rego_type_error: undefined ref: input.namspace`},
+		{name: "a misspelt nested field", modules: map[string]string{"typo.rego": "package gpuadmit.admission\n\ndeny contains \"x\" if input.demand.effectiv.gpu > 1\n"},
+			wantErr: `override/typo.rego:3: rego_type_error: undefined ref: input.demand.effectiv.gpu`},
+		{name: "a field of the wrong type", modules: map[string]string{"typo.rego": "package gpuadmit.admission\n\ndeny contains \"x\" if input.userInfo.groups.admin\n"},
+			wantErr: `override/typo.rego:3: rego_type_error`},
 		{name: "syntax error", modules: map[string]string{"bad.rego": "package gpuadmit.admission\n\ndeny contains if {"},
 			wantErr: "override/bad.rego:3"},
 		{name: "compile error", modules: map[string]string{"bad.rego": "package gpuadmit.admission\n\ndeny contains x if x := data.nowhere.f(1)\n"},
@@ -114,7 +149,7 @@ deny contains r.body.msg if r := http.send({"method": "GET", "url": "http://exam
 		{name: "the clock is not available", modules: map[string]string{"clock.rego": "package gpuadmit.admission\n\ndeny contains \"x\" if time.now_ns() > 0\n"},
 			wantErr: "time.now_ns"},
 		{name: "deny must stay a set", modules: map[string]string{"x.rego": "package gpuadmit.admission\n\ndeny := true\n"},
-			wantErr: "compiling"},
+			wantErr: "compiling policies: override/x.rego:3: data.gpuadmit.admission.deny must be a set of messages"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,10 +310,11 @@ func TestConcurrentEvalDuringReload(t *testing.T) {
 func TestTestReportsEveryTest(t *testing.T) {
 	e := policy.New(policy.Options{Log: logr.Discard()})
 	bad := strings.ReplaceAll(extraPolicyTest, `"no pods named forbidden" in`, `"something else" in`)
-	results, err := e.Test(context.Background(), policy.Map("override", map[string]string{"extra.rego": extraPolicy, "extra_test.rego": bad}))
+	rep, err := e.Test(context.Background(), policy.TestOptions{}, policy.Map("override", map[string]string{"extra.rego": extraPolicy, "extra_test.rego": bad}))
 	if err != nil {
 		t.Fatal(err)
 	}
+	results := rep.Results
 	var failed []string
 	for _, r := range results {
 		if r.Fail || r.Error != nil {
@@ -290,5 +326,37 @@ func TestTestReportsEveryTest(t *testing.T) {
 	}
 	if e.Status().Revision != "" {
 		t.Error("Test activated a policy set")
+	}
+}
+
+func TestExplainNamesTheRules(t *testing.T) {
+	e := loaded(t, policy.Map("override", map[string]string{"extra.rego": extraPolicy, "extra_test.rego": extraPolicyTest}))
+	ctx := context.Background()
+	in := input(t, "forbidden")
+	out, err := e.Explain(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := e.Eval(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out.Deny, plain.Deny) || !slices.Equal(out.Warn, plain.Warn) || plain.Origins != nil {
+		t.Errorf("Explain = %q / %q, Eval = %q / %q (origins %v)", out.Deny, out.Warn, plain.Deny, plain.Warn, plain.Origins)
+	}
+	want := map[string][]policy.Origin{
+		quotaDenial:               {{Rule: "data.gpuadmit.builtin.deny", File: "embedded/limits.rego", Line: 15}},
+		"no pods named forbidden": {{Rule: policy.DenyRule, File: "override/extra.rego", Line: 3}},
+	}
+	for msg, w := range want {
+		if got := out.Origins[msg]; !slices.Equal(got, w) {
+			t.Errorf("origins of %q = %v, want %v", msg, got, w)
+		}
+	}
+	if len(out.Origins) != len(want) {
+		t.Errorf("origins for %d messages, want %d: %v", len(out.Origins), len(want), out.Origins)
+	}
+	if s := want[quotaDenial][0].String(); s != "data.gpuadmit.builtin.deny (embedded/limits.rego:15)" {
+		t.Errorf("Origin.String() = %q", s)
 	}
 }

@@ -5,7 +5,7 @@
 # cores. Otherwise the pod could never start. input.settings.unsatisfiable
 # "warn" turns the denial into a warning. Checked on CREATE only: an UPDATE
 # of a running pod (labels, say) is not blocked because a device failed.
-package gpuadmit.admission
+package gpuadmit.builtin
 
 unsatisfiable contains msg if {
 	input.operation == "CREATE"

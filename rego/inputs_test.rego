@@ -1,7 +1,7 @@
 # Shared fixtures for the policy tests: a PolicyInput (docs/policy-input.md)
 # for a pod with an init container (30 GiB) and an app container (4 GiB) in
 # team-a, a 24 GiB quota, and one node with one 24 GiB device.
-package gpuadmit.admission_test
+package gpuadmit.builtin_test
 
 names := {
 	"gpu": "nvidia.com/gpu",

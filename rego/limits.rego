@@ -4,7 +4,7 @@
 # (limits.<resource name>). Warnings flag a namespace that reaches the
 # near-limit threshold, and native requests.<resource name> quotas, which
 # Kubernetes charges with the init-container peak for the pod's whole life.
-package gpuadmit.admission
+package gpuadmit.builtin
 
 units := {"gpu": "", "gpumem": " MiB", "gpucores": ""}
 

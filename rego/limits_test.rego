@@ -1,34 +1,34 @@
-package gpuadmit.admission_test
+package gpuadmit.builtin_test
 
-import data.gpuadmit.admission
+import data.gpuadmit.builtin
 
 test_init_peak_over_memory_limit_denied if {
-	admission.deny == {`namespace "team-a": nvidia.com/gpumem: pod needs 30720 MiB, 0 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem)`, unsatisfiable_30g} with input as base
+	builtin.deny == {`namespace "team-a": nvidia.com/gpumem: pod needs 30720 MiB, 0 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem)`, unsatisfiable_30g} with input as base
 }
 
 unsatisfiable_30g := `namespace "team-a": pod "llm": container "convert" needs 1 device(s) with 30720 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node "node1"; at most 1 healthy device(s) on one node)`
 
 test_fitting_pod_allowed_without_warnings if {
-	count(admission.deny) == 0 with input as fits
-	count(admission.warn) == 0 with input as fits
+	count(builtin.deny) == 0 with input as fits
+	count(builtin.warn) == 0 with input as fits
 }
 
 test_used_and_reserved_count if {
 	inp := with_usage(fits, {"used": vec(1, 2048, 0), "reserved": vec(1, 4096, 0)})
-	admission.deny == {`namespace "team-a": nvidia.com/gpumem: pod needs 20480 MiB, 2048 MiB used + 4096 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem)`} with input as inp
+	builtin.deny == {`namespace "team-a": nvidia.com/gpumem: pod needs 20480 MiB, 2048 MiB used + 4096 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem)`} with input as inp
 }
 
 test_exactly_at_limit_allowed_with_warning if {
 	inp := with_usage(fits, {"used": vec(0, 4096, 0)})
-	count(admission.deny) == 0 with input as inp
-	admission.warn == {`namespace "team-a": nvidia.com/gpumem will be at 100 % of its limit after this pod (24576 of 24576 MiB, ResourceQuota "gpu-quota")`} with input as inp
+	count(builtin.deny) == 0 with input as inp
+	builtin.warn == {`namespace "team-a": nvidia.com/gpumem will be at 100 % of its limit after this pod (24576 of 24576 MiB, ResourceQuota "gpu-quota")`} with input as inp
 }
 
 test_near_limit_threshold if {
 	# 20480 + 1638 = 22118 is 89.99 % of 24576: no warning; 1639 more reaches 90 %.
-	count(admission.warn) == 0 with input as with_usage(fits, {"used": vec(0, 1638, 0)})
-	count(admission.warn) == 1 with input as with_usage(fits, {"used": vec(0, 1639, 0)})
-	count(admission.warn) == 0 with input as with_settings(with_usage(fits, {"used": vec(0, 1639, 0)}), {"nearLimitPercent": 95})
+	count(builtin.warn) == 0 with input as with_usage(fits, {"used": vec(0, 1638, 0)})
+	count(builtin.warn) == 1 with input as with_usage(fits, {"used": vec(0, 1639, 0)})
+	count(builtin.warn) == 0 with input as with_settings(with_usage(fits, {"used": vec(0, 1639, 0)}), {"nearLimitPercent": 95})
 }
 
 test_gpu_and_cores_limits if {
@@ -37,7 +37,7 @@ test_gpu_and_cores_limits if {
 		"limits": {"gpu": limit(4, "limits.nvidia.com/gpu"), "gpucores": {"value": 300, "quota": "cores", "key": "limits.nvidia.com/gpucores"}},
 	})
 	inp2 := with_capacity(with_demand(inp, vec(2, 20480, 60), [container("server", "app", 2, 10240, 30)]), two_a10)
-	admission.deny == {
+	builtin.deny == {
 		`namespace "team-a": nvidia.com/gpu: pod needs 2, 3 used + 0 reserved, limit 4 (ResourceQuota "gpu-quota" limits.nvidia.com/gpu)`,
 		`namespace "team-a": nvidia.com/gpucores: pod needs 60, 250 used + 0 reserved, limit 300 (ResourceQuota "cores" limits.nvidia.com/gpucores)`,
 	} with input as inp2
@@ -45,31 +45,31 @@ test_gpu_and_cores_limits if {
 
 test_zero_limit_blocks_and_invalid_limit_explained if {
 	inp := with_usage(fits, {"limits": {"gpu": {"value": 0, "quota": "broken", "key": "limits.nvidia.com/gpu", "invalid": true}}})
-	admission.deny == {`namespace "team-a": nvidia.com/gpu: pod needs 1, 0 used + 0 reserved, limit 0 (ResourceQuota "broken" limits.nvidia.com/gpu); the quota's value is not a whole number, so it blocks until it is fixed`} with input as inp
+	builtin.deny == {`namespace "team-a": nvidia.com/gpu: pod needs 1, 0 used + 0 reserved, limit 0 (ResourceQuota "broken" limits.nvidia.com/gpu); the quota's value is not a whole number, so it blocks until it is fixed`} with input as inp
 }
 
 test_dimension_the_pod_does_not_use_is_not_checked if {
 	# The namespace is over its cores limit already, but this pod needs no cores.
 	inp := with_usage(fits, {"used": vec(0, 0, 500), "limits": {"gpucores": limit(100, "limits.nvidia.com/gpucores")}})
-	count(admission.deny) == 0 with input as inp
+	count(builtin.deny) == 0 with input as inp
 }
 
 test_update_does_not_recount_the_pod if {
 	inp := object.union(base, {"operation": "UPDATE"})
-	count(admission.deny) == 0 with input as inp
+	count(builtin.deny) == 0 with input as inp
 }
 
 test_native_requests_quota_warns if {
 	inp := with_usage(fits, {"nativeRequestQuotas": [{"quota": "native", "key": "requests.nvidia.com/gpumem"}]})
-	count(admission.deny) == 0 with input as inp
-	admission.warn == {`namespace "team-a": ResourceQuota "native" sets requests.nvidia.com/gpumem: Kubernetes charges a pod's init-container peak there for the pod's whole life, even after its init containers finish; use limits.nvidia.com/gpumem, which gpuadmit enforces and releases when init containers exit`} with input as inp
+	count(builtin.deny) == 0 with input as inp
+	builtin.warn == {`namespace "team-a": ResourceQuota "native" sets requests.nvidia.com/gpumem: Kubernetes charges a pod's init-container peak there for the pod's whole life, even after its init containers finish; use limits.nvidia.com/gpumem, which gpuadmit enforces and releases when init containers exit`} with input as inp
 }
 
 test_whole_card_named_in_the_denial if {
 	whole := object.union(container("app", "app", 1, 24576, 100), {"gpumemPercent": 100})
 	half := object.union(container("nb", "app", 2, 12288, 0), {"gpumemPercent": 50})
 	inp := with_usage(with_demand(fits, vec(3, 49152, 100), [whole, half]), {"used": vec(1, 20480, 0)})
-	admission.deny == {`namespace "team-a": nvidia.com/gpumem: pod needs 49152 MiB, 20480 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem); container "app" takes the whole device: 1 x 24576 MiB (gpumem unset or 0 books the whole card, as in HAMi); container "nb" takes 50 % of a device: 2 x 12288 MiB`} with input as without_capacity_checks(inp)
+	builtin.deny == {`namespace "team-a": nvidia.com/gpumem: pod needs 49152 MiB, 20480 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem); container "app" takes the whole device: 1 x 24576 MiB (gpumem unset or 0 books the whole card, as in HAMi); container "nb" takes 50 % of a device: 2 x 12288 MiB`} with input as without_capacity_checks(inp)
 }
 
 without_capacity_checks(inp) := with_capacity(inp, {"gpuNodes": 0, "eligibleNodes": 0, "maxDevicesPerNode": 0, "shapes": []})

@@ -4,7 +4,7 @@
 # resource and the value. A memory percentage that cannot be converted to
 # MiB, because no node the pod could run on announces its devices, is
 # denied with an explanation: it could not be counted against any limit.
-package gpuadmit.admission
+package gpuadmit.builtin
 
 deny contains msg if {
 	some e in input.demand.errors

@@ -1,13 +1,13 @@
-package gpuadmit.admission_test
+package gpuadmit.builtin_test
 
-import data.gpuadmit.admission
+import data.gpuadmit.builtin
 
 test_invalid_request_denied_naming_container_resource_value if {
 	inp := object.union(fits, {"demand": {"effective": vec(0, 0, 0), "containers": [], "unresolved": [], "errors": [
 		{"container": "app", "resource": "nvidia.com/gpu", "value": "1500m", "reason": "must be a whole number"},
 		{"container": "side", "resource": "nvidia.com/gpucores", "value": "150", "reason": "must be within 0..100"},
 	]}})
-	admission.deny == {
+	builtin.deny == {
 		`namespace "team-a": pod "llm": container "app": nvidia.com/gpu "1500m": must be a whole number`,
 		`namespace "team-a": pod "llm": container "side": nvidia.com/gpucores "150": must be within 0..100`,
 	} with input as inp
@@ -22,21 +22,21 @@ unresolved_input := object.union(
 )
 
 test_unresolved_percentage_denied_with_explanation if {
-	admission.deny == {`namespace "team-a": pod "llm": container "nb" needs 50 % of the memory of each of its 1 device(s) (nvidia.com/gpumem-percentage, or the whole device when no nvidia.com/gpumem is set), but no GPU node it could run on announces its device memory, so the request cannot be counted in MiB against the namespace's limits; set nvidia.com/gpumem in MiB or check the nodes' gpuadmit.io/gpu-devices annotations`} with input as unresolved_input
+	builtin.deny == {`namespace "team-a": pod "llm": container "nb" needs 50 % of the memory of each of its 1 device(s) (nvidia.com/gpumem-percentage, or the whole device when no nvidia.com/gpumem is set), but no GPU node it could run on announces its device memory, so the request cannot be counted in MiB against the namespace's limits; set nvidia.com/gpumem in MiB or check the nodes' gpuadmit.io/gpu-devices annotations`} with input as unresolved_input
 }
 
 test_resolved_percentage_allowed if {
 	inp := with_demand(fits, vec(1, 12288, 0), [object.union(container("nb", "app", 1, 12288, 0), {"gpumemPercent": 50})])
-	count(admission.deny) == 0 with input as inp
+	count(builtin.deny) == 0 with input as inp
 }
 
 test_update_of_unresolved_pod_not_denied if {
-	count(admission.deny) == 0 with input as object.union(unresolved_input, {"operation": "UPDATE"})
+	count(builtin.deny) == 0 with input as object.union(unresolved_input, {"operation": "UPDATE"})
 }
 
 test_update_with_invalid_request_denied if {
 	inp := object.union(fits, {"operation": "UPDATE", "demand": {"errors": [
 		{"container": "app", "resource": "nvidia.com/gpu", "value": "-1", "reason": "must not be negative"},
 	]}})
-	admission.deny == {`namespace "team-a": pod "llm": container "app": nvidia.com/gpu "-1": must not be negative`} with input as inp
+	builtin.deny == {`namespace "team-a": pod "llm": container "app": nvidia.com/gpu "-1": must not be negative`} with input as inp
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
@@ -17,6 +18,9 @@ type evalOutput struct {
 	Effective effective.Vector `json:"effective"`
 	Denials   []string         `json:"denials"`
 	Warnings  []string         `json:"warnings"`
+	// Explanation is given with --explain: the rule behind each message and
+	// the namespace's limits against its usage after the pod.
+	Explanation *decision.Explanation `json:"explanation,omitempty"`
 }
 
 // evalObjects is the output for a manifest that is not exactly one Pod:
@@ -54,12 +58,19 @@ denials, warnings. A workload's pods are decided one after the other, each
 admitted one counted before the next. Exits 1 when a pod is denied.
 
 -n sets the namespace of the request (default: the pod's, else the
-context's namespace, or "default" with --state).`,
+context's namespace, or "default" with --state). The policies see the
+namespace's labels (a Namespace object in --state, or the cluster's) and
+the requesting user: --as and --as-group as kubectl takes them (the API
+server adds system:authenticated), else the kubeconfig's user when reading
+the cluster, or nobody with --state.`,
 		Example: `  # would the webhook admit this pod in the cluster of the current context?
   gpuadmit eval -f pod.yaml
 
   # and in namespace team-b, from a dump
-  gpuadmit eval -f pod.yaml --state state.yaml -n team-b -o table`,
+  gpuadmit eval -f pod.yaml --state state.yaml -n team-b -o table
+
+  # as a member of ml-leads, with the rule behind each message
+  gpuadmit eval -f pod.yaml --state state.yaml --as alice --as-group ml-leads --explain -o table`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.file == "" {
@@ -80,19 +91,21 @@ context's namespace, or "default" with --state).`,
 	cmd.Flags().StringVar(&o.policy, "policy", "", "directory of Rego modules added to (or, by file name, replacing) the embedded policies")
 	_ = cmd.MarkFlagDirname("policy")
 	outputFlag(cmd, &o.output)
+	cmd.Flags().BoolVar(&o.explain, "explain", false, "tell, for each denial and warning, the rule that produced it (file:line), and the namespace's limits against its usage after the pod")
 	return cmd
 }
 
 // evalOptions are eval's flags.
 type evalOptions struct {
 	file, state, config, policy, output string
+	explain                             bool
 }
 
 func (c *cli) eval(cmd *cobra.Command, o evalOptions) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), evalTimeout)
 	defer cancel()
 	warn := func(w string) { fmt.Fprintf(c.stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }
-	e := evaluation{namespace: *c.kube.Namespace, source: c.source(o.state, warn)}
+	e := evaluation{namespace: *c.kube.Namespace, source: c.source(o.state, warn), warn: warn, explain: o.explain}
 	out, single, err := e.run(ctx, o.file, o.config, o.policy, c.stdin, c.stderr)
 	if err != nil {
 		return err

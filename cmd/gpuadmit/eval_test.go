@@ -76,7 +76,8 @@ func TestEvalCommand(t *testing.T) {
 			args: []string{"eval", "-f", "-", "--state", state + "idle-a10-quota24g.yaml", "--policy", "../../examples/policy"}, wantCode: 1,
 			wantOut: `{"allowed":false,"effective":{"gpu":5,"gpumem":5120,"gpucores":0},"denials":[
 				"namespace \"team-a\": nvidia.com/gpu: pod needs 5 devices, at most 4 per pod outside namespace \"research\"",
-				"namespace \"team-a\": pod \"big\": container \"c\" needs 5 device(s) with 1024 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node \"node1\"; at most 1 healthy device(s) on one node)"],"warnings":[]}`},
+				"namespace \"team-a\": pod \"big\": container \"c\" needs 5 device(s) with 1024 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node \"node1\"; at most 1 healthy device(s) on one node)",
+				"namespace \"team-a\": pod \"big\": required label \"cost-center\" is missing or empty; every GPU pod must carry it"],"warnings":[]}`},
 		{name: "pod without GPU resources: the webhook is not consulted", stdin: "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: c}]}\n",
 			args: []string{"eval", "-f", "-", "--state", state + "seed-init-running.yaml"},
 			wantOut: `{"allowed":true,"effective":{"gpu":0,"gpumem":0,"gpucores":0},"denials":[],"warnings":[

@@ -8,10 +8,12 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	webhookmanifests "github.com/gpuadmit/gpuadmit/manifests/webhook"
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 	"github.com/gpuadmit/gpuadmit/pkg/matchcond"
@@ -26,9 +28,17 @@ type evaluation struct {
 	// fallback is the namespace of a pod that names none (without -n).
 	fallback string
 	source   source
-	ledger   *cache.Ledger
-	decider  *decision.Decider
-	matcher  *matchcond.Matcher
+	// warn reports what the state leaves out.
+	warn func(string)
+	// explain asks the decider which rules produced each message.
+	explain bool
+	// user is who asks; set, it is not read from the source.
+	user *decision.UserInfo
+	// engine holds the policies; nil loads them in run.
+	engine  *policy.Engine
+	ledger  *cache.Ledger
+	decider *decision.Decider
+	matcher *matchcond.Matcher
 }
 
 // run evaluates every object of file against the source's state; single
@@ -59,17 +69,28 @@ func (e *evaluation) run(ctx context.Context, file, cfgPath, policyDir string, s
 	if e.ledger, err = e.source.ledger(ctx, cfg.Devices, namespaces, true); err != nil {
 		return evalObjects{}, false, err
 	}
-	// The policies the webhook loads from its configuration's directory,
-	// then the command line's.
-	engine := policy.New(policy.Options{EvalTimeout: cfg.Admission.PolicyEvaluationTimeout})
-	var overrides []policy.Source
-	for _, dir := range []string{cfg.Policy.Directory, policyDir} {
-		if dir != "" {
-			overrides = append(overrides, policy.Dir(dir))
+	for _, ns := range namespaces {
+		if !e.ledger.Namespace(ns).LabelsKnown {
+			e.warn(fmt.Sprintf("namespace %q is not in the state: the policies see no namespace labels", ns))
+			e.ledger.UpsertNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 		}
 	}
-	if err := engine.Load(ctx, overrides...); err != nil {
-		return evalObjects{}, false, err
+	if e.user == nil {
+		u, err := e.source.user(ctx)
+		if err != nil {
+			return evalObjects{}, false, err
+		}
+		e.user = &u
+	}
+	engine := e.engine
+	if engine == nil {
+		var dirs []policy.Source
+		if policyDir != "" {
+			dirs = append(dirs, policy.Dir(policyDir))
+		}
+		if engine, err = loadEngine(ctx, cfg, dirs); err != nil {
+			return evalObjects{}, false, err
+		}
 	}
 	if e.decider, err = decision.New(engine, e.ledger, cfg, logr.Discard()); err != nil {
 		return evalObjects{}, false, err
@@ -89,6 +110,20 @@ func (e *evaluation) run(ctx context.Context, file, cfgPath, policyDir string, s
 	return out, onePod(objs), nil
 }
 
+// loadEngine loads the policies the webhook loads from the configuration's
+// directory, then the command line's sources.
+func loadEngine(ctx context.Context, cfg config.Configuration, sources []policy.Source) (*policy.Engine, error) {
+	engine := policy.New(policy.Options{EvalTimeout: cfg.Admission.PolicyEvaluationTimeout})
+	var overrides []policy.Source
+	if cfg.Policy.Directory != "" {
+		overrides = append(overrides, policy.Dir(cfg.Policy.Directory))
+	}
+	if err := engine.Load(ctx, append(overrides, sources...)...); err != nil {
+		return nil, err
+	}
+	return engine, nil
+}
+
 // object decides the pods of w one after the other, each admitted pod
 // recorded in the ledger (as the watch would record it, pending) before
 // the next is decided, and stops at the first denial.
@@ -106,9 +141,12 @@ func (e *evaluation) object(ctx context.Context, w *manifest.Workload) (evalObje
 			p.Name = fmt.Sprintf("%s-%d", w.Name, i)
 		}
 		p.UID = types.UID(fmt.Sprintf("gpuadmit-eval/%s/%s/%s/%d", w.Kind, p.Namespace, w.Name, i))
-		res, err := e.decider.Decide(ctx, decision.Request{Pod: p, Operation: "CREATE", Written: w.Written})
+		res, err := e.decider.Decide(ctx, decision.Request{Pod: p, Operation: "CREATE", Written: w.Written, User: *e.user, Explain: e.explain})
 		if err != nil {
 			return o, err
+		}
+		if i == 0 || !res.Allowed {
+			o.Explanation = res.Explanation // of the pod whose messages are shown
 		}
 		if i == 0 {
 			o.Effective, o.Warnings = res.Effective, res.Warnings

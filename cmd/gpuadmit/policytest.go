@@ -2,10 +2,16 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/open-policy-agent/opa/v1/cover"
 	"github.com/open-policy-agent/opa/v1/tester"
 	"github.com/open-policy-agent/opa/v1/topdown"
 
@@ -16,16 +22,16 @@ func (c *cli) policyCmd() *cobra.Command {
 	policyCmd := &cobra.Command{
 		Use:   "policy",
 		Short: "Work with the Rego policies",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageErrorf("usage: %s", cmd.Commands()[0].UseLine())
-		},
 	}
+	var coverage bool
 	test := &cobra.Command{
-		Use:   "test [DIR]",
+		Use:   "test [DIR] [--coverage]",
 		Short: "Run the Rego unit tests of the policies",
 		Long: `Run the Rego unit tests of the embedded policies, plus DIR's modules loaded
 as the webhook loads them (a file of the same name replaces an embedded
-one, others are added). Exits 1 when a test fails.`,
+one, others are added). Exits 1 when a test fails. --coverage then reports,
+per policy file, the share of its lines the tests evaluated and the lines
+they never reached (as 'opa test --coverage').`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf("usage: %s", cmd.UseLine())
@@ -35,9 +41,25 @@ one, others are added). Exits 1 when a test fails.`,
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			return nil, cobra.ShellCompDirectiveFilterDirs
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return c.policyTest(cmd.Context(), args) },
+		RunE: func(cmd *cobra.Command, args []string) error { return c.policyTest(cmd.Context(), args, coverage) },
 	}
-	policyCmd.AddCommand(test)
+	test.Flags().BoolVar(&coverage, "coverage", false, "report which lines of the policies the tests evaluated")
+	schema := &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schema of the policies' input document",
+		Long: `Print the JSON Schema every policy set is type-checked against
+(docs/policy-input.md), for editors and other tools.`,
+		Args: noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := c.stdout.Write(policy.InputSchema())
+			return err
+		},
+	}
+	verify := c.verifyCmd()
+	policyCmd.AddCommand(test, verify, schema)
+	policyCmd.RunE = func(*cobra.Command, []string) error {
+		return usageErrorf("usage: %s; %s; %s", test.UseLine(), verify.UseLine(), schema.UseLine())
+	}
 	return policyCmd
 }
 
@@ -45,17 +67,18 @@ one, others are added). Exits 1 when a test fails.`,
 // embedded policies, plus DIR's modules loaded as the engine loads them
 // (same file name replaces, others are added). Exit 0 all pass, 1 a test
 // failed, 2 the policies could not be read or compiled.
-func (c *cli) policyTest(ctx context.Context, args []string) error {
+func (c *cli) policyTest(ctx context.Context, args []string, coverage bool) error {
 	var overrides []policy.Source
 	if len(args) == 1 {
 		overrides = append(overrides, policy.Dir(args[0]))
 	}
 	ctx, cancel := context.WithTimeout(ctx, evalTimeout)
 	defer cancel()
-	results, err := policy.New(policy.Options{}).Test(ctx, overrides...)
+	rep, err := policy.New(policy.Options{}).Test(ctx, policy.TestOptions{Coverage: coverage}, overrides...)
 	if err != nil {
 		return err
 	}
+	results := rep.Results
 	ch := make(chan *tester.Result, len(results))
 	ok := true
 	for _, r := range results {
@@ -66,6 +89,9 @@ func (c *cli) policyTest(ctx context.Context, args []string) error {
 	close(ch)
 	if err := (tester.PrettyReporter{Output: c.stdout, Verbose: true, FailureLine: true}).Report(ch); err != nil {
 		return err
+	}
+	if rep.Coverage != nil {
+		printCoverage(c.stdout, rep.Coverage)
 	}
 	if !ok {
 		return exitCode(1)
@@ -82,4 +108,40 @@ func failingEvent(trace []*topdown.Event) []*topdown.Event {
 		}
 	}
 	return nil
+}
+
+// printCoverage prints the coverage of each policy file, its lines never
+// evaluated as ranges, and the total.
+func printCoverage(w io.Writer, r *cover.Report) {
+	fmt.Fprintln(w, "\nCOVERAGE")
+	for _, file := range slices.Sorted(maps.Keys(r.Files)) {
+		f := r.Files[file]
+		var missed []string
+		for _, rng := range mergedRows(f.NotCovered) {
+			if rng[0] == rng[1] {
+				missed = append(missed, strconv.Itoa(rng[0]))
+			} else {
+				missed = append(missed, fmt.Sprintf("%d-%d", rng[0], rng[1]))
+			}
+		}
+		line := fmt.Sprintf("%6.1f%%  %s (%d of %d lines)", f.Coverage, file, f.CoveredLines, f.CoveredLines+f.NotCoveredLines)
+		if len(missed) > 0 {
+			line += "; not reached: " + strings.Join(missed, ", ")
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintf(w, "%6.1f%%  total (%d of %d lines)\n", r.Coverage, r.CoveredLines, r.CoveredLines+r.NotCoveredLines)
+}
+
+// mergedRows joins ranges of rows that touch: 5, 6 is 5-6.
+func mergedRows(rs []cover.Range) [][2]int {
+	var out [][2]int
+	for _, r := range rs {
+		if n := len(out); n > 0 && r.Start.Row <= out[n-1][1]+1 {
+			out[n-1][1] = max(out[n-1][1], r.End.Row)
+			continue
+		}
+		out = append(out, [2]int{r.Start.Row, r.End.Row})
+	}
+	return out
 }

@@ -22,6 +22,12 @@ func TestPolicyTestCommand(t *testing.T) {
 	}
 	failing := dir(map[string]string{"mine_test.rego": "package gpuadmit.admission_test\n\ntest_wrong if {\n\t1 == 2\n}\n"})
 	broken := dir(map[string]string{"mine.rego": "package gpuadmit.admission\n\ndeny contains x if http.send({})\n"})
+	// half covers one of its two rules.
+	half := dir(map[string]string{
+		"half.rego":      "package gpuadmit.admission\n\ndeny contains \"a\" if input.pod.name == \"a\"\n\ndeny contains \"b\" if {\n\tinput.pod.name == \"b\"\n}\n",
+		"half_test.rego": "package half_test\n\nimport data.gpuadmit.admission\n\ntest_a if \"a\" in admission.deny with input as {\"pod\": {\"name\": \"a\"}}\n",
+	})
+	typo := dir(map[string]string{"typo.rego": "package gpuadmit.admission\n\ndeny contains \"x\" if input.demand.effectiv.gpu > 1\n"})
 	tests := []struct {
 		name     string
 		args     []string
@@ -30,13 +36,18 @@ func TestPolicyTestCommand(t *testing.T) {
 		wantErr  string   // substring of stderr
 	}{
 		{name: "embedded policies", args: []string{"policy", "test"},
-			wantOut: []string{"data.gpuadmit.admission_test.test_init_peak_over_memory_limit_denied: PASS", "PASS: 23/23"}},
+			wantOut: []string{"data.gpuadmit.builtin_test.test_init_peak_over_memory_limit_denied: PASS", "PASS: 23/23"}},
 		{name: "embedded plus an operator directory", args: []string{"policy", "test", "../../examples/policy"},
-			wantOut: []string{"examples/policy/max-gpus-per-pod_test.rego", "test_five_gpus_denied: PASS", "PASS: 26/26"}},
+			wantOut: []string{"examples/policy/max-gpus-per-pod_test.rego", "test_five_gpus_denied: PASS", "PASS: 63/63"}},
 		{name: "a failing test", args: []string{"policy", "test", failing}, wantCode: 1,
 			wantOut: []string{"test_wrong: FAIL", "mine_test.rego:4:\n    \t1 == 2", "PASS: 23/24", "FAIL: 1/24"}},
 		{name: "a policy calling http.send does not compile", args: []string{"policy", "test", broken}, wantCode: 2,
 			wantErr: "undefined function http.send"},
+		{name: "--coverage names the lines no test reached", args: []string{"policy", "test", half, "--coverage"},
+			wantOut: []string{"PASS: 24/24", "COVERAGE\n", "100.0%  embedded/limits.rego (", "half.rego (1 of 3 lines); not reached: 5-6\n", "total ("}},
+		{name: "a misspelt input field does not compile", args: []string{"policy", "test", typo}, wantCode: 2,
+			wantErr: "typo.rego:3: rego_type_error: undefined ref: input.demand.effectiv.gpu"},
+		{name: "schema", args: []string{"policy", "schema"}, wantOut: []string{`"title": "gpuadmit PolicyInput gpuadmit.io/v1alpha1"`, `"namespaceLabels": {`}},
 		{name: "missing directory", args: []string{"policy", "test", "nope"}, wantCode: 2, wantErr: "no such file"},
 		{name: "no subcommand", args: []string{"policy"}, wantCode: 2, wantErr: policyUsage},
 		{name: "two directories", args: []string{"policy", "test", "a", "b"}, wantCode: 2, wantErr: policyUsage},

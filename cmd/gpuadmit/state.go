@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 )
@@ -26,13 +27,15 @@ type source interface {
 	// ResourceQuotas. namespaces are those the command reports on (nil:
 	// every one); reserve counts their GPUUsage reservations too.
 	ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*cache.Ledger, error)
+	// user is who the requests come from (input.userInfo).
+	user(ctx context.Context) (decision.UserInfo, error)
 }
 
 // source returns the dump at path or, when path is empty, the cluster;
 // warn reports what the cluster would not let it read.
 func (c *cli) source(path string, warn func(string)) source {
 	if path != "" {
-		return dump{path: path, stdin: c.stdin}
+		return dump{path: path, stdin: c.stdin, kube: c.kube}
 	}
 	return live{kube: c.kube, warn: warn}
 }
@@ -41,6 +44,7 @@ func (c *cli) source(path string, warn func(string)) source {
 type dump struct {
 	path  string
 	stdin io.Reader
+	kube  *genericclioptions.ConfigFlags // --as and --as-group only
 }
 
 func (dump) namespace() (string, error) { return "default", nil }
@@ -56,17 +60,20 @@ func loadState(path string, stdin io.Reader, s effective.Settings, log logr.Logg
 	if err != nil {
 		return nil, err
 	}
-	if len(objs.Pods)+len(objs.Nodes)+len(objs.Quotas) == 0 {
-		return nil, fmt.Errorf("%s: no Pod, Node or ResourceQuota found (%d other objects)", path, objs.Skipped)
+	if len(objs.Pods)+len(objs.Nodes)+len(objs.Quotas)+len(objs.Namespaces) == 0 {
+		return nil, fmt.Errorf("%s: no Pod, Node, ResourceQuota or Namespace found (%d other objects)", path, objs.Skipped)
 	}
 	return ledgerOf(objs, s, log), nil
 }
 
 // ledgerOf builds the usage ledger from a dump's or the cluster's objects:
-// nodes first (their devices resolve memory percentages), then quotas,
+// namespaces (their labels), then nodes (their devices resolve memory percentages), then quotas,
 // then pods.
 func ledgerOf(objs *manifest.Objects, s effective.Settings, log logr.Logger) *cache.Ledger {
 	l := cache.New(cache.Options{Settings: s, Log: log})
+	for _, ns := range objs.Namespaces {
+		l.UpsertNamespace(ns)
+	}
 	for _, n := range objs.Nodes {
 		l.UpsertNode(n)
 	}
@@ -94,16 +101,37 @@ func (l live) namespace() (string, error) {
 	return ns, nil
 }
 
-func (l live) ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*cache.Ledger, error) {
+// config is the kubeconfig's REST configuration, with gpuadmit's user agent.
+func (l live) config() (*rest.Config, error) {
 	cfg, err := l.kube.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("no --state given, reading the kubeconfig: %w", err)
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "gpuadmit/" + version
+	return cfg, nil
+}
+
+func (l live) client() (kubernetes.Interface, error) {
+	cfg, err := l.config()
+	if err != nil {
+		return nil, err
+	}
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return kc, nil
+}
+
+func (l live) ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*cache.Ledger, error) {
+	cfg, err := l.config()
+	if err != nil {
+		return nil, err
+	}
+	kc, err := l.client()
+	if err != nil {
+		return nil, err
 	}
 	st, err := clusterstate.Read(ctx, kc, namespaces)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 )
 
 // newTable is a writer of kubectl-style columns (kubectl's tabwriter
@@ -79,9 +81,49 @@ func printEval(w io.Writer, out evalObjects) error {
 			notes = append(notes, fmt.Sprintf("%s %s/%s warning: %s", o.Kind, o.evaluatedIn, o.Name, m))
 		}
 	}
+	for _, o := range out.Objects {
+		if o.Explanation != nil {
+			notes = append(notes, fmt.Sprintf("%s %s/%s explained:", o.Kind, o.evaluatedIn, o.Name))
+			notes = append(notes, explanationLines(o.Explanation)...)
+		}
+	}
 	if len(notes) > 0 {
 		_, err := fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n"))
 		return err
 	}
 	return nil
+}
+
+// explanationLines says, for each message, the rule that produced it and
+// the rules that passed it on, then each limit against the usage after
+// the pod.
+func explanationLines(x *decision.Explanation) []string {
+	var lines []string
+	for _, m := range []struct {
+		what string
+		msgs []decision.Explained
+	}{{"denied", x.Denials}, {"warning", x.Warnings}} {
+		for _, e := range m.msgs {
+			lines = append(lines, fmt.Sprintf("  %s: %s", m.what, e.Message))
+			for i, r := range e.Rules {
+				how := "by "
+				if i > 0 {
+					how = "via"
+				}
+				lines = append(lines, fmt.Sprintf("    %s %s at %s:%d", how, r.Rule, r.File, r.Line))
+			}
+		}
+	}
+	for _, l := range x.Limits {
+		verdict := "within the limit"
+		if l.Exceeded {
+			verdict = "EXCEEDED"
+		}
+		lines = append(lines, fmt.Sprintf("  limit %s: %d used + %d reserved + %d this pod = %d of %d (ResourceQuota %q %s): %s",
+			l.Resource, l.Used, l.Reserved, l.Pod, l.After, l.Limit, l.Quota, l.Key, verdict))
+	}
+	if len(x.Limits) == 0 {
+		lines = append(lines, "  no ResourceQuota limits a managed resource in this namespace")
+	}
+	return lines
 }

@@ -147,6 +147,15 @@ func (b *Builder) RequireNodeLabelIn(key string, values ...string) *Builder {
 // Devices sets hami.io/vgpu-devices-allocated.
 func (b *Builder) Devices(value string) *Builder { return b.Annotate(AllocatedAnnotation, value) }
 
+// Label sets a label.
+func (b *Builder) Label(key, value string) *Builder {
+	if b.pod.Labels == nil {
+		b.pod.Labels = map[string]string{}
+	}
+	b.pod.Labels[key] = value
+	return b
+}
+
 // Annotate sets an annotation.
 func (b *Builder) Annotate(key, value string) *Builder {
 	if b.pod.Annotations == nil {

@@ -68,7 +68,8 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	if resp, blocked := gate(v.Gate, pod); blocked {
 		return resp, reasonNotReady
 	}
-	dreq := decision.Request{Pod: pod, Namespace: pod.Namespace, Operation: string(req.Operation), DryRun: isDryRun(req)}
+	dreq := decision.Request{Pod: pod, Namespace: pod.Namespace, Operation: string(req.Operation), DryRun: isDryRun(req),
+		User: decision.UserInfo{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}}
 	var verdict decision.Result
 	decide := func() (bool, effective.Vector, error) {
 		var err error

@@ -29,6 +29,8 @@ type Sink interface {
 	DeleteNode(name string)
 	UpsertQuota(*corev1.ResourceQuota)
 	DeleteQuota(namespace, name string)
+	UpsertNamespace(*corev1.Namespace)
+	DeleteNamespace(name string)
 }
 
 // FeedOptions tune a Feed.
@@ -46,7 +48,7 @@ type FeedOptions struct {
 	Log logr.Logger
 }
 
-// Feed feeds a ledger from Pod, Node and ResourceQuota informers of its own
+// Feed feeds a ledger from Pod, Node, ResourceQuota and Namespace informers of its own
 // SharedInformerFactory (its transforms slim the objects, so the factory is
 // not shared with code that needs whole objects).
 type Feed struct {
@@ -84,6 +86,7 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 		{"pods", core.Pods().Informer(), PodTransform(s), delayed(f.tracked(PodHandler(sink, f.log)), opts.Delay)},
 		{"nodes", core.Nodes().Informer(), NodeTransform, delayed(NodeHandler(sink, f.log), opts.Delay)},
 		{"resourcequotas", core.ResourceQuotas().Informer(), QuotaTransform(s), delayed(QuotaHandler(sink, f.log), opts.Delay)},
+		{"namespaces", core.Namespaces().Informer(), NamespaceTransform, delayed(NamespaceHandler(sink, f.log), opts.Delay)},
 	} {
 		if err := w.informer.SetTransform(w.transform); err != nil {
 			return nil, fmt.Errorf("%s informer: %w", w.what, err)
@@ -96,7 +99,8 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 		f.names = append(f.names, w.what)
 	}
 	f.freshness = newFreshness(client, opts.Freshness, f.log, map[string]toolscache.SharedIndexInformer{
-		"pods": core.Pods().Informer(), "nodes": core.Nodes().Informer(), "resourcequotas": core.ResourceQuotas().Informer()})
+		"pods": core.Pods().Informer(), "nodes": core.Nodes().Informer(), "resourcequotas": core.ResourceQuotas().Informer(),
+		"namespaces": core.Namespaces().Informer()})
 	return f, nil
 }
 
@@ -206,23 +210,29 @@ var errUnexpected = errors.New("unexpected object type")
 
 // NodeHandler applies node events to sink (tombstones included).
 func NodeHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFuncs {
-	upsert := func(obj any) {
-		if n, ok := obj.(*corev1.Node); ok {
-			sink.UpsertNode(n)
+	return namedHandler("node", sink.UpsertNode, sink.DeleteNode, log)
+}
+
+// namedHandler applies the events of a cluster-scoped kind: adds and
+// updates to upsert, deletions (tombstones included) to del by name.
+func namedHandler[T any](what string, upsert func(T), del func(name string), log logr.Logger) toolscache.ResourceEventHandlerFuncs {
+	add := func(obj any) {
+		if o, ok := obj.(T); ok {
+			upsert(o)
 			return
 		}
-		log.Error(errUnexpected, "node handler", "type", fmt.Sprintf("%T", obj))
+		log.Error(errUnexpected, what+" handler", "type", fmt.Sprintf("%T", obj))
 	}
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    upsert,
-		UpdateFunc: func(_, obj any) { upsert(obj) },
+		AddFunc:    add,
+		UpdateFunc: func(_, obj any) { add(obj) },
 		DeleteFunc: func(obj any) {
 			key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 			if err != nil {
-				log.Error(err, "node delete: no key", "type", fmt.Sprintf("%T", obj))
+				log.Error(err, what+" delete: no key", "type", fmt.Sprintf("%T", obj))
 				return
 			}
-			sink.DeleteNode(key)
+			del(key)
 		},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuadmit/gpuadmit/internal/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/testns"
 	"github.com/gpuadmit/gpuadmit/internal/testquota"
 
 	"github.com/go-logr/logr/testr"
@@ -160,6 +161,7 @@ func TestFeedWithFakeClientset(t *testing.T) {
 		testquota.New("team-a", "gpu-quota", map[string]string{"limits.nvidia.com/gpumem": "24576"}),
 		testquota.New("team-a", "other", map[string]string{"limits.nvidia.com/gpu": "4"}),
 		seedPod().InitRunning("convert-weights").Build(),
+		testns.New("team-a", map[string]string{"gpu-tier": "bronze"}),
 	)
 	l := newLedger(t)
 	feed, err := NewFeed(client, l, FeedOptions{Log: testr.New(t)})
@@ -168,7 +170,7 @@ func TestFeedWithFakeClientset(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	if got := feed.NotSynced(); got != "pods, nodes, resourcequotas" {
+	if got := feed.NotSynced(); got != "pods, nodes, resourcequotas, namespaces" {
 		t.Fatalf("before start, not synced: %q", got)
 	}
 	feed.Start(ctx)
@@ -180,6 +182,14 @@ func TestFeedWithFakeClientset(t *testing.T) {
 	if c := l.Capacity(); c.Nodes["node1"] == nil || c.Nodes["node1"].Labels["gpu"] != "a10" {
 		t.Fatalf("capacity after sync: %+v", c.Nodes)
 	}
+	if !s.LabelsKnown || s.Labels["gpu-tier"] != "bronze" {
+		t.Fatalf("namespace labels after sync: known %v, %v", s.LabelsKnown, s.Labels)
+	}
+	relabelled := testns.New("team-a", map[string]string{"gpu-tier": "gold"})
+	if _, err := client.CoreV1().Namespaces().Update(ctx, relabelled, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "namespace relabelled", func() bool { return l.Namespace("team-a").Labels["gpu-tier"] == "gold" })
 
 	done := seedPod().InitTerminated("convert-weights", 0).AppRunning("server").Build()
 	if _, err := client.CoreV1().Pods("team-a").UpdateStatus(ctx, done, metav1.UpdateOptions{}); err != nil {

@@ -49,6 +49,9 @@ type Ledger struct {
 	pending map[types.UID]*podRecord
 	// seen is the resourceVersion of the last event of each GPU pod.
 	seen map[types.UID]string
+	// nsLabels are the labels of every namespace the watch reported
+	// (namespace.go); each map is immutable.
+	nsLabels map[string]map[string]string
 }
 
 // podName is a pod's namespace and name (the informer's key).
@@ -84,6 +87,7 @@ func New(opts Options) *Ledger {
 		nodes:        map[string]*node{},
 		reservations: map[types.UID]*reservation{},
 		pending:      map[types.UID]*podRecord{},
+		nsLabels:     map[string]map[string]string{},
 	}
 	if l.log.GetSink() == nil {
 		l.log = logr.Discard()

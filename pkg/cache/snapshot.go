@@ -36,6 +36,11 @@ type NamespaceSnapshot struct {
 	// Problems lists invalid quota values and pods that are not (fully)
 	// recorded, sorted.
 	Problems []Problem `json:"problems,omitempty"`
+	// Labels are the namespace's labels, shared with the ledger: read
+	// only. LabelsKnown is false until the namespace watch (or the state
+	// the ledger was built from) reported the namespace.
+	Labels      map[string]string `json:"-"`
+	LabelsKnown bool              `json:"-"`
 }
 
 // Limit is one quota limit. Memory limits are MiB.
@@ -127,6 +132,7 @@ func (l *Ledger) Namespace(ns string) NamespaceSnapshot {
 
 func (l *Ledger) namespaceLocked(name string) NamespaceSnapshot {
 	s := NamespaceSnapshot{Namespace: name}
+	s.Labels, s.LabelsKnown = l.nsLabels[name]
 	n := l.namespaces[name]
 	if n == nil {
 		return s

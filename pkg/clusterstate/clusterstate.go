@@ -29,8 +29,9 @@ type State struct {
 
 // Read lists the cluster's Pods, Nodes and ResourceQuotas. namespaces are
 // the namespaces the caller reports on: nil means every namespace; else
-// only their ResourceQuotas are read, and their pods are what is listed
-// when listing every namespace's pods is forbidden.
+// only their ResourceQuotas and Namespace objects (for their labels) are
+// read, and their pods are what is listed when listing every namespace's
+// pods is forbidden.
 func Read(ctx context.Context, c kubernetes.Interface, namespaces []string) (*State, error) {
 	st := &State{Objects: &manifest.Objects{}}
 	if err := st.readNodes(ctx, c); err != nil {
@@ -45,7 +46,26 @@ func Read(ctx context.Context, c kubernetes.Interface, namespaces []string) (*St
 			return nil, err
 		}
 	}
+	for _, ns := range namespaces {
+		if err := st.readNamespace(ctx, c, ns); err != nil {
+			return nil, err
+		}
+	}
 	return st, st.readPods(ctx, c, namespaces)
+}
+
+// readNamespace gets one namespace, for its labels.
+func (st *State) readNamespace(ctx context.Context, c kubernetes.Interface, name string) error {
+	ns, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsForbidden(err), apierrors.IsNotFound(err):
+		st.Warnings = append(st.Warnings, fmt.Sprintf("cannot read namespace %q (%v): the policies see no namespace labels", name, err))
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading namespace %q: %w", name, err)
+	}
+	st.Objects.Namespaces = append(st.Objects.Namespaces, ns)
+	return nil
 }
 
 func (st *State) readNodes(ctx context.Context, c kubernetes.Interface) error {

@@ -14,6 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpuadmit/gpuadmit/internal/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/testns"
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
 	"github.com/gpuadmit/gpuadmit/internal/testquota"
 	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
@@ -48,6 +49,7 @@ func TestRead(t *testing.T) {
 	objects := func() []runtime.Object {
 		return []runtime.Object{
 			testnode.WithGPUs("node1", nil, 24576),
+			testns.New("team-a", map[string]string{"gpu-tier": "bronze"}), testns.New("team-b", nil),
 			testquota.New("team-a", "gpu-quota", map[string]string{"limits.nvidia.com/gpumem": "24576"}),
 			testquota.New("team-b", "gpu-quota", map[string]string{"limits.nvidia.com/gpu": "1"}),
 			testpod.New("a").NS("team-a").App("c", testpod.GPU(1), testpod.Mem(1024)).Node("node1").Build(),
@@ -61,17 +63,23 @@ func TestRead(t *testing.T) {
 		wantNodes  []string
 		wantQuotas []string
 		wantPods   []string
-		wantWarn   string
-		wantErr    string
+		// wantNamespaces are the Namespace objects read (those named).
+		wantNamespaces []string
+		wantWarn       string
+		wantErr        string
 	}{
 		{name: "every namespace",
 			wantNodes: []string{"node1"}, wantQuotas: []string{"team-a/gpu-quota", "team-b/gpu-quota"}, wantPods: []string{"team-a/a", "team-b/b"}},
-		{name: "one namespace: its quotas, every namespace's pods",
-			namespaces: []string{"team-a"},
-			wantNodes:  []string{"node1"}, wantQuotas: []string{"team-a/gpu-quota"}, wantPods: []string{"team-a/a", "team-b/b"}},
+		{name: "one namespace: its quotas and labels, every namespace's pods",
+			namespaces: []string{"team-a"}, wantNamespaces: []string{"team-a"},
+			wantNodes: []string{"node1"}, wantQuotas: []string{"team-a/gpu-quota"}, wantPods: []string{"team-a/a", "team-b/b"}},
+		{name: "a namespace that does not exist: a warning",
+			namespaces: []string{"team-a", "team-c"}, wantNamespaces: []string{"team-a"},
+			wantNodes: []string{"node1"}, wantQuotas: []string{"team-a/gpu-quota"}, wantPods: []string{"team-a/a", "team-b/b"},
+			wantWarn: `cannot read namespace "team-c" (namespaces "team-c" not found): the policies see no namespace labels`},
 		{name: "pods of every namespace forbidden: the namespace's",
 			namespaces: []string{"team-a"}, forbidden: [][2]string{{"pods", ""}},
-			wantNodes: []string{"node1"}, wantQuotas: []string{"team-a/gpu-quota"}, wantPods: []string{"team-a/a"},
+			wantNodes: []string{"node1"}, wantQuotas: []string{"team-a/gpu-quota"}, wantPods: []string{"team-a/a"}, wantNamespaces: []string{"team-a"},
 			wantWarn: `reading namespace ["team-a"] only; device usage on nodes counts its pods only`},
 		{name: "pods of every namespace forbidden, and no namespace named",
 			forbidden: [][2]string{{"pods", ""}}, wantErr: "listing pods in all namespaces: pods is forbidden"},
@@ -109,6 +117,7 @@ func TestRead(t *testing.T) {
 				{"nodes", names(st.Objects.Nodes), tt.wantNodes},
 				{"quotas", names(st.Objects.Quotas), tt.wantQuotas},
 				{"pods", names(st.Objects.Pods), tt.wantPods},
+				{"namespaces", names(st.Objects.Namespaces), tt.wantNamespaces},
 			} {
 				if !slices.Equal(got.got, got.want) && len(got.got)+len(got.want) > 0 {
 					t.Errorf("%s %q, want %q", got.what, got.got, got.want)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpuadmit/gpuadmit/internal/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/testns"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +31,7 @@ func TestMutateValidateLedgerAgree(t *testing.T) {
 	sizes := []int64{16384, 24576, 40960, 81920, 143771}
 	for cluster := range 200 {
 		l := cache.New(cache.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+		testns.Known(l, "ns")
 		nodes := 1 + r.IntN(5)
 		for i := range nodes {
 			var mems []int64

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuadmit/gpuadmit/internal/testns"
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
@@ -33,6 +34,8 @@ func benchLedger(b *testing.B, n int) *cache.Ledger {
 				`{"uuid":"GPU-b","index":1,"memoryMiB":81920,"cores":100,"healthy":true}]`}}})
 	}
 	for i := range 200 {
+		ns := fmt.Sprintf("team-%d", i)
+		l.UpsertNamespace(testns.New(ns, map[string]string{"kubernetes.io/metadata.name": ns, "team": ns, "gpu-tier": "gold"}))
 		l.UpsertQuota(&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("team-%d", i), Name: "gpu"},
 			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"limits.nvidia.com/gpumem": resource.MustParse("10000000"),
 				"limits.nvidia.com/gpu": resource.MustParse("1000")}}})
@@ -53,10 +56,13 @@ func benchLedger(b *testing.B, n int) *cache.Ledger {
 }
 
 // benchPod is a typical 5-container GPU pod: a sidecar, two init
-// containers, two app containers.
+// containers, two app containers; a Deployment's labels and two
+// annotations.
 func benchPod() *corev1.Pod {
 	gpu, mem, cores := testpod.GPU, testpod.Mem, testpod.Cores
 	return testpod.New("llm-7").NS("team-7").
+		Label("app", "llm").Label("team", "team-7").Label("cost-center", "4711").Label("pod-template-hash", "5d8f7c9b6").
+		Annotate("kubectl.kubernetes.io/restartedAt", "2026-11-30T10:00:00Z").Annotate("gpuadmit.io/effective", `{"gpu":2,"gpumem":20992,"gpucores":30}`).
 		Sidecar("proxy", gpu(1), mem(512)).
 		Init("download", gpu(1), mem(4096)).Init("convert", gpu(1), mem(20480), cores(30)).
 		App("server", gpu(1), mem(10240), cores(20)).App("metrics", testpod.CPU("100m")).
@@ -127,7 +133,8 @@ func BenchmarkDecide(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := Request{Pod: benchPod()}
+	req := Request{Pod: benchPod(), User: UserInfo{Username: "system:serviceaccount:kube-system:replicaset-controller",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}}}
 	if res, err := d.Decide(ctx, req); err != nil || !res.Allowed || res.Effective.MemMiB != 20992 {
 		b.Fatalf("decision %+v, %v", res, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -25,10 +26,22 @@ type Request struct {
 	// Operation is CREATE or UPDATE; "" means CREATE.
 	Operation string
 	DryRun    bool
+	// User is who asked (the AdmissionReview's userInfo).
+	User UserInfo
+	// Explain asks for Result.Explanation (tracing the evaluation: many
+	// times the cost of a decision; the command line's --explain).
+	Explain bool
 	// Written, when set, gives a container quantity as the user wrote it
 	// (a manifest file); invalid values are shown that way. The API server
 	// canonicalises quantities, so the webhook leaves it nil.
 	Written func(container, source, resource string) (string, bool)
+}
+
+// UserInfo is who asked for the admission: the policies read it as
+// input.userInfo.
+type UserInfo struct {
+	Username string
+	Groups   []string
 }
 
 // Result is the decision for one pod.
@@ -41,6 +54,8 @@ type Result struct {
 	// returned to the client either way.
 	Denials  []string
 	Warnings []string
+	// Explanation is set for a Request with Explain.
+	Explanation *Explanation
 }
 
 // Snapshotter reads the usage ledger; *cache.Ledger satisfies it.
@@ -126,12 +141,21 @@ func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 		doc.demand, doc.invalid = nil, inv.Errors
 		inv.AsWritten(req.Written)
 	}
-	doc.ns = d.snap.Namespace(ns)
-	out, err := d.policy.Eval(ctx, doc.value())
+	if doc.ns, err = d.namespace(ctx, ns); err != nil {
+		return Result{}, err
+	}
+	eval := d.policy.Eval
+	if ex, ok := d.policy.(Explainer); ok && req.Explain {
+		eval = ex.Explain
+	}
+	out, err := eval(ctx, doc.value())
 	if err != nil {
 		return Result{}, err
 	}
 	res := Result{Allowed: len(out.Deny) == 0, Denials: out.Deny, Warnings: out.Warn}
+	if req.Explain {
+		res.Explanation = d.explain(doc, out)
+	}
 	if doc.demand != nil {
 		res.Effective = doc.demand.Effective
 	}
@@ -140,6 +164,39 @@ func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 			"allowed", res.Allowed, "effective", res.Effective.String(), "denials", res.Denials, "warnings", res.Warnings)
 	}
 	return res, nil
+}
+
+// namespaceWait bounds how long Decide waits for the namespace watch to
+// report a namespace it has not seen (one created a moment ago).
+const namespaceWait = 2 * time.Second
+
+// ErrNamespaceUnknown: the namespace's labels are not known, so policies
+// reading input.namespaceLabels cannot be evaluated. Deciding with no
+// labels could admit a pod a label-based limit would deny.
+var ErrNamespaceUnknown = errors.New("the namespace watch has not reported the namespace")
+
+// namespace is the ledger's snapshot of ns, once the namespace watch has
+// reported ns: it waits up to namespaceWait (and the context's deadline)
+// for a namespace created a moment before the pod.
+func (d *Decider) namespace(ctx context.Context, ns string) (cache.NamespaceSnapshot, error) {
+	s := d.snap.Namespace(ns)
+	if s.LabelsKnown {
+		return s, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, namespaceWait)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return s, fmt.Errorf("namespace %q: %w (its labels are needed by the policies)", ns, ErrNamespaceUnknown)
+		case <-tick.C:
+		}
+		if s = d.snap.Namespace(ns); s.LabelsKnown {
+			return s, nil
+		}
+	}
 }
 
 // Requests reports whether the pod names a managed resource: a GPU pod,

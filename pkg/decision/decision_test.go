@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpuadmit/gpuadmit/internal/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/testns"
 	"github.com/gpuadmit/gpuadmit/internal/testquota"
 
 	"github.com/go-logr/logr"
@@ -148,6 +149,7 @@ func TestDecide(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := cache.New(cache.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+			testns.Known(l, "default", "team-a", "team-b")
 			for _, n := range tt.nodes {
 				l.UpsertNode(n)
 			}
@@ -200,6 +202,7 @@ func TestDecide(t *testing.T) {
 // TestCapacityChangeSeen: the cached view of all nodes follows node changes.
 func TestCapacityChangeSeen(t *testing.T) {
 	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+	testns.Known(l, "a")
 	l.UpsertNode(testnode.WithGPUs("n1", nil, 24576))
 	d, err := decision.New(engine(t), l, config.Default(), logr.Discard())
 	if err != nil {
@@ -225,6 +228,7 @@ func TestCapacityChangeSeen(t *testing.T) {
 
 func TestDecideErrors(t *testing.T) {
 	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+	testns.Known(l, "default")
 	tests := []struct {
 		name    string
 		ev      decision.Evaluator

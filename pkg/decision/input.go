@@ -42,6 +42,15 @@ func num(n int64) *ast.Term { return ast.InternedTerm(n) }
 
 func item(key string, value *ast.Term) [2]*ast.Term { return ast.Item(str(key), value) }
 
+// labelMap converts a label-like map; a nil map is an empty object.
+func labelMap(m map[string]string) *ast.Term {
+	items := make([][2]*ast.Term, 0, len(m))
+	for k, v := range m {
+		items = append(items, item(k, str(v)))
+	}
+	return ast.ObjectTerm(items...)
+}
+
 func vector(v effective.Vector) *ast.Term {
 	return ast.ObjectTerm(item("gpu", num(v.GPU)), item("gpumem", num(v.MemMiB)), item("gpucores", num(v.Cores)))
 }
@@ -95,13 +104,22 @@ func (d *inputDoc) value() ast.Value {
 		}
 	}
 	pod := d.req.Pod
+	groups := make([]*ast.Term, len(d.req.User.Groups))
+	for i, g := range d.req.User.Groups {
+		groups[i] = str(g)
+	}
 	return ast.NewObject(
 		item("apiVersion", str(InputAPIVersion)),
 		item("kind", str(InputKind)),
 		item("operation", str(d.req.Operation)),
 		item("dryRun", ast.InternedTerm(d.req.DryRun)),
 		item("namespace", str(d.namespace)),
-		item("pod", ast.ObjectTerm(item("name", str(pod.Name)), item("generateName", str(pod.GenerateName)), item("uid", str(string(pod.UID))))),
+		item("namespaceLabels", labelMap(d.ns.Labels)),
+		item("userInfo", ast.ObjectTerm(item("username", str(d.req.User.Username)), item("groups", ast.ArrayTerm(groups...)))),
+		item("pod", ast.ObjectTerm(item("name", str(pod.Name)), item("generateName", str(pod.GenerateName)), item("uid", str(string(pod.UID))),
+			item("labels", labelMap(pod.Labels)), item("annotations", labelMap(pod.Annotations)), item("nodeSelector", labelMap(pod.Spec.NodeSelector)),
+			item("priorityClassName", str(pod.Spec.PriorityClassName)), item("runtimeClassName", str(ptrString(pod.Spec.RuntimeClassName))),
+			item("schedulerName", str(pod.Spec.SchedulerName)))),
 		item("demand", ast.ObjectTerm(item("effective", vector(eff)), item("containers", ast.ArrayTerm(cs...)),
 			item("unresolved", ast.ArrayTerm(unresolved...)), item("errors", ast.ArrayTerm(errs...)),
 			item("maxPerDevice", vector(maxPerDevice)))),
@@ -110,6 +128,13 @@ func (d *inputDoc) value() ast.Value {
 		item("capacity", ast.NewTerm(d.capacity)),
 		item("settings", ast.NewTerm(d.settings)),
 	)
+}
+
+func ptrString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // sum adds vectors, saturating at math.MaxInt64 instead of overflowing.

@@ -1,5 +1,5 @@
 // Package manifest reads Kubernetes manifests the way kubectl prints them:
 // YAML or JSON, a single object, a List, or a multi-document stream. It keeps
-// the Pods, Nodes and ResourceQuotas and explains precisely what is wrong with
+// the Pods, Nodes, ResourceQuotas and Namespaces and explains precisely what is wrong with
 // input it cannot read (document number, object, container, field, value).
 package manifest

@@ -19,6 +19,8 @@ type Objects struct {
 	Pods   []*corev1.Pod
 	Nodes  []*corev1.Node
 	Quotas []*corev1.ResourceQuota
+	// Namespaces give the policies their labels (input.namespaceLabels).
+	Namespaces []*corev1.Namespace
 	// Workloads are the Pods and the pod templates of workload controllers
 	// (Deployments, StatefulSets, ReplicaSets, DaemonSets, Jobs, CronJobs),
 	// in input order: what `gpuadmit effective` and `eval` evaluate.
@@ -121,6 +123,12 @@ func (o *Objects) add(raw json.RawMessage, where string) error {
 			return fmt.Errorf("%s: %w", id, err)
 		}
 		o.Quotas = append(o.Quotas, q)
+	case core && h.Kind == "Namespace":
+		n := &corev1.Namespace{}
+		if err := json.Unmarshal(raw, n); err != nil {
+			return fmt.Errorf("%s: %w", id, err)
+		}
+		o.Namespaces = append(o.Namespaces, n)
 	default:
 		o.Skipped++
 	}

@@ -134,6 +134,7 @@ func TestWebhook(t *testing.T) {
 	t.Run("GPUUsage status follows a pod's lifecycle", func(t *testing.T) { testStatusFollowsLifecycle(t, c) })
 	t.Run("view may read GPUUsage, not write it", func(t *testing.T) { testViewCanReadNotWrite(t, c) })
 	t.Run("policy ConfigMap hot reload", func(t *testing.T) { testPolicyReload(t, c) })
+	t.Run("a ConfigMap policy reads pod labels, namespace labels and the user", func(t *testing.T) { testPolicyInputs(t, c) })
 	t.Run("webhook stopped, then restarted at steady state", func(t *testing.T) { testStopRestart(t, c) })
 }
 

@@ -1,0 +1,2 @@
+// Package testns builds Namespace objects for tests.
+package testns

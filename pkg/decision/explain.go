@@ -1,0 +1,88 @@
+package decision
+
+import (
+	"context"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/policy"
+)
+
+// Explainer evaluates like Evaluator and also tells which rules produced
+// each message; *policy.Engine satisfies it. Decide uses it for a Request
+// with Explain set, when the evaluator has it.
+type Explainer interface {
+	Explain(ctx context.Context, input ast.Value) (policy.Output, error)
+}
+
+// Explanation tells why a decision came out as it did: which rule produced
+// each message, and where the namespace stands against each of its limits.
+type Explanation struct {
+	Denials  []Explained `json:"denials"`
+	Warnings []Explained `json:"warnings"`
+	// Limits are the namespace's limits, each with the usage it would have
+	// after this pod.
+	Limits []LimitCheck `json:"limits"`
+}
+
+// Explained is a message and the rules that produced it, the rule that made
+// it first (file:line in its source), then those that passed it on.
+type Explained struct {
+	Message string          `json:"message"`
+	Rules   []policy.Origin `json:"rules"`
+}
+
+// LimitCheck is one limit against the namespace's usage after this pod:
+// After = Used + Reserved + Pod (MiB for memory); Exceeded when After is
+// above Limit and the pod asks for some of the resource.
+type LimitCheck struct {
+	Resource string `json:"resource"`
+	Used     int64  `json:"used"`
+	Reserved int64  `json:"reserved"`
+	Pod      int64  `json:"pod"`
+	After    int64  `json:"after"`
+	Limit    int64  `json:"limit"`
+	Quota    string `json:"quota"`
+	Key      string `json:"key"`
+	Exceeded bool   `json:"exceeded"`
+}
+
+// explain builds the explanation of out for the document doc.
+func (d *Decider) explain(doc *inputDoc, out policy.Output) *Explanation {
+	x := &Explanation{Denials: explained(out.Deny, out.Origins), Warnings: explained(out.Warn, out.Origins), Limits: []LimitCheck{}}
+	var eff effective.Vector
+	if doc.demand != nil {
+		eff = doc.demand.Effective
+	}
+	names := d.settings.Names
+	for _, l := range []struct {
+		name                string
+		limit               *cache.Limit
+		used, reserved, pod int64
+	}{
+		{string(names.Count), doc.ns.Limits.GPU, doc.ns.Used.GPU, doc.ns.Reserved.GPU, eff.GPU},
+		{string(names.Memory), doc.ns.Limits.MemMiB, doc.ns.Used.MemMiB, doc.ns.Reserved.MemMiB, eff.MemMiB},
+		{string(names.Cores), doc.ns.Limits.Cores, doc.ns.Used.Cores, doc.ns.Reserved.Cores, eff.Cores},
+	} {
+		if l.limit == nil {
+			continue
+		}
+		after := satAdd(satAdd(l.used, l.reserved), l.pod)
+		x.Limits = append(x.Limits, LimitCheck{Resource: l.name, Used: l.used, Reserved: l.reserved, Pod: l.pod, After: after,
+			Limit: l.limit.Value, Quota: l.limit.Quota, Key: l.limit.Key, Exceeded: l.pod > 0 && after > l.limit.Value})
+	}
+	return x
+}
+
+func explained(msgs []string, origins map[string][]policy.Origin) []Explained {
+	out := make([]Explained, len(msgs))
+	for i, m := range msgs {
+		out[i] = Explained{Message: m, Rules: origins[m]}
+		if out[i].Rules == nil {
+			out[i].Rules = []policy.Origin{}
+		}
+	}
+	return out
+}
