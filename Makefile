@@ -14,8 +14,8 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 	cp $(BIN)/gpuadmit $(BIN)/kubectl-gpuadmit
 
-## test: everything CI checks: lint, unit tests (fuzz seed corpora included), the example policies, integration suites.
-test: lint unit policies monitoring integration
+## test: everything CI checks: lint, unit tests and each benchmark once (fuzz seed corpora included), the example policies, the monitoring files, the Gatekeeper comparison once, integration suites.
+test: lint unit policies monitoring peer-1x integration
 
 ## policies: the example policy library through the command line, as a policy author runs it.
 policies:
@@ -25,8 +25,8 @@ policies:
 	$(BIN)/gpuadmit policy verify examples/policy/suite.yaml
 
 unit:
-	@echo ">> unit tests (go test ./...; the first run compiles the dependencies, a few minutes)"
-	$(GO) test -count=1 ./...
+	@echo ">> unit tests and each benchmark once (go test -bench . -benchtime=1x ./...; the first run compiles the dependencies, a few minutes)"
+	$(GO) test -count=1 -bench . -benchtime=1x ./...
 
 lint: fmt vet staticcheck verify-generated
 
@@ -124,6 +124,7 @@ clean:
 # Integration suites (real kube-apiserver + etcd built from source) are defined in tests/.
 -include tests/tools/tools.mk
 -include tests/monitoring/monitoring.mk
+-include tests/peer/peer.mk
 integration:: ;
 
 ## manifests: write the kustomize base under manifests/ from the Helm chart (tests/chart fails when it is stale).

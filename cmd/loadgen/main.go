@@ -10,8 +10,11 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,9 +48,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	n := fs.Int("n", 20000, "reviews per handler")
 	conc := fs.Int("c", 32, "concurrent connections")
 	limit := fs.Duration("max", 60*time.Second, "stop a handler's run after this long")
-	if err := fs.Parse(args); err != nil || *assets == "" {
-		fmt.Fprintln(stderr, "usage: loadgen --assets DIR [-n N] [-c C] [--max D]")
+	clientCPU := fs.Int("client-cpu", -1, "run the client as a separate process pinned to this CPU with taskset (-1: in this process)")
+	client := fs.String("client", "", "client mode: post the reviews to this base URL (https://127.0.0.1:PORT) and print the results")
+	cpuProfile := fs.String("cpuprofile", "", "write the server's CPU profile during the /validate-pods run to this file (with --client-cpu)")
+	if err := fs.Parse(args); err != nil || (*assets == "" && *client == "") {
+		fmt.Fprintln(stderr, "usage: loadgen --assets DIR [-n N] [-c C] [--max D] [--client-cpu CPU] | loadgen --client URL [-n N] [-c C] [--max D]")
 		return 2
+	}
+	if *client != "" {
+		return blastBoth(*client, *n, *conc, *limit, stdout, stderr)
 	}
 	ctrllog.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())
@@ -71,14 +80,50 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return 1
 	}
+	base := fmt.Sprintf("https://127.0.0.1:%d", c.Port)
+	if *clientCPU < 0 {
+		return blastBoth(base, *n, *conc, *limit, stdout, stderr)
+	}
+	// The client in a process of its own, on its own CPU, so that it does not
+	// take the server's (run the server under taskset -c on the other CPUs).
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return 1
+	}
+	cmd := exec.CommandContext(ctx, "taskset", "-c", strconv.Itoa(*clientCPU), self, "--client", base,
+		"-n", strconv.Itoa(*n), "-c", strconv.Itoa(*conc), "--max", limit.String())
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "loadgen:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "loadgen:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(stderr, "loadgen: the client:", err)
+		return 1
+	}
+	return 0
+}
+
+// blastBoth measures the floor handler, then /validate-pods, and prints
+// both and their ratio.
+func blastBoth(base string, n, conc int, limit time.Duration, stdout, stderr io.Writer) int {
 	body, err := reviewBody()
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return 1
 	}
-	base := fmt.Sprintf("https://127.0.0.1:%d", c.Port)
-	floor := blast(base+"/floor", body, *n, *conc, *limit)
-	real := blast(base+"/validate-pods", body, *n, *conc, *limit)
+	floor := blast(base+"/floor", body, n, conc, limit)
+	real := blast(base+"/validate-pods", body, n, conc, limit)
 	for _, r := range []result{floor, real} {
 		fmt.Fprintf(stdout, "%-15s %6d reviews in %6.2fs: %8.0f reviews/s  p50 %7.3fms  p99 %7.3fms  errors %d\n",
 			r.path, r.n, r.elapsed.Seconds(), float64(r.n)/r.elapsed.Seconds(), ms(r.p50), ms(r.p99), r.errors)

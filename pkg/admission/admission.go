@@ -77,12 +77,16 @@ func decodePod(req admission.Request) (*corev1.Pod, *admission.Response) {
 	if req.SubResource != "" {
 		return bad("expected the pod itself, got subresource %q", req.SubResource)
 	}
-	if len(req.Object.Raw) == 0 {
+	pod, decoded := req.Object.Object.(*corev1.Pod) // decoded with the review (PodReviews)
+	switch {
+	case decoded && len(req.Object.Raw) == 0:
+	case len(req.Object.Raw) == 0:
 		return bad("the AdmissionReview carries no pod object (operation %s)", req.Operation)
-	}
-	pod := &corev1.Pod{}
-	if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
-		return bad("decoding the pod: %v", err)
+	default:
+		pod = &corev1.Pod{}
+		if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
+			return bad("decoding the pod: %v", err)
+		}
 	}
 	if n := len(pod.Spec.InitContainers) + len(pod.Spec.Containers); n > maxContainers {
 		return bad("the pod has %d containers, more than the %d gpuadmit accepts", n, maxContainers)

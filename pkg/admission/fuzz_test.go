@@ -53,9 +53,10 @@ func FuzzHandlers(f *testing.F) {
 	}
 	l := newFakeLedger()
 	no := false
+	validate := &admission.Webhook{Handler: &Validator{Decider: &quotaDecider{ledger: l, limit: 1 << 40}, Reserver: l, Log: logr.Discard()}, RecoverPanic: &no}
 	handlers := []http.Handler{
 		&admission.Webhook{Handler: &Mutator{Demand: computeDemand{}, Log: logr.Discard()}, RecoverPanic: &no},
-		&admission.Webhook{Handler: &Validator{Decider: &quotaDecider{ledger: l, limit: 1 << 40}, Reserver: l, Log: logr.Discard()}, RecoverPanic: &no},
+		validate, &PodReviews{Webhook: validate},
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, h := range handlers {
@@ -77,7 +78,13 @@ func FuzzHandlers(f *testing.F) {
 // TestHostileReviews names what each hostile review gets.
 func TestHostileReviews(t *testing.T) {
 	l := newFakeLedger()
-	v := &admission.Webhook{Handler: &Validator{Decider: &quotaDecider{ledger: l, limit: 1 << 40}, Reserver: l, Log: logr.Discard()}}
+	wh := &admission.Webhook{Handler: &Validator{Decider: &quotaDecider{ledger: l, limit: 1 << 40}, Reserver: l, Log: logr.Discard()}}
+	for name, v := range map[string]http.Handler{"controller-runtime": wh, "one pass": &PodReviews{Webhook: wh}} {
+		t.Run(name, func(t *testing.T) { hostileReviews(t, v) })
+	}
+}
+
+func hostileReviews(t *testing.T, v http.Handler) {
 	for _, tc := range []struct {
 		name, body string
 		code       int32

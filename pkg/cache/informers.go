@@ -12,8 +12,11 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
@@ -62,6 +65,21 @@ type Feed struct {
 	log       logr.Logger
 	freshness *freshness
 	start     sync.Once
+}
+
+// ProtobufConfig returns a copy of cfg that asks the API server for
+// protobuf (falling back to JSON), for the clientset of a Feed: Pods, Nodes,
+// ResourceQuotas and Namespaces are built-in types, which the API server
+// serves in protobuf. client-go's generated clients already prefer protobuf
+// when cfg names no content type; this makes the choice explicit, so that
+// a content type set elsewhere cannot turn a relist into JSON (about twice
+// the decoding, tests/relist). Not for custom resources (GPUUsage), which
+// the API server serves in JSON only.
+func ProtobufConfig(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return cfg
 }
 
 // NewFeed creates the informers, installs the transforms and wires the
@@ -151,11 +169,11 @@ func (f *Feed) tracked(h toolscache.ResourceEventHandlerFuncs) toolscache.Resour
 		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
 		}
-		p, ok := obj.(*corev1.Pod)
+		p, ok := obj.(metav1.Object) // a Pod, or a PartialObjectMetadata of one
 		if !ok {
 			return
 		}
-		if rv, err := strconv.ParseUint(p.ResourceVersion, 10, 64); err == nil {
+		if rv, err := strconv.ParseUint(p.GetResourceVersion(), 10, 64); err == nil {
 			for {
 				cur := f.podsRV.Load()
 				if rv <= cur || f.podsRV.CompareAndSwap(cur, rv) {
@@ -182,7 +200,9 @@ func PodHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFuncs
 		UpdateFunc: func(_, obj any) { withPod(obj, log, sink.UpsertPod) },
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				if _, isPod := t.Obj.(*corev1.Pod); !isPod {
+				switch t.Obj.(type) {
+				case *corev1.Pod, *metav1.PartialObjectMetadata:
+				default:
 					ns, name, err := toolscache.SplitMetaNamespaceKey(t.Key)
 					if err != nil {
 						log.Error(err, "pod tombstone with an unreadable key", "key", t.Key)
@@ -199,11 +219,14 @@ func PodHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFuncs
 }
 
 func withPod(obj any, log logr.Logger, f func(*corev1.Pod)) {
-	if p, ok := obj.(*corev1.Pod); ok {
+	switch p := obj.(type) {
+	case *corev1.Pod:
 		f(p)
-		return
+	case *metav1.PartialObjectMetadata: // a pod without managed resources (PodTransform)
+		f(&corev1.Pod{ObjectMeta: p.ObjectMeta})
+	default:
+		log.Error(errUnexpected, "pod handler", "type", fmt.Sprintf("%T", obj))
 	}
-	log.Error(errUnexpected, "pod handler", "type", fmt.Sprintf("%T", obj))
 }
 
 var errUnexpected = errors.New("unexpected object type")

@@ -3,13 +3,12 @@ package decision
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"testing"
-	"time"
+
+	"github.com/gpuadmit/gpuadmit/internal/benchtimer"
 
 	"github.com/go-logr/logr"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,56 +68,6 @@ func benchPod() *corev1.Pod {
 		Build()
 }
 
-// timer records each iteration's wall time and the CPU time of the
-// benchmark's thread: on a shared machine the wall time includes waiting
-// for a CPU, the thread's CPU time does not.
-type timer struct {
-	wall, cpu      []time.Duration
-	start, startCP time.Duration
-}
-
-func newTimer() *timer {
-	runtime.LockOSThread() // keep the thread CPU clock on one thread; unlocked in report
-	return &timer{wall: make([]time.Duration, 0, 1<<16), cpu: make([]time.Duration, 0, 1<<16)}
-}
-
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
-}
-
-func monotonic(base time.Time) time.Duration { return time.Since(base) }
-
-func (t *timer) begin(base time.Time) { t.start, t.startCP = monotonic(base), threadCPU() }
-
-func (t *timer) end(base time.Time) {
-	t.cpu = append(t.cpu, threadCPU()-t.startCP)
-	t.wall = append(t.wall, monotonic(base)-t.start)
-}
-
-func p99(ds []time.Duration) float64 {
-	slices.Sort(ds)
-	return float64(ds[len(ds)*99/100].Nanoseconds())
-}
-
-// report adds p99-ns (wall), cpu-ns/op and p99-cpu-ns (thread CPU time).
-func (t *timer) report(b *testing.B) {
-	defer runtime.UnlockOSThread()
-	if len(t.wall) == 0 {
-		return
-	}
-	var sum time.Duration
-	for _, c := range t.cpu {
-		sum += c
-	}
-	b.ReportMetric(p99(t.wall), "p99-ns")
-	b.ReportMetric(float64(sum.Nanoseconds())/float64(len(t.cpu)), "cpu-ns/op")
-	b.ReportMetric(p99(t.cpu), "p99-cpu-ns")
-}
-
 // BenchmarkDecide is the whole decision without HTTP: fast-path check,
 // eligible nodes (cached), demand, namespace snapshot among 10k pods,
 // input document, Rego evaluation.
@@ -138,16 +87,16 @@ func BenchmarkDecide(b *testing.B) {
 	if res, err := d.Decide(ctx, req); err != nil || !res.Allowed || res.Effective.MemMiB != 20992 {
 		b.Fatalf("decision %+v, %v", res, err)
 	}
-	t, base := newTimer(), time.Now()
+	t := benchtimer.New()
 	b.ReportAllocs()
 	for b.Loop() {
-		t.begin(base)
+		t.Begin()
 		if _, err := d.Decide(ctx, req); err != nil {
 			b.Fatal(err)
 		}
-		t.end(base)
+		t.End()
 	}
-	t.report(b)
+	t.Report(b)
 }
 
 // BenchmarkDecideGo makes the same checks hand-written in Go (no input
@@ -162,14 +111,14 @@ func BenchmarkDecideGo(b *testing.B) {
 	if denials := goDecide(d, pod); len(denials) != 0 {
 		b.Fatalf("denials %q", denials)
 	}
-	t, base := newTimer(), time.Now()
+	t := benchtimer.New()
 	b.ReportAllocs()
 	for b.Loop() {
-		t.begin(base)
+		t.Begin()
 		goDecide(d, pod)
-		t.end(base)
+		t.End()
 	}
-	t.report(b)
+	t.Report(b)
 }
 
 // goDecide is the default policies' namespace-limit and satisfiability
@@ -242,14 +191,14 @@ func BenchmarkEval(b *testing.B) {
 	doc := &inputDoc{req: Request{Pod: pod, Operation: "CREATE"}, namespace: "team-7", demand: dem, ns: l.Namespace("team-7"),
 		capacity: capVal, settings: d.settingsVal}
 	in := doc.value()
-	t, base := newTimer(), time.Now()
+	t := benchtimer.New()
 	b.ReportAllocs()
 	for b.Loop() {
-		t.begin(base)
+		t.Begin()
 		if _, err := e.Eval(ctx, in); err != nil {
 			b.Fatal(err)
 		}
-		t.end(base)
+		t.End()
 	}
-	t.report(b)
+	t.Report(b)
 }

@@ -35,6 +35,9 @@ type Options struct {
 	ConfirmAfter, RecheckMax time.Duration
 	// ReadsPerSecond bounds the reads that confirm absence.
 	ReadsPerSecond int
+	// WorkerIdle is how long a namespace's worker waits for more reviews
+	// before it ends (0: one second; see drain).
+	WorkerIdle time.Duration
 	// Clock tells this replica's time (nil: the wall clock).
 	Clock cache.Clock
 	// Advertise, when set, returns the address where this replica takes
@@ -88,6 +91,9 @@ func NewStore(c client.Client, api client.Reader, l *cache.Ledger, watch PodWatc
 	}
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
+	}
+	if opts.WorkerIdle <= 0 {
+		opts.WorkerIdle = time.Second
 	}
 	s := &Store{client: c, api: api, ledger: l, watch: watch, opts: opts, checks: map[types.UID]*check{}, absent: map[types.UID]bool{},
 		lost: map[string]gpuadmitv1.GPUUsageStatus{}, latest: map[string]*gpuadmitv1.GPUUsage{}, queues: map[string]*queue{}}

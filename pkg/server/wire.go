@@ -39,8 +39,8 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	hooks := s.mgr.GetWebhookServer()
 	hooks.Register(MutatePath, s.draining(detached(&ctrladmission.Webhook{Handler: &admission.Mutator{
 		Gate: s, Demand: dec, Metrics: am, Log: s.opts.Log.WithName("mutate")}, RecoverPanic: ptr(true)}, s.opts.Config.Admission.ReviewTimeout)))
-	var validate http.Handler = &ctrladmission.Webhook{Handler: &admission.Validator{
-		Gate: s, Decider: dec, Reserver: s.Store, Metrics: am, Log: s.opts.Log.WithName("validate")}, RecoverPanic: ptr(true)}
+	var validate http.Handler = &admission.PodReviews{Webhook: &ctrladmission.Webhook{Handler: &admission.Validator{
+		Gate: s, Decider: dec, Reserver: s.Store, Metrics: am, Log: s.opts.Log.WithName("validate")}, RecoverPanic: ptr(true)}}
 	if s.opts.AdvertiseAddress != "" {
 		fwd, err := newForwarder(s.opts.Registry, s.Store.Progress().Owner, s.leaf, s.NotReady, s.Ledger.Settings().Names,
 			s.opts.Log.WithName("forward"))

@@ -22,7 +22,7 @@ ENVTEST_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitMinor=$(ENVTEST_K8S_MINOR) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
-.PHONY: envtest-bins helm integration
+.PHONY: envtest-bins helm integration bench-relist bench-https
 
 ## envtest-bins: build kube-apiserver, etcd and kubectl into $(ENVTEST_ASSETS) (once; ~9 min cold on 2 cores).
 envtest-bins: $(ENVTEST_BINS)
@@ -47,9 +47,22 @@ $(ENVTEST_ASSETS)/etcd:
 	@echo ">> building etcd from source (first time only; about 1 minute)"
 	cd $(ENVTEST_TOOLS_DIR) && $(GO) build -trimpath -ldflags '-s -w' -o $@ ./etcd
 
-## integration: the suites under tests/ on a real kube-apiserver + etcd (they fail, not skip, here).
+## integration: the suites under tests/ on a real kube-apiserver + etcd (they fail, not skip, here),
+## and each of their benchmarks once (-benchtime=1x: tests/relist at 2,000 pods, tests/ha's create latency).
 integration:: $(ENVTEST_BINS) $(HELM)
-	@echo ">> integration suites on kube-apiserver + etcd (tests/...; about 3 minutes)"
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) GPUADMIT_REQUIRE_ENVTEST=1 $(GO) test -count=1 $$($(GO) list ./tests/... | grep -v '/tests/ha$$')
-	@echo ">> tests/ha: three webhook processes on one control plane, alone so that they have the cores (about 3 minutes)"
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) GPUADMIT_REQUIRE_ENVTEST=1 $(GO) test -count=1 ./tests/ha
+	@echo ">> integration suites on kube-apiserver + etcd (tests/...; about 4 minutes)"
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) GPUADMIT_REQUIRE_ENVTEST=1 $(GO) test -count=1 -bench . -benchtime=1x $$($(GO) list ./tests/... | grep -v '/tests/ha$$')
+	@echo ">> tests/ha: three webhook processes on one control plane, alone so that they have the cores (about 4 minutes)"
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) GPUADMIT_REQUIRE_ENVTEST=1 $(GO) test -count=1 -bench . -benchtime=1x ./tests/ha
+
+RELIST_PODS ?= 100000
+RELIST_NODES ?= 5000
+## bench-relist: cold start to "synced and deciding" on an API server holding RELIST_PODS pods and RELIST_NODES nodes, JSON against protobuf, with RSS (tests/relist; filling takes minutes).
+bench-relist: $(ENVTEST_BINS)
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) GPUADMIT_REQUIRE_ENVTEST=1 GPUADMIT_RELIST_PODS=$(RELIST_PODS) GPUADMIT_RELIST_NODES=$(RELIST_NODES) \
+	  $(GO) test -timeout 60m -run '^$$' -bench BenchmarkRelist -benchtime=2x -v ./tests/relist
+
+## bench-https: the HTTPS path (/validate-pods against the decode+encode floor) with the server pinned to CPU 0 and the load generator in its own process on CPU 1 (taskset; 2 cores).
+bench-https: $(ENVTEST_BINS)
+	$(GO) build -o $(BIN)/loadgen ./cmd/loadgen
+	taskset -c 0 $(BIN)/loadgen --assets $(ENVTEST_ASSETS) -n 20000 -c 16 --client-cpu 1

@@ -1,0 +1,83 @@
+package admission
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpuadmit/gpuadmit/internal/testpod"
+)
+
+// serve posts body to h and returns the review it answers.
+func serve(t *testing.T, h http.Handler, body, contentType string) admissionv1.AdmissionReview {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/validate-pods", strings.NewReader(body))
+	req.Header.Set("Content-Type", contentType)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var out admissionv1.AdmissionReview
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+		t.Fatalf("no AdmissionReview back (%v): %s", err, rec.Body.String())
+	}
+	return out
+}
+
+func reviewJSON(t *testing.T, op admissionv1.Operation, mem int64, dry bool) string {
+	t.Helper()
+	pod := testpod.New("p").NS("team-a").UID("uid-p").Label("app", "x").App("c", testpod.GPU(1), testpod.Mem(mem)).Build()
+	r := review(t, op, pod, dry)
+	b, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &r.AdmissionRequest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestPodReviewsAnswerAsControllerRuntime: the one-pass decoding gives the
+// validating handler the same pod, so every review gets the answer
+// controller-runtime's decoding gets: allowed and then denied against the
+// same quota (with the policy's message and warnings), dry-runs, updates,
+// hostile bodies, a wrong content type.
+func TestPodReviewsAnswerAsControllerRuntime(t *testing.T) {
+	handler := func() *admission.Webhook {
+		l := newFakeLedger()
+		return &admission.Webhook{Handler: &Validator{Decider: &quotaDecider{ledger: l, limit: 24576}, Reserver: l, Log: logr.Discard()}}
+	}
+	twoPass, onePass := handler(), &PodReviews{Webhook: handler()}
+	bodies := []struct{ name, body, contentType string }{
+		{"allowed", reviewJSON(t, admissionv1.Create, 20480, false), "application/json"},
+		{"denied: the quota holds the first", reviewJSON(t, admissionv1.Create, 8192, false), "application/json"},
+		{"dry run", reviewJSON(t, admissionv1.Create, 1024, true), "application/json"},
+		{"update", reviewJSON(t, admissionv1.Update, 1024, false), "application/json"},
+		{"wrong content type", reviewJSON(t, admissionv1.Create, 1024, false), "text/plain"},
+		{"v1beta1 review", strings.Replace(reviewJSON(t, admissionv1.Create, 1024, true), `"admission.k8s.io/v1"`, `"admission.k8s.io/v1beta1"`, 1), "application/json"},
+	}
+	for i, h := range append(hostile, hugePod()) {
+		bodies = append(bodies, struct{ name, body, contentType string }{"hostile " + string(rune('a'+i)), h, "application/json"})
+	}
+	for _, b := range bodies {
+		t.Run(b.name, func(t *testing.T) {
+			want, got := serve(t, twoPass, b.body, b.contentType), serve(t, onePass, b.body, b.contentType)
+			w, g := want.Response, got.Response
+			if w.Allowed != g.Allowed || w.UID != g.UID || !reflect.DeepEqual(w.Warnings, g.Warnings) ||
+				(w.Result == nil) != (g.Result == nil) || (w.Result != nil && (w.Result.Code != g.Result.Code || !sameMessage(w.Result.Message, g.Result.Message))) {
+				t.Errorf("controller-runtime: %+v %+v\none pass:           %+v %+v", w, w.Result, g, g.Result)
+			}
+		})
+	}
+}
+
+// sameMessage: the messages agree, except that a body one decoder cannot
+// read is described in its own words.
+func sameMessage(a, b string) bool {
+	return a == b || strings.Contains(b, "decoding the AdmissionReview") || strings.Contains(b, "expected an admission.k8s.io/v1 AdmissionReview")
+}
