@@ -3,6 +3,8 @@
 # may have a container that books whole devices (gpumemPercent 100: no
 # gpumem, gpumem 0 or gpumem-percentage 100, as HAMi books it) only when the
 # requesting user is in group ml-leads. Shares of an H200 are open to all.
+# A gpumem in MiB as large as the whole card counts as a share here; compare
+# gpumemPerDevice with input.capacity.largestDevice.gpumem to close that.
 # The user is the one who creates the pod: for a Deployment's pods that is
 # the controller's service account, not the person who applied it.
 # Reads: input.operation, input.namespace, input.pod.name,
