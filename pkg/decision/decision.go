@@ -145,8 +145,10 @@ func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	eval := d.policy.Eval
-	if ex, ok := d.policy.(Explainer); ok && req.Explain {
-		eval = ex.Explain
+	if req.Explain {
+		if ex, ok := d.policy.(Explainer); ok {
+			eval = ex.Explain
+		}
 	}
 	out, err := eval(ctx, doc.value())
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"runtime"
@@ -188,9 +189,5 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 func (c *contentTypes) snapshot() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]int, len(c.seen))
-	for k, v := range c.seen {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.seen)
 }

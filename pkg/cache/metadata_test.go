@@ -1,0 +1,48 @@
+package cache
+
+import (
+	"testing"
+
+	"github.com/go-logr/logr/testr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/gpuadmit/gpuadmit/internal/testpod"
+)
+
+// TestPodsWithoutManagedResourcesAsMetadata: the informer keeps a pod
+// without managed resources as a PartialObjectMetadata (PodTransform); it
+// must still end what a GPU pod of the same name left behind when a relist
+// shows the name taken by a new pod (deleted and recreated while the watch
+// was down), and its own tombstone must not touch another pod's charge.
+func TestPodsWithoutManagedResourcesAsMetadata(t *testing.T) {
+	tr := PodTransform(newLedger(t).Settings())
+	slim := func(b *testpod.Builder) any {
+		t.Helper()
+		out, err := tr(b.Build())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	l := newLedger(t)
+	h := PodHandler(l, testr.New(t))
+	h.OnAdd(slim(seedPod().UID("uid-gpu").InitRunning("convert-weights")), true)
+	if s := l.Namespace("team-a"); s.Used.MemMiB != 20480 || s.Pods != 1 {
+		t.Fatalf("the GPU pod is not charged: %+v", s.Used)
+	}
+	other := slim(testpod.New("web").NS("team-a").UID("uid-web").App("c", testpod.CPU("1")))
+	if _, ok := other.(*metav1.PartialObjectMetadata); !ok {
+		t.Fatalf("a pod without managed resources slimmed to %T", other)
+	}
+	h.OnAdd(other, false)
+	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a/web", Obj: other})
+	if s := l.Namespace("team-a"); s.Used.MemMiB != 20480 || s.Pods != 1 {
+		t.Fatalf("another pod's add and tombstone changed the charge: %+v, %d pods", s.Used, s.Pods)
+	}
+	// The relist shows llm-server recreated without GPUs (another UID).
+	h.OnUpdate(nil, slim(testpod.New("llm-server").NS("team-a").UID("uid-cpu").App("c", testpod.CPU("1"))))
+	if s := l.Namespace("team-a"); !s.Used.IsZero() || s.Pods != 0 || !deviceUsed(l, "node1", "GPU-0").IsZero() {
+		t.Fatalf("the replaced GPU pod is still charged: %+v, %d pods", s.Used, s.Pods)
+	}
+}
