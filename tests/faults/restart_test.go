@@ -223,8 +223,7 @@ func probeAPIServerRestart(t *testing.T, c *devcluster.Cluster) {
 		wg.Go(func() {
 			for i := 0; time.Now().Before(stop); i++ {
 				_, err := k.CoreV1().Pods(ns).Create(t.Context(), creates.GPUPod(ns, fmt.Sprintf("w%d-%d", w, i), "", 1024), metav1.CreateOptions{})
-				if err != nil && (strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "connection reset") ||
-					strings.Contains(err.Error(), "broken pipe") || strings.Contains(err.Error(), "EOF")) { // the API server is down
+				if apiServerDown(err) {
 					down.Add(1)
 					time.Sleep(50 * time.Millisecond)
 					continue
@@ -249,4 +248,20 @@ func probeAPIServerRestart(t *testing.T, c *devcluster.Cluster) {
 	if got.Pods > limit/1024 || len(tl.Other) > 0 {
 		t.Fatalf("%d pods of 1 GiB under a %d MiB limit; other failures %q", got.Pods, limit, tl.Other)
 	}
+}
+
+// apiServerDown reports a create that failed because the API server was
+// down or going down: the connection was refused, reset or closed under
+// the client (an HTTP/2 connection the restart tore down, or its GOAWAY).
+func apiServerDown(err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, s := range []string{"connection refused", "connection reset", "broken pipe", "EOF",
+		"client connection force closed", "server sent GOAWAY"} {
+		if strings.Contains(err.Error(), s) {
+			return true
+		}
+	}
+	return false
 }
