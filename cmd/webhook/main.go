@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -52,6 +53,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		validating  = fs.String("validating-webhook-configuration", "gpuadmit", "ValidatingWebhookConfiguration whose caBundle is kept current")
 		replica     = fs.String("replica-name", envOr("POD_NAME", ""), "this replica's name: the writer of its reservations and its progress Lease (default: $POD_NAME, else the host name)")
 		advertise   = fs.String("advertise-address", "", "host:port where the other replicas reach this one (reviews of GPU pods are forwarded to the replica that owns their namespace); default $POD_IP and --port when POD_IP is set; empty: no forwarding")
+		tlsMin      = fs.String("tls-min-version", "1.3", "lowest TLS version of the webhook and metrics servers: 1.3 or 1.2")
+		clientCA    = fs.String("client-ca-file", "", "PEM file of the CA that signs the API server's client certificate: when set, every connection to the webhook port must present that certificate (or the replicas' shared serving certificate); re-read when it changes")
+		clientCNs   = fs.String("client-cn-name", "kube-apiserver", "comma-separated common names accepted from --client-ca-file (empty: any certificate it signed)")
+		metricsSec  = fs.Bool("metrics-secure", true, "serve /metrics over HTTPS to clients whose bearer token the API server authorizes for GET /metrics; false serves plain HTTP to anyone")
 		drainFor    = fs.Duration("shutdown-delay", 5*time.Second, "on SIGTERM, fail readiness and keep serving this long before stopping, so that traffic moves to other replicas first")
 		watchDelay  = fs.Duration("test-watch-delay", 0, "fault injection for tests: hold every watch event back this long")
 		clockSkew   = fs.Duration("test-clock-skew", 0, "fault injection for tests: run this replica's clock this far ahead")
@@ -108,7 +113,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 			return 2
 		}
 	}
+	minTLS, ok := map[string]uint16{"1.2": tls.VersionTLS12, "1.3": tls.VersionTLS13}[*tlsMin]
+	if !ok {
+		fmt.Fprintf(stderr, "webhook: --tls-min-version: %q is not 1.2 or 1.3\n", *tlsMin)
+		return 2
+	}
 	srv, err := server.New(restCfg, server.Options{
+		TLSMinVersion: minTLS, ClientCAFile: *clientCA, ClientCommonNames: splitList(*clientCNs), MetricsInsecure: !*metricsSec,
 		Config: cfg, Namespace: *namespace, Port: *port, MetricsAddr: *metricsAddr, ProbeAddr: *probeAddr,
 		Registry: ctrlmetrics.Registry, CertDir: *certDir, CertSecret: *certSecret,
 		CertDNSNames: []string{svc, svc + ".cluster.local", *service + "." + *namespace, *service},
@@ -155,6 +166,17 @@ func skewedClock(skew time.Duration) cache.Clock {
 type skewed time.Duration
 
 func (s skewed) Now() time.Time { return time.Now().Add(time.Duration(s)) }
+
+// splitList reads a comma-separated list, leaving out empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/gpuadmit/gpuadmit/pkg/certs"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
@@ -42,6 +43,11 @@ type Cluster struct {
 	Server *server.Server
 	Port   int
 
+	// ClientCA signs the API server's client certificate and ClientCAFile
+	// holds its CA (Config.APIServerClientCert; nil otherwise).
+	ClientCA     *certs.Bundle
+	ClientCAFile string
+
 	env      *envtest.Environment
 	dir      string
 	manifest string
@@ -53,6 +59,23 @@ type Cluster struct {
 // and installs the webhook configurations of manifestsDir/webhooks.yaml
 // pointing at a local port chosen now.
 func Start(ctx context.Context, assets, manifestsDir string) (*Cluster, error) {
+	return StartWith(ctx, Config{Assets: assets, Manifests: manifestsDir})
+}
+
+// Config says how StartWith starts a control plane.
+type Config struct {
+	// Assets is a bin/k8s-* directory; Manifests the webhook kustomize base.
+	Assets, Manifests string
+	// APIServerClientCert: the API server presents a client certificate
+	// (common name kube-apiserver, signed by Cluster.ClientCA) to the
+	// webhook, through its AdmissionConfiguration's kubeConfigFile, as a
+	// cluster set up for gpuadmit's client authentication does.
+	APIServerClientCert bool
+}
+
+// StartWith starts a control plane as cfg says.
+func StartWith(ctx context.Context, cfg Config) (*Cluster, error) {
+	assets, manifestsDir := cfg.Assets, cfg.Manifests
 	c := &Cluster{Assets: assets, manifest: filepath.Join(manifestsDir, "webhooks.yaml"),
 		env: &envtest.Environment{BinaryAssetsDirectory: assets,
 			CRDDirectoryPaths: []string{filepath.Join(filepath.Dir(manifestsDir), "crd")}, ErrorIfCRDPathMissing: true}}
@@ -67,12 +90,22 @@ func Start(ctx context.Context, assets, manifestsDir string) (*Cluster, error) {
 		return nil, fmt.Errorf("certificate dir: %w", err)
 	}
 	c.env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
-	cfg, err := c.env.Start()
+	if c.Port, err = freePort(); err != nil {
+		_ = os.RemoveAll(c.dir)
+		return nil, err
+	}
+	if cfg.APIServerClientCert {
+		if err := c.presentClientCert(); err != nil {
+			_ = os.RemoveAll(c.dir)
+			return nil, err
+		}
+	}
+	rest, err := c.env.Start()
 	if err != nil {
 		_ = os.RemoveAll(c.dir)
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
-	c.Config = cfg
+	c.Config = rest
 	if err := c.setUp(ctx); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
@@ -86,9 +119,6 @@ func (c *Cluster) setUp(ctx context.Context) error {
 	}
 	c.Kubeconfig = filepath.Join(c.dir, "kubeconfig")
 	if err := WriteAdminKubeconfig(c.env, c.Kubeconfig); err != nil {
-		return err
-	}
-	if c.Port, err = freePort(); err != nil {
 		return err
 	}
 	if err := c.CreateNamespace(ctx, Namespace, nil); err != nil {

@@ -17,10 +17,17 @@ import (
 // set and returns options, a webhook server runs with them.
 func ForTest(t testing.TB, manifestsDir string, opts func(*Cluster) *server.Options) *Cluster {
 	t.Helper()
-	assets := envtestgate.Assets(t)
+	return ForTestWith(t, Config{Manifests: manifestsDir}, opts)
+}
+
+// ForTestWith is ForTest with the control plane started as cfg says (its
+// Assets found by envtestgate).
+func ForTestWith(t testing.TB, cfg Config, opts func(*Cluster) *server.Options) *Cluster {
+	t.Helper()
+	cfg.Assets = envtestgate.Assets(t)
 	ctrllog.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())
-	c, err := Start(t.Context(), assets, manifestsDir)
+	c, err := StartWith(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

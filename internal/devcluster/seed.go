@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
@@ -93,7 +94,7 @@ func (c *Cluster) InitsDone(ctx context.Context, ns, pod string) error {
 		p.Status.ContainerStatuses = nil
 		for _, ac := range p.Spec.Containers {
 			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
-				Name: ac.Name, Image: ac.Image, Ready: true, Started: ptr(true),
+				Name: ac.Name, Image: ac.Image, Ready: true, Started: ptr.To(true),
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
 		}
 	})
@@ -134,8 +135,6 @@ func (c *Cluster) WaitLedger(ctx context.Context, ns string, ok func(cache.Names
 		}
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // Recount builds a ledger from scratch out of what the API server holds now
 // (every Node, and the ResourceQuotas and Pods of ns) and returns its

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -48,6 +47,8 @@ type Cluster struct {
 	Proxy    *tcpproxy.Proxy
 	Replicas []*Replica
 	opts     Options
+	// metricsToken is a bearer token allowed to read /metrics.
+	metricsToken string
 }
 
 // Replica is one webhook process.
@@ -277,20 +278,27 @@ func freePort() (int, error) {
 }
 
 // Metric sums the samples of metric name (whose labels contain every
-// labels substring) that replica i exposes.
+// labels substring) that replica i exposes, scraped as Prometheus does:
+// over HTTPS with the token of a ServiceAccount allowed GET /metrics.
 func (c *Cluster) Metric(i int, name string, labels ...string) (float64, error) {
-	cl := http.Client{Timeout: 2 * time.Second}
-	resp, err := cl.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", c.Replicas[i].Metrics))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if c.metricsToken == "" {
+		t, err := c.MetricsToken(ctx, true)
+		if err != nil {
+			return 0, err
+		}
+		c.metricsToken = t
+	}
+	status, body, err := devcluster.Scrape(ctx, fmt.Sprintf("https://127.0.0.1:%d/metrics", c.Replicas[i].Metrics), c.metricsToken)
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
+	if status != http.StatusOK {
+		return 0, fmt.Errorf("scraping %s: status %d: %s", c.Replicas[i].Name, status, body)
 	}
 	var sum float64
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 )
 
 // EffectiveAnnotation is the annotation the mutating handler writes: the
@@ -31,12 +32,13 @@ type Decider interface {
 // server (*gpuusage.Store). Admit runs decide against the namespace's
 // reservations as they are now and, when decide reserves, commits the
 // reservation before it returns nil; it runs the decide functions of one
-// namespace one at a time, in order, and returns an error when ctx ends
-// first. A dry-run goes the same way and never reserves: it gets the
-// verdict a create would get, with nothing committed.
+// namespace one at a time, in order, may run one again after the
+// reservations changed (a verdict that waits), and returns an error when
+// ctx ends first or the reservation is refused. A dry-run goes the same way
+// and never reserves: it gets the verdict a create would get, with nothing
+// committed.
 type Reserver interface {
-	Admit(ctx context.Context, namespace string, uid types.UID, name string,
-		decide func() (reserve bool, demand effective.Vector, err error)) error
+	Admit(ctx context.Context, namespace string, uid types.UID, name string, decide func() (gpuusage.Verdict, error)) error
 }
 
 // Gate says why no decision may be made yet (nil when one may): the watches

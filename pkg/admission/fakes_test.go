@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 )
 
 // computeDemand is the Demander of the tests: effective.Compute with HAMi's
@@ -83,13 +84,14 @@ func newFakeLedger() *fakeLedger {
 
 // Admit decides and, when asked to reserve, records the reservation (a
 // single replica's view of what gpuusage.Store does).
-func (l *fakeLedger) Admit(_ context.Context, ns string, uid types.UID, _ string, decide func() (bool, effective.Vector, error)) error {
+func (l *fakeLedger) Admit(_ context.Context, ns string, uid types.UID, _ string, decide func() (gpuusage.Verdict, error)) error {
 	l.order.Lock()
 	defer l.order.Unlock()
-	reserve, v, err := decide()
-	if err != nil || !reserve {
+	verdict, err := decide()
+	if err != nil || !verdict.Reserve {
 		return err
 	}
+	v := verdict.Demand
 	if l.fail {
 		return errors.New("writing the reservation: the API server is unreachable")
 	}

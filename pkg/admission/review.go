@@ -15,8 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// maxReviewBytes bounds a review's body, as controller-runtime does.
-const maxReviewBytes = 7 << 20
+// MaxReviewBytes bounds a review's body, as controller-runtime does (the
+// webhook server refuses a larger one unread; the forwarder copies at most this).
+const MaxReviewBytes = 7 << 20
 
 // PodReviews serves AdmissionReviews (admission.k8s.io/v1) of pods to
 // Webhook's handler as controller-runtime's admission.Webhook serves them,
@@ -67,12 +68,12 @@ func readPodReview(r *http.Request) (admission.Request, metav1.TypeMeta, *admiss
 		return fail(http.StatusBadRequest, errors.New("request body is empty"))
 	}
 	defer r.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBytes+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxReviewBytes+1))
 	switch {
 	case err != nil:
 		return fail(http.StatusBadRequest, err)
-	case len(body) > maxReviewBytes:
-		return fail(http.StatusRequestEntityTooLarge, fmt.Errorf("request entity is too large; limit is %d bytes", maxReviewBytes))
+	case len(body) > MaxReviewBytes:
+		return fail(http.StatusRequestEntityTooLarge, fmt.Errorf("request entity is too large; limit is %d bytes", MaxReviewBytes))
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 		return fail(http.StatusBadRequest, fmt.Errorf("contentType=%s, expected application/json", ct))

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
-	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 )
 
 // Validator is the validating handler. For a CREATE it recomputes the pod's
@@ -71,10 +71,13 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	dreq := decision.Request{Pod: pod, Namespace: pod.Namespace, Operation: string(req.Operation), DryRun: isDryRun(req),
 		User: decision.UserInfo{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}}
 	var verdict decision.Result
-	decide := func() (bool, effective.Vector, error) {
+	decide := func() (gpuusage.Verdict, error) {
 		var err error
-		verdict, err = v.Decider.Decide(ctx, dreq)
-		return err == nil && verdict.Allowed && !verdict.Effective.IsZero() && !dreq.DryRun, verdict.Effective, err
+		if verdict, err = v.Decider.Decide(ctx, dreq); err != nil {
+			return gpuusage.Verdict{}, err
+		}
+		return gpuusage.Verdict{Reserve: verdict.Allowed && !verdict.Effective.IsZero() && !dreq.DryRun, Demand: verdict.Effective,
+			Wait: verdict.FitsWithoutUnconfirmed}, nil
 	}
 	if err := v.Reserver.Admit(ctx, pod.Namespace, reservationKey(pod, req), pod.Name, decide); err != nil {
 		v.Log.Error(err, "admission decision failed", "pod", podRef(pod))

@@ -31,6 +31,7 @@ type reservation struct {
 	uid             types.UID
 	namespace, name string
 	demand          effective.Vector
+	unconfirmed     bool
 }
 
 // Reservation is a pod admitted but not yet recorded by this ledger.
@@ -39,6 +40,12 @@ type Reservation struct {
 	Name string
 	// Demand is the pod's effective demand (memory in MiB).
 	Demand effective.Vector
+	// Unconfirmed: no replica's watch has recorded the pod yet, so it may
+	// never exist (its create failed after admission, or the review was
+	// not the API server's). The decision says when a pod it denies would
+	// fit without the unconfirmed reservations: its review may wait for
+	// them to end.
+	Unconfirmed bool
 }
 
 // SetReservations replaces the mirrored reservations of namespace ns with
@@ -59,7 +66,7 @@ func (l *Ledger) SetReservations(ns string, rs []Reservation) {
 		if old := l.reservations[r.UID]; old != nil && old.namespace != ns { // a UID moved namespaces: keep one
 			delete(l.namespaces[old.namespace].reservations, r.UID)
 		}
-		m := &reservation{uid: r.UID, namespace: ns, name: r.Name, demand: r.Demand}
+		m := &reservation{uid: r.UID, namespace: ns, name: r.Name, demand: r.Demand, unconfirmed: r.Unconfirmed}
 		l.reservations[r.UID] = m
 		l.ns(ns).reservations[r.UID] = m
 	}

@@ -18,6 +18,9 @@ type NamespaceSnapshot struct {
 	// not recorded yet (a reservation whose name a recorded pod of another
 	// UID holds does not count).
 	Reserved effective.Vector `json:"reserved"`
+	// Unconfirmed is the part of Reserved whose pods no replica has
+	// recorded yet (Reservation.Unconfirmed).
+	Unconfirmed effective.Vector `json:"unconfirmed,omitzero"`
 	// Pods is the number of GPU pods recorded; Reservations the number of
 	// reservations counted in Reserved.
 	Pods         int `json:"pods"`
@@ -142,6 +145,9 @@ func (l *Ledger) namespaceLocked(name string) NamespaceSnapshot {
 		if !l.shadowedLocked(r) {
 			s.Reserved, _ = s.Reserved.Add(r.demand)
 			s.Reservations++
+			if r.unconfirmed {
+				s.Unconfirmed, _ = s.Unconfirmed.Add(r.demand)
+			}
 		}
 	}
 	s.Limits, s.Quotas, s.Problems = n.limits()

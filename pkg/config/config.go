@@ -67,14 +67,20 @@ type Admission struct {
 // Reservations tune the confirmation of reservations (key
 // admission.reservations).
 type Reservations struct {
-	// ConfirmAfter: first read of an admitted pod by name, after its
-	// admission (confirmAfter, default 5s).
+	// ConfirmAfter: first read of an admitted pod by name, after this
+	// replica first saw its reservation (confirmAfter; default 0s: the
+	// longest timeoutSeconds of the cluster's other validating webhooks on
+	// pod creates, plus 2s).
 	ConfirmAfter time.Duration
 	// RecheckMax bounds the backoff between reads of a pod the watch has
 	// not recorded yet (recheckMax, default 30s).
 	RecheckMax time.Duration
 	// ReadsPerSecond bounds the reads (readsPerSecond, default 20).
 	ReadsPerSecond int
+	// MaxPerNamespace bounds the reservations one namespace's GPUUsage
+	// holds (maxPerNamespace, default 500); an admission that would add
+	// one more is refused until some end.
+	MaxPerNamespace int
 }
 
 // Watches tune the staleness check (key admission.watches).
@@ -116,9 +122,9 @@ func SetDefaults(c *Configuration) {
 	setIfZero(&a.PolicyEvaluationTimeout, time.Second)
 	setIfZero(&a.ReviewTimeout, 8*time.Second)
 	setIfZero(&a.StaleFeed, StaleFeedReservations)
-	setIfZero(&a.Reservations.ConfirmAfter, 5*time.Second)
 	setIfZero(&a.Reservations.RecheckMax, 30*time.Second)
 	setIfZero(&a.Reservations.ReadsPerSecond, 20)
+	setIfZero(&a.Reservations.MaxPerNamespace, 500)
 	setIfZero(&a.Watches.ProbeEvery, 15*time.Second)
 	setIfZero(&a.Watches.StaleAfter, 3*time.Minute)
 	setIfZero(&c.Policy.ConfigMapSelector, "gpuadmit.io/policy=true")
@@ -162,9 +168,10 @@ type file struct {
 		ReviewTimeout           *string `json:"reviewTimeout"`
 		StaleFeed               *string `json:"staleFeed"`
 		Reservations            *struct {
-			ConfirmAfter   *string `json:"confirmAfter"`
-			RecheckMax     *string `json:"recheckMax"`
-			ReadsPerSecond *int    `json:"readsPerSecond"`
+			ConfirmAfter    *string `json:"confirmAfter"`
+			RecheckMax      *string `json:"recheckMax"`
+			ReadsPerSecond  *int    `json:"readsPerSecond"`
+			MaxPerNamespace *int    `json:"maxPerNamespace"`
 		} `json:"reservations"`
 		Watches *struct {
 			ProbeEvery *string `json:"probeEvery"`

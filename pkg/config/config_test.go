@@ -174,7 +174,7 @@ admission:
   policyEvaluationTimeout: 250ms
   reviewTimeout: 3s
   staleFeed: Deny
-  reservations: {confirmAfter: 2s, recheckMax: 10s, readsPerSecond: 5}
+  reservations: {confirmAfter: 2s, recheckMax: 10s, readsPerSecond: 5, maxPerNamespace: 50}
   watches: {probeEvery: 5s, staleAfter: 1m}
 policy:
   configMapSelector: team=gpu
@@ -182,7 +182,7 @@ policy:
 `, ignored: []string{"devices.cambricon", "devices.nvidia.deviceSplitCount"}, want: func(c *config.Configuration) {
 			c.Devices.Names.Memory, c.Devices.MemoryFactor, c.Devices.ExclusiveCores = "example.com/vmem", 1024, false
 			c.Admission = config.Admission{NearLimitPercent: 75, Unsatisfiable: "Warn", PolicyEvaluationTimeout: 250 * time.Millisecond, ReviewTimeout: 3 * time.Second, StaleFeed: "Deny",
-				Reservations: config.Reservations{ConfirmAfter: 2 * time.Second, RecheckMax: 10 * time.Second, ReadsPerSecond: 5},
+				Reservations: config.Reservations{ConfirmAfter: 2 * time.Second, RecheckMax: 10 * time.Second, ReadsPerSecond: 5, MaxPerNamespace: 50},
 				Watches:      config.Watches{ProbeEvery: 5 * time.Second, StaleAfter: time.Minute}}
 			c.Policy = config.Policy{ConfigMapSelector: "team=gpu", Directory: "/etc/gpuadmit/policies"}
 		}},
@@ -195,6 +195,8 @@ policy:
 		{name: "stale feed", in: head + "admission: {staleFeed: Ignore}\n", wantErr: `admission.staleFeed: want Reservations or Deny, got "Ignore"`},
 		{name: "duration", in: head + "admission: {reservations: {confirmAfter: five}}\n", wantErr: `admission.reservations.confirmAfter: want a duration such as 5s or 1m30s, got "five"`},
 		{name: "negative duration", in: head + "admission: {policyEvaluationTimeout: -1s}\n", wantErr: "admission.policyEvaluationTimeout: must be positive"},
+		{name: "reservations bound", in: head + "admission: {reservations: {maxPerNamespace: 0}}\n", wantErr: "admission.reservations.maxPerNamespace: must be within 1..5000"},
+		{name: "negative confirm", in: head + "admission: {reservations: {confirmAfter: -1s}}\n", wantErr: "admission.reservations.confirmAfter: must not be negative"},
 		{name: "recheck below confirm", in: head + "admission: {reservations: {confirmAfter: 10s, recheckMax: 5s}}\n", wantErr: "admission.reservations.recheckMax: must be at least confirmAfter"},
 		{name: "stale before a probe", in: head + "admission: {watches: {probeEvery: 1m, staleAfter: 30s}}\n", wantErr: "admission.watches.staleAfter: must be longer than probeEvery"},
 		{name: "selector", in: head + "policy: {configMapSelector: \"a in (\"}\n", wantErr: "policy.configMapSelector:"},
@@ -219,7 +221,7 @@ func TestDefaultsInOnePlace(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Errorf("the defaults are invalid: %v", err)
 	}
-	if c.Admission.NearLimitPercent != 90 || c.Admission.Reservations.ConfirmAfter != 5*time.Second ||
+	if c.Admission.NearLimitPercent != 90 || c.Admission.Reservations.ConfirmAfter != 0 || c.Admission.Reservations.MaxPerNamespace != 500 ||
 		c.Policy.ConfigMapSelector != "gpuadmit.io/policy=true" || c.Admission.Unsatisfiable != "Deny" {
 		t.Errorf("defaults: %+v", c)
 	}

@@ -22,6 +22,7 @@ func (f *file) apply(c *Configuration) error {
 		}
 		if r := a.Reservations; r != nil {
 			set(&c.Admission.Reservations.ReadsPerSecond, r.ReadsPerSecond)
+			set(&c.Admission.Reservations.MaxPerNamespace, r.MaxPerNamespace)
 			if err := duration("admission.reservations.confirmAfter", r.ConfirmAfter, &c.Admission.Reservations.ConfirmAfter); err != nil {
 				return err
 			}
@@ -81,8 +82,12 @@ func (c *Configuration) Validate() error {
 		return fmt.Errorf("admission.staleFeed: want %s or %s, got %q", StaleFeedReservations, StaleFeedDeny, a.StaleFeed)
 	case a.Reservations.ReadsPerSecond < 1:
 		return fmt.Errorf("admission.reservations.readsPerSecond: must be at least 1, got %d", a.Reservations.ReadsPerSecond)
-	case a.Reservations.RecheckMax < a.Reservations.ConfirmAfter:
-		return fmt.Errorf("admission.reservations.recheckMax: must be at least confirmAfter (%s), got %s", a.Reservations.ConfirmAfter, a.Reservations.RecheckMax)
+	case a.Reservations.MaxPerNamespace < 1 || a.Reservations.MaxPerNamespace > 5000:
+		return fmt.Errorf("admission.reservations.maxPerNamespace: must be within 1..5000 (the object's size grows with it), got %d", a.Reservations.MaxPerNamespace)
+	case a.Reservations.ConfirmAfter < 0:
+		return fmt.Errorf("admission.reservations.confirmAfter: must not be negative (0s derives it from the other webhooks), got %s", a.Reservations.ConfirmAfter)
+	case a.Reservations.RecheckMax < max(a.Reservations.ConfirmAfter, time.Second):
+		return fmt.Errorf("admission.reservations.recheckMax: must be at least confirmAfter (%s) and 1s, got %s", a.Reservations.ConfirmAfter, a.Reservations.RecheckMax)
 	case a.Watches.StaleAfter <= a.Watches.ProbeEvery:
 		return fmt.Errorf("admission.watches.staleAfter: must be longer than probeEvery (%s), got %s", a.Watches.ProbeEvery, a.Watches.StaleAfter)
 	}
@@ -92,7 +97,6 @@ func (c *Configuration) Validate() error {
 	}{
 		{"admission.policyEvaluationTimeout", a.PolicyEvaluationTimeout},
 		{"admission.reviewTimeout", a.ReviewTimeout},
-		{"admission.reservations.confirmAfter", a.Reservations.ConfirmAfter},
 		{"admission.watches.probeEvery", a.Watches.ProbeEvery},
 	} {
 		if err := positive(d.key, d.d); err != nil {

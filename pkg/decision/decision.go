@@ -54,6 +54,10 @@ type Result struct {
 	// returned to the client either way.
 	Denials  []string
 	Warnings []string
+	// FitsWithoutUnconfirmed: denied, but the pod would be allowed if the
+	// namespace's unconfirmed reservations (Reservation.Unconfirmed) ended.
+	// Its review may wait for them, within its deadline.
+	FitsWithoutUnconfirmed bool
 	// Explanation is set for a Request with Explain.
 	Explanation *Explanation
 }
@@ -155,6 +159,9 @@ func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{Allowed: len(out.Deny) == 0, Denials: out.Deny, Warnings: out.Warn}
+	if res.FitsWithoutUnconfirmed, err = d.fitsWithoutUnconfirmed(ctx, doc, res.Allowed); err != nil {
+		return Result{}, err
+	}
 	if req.Explain {
 		res.Explanation = d.explain(doc, out)
 	}
@@ -166,6 +173,23 @@ func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 			"allowed", res.Allowed, "effective", res.Effective.String(), "denials", res.Denials, "warnings", res.Warnings)
 	}
 	return res, nil
+}
+
+// fitsWithoutUnconfirmed evaluates a denied pod again without the
+// namespace's unconfirmed reservations (admissions whose pod no replica has
+// seen yet: a create that failed after admission, or a review that did not
+// come from the API server), and reports whether it would then be allowed.
+func (d *Decider) fitsWithoutUnconfirmed(ctx context.Context, doc *inputDoc, allowed bool) (bool, error) {
+	if allowed || doc.ns.Unconfirmed.IsZero() || doc.demand == nil || doc.invalid != nil {
+		return false, nil
+	}
+	again := *doc
+	again.ns.Reserved = doc.ns.Reserved.Sub(doc.ns.Unconfirmed).Max(effective.Vector{})
+	out, err := d.policy.Eval(ctx, again.value())
+	if err != nil {
+		return false, err
+	}
+	return len(out.Deny) == 0, nil
 }
 
 // namespaceWait bounds how long Decide waits for the namespace watch to

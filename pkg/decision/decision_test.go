@@ -261,3 +261,43 @@ func TestDecideErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestFitsWithoutUnconfirmed: a pod denied because of reservations no
+// replica has recorded is marked as fitting without them (its review may
+// wait for them to end); one that does not fit even then, or that only
+// recorded reservations block, is not.
+func TestFitsWithoutUnconfirmed(t *testing.T) {
+	e := engine(t)
+	quota := testquota.New("team-a", "q", map[string]string{"limits.nvidia.com/gpumem": "10240"})
+	for _, tt := range []struct {
+		name        string
+		reserved    []cache.Reservation
+		need        int64
+		allowed     bool
+		fitsWithout bool
+	}{
+		{"fits", []cache.Reservation{{UID: "g", Name: "g", Demand: effective.Vector{GPU: 1, MemMiB: 4096}, Unconfirmed: true}}, 4096, true, false},
+		{"an unconfirmed reservation blocks it", []cache.Reservation{{UID: "g", Name: "g", Demand: effective.Vector{GPU: 1, MemMiB: 8192}, Unconfirmed: true}}, 4096, false, true},
+		{"a recorded pod's reservation blocks it", []cache.Reservation{{UID: "r", Name: "r", Demand: effective.Vector{GPU: 1, MemMiB: 8192}}}, 4096, false, false},
+		{"too large even without them", []cache.Reservation{{UID: "g", Name: "g", Demand: effective.Vector{GPU: 1, MemMiB: 8192}, Unconfirmed: true}}, 12288, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l := cache.New(cache.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+			testns.Known(l, "team-a")
+			l.UpsertQuota(quota)
+			l.SetReservations("team-a", tt.reserved)
+			d, err := decision.New(e, l, config.Default(), logr.Discard())
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := testpod.New("p").NS("team-a").App("c", testpod.GPU(1), testpod.Mem(tt.need)).Build()
+			got, err := d.Decide(context.Background(), decision.Request{Pod: pod})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Allowed != tt.allowed || got.FitsWithoutUnconfirmed != tt.fitsWithout {
+				t.Fatalf("allowed %v, fits without unconfirmed %v; want %v, %v (%q)", got.Allowed, got.FitsWithoutUnconfirmed, tt.allowed, tt.fitsWithout, got.Denials)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,11 +23,13 @@ func (s *Store) Start(ctx context.Context) error {
 	defer wg.Wait()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	s.refreshWindow(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+			s.refreshWindow(ctx)
 			s.Clean(ctx)
 		}
 	}
@@ -60,19 +63,14 @@ func (s *Store) Clean(ctx context.Context) int {
 			s.opts.Log.Error(err, "not cleaning a malformed GPUUsage")
 			continue
 		}
+		for _, r := range u.Status.Reservations {
+			present[r.PodUID] = true // its schedule is kept (a review here may wait for it)
+		}
 		if _, self := s.progress.Owner(u.Namespace); !self {
 			continue // its owner tidies it, without conflicting with its own admissions
 		}
 		nss = append(nss, u.Namespace)
-		var due []gpuadmitv1.Reservation
-		for _, r := range u.Status.Reservations {
-			present[r.PodUID] = true
-			if r.RecordedResourceVersion == "" && s.ledger.Seen(r.PodUID) == "" && s.isDue(r.PodUID) && budget > 0 {
-				budget--
-				due = append(due, r)
-			}
-		}
-		s.confirmAbsent(ctx, u.Namespace, due)
+		budget -= s.confirmDue(ctx, u, budget)
 	}
 	s.mu.Lock()
 	for ns := range s.lost {
@@ -144,24 +142,33 @@ func (s *Store) ended(reason string) {
 	}
 }
 
-// isDue reports whether the absence of uid's pod is to be checked now, and
-// schedules the next check (ConfirmAfter after this replica first saw the
-// reservation, then backing off to RecheckMax).
-func (s *Store) isDue(uid types.UID) bool {
+// dueAt is when the absence of uid's pod is to be checked next:
+// confirmAfter after this replica first saw the reservation, then backing
+// off to RecheckMax while the pod exists unseen.
+func (s *Store) dueAt(uid types.UID) time.Time {
 	now := s.opts.Clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.checks[uid]
 	if c == nil {
-		s.checks[uid] = &check{at: now.Add(s.opts.ConfirmAfter)}
-		return false
+		c = &check{at: now.Add(s.confirmAfter())}
+		s.checks[uid] = c
 	}
-	if now.Before(c.at) {
-		return false
+	return c.at
+}
+
+// checked schedules the next check of uid after one was made now.
+func (s *Store) checked(uid types.UID) {
+	now := s.opts.Clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.checks[uid]
+	if c == nil {
+		c = &check{}
+		s.checks[uid] = c
 	}
 	c.checks++
-	c.at = now.Add(min(s.opts.ConfirmAfter<<min(c.checks, 5), s.opts.RecheckMax))
-	return true
+	c.at = now.Add(min(s.confirmAfter()<<min(c.checks, 5), s.opts.RecheckMax))
 }
 
 func (s *Store) forget(present map[types.UID]bool) {
@@ -179,32 +186,97 @@ func (s *Store) forget(present map[types.UID]bool) {
 	}
 }
 
-// confirmAbsent reads the pods of rs by name, in parallel, and notes those
-// that do not exist (not found, or the name holds a pod of another UID) for
-// tidy to remove. A pod that exists (no watch recorded it yet) or a failed
-// read keeps the reservation.
-func (s *Store) confirmAbsent(ctx context.Context, ns string, rs []gpuadmitv1.Reservation) {
+// confirmDue confirms the absence of u's due reservations nobody recorded,
+// with at most budget reads, and returns how many it made.
+func (s *Store) confirmDue(ctx context.Context, u *gpuadmitv1.GPUUsage, budget int) int {
+	now := s.opts.Clock.Now()
+	var due []gpuadmitv1.Reservation
+	for _, r := range u.Status.Reservations {
+		if r.RecordedResourceVersion == "" && s.ledger.Seen(r.PodUID) == "" && !s.dueAt(r.PodUID).After(now) {
+			due = append(due, r)
+		}
+	}
+	if len(due) > listAbove && budget > 0 {
+		budget = len(due) // one list reads them all
+	}
+	due = due[:min(len(due), budget)]
+	for _, r := range due {
+		s.checked(r.PodUID)
+	}
+	return s.confirmAbsent(ctx, u.Namespace, due)
+}
+
+// listAbove: more due reservations than this in one namespace are
+// confirmed with one list of the namespace's pods (metadata only) instead
+// of a read each (a flood of forged reviews leaves hundreds).
+const listAbove = 4
+
+// confirmAbsent reads the pods of rs (by name, in parallel; or, for more
+// than listAbove, with one list), notes those that do not exist (not
+// found, or the name holds a pod of another UID) for tidy to remove, and
+// returns how many reads it made. A pod that exists (no watch recorded it
+// yet) or a failed read keeps the reservation.
+func (s *Store) confirmAbsent(ctx context.Context, ns string, rs []gpuadmitv1.Reservation) int {
+	if len(rs) > listAbove {
+		s.confirmAbsentByList(ctx, ns, rs)
+		return 1
+	}
 	var wg sync.WaitGroup
+	var gone []string
 	for _, r := range rs {
 		wg.Go(func() {
-			gone := r.PodName == "" // a review without a name (never from an API server): nothing to read
-			if !gone {
+			absent := r.PodName == "" // a review without a name (never from an API server): nothing to read
+			if !absent {
 				rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 				defer cancel()
 				p := &corev1.Pod{}
 				err := s.api.Get(rctx, client.ObjectKey{Namespace: ns, Name: r.PodName}, p)
-				gone = apierrors.IsNotFound(err) || (err == nil && p.UID != r.PodUID)
+				absent = apierrors.IsNotFound(err) || (err == nil && p.UID != r.PodUID)
 			}
-			if gone {
-				s.opts.Log.V(1).Info("reservation ends: the pod does not exist (its create failed after admission)",
-					"pod", ns+"/"+r.PodName, "uid", r.PodUID)
+			if absent {
 				s.mu.Lock()
 				s.absent[r.PodUID] = true
+				gone = append(gone, r.PodName)
 				s.mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
+	if len(gone) > 0 {
+		s.opts.Log.Info("reservations end: their pods do not exist (creates that failed after admission, or reviews not sent by the API server)",
+			"namespace", ns, "pods", gone)
+	}
+	return len(rs)
+}
+
+// confirmAbsentByList lists the namespace's pods (metadata only, from the
+// API server) and notes the reservations of rs whose pod is not among them.
+func (s *Store) confirmAbsentByList(ctx context.Context, ns string, rs []gpuadmitv1.Reservation) {
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := s.api.List(lctx, pods, client.InNamespace(ns)); err != nil {
+		s.opts.Log.Error(err, "listing pods to confirm reservations absent", "namespace", ns)
+		return
+	}
+	exists := make(map[types.UID]bool, len(pods.Items))
+	for _, p := range pods.Items {
+		exists[p.UID] = true
+	}
+	gone := 0
+	s.mu.Lock()
+	for _, r := range rs {
+		if !exists[r.PodUID] {
+			s.absent[r.PodUID] = true
+			gone++
+		}
+	}
+	s.mu.Unlock()
+	if gone > 0 {
+		s.opts.Log.Info("reservations end: their pods do not exist (creates that failed after admission, or reviews not sent by the API server)",
+			"namespace", ns, "reservations", gone)
+	}
 }
 
 func (s *Store) isAbsent(uid types.UID) bool {

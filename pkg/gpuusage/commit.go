@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,29 +31,46 @@ import (
 //	                                                           conflict: read again, decide the
 //	                                                           whole group again
 
+// Verdict is what an admission's decide function tells the worker.
+type Verdict struct {
+	// Reserve: allowed, and Demand is to be reserved (not a dry run, not
+	// a pod without demand).
+	Reserve bool
+	Demand  effective.Vector
+	// Wait: denied now, but the pod would fit once the namespace's
+	// unconfirmed reservations end (pods no replica has recorded: a create
+	// that failed after admission, or a review not sent by the API
+	// server). The review waits for them, first in the queue, when they
+	// can be confirmed before its deadline (see settle).
+	Wait bool
+}
+
 // admission is one review waiting to be decided.
 type admission struct {
 	ctx    context.Context
 	uid    types.UID
 	name   string
-	decide func() (bool, effective.Vector, error) // nil: only tidy the object
-	done   chan error                             // buffered: the worker never blocks on it
+	decide func() (Verdict, error) // nil: only tidy the object
+	done   chan error              // buffered: the worker never blocks on it
 
 	// removed counts the reservations the group's write removed (tidy).
 	removed int
 
-	// outcome of the last round of decisions, and err for failed.
-	outcome outcome
-	err     error
+	// outcome of the last round of decisions, and err for failed;
+	// blockers are the unconfirmed reservations a waiting review waits for.
+	outcome  outcome
+	err      error
+	blockers []gpuadmitv1.Reservation
 }
 
 type outcome int
 
 const (
 	undecided outcome = iota
-	allowed           // decided, nothing to reserve (or a dry-run)
+	answered          // decided, nothing to reserve: allowed without demand, a dry run, or denied
 	reserved          // decided; its reservation is in the group's write
-	failed            // decide failed, or the review's context ended
+	waiting           // denied for now; waits for unconfirmed reservations to end
+	failed            // decide failed, the review's context ended, or its reservation was refused
 )
 
 // queue is one namespace's waiting reviews; running while a worker drains it.
@@ -68,10 +86,12 @@ type queue struct {
 // and, when decide reserves, adds the pod's reservation to the namespace's
 // GPUUsage object with the object's resourceVersion. It returns nil only
 // when nothing had to be reserved or the reservation is written. A conflict
-// (another replica wrote first) re-reads the object from the API server and
-// decides again; a review whose context ends gets an error, never nil.
-func (s *Store) Admit(ctx context.Context, ns string, uid types.UID, name string,
-	decide func() (reserve bool, demand effective.Vector, err error)) error {
+// (another replica wrote first) re-reads the object and decides again; a
+// review whose context ends gets an error, never nil. A reservation is
+// refused (an error) when the namespace holds MaxReservations already, or
+// when the pod's UID is reserved with another name or demand, or recorded:
+// a review never replaces another's reservation.
+func (s *Store) Admit(ctx context.Context, ns string, uid types.UID, name string, decide func() (Verdict, error)) error {
 	return s.enqueue(ns, &admission{ctx: ctx, uid: uid, name: name, decide: decide, done: make(chan error, 1)})
 }
 
@@ -124,10 +144,7 @@ func (s *Store) drain(ns string, q *queue) {
 	idle := time.NewTimer(workerIdle)
 	defer idle.Stop()
 	for {
-		s.qmu.Lock()
-		group := q.waiting
-		q.waiting = nil
-		s.qmu.Unlock()
+		group := s.take(q)
 		if len(group) > 0 {
 			s.commit(ns, q, group)
 			continue
@@ -149,46 +166,59 @@ func (s *Store) drain(ns string, q *queue) {
 	}
 }
 
+// take empties the queue.
+func (s *Store) take(q *queue) []*admission {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	group := q.waiting
+	q.waiting = nil
+	return group
+}
+
 // commit decides a group in order and writes its reservations in one
-// update; after a conflict it waits a little (another replica is writing
-// the same object: trying again at once would likely collide again), takes
-// in the reviews that queued meanwhile, and decides the whole group again.
-// It answers every review.
+// update, round after round until every review is answered. After a
+// conflict it waits a little (another replica is writing the same object:
+// trying again at once would likely collide again); while the first
+// undecided review waits for unconfirmed reservations, it waits for them to
+// be confirmed (settle). Each new round takes in the reviews that queued
+// meanwhile, behind the ones still undecided.
 func (s *Store) commit(ns string, q *queue, group []*admission) {
-	ctx, cancel := groupContext(group)
-	defer func() { cancel() }()
+	conflicts := 0
 	stale := ""
-	for conflicts := 0; ; conflicts++ {
-		if conflicts > 0 {
+	for len(group) > 0 {
+		ctx, cancel := groupContext(group)
+		err := s.decideGroup(ctx, ns, group, conflicts, &stale)
+		switch {
+		case err != nil && (apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)):
+			conflicts++
+			if s.opts.OnConflict != nil {
+				s.opts.OnConflict()
+			}
+			if ctx.Err() != nil {
+				answer(group, gaveUp(ns, conflicts, ctx.Err()))
+				cancel()
+				return
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Duration(rand.Int64N(int64(s.lastWrite.Load()) + 1))):
 			}
-			s.qmu.Lock()
-			more := q.waiting
-			q.waiting = nil
-			s.qmu.Unlock()
-			if len(more) > 0 {
-				group = append(group, more...)
-				cancel()
-				ctx, cancel = groupContext(group)
-			}
-		}
-		err := s.decideGroup(ctx, ns, group, conflicts, &stale)
-		if err == nil || !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
-			if err != nil && conflicts > 0 && ctx.Err() != nil {
+		case err != nil:
+			if conflicts > 0 && ctx.Err() != nil {
 				err = gaveUp(ns, conflicts, err)
 			}
 			answer(group, err)
+			cancel()
 			return
+		default:
+			conflicts, stale = 0, ""
+			group = answerDecided(group)
+			if len(group) > 0 && group[0].outcome == waiting {
+				s.settle(ctx, ns, group[0])
+			}
 		}
-		if s.opts.OnConflict != nil {
-			s.opts.OnConflict()
-		}
-		if ctx.Err() != nil {
-			answer(group, gaveUp(ns, conflicts+1, ctx.Err()))
-			return
-		}
+		cancel()
+		group = append(group, s.take(q)...)
 	}
 }
 
@@ -196,10 +226,11 @@ func gaveUp(ns string, conflicts int, err error) error {
 	return fmt.Errorf("writing the reservation in GPUUsage %s/%s: gave up after %d conflicting writes: %w", ns, gpuadmitv1.ObjectName, conflicts, err)
 }
 
-// decideGroup reads the object, decides each review of group still waiting,
-// and writes the reservations; a read, wait or write error is returned
-// (the reviews' own decisions are kept in them). stale carries, from one
-// attempt to the next, the resourceVersion the last write carried.
+// decideGroup reads the object, decides the reviews of group in order (up
+// to the first that waits), and writes the reservations; a read, wait or
+// write error is returned (the reviews' own decisions are kept in them).
+// stale carries, from one attempt to the next, the resourceVersion the last
+// write carried.
 func (s *Store) decideGroup(ctx context.Context, ns string, group []*admission, conflicts int, stale *string) error {
 	u, err := s.read(ctx, ns, *stale)
 	if err != nil {
@@ -215,13 +246,27 @@ func (s *Store) decideGroup(ctx context.Context, ns string, group []*admission, 
 	}
 	changes := s.tidy(&st)
 	s.mirrorStatus(ns, st)
+	n := s.decideInOrder(ns, group, &st, conflicts)
+	if n == 0 && len(changes) == 0 && !(kept && len(st.Reservations) > 0) {
+		if kept {
+			s.restored(ns) // nothing left to bring back
+		}
+		return nil
+	}
+	return s.commitStatus(ctx, ns, group, u, view, st, changes, n, kept, stale)
+}
+
+// decideInOrder decides each review of group still undecided, adding the
+// reservations to st, and stops at the first review that waits. It returns
+// how many reservations it added.
+func (s *Store) decideInOrder(ns string, group []*admission, st *gpuadmitv1.GPUUsageStatus, conflicts int) int {
 	for _, a := range group {
-		a.outcome = undecided
+		a.outcome, a.err, a.blockers = undecided, nil, nil
 	}
 	n := 0
 	for _, a := range group {
 		if a.decide == nil {
-			a.outcome = allowed
+			a.outcome = answered
 			continue
 		}
 		if err := a.ctx.Err(); err != nil {
@@ -231,27 +276,68 @@ func (s *Store) decideGroup(ctx context.Context, ns string, group []*admission, 
 			}
 			continue
 		}
-		reserve, demand, err := a.decide()
-		switch {
-		case err != nil:
-			a.outcome, a.err = failed, err
-			continue
-		case !reserve:
-			a.outcome = allowed // or denied: the same answer here, nil
-			continue
+		a.outcome, a.err = s.decideOne(ns, a, st)
+		switch a.outcome {
+		case waiting:
+			return n
+		case reserved:
+			n++
 		}
-		a.outcome = reserved
-		st.Reservations = append(without(st.Reservations, a.uid), gpuadmitv1.Reservation{PodUID: a.uid, PodName: a.name,
-			Demand: demandOf(demand), Writer: s.opts.Replica, AdmittedAt: metav1.NewTime(s.opts.Clock.Now())})
-		s.mirrorStatus(ns, st) // the next review counts it
-		n++
 	}
-	if n == 0 && len(changes) == 0 && !(kept && len(st.Reservations) > 0) {
-		if kept {
-			s.restored(ns) // nothing left to bring back
-		}
-		return nil
+	return n
+}
+
+// decideOne decides a, refusing what a forged or repeated review could use
+// to take or shrink a reservation, and adds a's reservation to st.
+func (s *Store) decideOne(ns string, a *admission, st *gpuadmitv1.GPUUsageStatus) (outcome, error) {
+	if s.ledger.Seen(a.uid) != "" {
+		s.refused(RefusedDuplicate)
+		return failed, fmt.Errorf("pod UID %s is already a recorded pod of namespace %s: a create review for it is not the API server's; nothing is reserved", a.uid, ns)
 	}
+	prior := slices.IndexFunc(st.Reservations, func(r gpuadmitv1.Reservation) bool { return r.PodUID == a.uid })
+	if prior >= 0 { // decide as if the earlier review of this pod had not reserved
+		s.mirrorStatus(ns, gpuadmitv1.GPUUsageStatus{Reservations: without(st.Reservations, a.uid)})
+		defer s.mirrorStatus(ns, *st)
+	}
+	v, err := a.decide()
+	switch {
+	case err != nil:
+		return failed, err
+	case v.Wait:
+		return s.waitOrAnswer(a, st)
+	case !v.Reserve:
+		return answered, nil
+	case prior >= 0:
+		return s.again(ns, a, st.Reservations[prior], v.Demand)
+	case s.opts.MaxReservations > 0 && len(st.Reservations) >= s.opts.MaxReservations:
+		s.refused(RefusedLimit)
+		return failed, fmt.Errorf("GPUUsage %s/%s holds %d reservations of admitted pods that the watches have not recorded yet, its limit (admission.reservations.maxPerNamespace); "+
+			"they end as their pods are recorded or found absent: create the pod again shortly", ns, gpuadmitv1.ObjectName, len(st.Reservations))
+	}
+	st.Reservations = append(st.Reservations, gpuadmitv1.Reservation{PodUID: a.uid, PodName: a.name,
+		Demand: demandOf(v.Demand), Writer: s.opts.Replica, AdmittedAt: metav1.NewTime(s.opts.Clock.Now())})
+	s.mirrorStatus(ns, *st) // the next review counts it
+	s.dueAt(a.uid)          // its absence check is scheduled from now
+	return reserved, nil
+}
+
+// again answers a second review of a pod already reserved: the API
+// server's retry of the same review (same name, same demand) is allowed
+// with the reservation it has; anything else is refused, and the
+// reservation stays as it was.
+func (s *Store) again(ns string, a *admission, prior gpuadmitv1.Reservation, demand effective.Vector) (outcome, error) {
+	if prior.PodName == a.name && vectorOf(prior.Demand) == demand {
+		return answered, nil
+	}
+	s.refused(RefusedDuplicate)
+	return failed, fmt.Errorf("pod UID %s is already reserved in GPUUsage %s/%s as pod %q with %s; a review for the same UID with pod %q and %s is refused (a review never replaces a reservation)",
+		a.uid, ns, gpuadmitv1.ObjectName, prior.PodName, vectorOf(prior.Demand), a.name, demand)
+}
+
+// commitStatus writes st (the group's reservations, tidied) with u's
+// resourceVersion and, once written, counts what tidy removed.
+func (s *Store) commitStatus(ctx context.Context, ns string, group []*admission, u, view *gpuadmitv1.GPUUsage,
+	st gpuadmitv1.GPUUsageStatus, changes []string, n int, kept bool, stale *string) error {
 	start := time.Now()
 	*stale = "0"
 	if u != nil {
@@ -288,16 +374,34 @@ func (s *Store) decideGroup(ctx context.Context, ns string, group []*admission, 
 	return nil
 }
 
+// answerDecided answers the reviews of group that were decided and returns
+// the others (the waiting one first), in order.
+func answerDecided(group []*admission) []*admission {
+	var rest []*admission
+	for _, a := range group {
+		switch a.outcome {
+		case failed:
+			a.done <- a.err
+		case answered, reserved:
+			a.done <- nil
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return rest
+}
+
 // answer tells every review of group its outcome. When the group could
-// not be read or written (err), a review that reserved or was not decided
-// gets err; one decided without a reservation keeps its answer (a denial
-// that counted reservations which were not written can only over-count).
+// not be read or written (err), a review that reserved, waits or was not
+// decided gets err; one decided without a reservation keeps its answer (a
+// denial that counted reservations which were not written can only
+// over-count).
 func answer(group []*admission, err error) {
 	for _, a := range group {
 		switch {
 		case a.outcome == failed:
 			a.done <- a.err
-		case err != nil && (a.outcome == reserved || a.outcome == undecided):
+		case err != nil && a.outcome != answered:
 			a.done <- err
 		default:
 			a.done <- nil

@@ -52,7 +52,8 @@ func countable(u *gpuadmitv1.GPUUsage, l *cache.Ledger, podsRV uint64) []cache.R
 		if l.Seen(r.PodUID) != "" {
 			continue
 		}
-		out = append(out, cache.Reservation{UID: r.PodUID, Name: r.PodName, Demand: vectorOf(r.Demand)})
+		out = append(out, cache.Reservation{UID: r.PodUID, Name: r.PodName, Demand: vectorOf(r.Demand),
+			Unconfirmed: r.RecordedResourceVersion == ""})
 	}
 	return out
 }

@@ -9,7 +9,10 @@
 // each counting the reservations of those before it, and writes them in one
 // status update; "allowed" is answered only after the write succeeded. A
 // conflict (another replica wrote first) re-reads the object and decides the
-// whole group again, within the reviews' deadlines.
+// whole group again, within the reviews' deadlines. A review never replaces
+// a reservation, and an object holds at most MaxReservations; a review
+// denied only because of unconfirmed reservations waits for them, first in
+// the queue (settle.go).
 //
 // A reservation's life in the object:
 //
@@ -26,7 +29,9 @@
 // whose watch is behind removedResourceVersion waits before deciding.
 // Marks and removals ride on the namespace's next write (tidy), made by the
 // worker: an admission group's, or the cleaner's round (cleaner.go), which
-// also confirms absence by reading pods. Nothing ends on a timer; schedules
+// also confirms absence by reading pods, confirmAfter after a reservation
+// was first seen (derived from the cluster's other validating webhooks:
+// window.go). Nothing ends on a timer; schedules
 // use each replica's own clock, never another's timestamps, so clock skew
 // does not matter. A deleted object's reservations are kept and written
 // back (repair.go). Each namespace has an owner among the replicas that

@@ -23,6 +23,12 @@ const (
 	EndAbsent   = "absent"   // a read confirmed the pod does not exist
 )
 
+// Reasons a reservation was refused (Options.OnRefused).
+const (
+	RefusedLimit     = "limit"     // the namespace holds MaxReservations already
+	RefusedDuplicate = "duplicate" // the pod's UID is reserved otherwise, or recorded
+)
+
 // Options configure a Store.
 type Options struct {
 	// Replica names this replica: the writer of its reservations and its
@@ -31,8 +37,19 @@ type Options struct {
 	// Namespace is the server's namespace, where the progress Leases live.
 	Namespace string
 	// ConfirmAfter: a reservation nobody recorded is first checked this long
-	// after this replica first saw it; RecheckMax bounds the backoff after.
+	// after this replica first saw it (0: the window derived from the
+	// cluster's other validating webhooks, window.go); RecheckMax bounds
+	// the backoff after.
 	ConfirmAfter, RecheckMax time.Duration
+	// OwnWebhookConfiguration names gpuadmit's ValidatingWebhookConfiguration,
+	// which the derived window leaves out.
+	OwnWebhookConfiguration string
+	// MaxReservations bounds the reservations of one namespace's object
+	// (0: no bound); an admission that would add one more is refused.
+	MaxReservations int
+	// OnRefused, when set, counts reservations refused (RefusedLimit,
+	// RefusedDuplicate).
+	OnRefused func(reason string)
 	// ReadsPerSecond bounds the reads that confirm absence.
 	ReadsPerSecond int
 	// WorkerIdle is how long a namespace's worker waits for more reviews
@@ -77,6 +94,7 @@ type Store struct {
 	qmu       sync.Mutex
 	queues    map[string]*queue // reviews waiting, by namespace (commit.go)
 	lastWrite atomic.Int64      // how long the last status write took (ns)
+	window    atomic.Int64      // the derived confirmAfter (ns; window.go)
 }
 
 type check struct {

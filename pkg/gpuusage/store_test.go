@@ -87,10 +87,10 @@ func TestAdmitCommitsBeforeAllowed(t *testing.T) {
 	c := fakeClient(t)
 	a, la, _, _ := newStore(t, c, "a")
 	b, lb, _, _ := newStore(t, c, "b")
-	decideFits := func(l *cache.Ledger, limit int64) func() (bool, effective.Vector, error) {
-		return func() (bool, effective.Vector, error) {
+	decideFits := func(l *cache.Ledger, limit int64) func() (Verdict, error) {
+		return func() (Verdict, error) {
 			s := l.Namespace("ns")
-			return s.Used.MemMiB+s.Reserved.MemMiB+8192 <= limit, vec(1, 8192), nil
+			return Verdict{Reserve: s.Used.MemMiB+s.Reserved.MemMiB+8192 <= limit, Demand: vec(1, 8192)}, nil
 		}
 	}
 	ctx := context.Background()
@@ -105,9 +105,9 @@ func TestAdmitCommitsBeforeAllowed(t *testing.T) {
 	}
 	// The quota is full: a fourth decision sees three reservations and denies; nothing is written.
 	var saw int64
-	err := b.Admit(ctx, "ns", "3", "p3", func() (bool, effective.Vector, error) {
+	err := b.Admit(ctx, "ns", "3", "p3", func() (Verdict, error) {
 		saw = lb.Namespace("ns").Reserved.MemMiB
-		return false, vec(1, 8192), nil
+		return Verdict{Reserve: false, Demand: vec(1, 8192)}, nil
 	})
 	if err != nil || saw != 3*8192 || len(usage(t, c, "ns").Status.Reservations) != 3 {
 		t.Fatalf("denial: err %v, saw %d MiB reserved, want 24576 and nothing written", err, saw)
@@ -131,14 +131,14 @@ func TestAdmitRetriesOnConflict(t *testing.T) {
 	s, _, _, _ := newStore(t, c, "a")
 	s.opts.OnConflict = func() { conflicts.Add(1) }
 	decisions := 0
-	err := s.Admit(context.Background(), "ns", "u", "p", func() (bool, effective.Vector, error) { decisions++; return true, vec(1, 1), nil })
+	err := s.Admit(context.Background(), "ns", "u", "p", func() (Verdict, error) { decisions++; return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
 	if err != nil || decisions != 3 || conflicts.Load() != 2 || len(usage(t, base, "ns").Status.Reservations) != 1 {
 		t.Fatalf("err %v, %d decisions, %d conflicts", err, decisions, conflicts.Load())
 	}
 	inject.Store(1 << 30)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	err = s.Admit(ctx, "ns", "v", "q", func() (bool, effective.Vector, error) { return true, vec(1, 1), nil })
+	err = s.Admit(ctx, "ns", "v", "q", func() (Verdict, error) { return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
 	if err == nil || !strings.Contains(err.Error(), "gave up after") {
 		t.Fatalf("endless conflicts: %v, want an error", err)
 	}
@@ -150,7 +150,7 @@ func TestMalformedObjectFailsClosed(t *testing.T) {
 	u := &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
 		Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{{PodUID: "x"}, {PodUID: "x"}}}}
 	s, _, _, _ := newStore(t, fakeClient(t, u), "a")
-	err := s.Admit(context.Background(), "ns", "u", "p", func() (bool, effective.Vector, error) { return true, vec(1, 1), nil })
+	err := s.Admit(context.Background(), "ns", "u", "p", func() (Verdict, error) { return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
 	if err == nil || !strings.Contains(err.Error(), "GPUUsage ns/usage: pod x is reserved twice") {
 		t.Fatalf("malformed object: %v", err)
 	}
@@ -166,12 +166,12 @@ func TestCaughtUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	decided := false
-	err := s.Admit(ctx, "ns", "u", "p", func() (bool, effective.Vector, error) { decided = true; return true, vec(1, 1), nil })
+	err := s.Admit(ctx, "ns", "u", "p", func() (Verdict, error) { decided = true; return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
 	if err == nil || decided || !strings.Contains(err.Error(), "is behind the reservations other replicas removed") {
 		t.Fatalf("behind: err %v, decided %v", err, decided)
 	}
 	go func() { time.Sleep(30 * time.Millisecond); w.rv.Store(60) }()
-	if err := s.Admit(context.Background(), "ns", "u", "p", func() (bool, effective.Vector, error) { return true, vec(1, 1), nil }); err != nil {
+	if err := s.Admit(context.Background(), "ns", "u", "p", func() (Verdict, error) { return Verdict{Reserve: true, Demand: vec(1, 1)}, nil }); err != nil {
 		t.Fatalf("caught up: %v", err)
 	}
 }
@@ -248,9 +248,9 @@ func TestDeletedObjectIsRepaired(t *testing.T) {
 	w.rv.Store(10) // past removedResourceVersion 5
 	deleteIt(c, s)
 	var saw int64
-	if err := s.Admit(ctx, "ns", "new", "new", func() (bool, effective.Vector, error) {
+	if err := s.Admit(ctx, "ns", "new", "new", func() (Verdict, error) {
 		saw = l.Namespace("ns").Reserved.MemMiB
-		return true, vec(1, 500), nil
+		return Verdict{Reserve: true, Demand: vec(1, 500)}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestDeletedObjectIsRepaired(t *testing.T) {
 	deleteIt(c, s)
 	other, _, ow, _ := newStore(t, c, "b") // never saw the object
 	ow.rv.Store(10)
-	if err := other.Admit(ctx, "ns", "b1", "b1", func() (bool, effective.Vector, error) { return true, vec(1, 1), nil }); err != nil {
+	if err := other.Admit(ctx, "ns", "b1", "b1", func() (Verdict, error) { return Verdict{Reserve: true, Demand: vec(1, 1)}, nil }); err != nil {
 		t.Fatal(err)
 	}
 	s.Clean(ctx)
@@ -330,10 +330,10 @@ func TestConcurrentAdmissionsAreGroupedAndExact(t *testing.T) {
 		r := rs[i%2]
 		reviews.Go(func() {
 			ok := false
-			err := r.s.Admit(t.Context(), "ns", types.UID(fmt.Sprintf("u%03d", i)), fmt.Sprintf("p%03d", i), func() (bool, effective.Vector, error) {
+			err := r.s.Admit(t.Context(), "ns", types.UID(fmt.Sprintf("u%03d", i)), fmt.Sprintf("p%03d", i), func() (Verdict, error) {
 				snap := r.l.Namespace("ns")
 				ok = snap.Used.MemMiB+snap.Reserved.MemMiB+1024 <= limit
-				return ok, vec(1, 1024), nil
+				return Verdict{Reserve: ok, Demand: vec(1, 1024)}, nil
 			})
 			switch {
 			case err != nil:
@@ -370,13 +370,13 @@ func TestQueuedReviewHonoursItsDeadline(t *testing.T) {
 	s, _, _, _ := newStore(t, c, "a")
 	first := make(chan error, 1)
 	go func() {
-		first <- s.Admit(context.Background(), "ns", "u1", "p1", func() (bool, effective.Vector, error) { return true, vec(1, 1), nil })
+		first <- s.Admit(context.Background(), "ns", "u1", "p1", func() (Verdict, error) { return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
 	}()
 	time.Sleep(20 * time.Millisecond) // the first review's write is in flight
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	decided := false
-	err := s.Admit(ctx, "ns", "u2", "p2", func() (bool, effective.Vector, error) { decided = true; return true, vec(1, 1), nil })
+	err := s.Admit(ctx, "ns", "u2", "p2", func() (Verdict, error) { decided = true; return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
 	close(release)
 	if err == nil || decided || !strings.Contains(err.Error(), "waiting for the earlier decisions in namespace ns") {
 		t.Fatalf("queued review: err %v, decided %v", err, decided)

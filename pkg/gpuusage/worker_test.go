@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
 // TestWorkersEndAndRestartBetweenReviews: with namespace workers that end
@@ -29,10 +27,10 @@ func TestWorkersEndAndRestartBetweenReviews(t *testing.T) {
 		wg.Go(func() {
 			time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond) // arrive around workers' ends
 			ok := false
-			err := s.Admit(t.Context(), "ns", types.UID(fmt.Sprintf("u%03d", i)), fmt.Sprintf("p%03d", i), func() (bool, effective.Vector, error) {
+			err := s.Admit(t.Context(), "ns", types.UID(fmt.Sprintf("u%03d", i)), fmt.Sprintf("p%03d", i), func() (Verdict, error) {
 				snap := l.Namespace("ns")
 				ok = snap.Used.MemMiB+snap.Reserved.MemMiB+1024 <= fits*1024
-				return ok, vec(1, 1024), nil
+				return Verdict{Reserve: ok, Demand: vec(1, 1024)}, nil
 			})
 			switch {
 			case err != nil:

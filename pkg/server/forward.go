@@ -14,15 +14,16 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpuadmit/gpuadmit/pkg/admission"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
 // ForwardedHeader marks a review one replica forwarded to another: the
-// receiver decides it itself, or answers 503 when it cannot.
+// receiver decides it itself, or answers 503 when it cannot. The webhook
+// server accepts it only on a connection that presented the replicas'
+// shared certificate (the forwarder presents it as its client
+// certificate); from anyone else it is refused with 403.
 const ForwardedHeader = "X-Gpuadmit-Forwarded"
-
-// maxReview bounds the body of a review read for forwarding.
-const maxReview = 8 << 20
 
 // forwarder sends the validating review of a GPU pod to the replica that
 // owns the pod's namespace (gpuusage.Progress.Owner), so that one replica
@@ -32,7 +33,9 @@ const maxReview = 8 << 20
 // conflicts, the compare-and-swap write keeps the quota.
 //
 // The owner is trusted when it serves the very certificate this replica
-// serves (all replicas share one Secret): TLS proves it holds the key.
+// serves (all replicas share one Secret): TLS proves it holds the key. The
+// same certificate, presented as this replica's client certificate, proves
+// to the owner that the review comes from a replica.
 type forwarder struct {
 	owner   func(ns string) (addr string, self bool)
 	leaf    func() ([]byte, error) // the certificate this replica serves
@@ -43,8 +46,18 @@ type forwarder struct {
 	results *prometheus.CounterVec
 }
 
-func newForwarder(reg prometheus.Registerer, owner func(string) (string, bool), leaf func() ([]byte, error), ready func() error,
-	names effective.ResourceNames, log logr.Logger) (*forwarder, error) {
+func newForwarder(reg prometheus.Registerer, owner func(string) (string, bool), cert func() (*tls.Certificate, error), minTLS uint16,
+	ready func() error, names effective.ResourceNames, log logr.Logger) (*forwarder, error) {
+	leaf := func() ([]byte, error) {
+		c, err := cert()
+		if err != nil {
+			return nil, err
+		}
+		if c == nil || len(c.Certificate) == 0 {
+			return nil, errors.New("no serving certificate yet")
+		}
+		return c.Certificate[0], nil
+	}
 	f := &forwarder{owner: owner, leaf: leaf, ready: ready, log: log,
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuadmit_reviews_forwarded_total",
 			Help: "Validating reviews of GPU pods sent to the replica that owns their namespace, by result: answered (by the owner), fallback (decided here instead)."},
@@ -54,10 +67,11 @@ func newForwarder(reg prometheus.Registerer, owner func(string) (string, bool), 
 	}
 	f.client = &http.Client{Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{
-			MinVersion:         tls.VersionTLS12,
-			NextProtos:         []string{"http/1.1"},
-			InsecureSkipVerify: true, //nolint:gosec // verified below: the peer must serve our own certificate
-			VerifyConnection:   f.verify,
+			MinVersion:           minTLS,
+			NextProtos:           []string{"http/1.1"},
+			InsecureSkipVerify:   true, //nolint:gosec // verified below: the peer must serve our own certificate
+			VerifyConnection:     f.verify,
+			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert() },
 		},
 		MaxIdleConnsPerHost: 32,
 		IdleConnTimeout:     90 * time.Second,
@@ -83,7 +97,7 @@ func (f *forwarder) verify(cs tls.ConnectionState) error {
 // wrap forwards what it can and hands the rest to local.
 func (f *forwarder) wrap(local http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(ForwardedHeader) != "" {
+		if r.Header.Get(ForwardedHeader) != "" { // from a replica: the webhook server checked its certificate
 			if err := f.ready(); err != nil {
 				http.Error(w, "not ready to decide: "+err.Error(), http.StatusServiceUnavailable)
 				return
@@ -91,7 +105,7 @@ func (f *forwarder) wrap(local http.Handler) http.Handler {
 			local.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxReview))
+		body, err := io.ReadAll(io.LimitReader(r.Body, admission.MaxReviewBytes))
 		if err != nil {
 			http.Error(w, "reading the review: "+err.Error(), http.StatusBadRequest)
 			return
@@ -156,7 +170,7 @@ func (f *forwarder) forward(ctx context.Context, w http.ResponseWriter, addr, ur
 		return err
 	}
 	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxReview))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, admission.MaxReviewBytes))
 	if err != nil {
 		return err
 	}

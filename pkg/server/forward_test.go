@@ -46,16 +46,18 @@ const (
 func TestForwarding(t *testing.T) {
 	mine, other := keyPair(t), keyPair(t)
 	var ownerGot atomic.Value
+	var presented atomic.Bool // the sender presented the shared certificate as its client certificate
 	ownerStatus := atomic.Int64{}
 	owner := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ownerGot.Store(r.Header.Get(ForwardedHeader))
+		presented.Store(r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && string(r.TLS.PeerCertificates[0].Raw) == string(mine.Certificate[0]))
 		if code := int(ownerStatus.Load()); code != http.StatusOK {
 			http.Error(w, "not ready to decide: the Pod watches have not synced yet", code)
 			return
 		}
 		_, _ = io.WriteString(w, `{"response":{"allowed":true,"uid":"1"},"from":"owner"}`)
 	}))
-	owner.TLS = &tls.Config{Certificates: []tls.Certificate{mine}}
+	owner.TLS = &tls.Config{Certificates: []tls.Certificate{mine}, ClientAuth: tls.RequestClientCert}
 	owner.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are the point
 	owner.StartTLS()
 	defer owner.Close()
@@ -66,7 +68,7 @@ func TestForwarding(t *testing.T) {
 	ownerOf.Store(ownerAddr)
 	f, err := newForwarder(prometheus.NewRegistry(),
 		func(string) (string, bool) { a := ownerOf.Load().(string); return a, a == "" },
-		func() ([]byte, error) { return served.Certificate[0], nil },
+		func() (*tls.Certificate, error) { return &served, nil }, tls.VersionTLS13,
 		func() error { return nil }, effective.DefaultSettings().Names, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +120,9 @@ func TestForwarding(t *testing.T) {
 	if got, _ := ownerGot.Load().(string); got != "1" {
 		t.Errorf("the owner got %s=%q, want 1 (it must not forward again)", ForwardedHeader, got)
 	}
+	if !presented.Load() {
+		t.Error("the forwarded review did not present the replicas' certificate as its client certificate")
+	}
 }
 
 // TestForwardedReviewRefusedWhenNotReady: a replica that cannot decide
@@ -125,7 +130,7 @@ func TestForwarding(t *testing.T) {
 // refusing the pod.
 func TestForwardedReviewRefusedWhenNotReady(t *testing.T) {
 	f, err := newForwarder(prometheus.NewRegistry(), func(string) (string, bool) { return "", true },
-		func() ([]byte, error) { return nil, nil }, func() error { return errors.New("the Pod watches have not synced yet") },
+		func() (*tls.Certificate, error) { return nil, nil }, tls.VersionTLS13, func() error { return errors.New("the Pod watches have not synced yet") },
 		effective.DefaultSettings().Names, logr.Discard())
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -87,6 +88,7 @@ func (c *freshnessCollector) Collect(ch chan<- prometheus.Metric) {
 // serverMetrics are the counters the server's components report to.
 type serverMetrics struct {
 	reservationsEnded    *prometheus.CounterVec
+	reservationsRefused  *prometheus.CounterVec
 	reservationConflicts prometheus.Counter
 	writes               prometheus.Histogram
 	groups               prometheus.Histogram
@@ -98,6 +100,10 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 		reservationsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpuadmit_reservations_ended_total",
 			Help: "Reservations this replica removed from GPUUsage objects, by reason: recorded (every live replica recorded the pod), absent (a read confirmed the pod does not exist: its create failed after admission).",
+		}, []string{"reason"}),
+		reservationsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpuadmit_reservations_refused_total",
+			Help: "Admissions refused instead of reserved, by reason: limit (the namespace's GPUUsage holds admission.reservations.maxPerNamespace reservations), duplicate (the pod's UID is already reserved with another name or demand, or already a recorded pod: a review that is not the API server's).",
 		}, []string{"reason"}),
 		reservationConflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gpuadmit_reservation_conflicts_total",
@@ -118,7 +124,14 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 		Name: "gpuadmit_usage_summary_writes_total",
 		Help: "GPUUsage summaries (usage, printer columns, conditions) this replica wrote; only the elected replica writes them.",
 	})
-	for _, c := range []prometheus.Collector{m.reservationsEnded, m.reservationConflicts, m.writes, m.groups, m.summaries} {
+	// Every series exists from the start, so that rate() and alerts see the first one.
+	for _, r := range []string{gpuusage.EndRecorded, gpuusage.EndAbsent} {
+		m.reservationsEnded.WithLabelValues(r)
+	}
+	for _, r := range []string{gpuusage.RefusedLimit, gpuusage.RefusedDuplicate} {
+		m.reservationsRefused.WithLabelValues(r)
+	}
+	for _, c := range []prometheus.Collector{m.reservationsEnded, m.reservationsRefused, m.reservationConflicts, m.writes, m.groups, m.summaries} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering reservation metrics: %w", err)
 		}
@@ -131,6 +144,10 @@ func (m *serverMetrics) reservationEnded(reason string) {
 }
 
 func (m *serverMetrics) reservationConflict() { m.reservationConflicts.Inc() }
+
+func (m *serverMetrics) reservationRefused(reason string) {
+	m.reservationsRefused.WithLabelValues(reason).Inc()
+}
 
 func (m *serverMetrics) summaryWritten() { m.summaries.Inc() }
 

@@ -25,14 +25,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/gpuadmit/gpuadmit/pkg/admission"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
+	"github.com/gpuadmit/gpuadmit/pkg/webhookserver"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -80,6 +80,20 @@ type Options struct {
 	// forwarded to the replica that owns their namespace, so that replicas
 	// do not conflict on its GPUUsage. Empty: no forwarding.
 	AdvertiseAddress string
+	// TLSMinVersion is the lowest TLS version the webhook and metrics
+	// servers accept (default TLS 1.3).
+	TLSMinVersion uint16
+	// ClientCAFile, when set, turns on client authentication: a connection
+	// to the webhook port must present the API server's client certificate
+	// (signed by this CA, with one of ClientCommonNames; any name when
+	// empty) or the replicas' shared serving certificate.
+	ClientCAFile      string
+	ClientCommonNames []string
+	// MetricsInsecure serves /metrics over plain HTTP without
+	// authentication; by default it is served over HTTPS to clients whose
+	// bearer token the API server authenticates and authorizes for GET
+	// /metrics (TokenReview, SubjectAccessReview).
+	MetricsInsecure bool
 	// Clock is this replica's clock (default the wall clock; a test skews it).
 	Clock cache.Clock
 	// WatchDelay holds back every watch event this long (fault injection
@@ -145,14 +159,17 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 		}
 		s.certificate = s.certFiles.GetCertificate
 	}
-	tlsOpts := func(c *tls.Config) {
-		c.MinVersion = tls.VersionTLS12
-		// HTTP/1.1 only: the API server then spreads concurrent reviews over
-		// several connections, hence over replicas behind the Service, and a
-		// draining replica can close each connection after a response
-		// (HTTP/2 would also expose the server to rapid-reset floods).
-		c.NextProtos = []string{"http/1.1"}
-		c.GetCertificate = s.certificate
+	hooks, err := webhookserver.New(webhookserver.Options{
+		Host: opts.Host, Port: opts.Port, GetCertificate: s.certificate, MinVersion: opts.TLSMinVersion,
+		Clients:    webhookserver.Clients{CAFile: opts.ClientCAFile, CommonNames: opts.ClientCommonNames},
+		PeerHeader: ForwardedHeader,
+		// A review's handler is bounded by reviewTimeout; the answer must
+		// still be written after it.
+		Limits:          webhookserver.Limits{MaxBodyBytes: admission.MaxReviewBytes, WriteTimeout: adm.ReviewTimeout + 5*time.Second},
+		ShutdownTimeout: opts.ShutdownTimeout, Registry: opts.Registry, Log: opts.Log.WithName("webhook-server"),
+	})
+	if err != nil {
+		return nil, err
 	}
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), gpuadmitv1.AddToScheme(scheme)); err != nil {
@@ -167,7 +184,7 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 				Label: labels.SelectorFromSet(labels.Set{gpuusage.ProgressLabel: "true"})},
 		}},
 		Logger:                  opts.Log,
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                 s.metricsOptions(),
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		GracefulShutdownTimeout: &opts.ShutdownTimeout,
 		// One replica writes the GPUUsage summaries (pkg/gpuusage.Summarizer);
@@ -177,9 +194,7 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       opts.Namespace,
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: opts.Host, Port: opts.Port, CertDir: opts.CertDir, TLSOpts: []func(*tls.Config){tlsOpts},
-		}),
+		WebhookServer:                 hooks,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
@@ -208,6 +223,7 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 	s.Store = gpuusage.NewStore(s.mgr.GetClient(), s.mgr.GetAPIReader(), s.Ledger, s.feed, gpuusage.Options{
 		Replica: opts.Replica, Namespace: opts.Namespace, Clock: opts.Clock,
 		ConfirmAfter: adm.Reservations.ConfirmAfter, RecheckMax: adm.Reservations.RecheckMax, ReadsPerSecond: adm.Reservations.ReadsPerSecond,
+		MaxReservations: adm.Reservations.MaxPerNamespace, OwnWebhookConfiguration: opts.ValidatingWebhook, OnRefused: s.metrics.reservationRefused,
 		Advertise: s.advertise,
 		OnEnd:     s.metrics.reservationEnded, OnConflict: s.metrics.reservationConflict, OnWrite: s.metrics.wrote, Log: opts.Log.WithName("gpuusage")})
 	if _, err := usage.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: s.Store.Deleted}); err != nil {
@@ -252,6 +268,9 @@ func withDefaults(o Options) Options {
 	}
 	if o.Clock == nil {
 		o.Clock = wallClock{}
+	}
+	if o.TLSMinVersion == 0 {
+		o.TLSMinVersion = tls.VersionTLS13
 	}
 	return o
 }

@@ -42,8 +42,8 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	var validate http.Handler = &admission.PodReviews{Webhook: &ctrladmission.Webhook{Handler: &admission.Validator{
 		Gate: s, Decider: dec, Reserver: s.Store, Metrics: am, Log: s.opts.Log.WithName("validate")}, RecoverPanic: ptr(true)}}
 	if s.opts.AdvertiseAddress != "" {
-		fwd, err := newForwarder(s.opts.Registry, s.Store.Progress().Owner, s.leaf, s.NotReady, s.Ledger.Settings().Names,
-			s.opts.Log.WithName("forward"))
+		fwd, err := newForwarder(s.opts.Registry, s.Store.Progress().Owner, s.servingCertificate, s.opts.TLSMinVersion, s.NotReady,
+			s.Ledger.Settings().Names, s.opts.Log.WithName("forward"))
 		if err != nil {
 			return err
 		}
@@ -96,16 +96,10 @@ func (s *Server) advertise() string {
 	return s.opts.AdvertiseAddress
 }
 
-// leaf returns the certificate this replica serves (DER).
-func (s *Server) leaf() ([]byte, error) {
-	c, err := s.certificate(&tls.ClientHelloInfo{})
-	if err != nil {
-		return nil, err
-	}
-	if c == nil || len(c.Certificate) == 0 {
-		return nil, errors.New("no serving certificate yet")
-	}
-	return c.Certificate[0], nil
+// servingCertificate is the certificate this replica serves, which it also
+// presents as a client to the other replicas.
+func (s *Server) servingCertificate() (*tls.Certificate, error) {
+	return s.certificate(&tls.ClientHelloInfo{})
 }
 
 // Blocked says why no admission decision may be made yet, or nil (the

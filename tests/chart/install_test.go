@@ -132,7 +132,8 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	for _, want := range []string{"Deployment/gpuadmit-system/gpuadmit-webhook", "DaemonSet/gpuadmit-system/gpuadmit-nvml-agent",
 		"CustomResourceDefinition/gpuusages.gpuadmit.io", "MutatingWebhookConfiguration/gpuadmit", "ValidatingWebhookConfiguration/gpuadmit",
 		"ValidatingAdmissionPolicy/gpuadmit-nvml-agent-own-node", "Secret/gpuadmit-system/gpuadmit-webhook-tls",
-		"ClusterRole/gpuadmit-gpuusage-view", "PodDisruptionBudget/gpuadmit-system/gpuadmit-webhook"} {
+		"ClusterRole/gpuadmit-gpuusage-view", "PodDisruptionBudget/gpuadmit-system/gpuadmit-webhook",
+		"NetworkPolicy/gpuadmit-system/gpuadmit-webhook", "ClusterRole/gpuadmit-metrics-reader"} {
 		if !slices.Contains(installed, want) {
 			t.Errorf("%s was not installed; installed: %v", want, installed)
 		}
@@ -151,8 +152,10 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if _, err := c.kube.CoreV1().Secrets(ns).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The upgrade also turns on client authentication and a metrics reader
+	// (without the ServiceMonitor: this API server has no such kind).
 	c.helm(t, "upgrade", "gpuadmit", chartDir, "-n", ns, "--set", "replicas=2", "--set", "config.admission.nearLimitPercent=80",
-		"--set", "agent.enabled=false")
+		"--set", "agent.enabled=false", "-f", chartDir+"/ci/client-auth-values.yaml", "--set", "metrics.serviceMonitor.enabled=false")
 	d, err := c.kube.AppsV1().Deployments(ns).Get(ctx, "gpuadmit-webhook", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -163,6 +166,13 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	cm, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, "gpuadmit-config", metav1.GetOptions{})
 	if err != nil || !strings.Contains(cm.Data["config.yaml"], "nearLimitPercent: 80") {
 		t.Errorf("after the upgrade the configuration is %q (%v)", cm.Data["config.yaml"], err)
+	}
+	if cm, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, "gpuadmit-client-ca", metav1.GetOptions{}); err != nil ||
+		!strings.HasPrefix(cm.Data["ca.crt"], "-----BEGIN CERTIFICATE-----") {
+		t.Errorf("after the upgrade the client CA ConfigMap is %v (%v)", cm.Data, err)
+	}
+	if _, err := c.kube.RbacV1().ClusterRoleBindings().Get(ctx, "gpuadmit-metrics-reader", metav1.GetOptions{}); err != nil {
+		t.Errorf("after the upgrade: %v", err)
 	}
 	if _, err := c.kube.AppsV1().DaemonSets(ns).Get(ctx, "gpuadmit-nvml-agent", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the agent is still there after the upgrade disabled it: %v", err)

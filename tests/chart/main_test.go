@@ -8,8 +8,11 @@ package chart_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,4 +104,89 @@ func num(o *unstructured.Unstructured, fields ...string) int64 {
 		return n
 	}
 	return -1
+}
+
+// webhookPod returns the webhook Deployment's pod spec and its container.
+func webhookPod(t *testing.T, objs []*unstructured.Unstructured) (pod, container map[string]any) {
+	t.Helper()
+	d := find(objs, "Deployment", "gpuadmit-webhook")
+	if d == nil {
+		t.Fatalf("no Deployment/gpuadmit-webhook in %s", kinds(objs))
+	}
+	pod, _, _ = unstructured.NestedMap(d.Object, "spec", "template", "spec")
+	cs, _, _ := unstructured.NestedSlice(pod, "containers")
+	return pod, cs[0].(map[string]any)
+}
+
+// webhookArgs returns the webhook container's arguments.
+func webhookArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	_, c := webhookPod(t, objs)
+	args, _, _ := unstructured.NestedStringSlice(c, "args")
+	return args
+}
+
+// ingress describes a NetworkPolicy's ingress rules, one a rule: its ports,
+// then its sources ("any" without from): "9443 from 10.0.0.0/8 or pod
+// app=x", a peer with two selectors as "namespace k=v and pod k=v".
+func ingress(np *unstructured.Unstructured) []string {
+	rules, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+	var out []string
+	for _, r := range rules {
+		var ports, from []string
+		ps, _, _ := unstructured.NestedSlice(r.(map[string]any), "ports")
+		for _, p := range ps {
+			ports = append(ports, fmt.Sprint(p.(map[string]any)["port"]))
+		}
+		peers, _, _ := unstructured.NestedSlice(r.(map[string]any), "from")
+		for _, p := range peers {
+			from = append(from, peer(p.(map[string]any)))
+		}
+		if len(from) == 0 {
+			from = []string{"any"}
+		}
+		out = append(out, strings.Join(ports, ",")+" from "+strings.Join(from, " or "))
+	}
+	return out
+}
+
+func peer(p map[string]any) string {
+	var parts []string
+	if cidr, ok, _ := unstructured.NestedString(p, "ipBlock", "cidr"); ok {
+		parts = append(parts, cidr)
+	}
+	for _, sel := range []string{"namespaceSelector", "podSelector"} {
+		if labels, ok, _ := unstructured.NestedStringMap(p, sel, "matchLabels"); ok {
+			var kv []string
+			for _, k := range slices.Sorted(maps.Keys(labels)) {
+				kv = append(kv, k+"="+labels[k])
+			}
+			parts = append(parts, strings.TrimSuffix(sel, "Selector")+" "+strings.Join(kv, ","))
+		}
+	}
+	return strings.Join(parts, " and ")
+}
+
+// grants describes a ClusterRole's rules, one a resource or URL:
+// "group resource verbs" ("resource/name" with resourceNames), "URL verbs".
+func grants(role *unstructured.Unstructured) []string {
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	var out []string
+	for _, r := range rules {
+		r := r.(map[string]any)
+		str := func(f string) []string { s, _, _ := unstructured.NestedStringSlice(r, f); return s }
+		verbs := strings.Join(str("verbs"), ",")
+		for _, u := range str("nonResourceURLs") {
+			out = append(out, u+" "+verbs)
+		}
+		for _, g := range str("apiGroups") {
+			for _, res := range str("resources") {
+				if names := str("resourceNames"); len(names) > 0 {
+					res += "/" + strings.Join(names, ",")
+				}
+				out = append(out, strings.TrimSpace(g+" "+res)+" "+verbs)
+			}
+		}
+	}
+	return out
 }

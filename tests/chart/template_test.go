@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gpuadmit/gpuadmit/internal/manifestgen"
@@ -20,7 +22,8 @@ import (
 // TestLint: helm lint passes with the default values and each values file
 // of ci/.
 func TestLint(t *testing.T) {
-	for _, values := range []string{"", "ci/cert-manager-values.yaml", "ci/renamed-resources-values.yaml", "ci/agent-disabled-values.yaml"} {
+	for _, values := range []string{"", "ci/cert-manager-values.yaml", "ci/renamed-resources-values.yaml", "ci/agent-disabled-values.yaml",
+		"ci/client-auth-values.yaml"} {
 		args := []string{"lint", chartDir, "--strict"}
 		if values != "" {
 			args = append(args, "-f", chartDir+"/"+values)
@@ -43,12 +46,42 @@ func TestRender(t *testing.T) {
 		{name: "default values",
 			want: []string{"Deployment/gpuadmit-webhook", "Secret/gpuadmit-webhook-tls", "DaemonSet/gpuadmit-nvml-agent",
 				"ValidatingAdmissionPolicy/gpuadmit-nvml-agent-own-node", "CustomResourceDefinition/gpuusages.gpuadmit.io",
-				"PodDisruptionBudget/gpuadmit-webhook", "ClusterRole/gpuadmit-gpuusage-view", "ConfigMap/gpuadmit-policy"},
-			never: []string{"Certificate/gpuadmit-webhook", "ServiceMonitor/gpuadmit-webhook", "Namespace/gpuadmit-system"},
+				"PodDisruptionBudget/gpuadmit-webhook", "ClusterRole/gpuadmit-gpuusage-view", "ConfigMap/gpuadmit-policy",
+				"NetworkPolicy/gpuadmit-webhook", "ClusterRole/gpuadmit-metrics-reader"},
+			never: []string{"Certificate/gpuadmit-webhook", "ServiceMonitor/gpuadmit-webhook", "Namespace/gpuadmit-system",
+				"ConfigMap/gpuadmit-client-ca", "ClusterRoleBinding/gpuadmit-metrics-reader"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				d := find(objs, "Deployment", "gpuadmit-webhook")
 				if n := num(d, "spec", "replicas"); n != 3 {
 					t.Errorf("replicas %d, want 3", n)
+				}
+				args := webhookArgs(t, objs)
+				for _, want := range []string{"--tls-min-version=1.3", "--metrics-secure=true", "--metrics-bind-address=:8080"} {
+					if !slices.Contains(args, want) {
+						t.Errorf("the webhook's args %v lack %s", args, want)
+					}
+				}
+				if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--client-") }) {
+					t.Errorf("client authentication is off by default, the args are %v", args)
+				}
+				np := find(objs, "NetworkPolicy", "gpuadmit-webhook")
+				if got, want := ingress(np), []string{"9443 from any", "9443 from pod app.kubernetes.io/name=gpuadmit-webhook",
+					"8080 from namespace kubernetes.io/metadata.name=monitoring", "8081 from any"}; !slices.Equal(got, want) {
+					t.Errorf("the NetworkPolicy admits %q, want %q", got, want)
+				}
+				if types, _, _ := unstructured.NestedStringSlice(np.Object, "spec", "policyTypes"); !slices.Equal(types, []string{"Ingress"}) {
+					t.Errorf("the NetworkPolicy's policyTypes %v, want Ingress only", types)
+				}
+				role := grants(find(objs, "ClusterRole", "gpuadmit-webhook"))
+				for _, want := range []string{"authentication.k8s.io tokenreviews create", "authorization.k8s.io subjectaccessreviews create",
+					"admissionregistration.k8s.io validatingwebhookconfigurations list,watch",
+					"admissionregistration.k8s.io validatingwebhookconfigurations/gpuadmit get,update"} {
+					if !slices.Contains(role, want) {
+						t.Errorf("the webhook's ClusterRole lacks %q: %q", want, role)
+					}
+				}
+				if got := grants(find(objs, "ClusterRole", "gpuadmit-metrics-reader")); !slices.Equal(got, []string{"/metrics get"}) {
+					t.Errorf("gpuadmit-metrics-reader grants %q, want only get of /metrics", got)
 				}
 				crd := find(objs, "CustomResourceDefinition", "gpuusages.gpuadmit.io")
 				if crd.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
@@ -71,6 +104,15 @@ func TestRender(t *testing.T) {
 					}
 				}
 			}},
+		{name: "cert-manager, secure metrics scraped by a ServiceMonitor", args: []string{"-f", chartDir + "/ci/cert-manager-values.yaml",
+			"--set", "metrics.serviceMonitor.enabled=true"},
+			want: []string{"ServiceMonitor/gpuadmit-webhook"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				ep := scrapeEndpoint(t, objs)
+				if got := nested(t, ep, "tlsConfig", "ca", "secret", "name"); got != "gpuadmit-webhook-cert-manager" {
+					t.Errorf("the ServiceMonitor verifies the metrics with the CA of Secret %s, want cert-manager's", got)
+				}
+			}},
 		{name: "agent disabled, two replicas, metrics objects", args: []string{"-f", chartDir + "/ci/agent-disabled-values.yaml"},
 			want:  []string{"ServiceMonitor/gpuadmit-webhook", "PrometheusRule/gpuadmit", "ConfigMap/gpuadmit-dashboard"},
 			never: []string{"DaemonSet/gpuadmit-nvml-agent", "ValidatingAdmissionPolicy/gpuadmit-nvml-agent-own-node", "ServiceAccount/gpuadmit-nvml-agent"},
@@ -83,6 +125,91 @@ func TestRender(t *testing.T) {
 					t.Error("the dashboard ConfigMap holds no dashboard")
 				}
 			}},
+		{name: "secure metrics scraped by a ServiceMonitor", args: []string{"-f", chartDir + "/ci/agent-disabled-values.yaml"},
+			want:  []string{"ServiceMonitor/gpuadmit-webhook", "ClusterRole/gpuadmit-metrics-reader"},
+			never: []string{"ClusterRoleBinding/gpuadmit-metrics-reader"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				ep := scrapeEndpoint(t, objs)
+				for field, want := range map[string]string{"scheme": "https", "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+					"tlsConfig.serverName": "gpuadmit-webhook.gpuadmit-system.svc", "tlsConfig.ca.secret.name": "gpuadmit-webhook-tls",
+					"tlsConfig.ca.secret.key": "ca.crt"} {
+					if got := nested(t, ep, strings.Split(field, ".")...); got != want {
+						t.Errorf("ServiceMonitor endpoint %s %q, want %q", field, got, want)
+					}
+				}
+			}},
+		{name: "metrics over plain HTTP", args: []string{"--set", "metrics.secure=false", "--set", "metrics.serviceMonitor.enabled=true",
+			"--set", "metrics.reader.subjects[0].kind=ServiceAccount,metrics.reader.subjects[0].name=p,metrics.reader.subjects[0].namespace=m"},
+			want:  []string{"ServiceMonitor/gpuadmit-webhook"},
+			never: []string{"ClusterRole/gpuadmit-metrics-reader", "ClusterRoleBinding/gpuadmit-metrics-reader"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				ep := scrapeEndpoint(t, objs)
+				if got := nested(t, ep, "scheme"); got != "http" {
+					t.Errorf("ServiceMonitor scheme %q, want http", got)
+				}
+				if _, ok := ep.Object["tlsConfig"]; ok {
+					t.Errorf("plain HTTP scrapes have a tlsConfig: %v", ep.Object)
+				}
+				if args := webhookArgs(t, objs); !slices.Contains(args, "--metrics-secure=false") {
+					t.Errorf("the webhook's args %v lack --metrics-secure=false", args)
+				}
+				if role := grants(find(objs, "ClusterRole", "gpuadmit-webhook")); slices.ContainsFunc(role, func(g string) bool {
+					return strings.Contains(g, "tokenreviews") || strings.Contains(g, "subjectaccessreviews")
+				}) {
+					t.Errorf("without secure metrics the webhook needs no token or access reviews: %q", role)
+				}
+			}},
+		{name: "client authentication, API server CIDRs, a metrics reader", args: []string{"-f", chartDir + "/ci/client-auth-values.yaml"},
+			want: []string{"ConfigMap/gpuadmit-client-ca", "NetworkPolicy/gpuadmit-webhook", "ClusterRoleBinding/gpuadmit-metrics-reader"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				if ca := nested(t, find(objs, "ConfigMap", "gpuadmit-client-ca"), "data", "ca.crt"); !strings.HasPrefix(ca, "-----BEGIN CERTIFICATE-----\n") {
+					t.Errorf("the client CA ConfigMap holds %q", ca)
+				}
+				args := webhookArgs(t, objs)
+				for _, want := range []string{"--client-ca-file=/client-ca/ca.crt", "--client-cn-name=kube-apiserver"} {
+					if !slices.Contains(args, want) {
+						t.Errorf("the webhook's args %v lack %s", args, want)
+					}
+				}
+				checkClientCAMount(t, objs, "gpuadmit-client-ca")
+				if got := ingress(find(objs, "NetworkPolicy", "gpuadmit-webhook"))[0]; got != "9443 from 10.0.0.10/32 or 10.0.0.11/32 or 10.0.0.12/32" {
+					t.Errorf("the webhook port admits %q, want the API server's CIDRs", got)
+				}
+				subjects, _, _ := unstructured.NestedSlice(find(objs, "ClusterRoleBinding", "gpuadmit-metrics-reader").Object, "subjects")
+				if want := []any{map[string]any{"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}}; !equality.Semantic.DeepEqual(subjects, want) {
+					t.Errorf("gpuadmit-metrics-reader is bound to %v, want %v", subjects, want)
+				}
+			}},
+		{name: "client CA from an existing ConfigMap, two common names, TLS 1.2, extra ingress",
+			args: []string{"--set", "webhook.clientAuth.enabled=true,webhook.clientAuth.existingConfigMap=apiserver-ca,webhook.clientAuth.configMapKey=ca.pem",
+				"--set", "webhook.clientAuth.commonNames={kube-apiserver,front-proxy-client}", "--set", "webhook.tls.minVersion=1.2",
+				"--set-json", `networkPolicy.extraIngress=[{"from":[{"podSelector":{"matchLabels":{"app":"konnectivity-agent"}}}],"ports":[{"port":9443}]}]`,
+				"--set-json", `networkPolicy.metrics.podSelector={"matchLabels":{"app.kubernetes.io/name":"prometheus"}}`},
+			never: []string{"ConfigMap/gpuadmit-client-ca"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				args := webhookArgs(t, objs)
+				for _, want := range []string{"--client-ca-file=/client-ca/ca.pem", "--client-cn-name=kube-apiserver,front-proxy-client", "--tls-min-version=1.2"} {
+					if !slices.Contains(args, want) {
+						t.Errorf("the webhook's args %v lack %s", args, want)
+					}
+				}
+				checkClientCAMount(t, objs, "apiserver-ca")
+				rules := ingress(find(objs, "NetworkPolicy", "gpuadmit-webhook"))
+				if want := "8080 from namespace kubernetes.io/metadata.name=monitoring and pod app.kubernetes.io/name=prometheus"; !slices.Contains(rules, want) {
+					t.Errorf("the NetworkPolicy admits %q, want %q", rules, want)
+				}
+				if got := rules[len(rules)-1]; got != "9443 from pod app=konnectivity-agent" {
+					t.Errorf("the last ingress rule is %q, want networkPolicy.extraIngress", got)
+				}
+			}},
+		{name: "TLS 1.2 from a values file (a YAML number)", args: []string{"-f", writeValues(t, "webhook:\n  tls:\n    minVersion: 1.2\n")},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				if args := webhookArgs(t, objs); !slices.Contains(args, "--tls-min-version=1.2") {
+					t.Errorf("the webhook's args %v lack --tls-min-version=1.2", args)
+				}
+			}},
+		{name: "no NetworkPolicy", args: []string{"--set", "networkPolicy.enabled=false"},
+			never: []string{"NetworkPolicy/gpuadmit-webhook"}},
 		{name: "operator policies and a custom selector", args: []string{"--set-string", "config.policy.configMapSelector=team=ml\\,gpuadmit.io/policy=true",
 			"--set-file", "policies.max-gpus-per-pod\\.rego=../../examples/policy/max-gpus-per-pod.rego"},
 			want: []string{"ConfigMap/gpuadmit-policy"},
@@ -131,10 +258,38 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"config.devices.nvidia.resourceMemoryName=bad name", "/config/devices/nvidia/resourceMemoryName"},
 		{"config.admission.reviewTimeout=soon", "/config/admission/reviewTimeout"},
 		{"config.policy.configMapSelector=team in (a)", "config.policy.configMapSelector"},
+		{"webhook.tls.minVersion=1.1", "/webhook/tls/minVersion"},
+		{"webhook.clientAuth.commonNames={a\\,b}", "/webhook/clientAuth/commonNames/0"},
+		{"networkPolicy.apiServer.cidrs={10.0.0.1}", "/networkPolicy/apiServer/cidrs/0"},
+		{"networkPolicy.metrics.namespaceSelector.matchNames=x", "'matchNames' not allowed"},
+		{"metrics.reader.subjects[0].kind=Robot", "/metrics/reader/subjects/0"},
 	} {
 		_, err := manifestgen.Render(context.Background(), helmBin(t), chartDir, "--set", tc.set)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--set %s: %v, want an error naming %s", tc.set, err, tc.want)
+		}
+	}
+}
+
+// TestRenderRefuses: values the schema cannot judge alone fail rendering
+// with a message saying what to set.
+func TestRenderRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"client authentication without a CA", []string{"--set", "webhook.clientAuth.enabled=true"},
+			"webhook.clientAuth.enabled needs the CA of the API server's client certificate: set webhook.clientAuth.caBundle (PEM) or webhook.clientAuth.existingConfigMap"},
+		{"a CA inline and a ConfigMap", []string{"--set", "webhook.clientAuth.enabled=true,webhook.clientAuth.existingConfigMap=ca",
+			"--set-file", "webhook.clientAuth.caBundle=" + writeValues(t, "-----BEGIN CERTIFICATE-----\n")}, "set caBundle or existingConfigMap, not both"},
+		{"a CA that is not PEM", []string{"--set", "webhook.clientAuth.enabled=true,webhook.clientAuth.caBundle=abc"}, "caBundle holds no PEM certificate"},
+		{"a metrics reader ServiceAccount without a namespace", []string{"--set", "metrics.reader.subjects[0].kind=ServiceAccount,metrics.reader.subjects[0].name=p"},
+			"a ServiceAccount needs its namespace"},
+	} {
+		_, err := manifestgen.Render(context.Background(), helmBin(t), chartDir, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
 		}
 	}
 }
@@ -229,4 +384,48 @@ func TestImageUserMatchesTheChart(t *testing.T) {
 			}
 		}
 	}
+}
+
+// scrapeEndpoint returns the ServiceMonitor's one endpoint.
+func scrapeEndpoint(t *testing.T, objs []*unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	eps, _, _ := unstructured.NestedSlice(find(objs, "ServiceMonitor", "gpuadmit-webhook").Object, "spec", "endpoints")
+	if len(eps) != 1 {
+		t.Fatalf("the ServiceMonitor has %d endpoints, want 1", len(eps))
+	}
+	ep := &unstructured.Unstructured{Object: eps[0].(map[string]any)}
+	if got := nested(t, ep, "port"); got != "metrics" {
+		t.Errorf("the ServiceMonitor scrapes port %q, want metrics", got)
+	}
+	return ep
+}
+
+// checkClientCAMount: the webhook mounts the whole ConfigMap configMap
+// (no subPath, so that a changed CA reaches the file) read-only at
+// /client-ca.
+func checkClientCAMount(t *testing.T, objs []*unstructured.Unstructured, configMap string) {
+	t.Helper()
+	pod, c := webhookPod(t, objs)
+	mounts, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+	if want := map[string]any{"name": "client-ca", "mountPath": "/client-ca", "readOnly": true}; !slices.ContainsFunc(mounts, func(m any) bool {
+		return equality.Semantic.DeepEqual(m, want)
+	}) {
+		t.Errorf("the webhook's mounts %v lack %v", mounts, want)
+	}
+	volumes, _, _ := unstructured.NestedSlice(pod, "volumes")
+	if want := map[string]any{"name": "client-ca", "configMap": map[string]any{"name": configMap}}; !slices.ContainsFunc(volumes, func(v any) bool {
+		return equality.Semantic.DeepEqual(v, want)
+	}) {
+		t.Errorf("the webhook's volumes %v lack %v", volumes, want)
+	}
+}
+
+// writeValues writes text to a file for -f or --set-file and returns its path.
+func writeValues(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -149,3 +149,43 @@ func TestAlertRules(t *testing.T) {
 		})
 	}
 }
+
+const docFile = "../../docs/monitoring.md"
+
+// TestAlertsDocumented: docs/monitoring.md's table of alerts has a row for
+// each alert, with its duration and severity, and no row for an alert the
+// rules file does not have.
+func TestAlertsDocumented(t *testing.T) {
+	b, err := os.ReadFile(docFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{} // alert: its cells
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if name, ok := strings.CutPrefix(cells[0], "`GPUAdmit"); ok && len(cells) == 4 {
+			rows["GPUAdmit"+strings.TrimSuffix(name, "`")] = cells
+		}
+	}
+	alerts := map[string]bool{}
+	for _, r := range readRules(t) {
+		if r.Alert == "" {
+			continue
+		}
+		alerts[r.Alert] = true
+		cells, ok := rows[r.Alert]
+		switch {
+		case !ok:
+			t.Errorf("%s: no row in %s's alert table", r.where, docFile)
+		case r.For != nil && cells[2] != *r.For:
+			t.Errorf("%s: %s says for %s, the rule %s", r.where, docFile, cells[2], *r.For)
+		case cells[3] != r.Labels["severity"]:
+			t.Errorf("%s: %s says severity %s, the rule %s", r.where, docFile, cells[3], r.Labels["severity"])
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(rows)) {
+		if !alerts[name] {
+			t.Errorf("%s documents %s, which the rules file does not have", docFile, name)
+		}
+	}
+}

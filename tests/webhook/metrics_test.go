@@ -2,7 +2,6 @@ package webhook_test
 
 import (
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -77,7 +76,11 @@ func TestMetrics(t *testing.T) {
 		return &o
 	})
 	ctx := t.Context()
-	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	url := fmt.Sprintf("https://127.0.0.1:%d/metrics", port)
+	token, err := c.MetricsToken(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	node := testnode.WithDevices(metricsNode, nil,
 		devices.Device{UUID: "GPU-m-0", Index: 0, Model: "NVIDIA L4", MemoryMiB: 23034, Cores: 100, Healthy: true},
@@ -138,7 +141,7 @@ func TestMetrics(t *testing.T) {
 	}
 
 	t.Run("gpuadmit_resourcequota is the ledger's namespaces", func(t *testing.T) {
-		eventually(t, url, "gpuadmit_resourcequota", func() map[string]float64 {
+		eventually(t, url, token, "gpuadmit_resourcequota", func() map[string]float64 {
 			want := map[string]float64{}
 			names := c.Server.Ledger.Settings().Names
 			for _, ns := range slices.Sorted(maps.Keys(quotas)) {
@@ -174,7 +177,7 @@ func TestMetrics(t *testing.T) {
 	})
 
 	t.Run("gpuadmit_device is the node's devices and their usage", func(t *testing.T) {
-		eventually(t, url, "gpuadmit_device", func() map[string]float64 {
+		eventually(t, url, token, "gpuadmit_device", func() map[string]float64 {
 			want := map[string]float64{}
 			names := c.Server.Ledger.Settings().Names
 			for uuid, d := range c.Server.Ledger.Snapshot().Nodes[metricsNode].Devices {
@@ -214,7 +217,7 @@ func TestMetrics(t *testing.T) {
 		// the admitted and the denied pods (gpuadmit_admission_*); the
 		// policy and watch gauges (gpuadmit_policy_*, gpuadmit_feed_stale)
 		// have a sample from the start.
-		families := scrape(t, url)
+		families := scrape(t, url, token)
 		for _, n := range names {
 			f, ok := families[n]
 			if !ok { // a histogram's _bucket, _sum or _count: its family
@@ -238,24 +241,18 @@ type family struct {
 	series map[string]float64
 }
 
-// scrape reads url's exposition, as Prometheus does.
-func scrape(t *testing.T, url string) map[string]family {
+// scrape reads url's exposition with token, as Prometheus does.
+func scrape(t *testing.T, url, token string) map[string]family {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	status, body, err := devcluster.Scrape(t.Context(), url, token)
 	if err != nil {
 		t.Fatalf("scraping: %v", err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		t.Fatalf("scraping %s: %s: %s", url, resp.Status, body)
+	if status != http.StatusOK {
+		t.Fatalf("scraping %s: %d: %s", url, status, body)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(resp.Body)
+	mfs, err := parser.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
 		t.Fatalf("parsing %s: %v", url, err)
 	}
@@ -280,12 +277,12 @@ func scrape(t *testing.T, url string) map[string]family {
 // eventually scrapes url until family name's series equal ledger() (which
 // must hold fixed), for 10 s: the cluster of TestMetrics has no other GPU
 // namespace or node.
-func eventually(t *testing.T, url, name string, ledger func() map[string]float64, fixed ...map[string]float64) {
+func eventually(t *testing.T, url, token, name string, ledger func() map[string]float64, fixed ...map[string]float64) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		want := ledger()
-		diff := seriesDiff(scrape(t, url)[name].series, want)
+		diff := seriesDiff(scrape(t, url, token)[name].series, want)
 		for _, f := range fixed {
 			for k, v := range f {
 				if want[k] != v {

@@ -55,3 +55,29 @@ config.policy.configMapSelector ("k=v,k2=v2"), so that the server loads it.
 {{ index $kv 0 }}: {{ index $kv 1 | quote }}
 {{- end }}
 {{- end }}
+
+{{/*
+The ConfigMap holding the CA of the API server's client certificate
+(webhook.clientAuth): the one named by existingConfigMap, or the chart's
+gpuadmit-client-ca rendered from caBundle. Rendering fails when client
+authentication is on without a CA, or with both.
+*/}}
+{{- define "gpuadmit.clientCAConfigMap" -}}
+{{- $c := .Values.webhook.clientAuth -}}
+{{- if and $c.caBundle $c.existingConfigMap -}}
+{{- fail "webhook.clientAuth: set caBundle or existingConfigMap, not both" -}}
+{{- else if $c.existingConfigMap -}}
+{{- $c.existingConfigMap -}}
+{{- else if not $c.caBundle -}}
+{{- fail "webhook.clientAuth.enabled needs the CA of the API server's client certificate: set webhook.clientAuth.caBundle (PEM) or webhook.clientAuth.existingConfigMap" -}}
+{{- else if not (contains "-----BEGIN CERTIFICATE-----" $c.caBundle) -}}
+{{- fail "webhook.clientAuth.caBundle holds no PEM certificate (-----BEGIN CERTIFICATE-----)" -}}
+{{- else -}}
+gpuadmit-client-ca
+{{- end -}}
+{{- end }}
+
+{{/* The Secret whose ca.crt verifies the serving certificate (of the webhook and the metrics). */}}
+{{- define "gpuadmit.servingSecret" -}}
+{{- if eq .Values.certificates.mode "cert-manager" }}gpuadmit-webhook-cert-manager{{ else }}gpuadmit-webhook-tls{{ end -}}
+{{- end }}

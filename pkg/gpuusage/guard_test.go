@@ -1,0 +1,255 @@
+package gpuusage
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// reserve admits uid/name with demand unconditionally.
+func reserve(s *Store, ctx context.Context, uid, name string, demand effective.Vector) error {
+	return s.Admit(ctx, "ns", types.UID(uid), name, func() (Verdict, error) { return Verdict{Reserve: true, Demand: demand}, nil })
+}
+
+// TestReviewNeverReplacesReservation: a second review for a reserved pod's
+// UID (its name and UID are readable by anyone who may view GPUUsage)
+// cannot shrink or move the reservation; the API server's retry of the
+// very same review is allowed without a second reservation; a create review
+// for the UID of a pod the ledger recorded is refused. (Found by an attack:
+// six 1 GiB reservations shrunk to 1 MiB each let a lagging replica admit
+// 8 more pods.)
+func TestReviewNeverReplacesReservation(t *testing.T) {
+	ctx := t.Context()
+	c := fakeClient(t)
+	s, l, _, _ := newStore(t, c, "a")
+	var refusals []string
+	s.opts.OnRefused = func(r string) { refusals = append(refusals, r) }
+	if err := reserve(s, ctx, "u1", "p1", vec(1, 6144)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, uid, pod string
+		demand         effective.Vector
+		want           string // "" for allowed
+	}{
+		{"a smaller demand", "u1", "p1", vec(1, 1), `pod UID u1 is already reserved in GPUUsage ns/usage as pod "p1"`},
+		{"another name", "u1", "other", vec(1, 6144), "a review never replaces a reservation"},
+		{"the same review again (the API server's retry)", "u1", "p1", vec(1, 6144), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := reserve(s, ctx, tt.uid, tt.pod, tt.demand)
+			if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("error %v, want %q", err, tt.want)
+			}
+			rs := usage(t, c, "ns").Status.Reservations
+			if len(rs) != 1 || rs[0].PodName != "p1" || rs[0].Demand.GPUMem != 6144 {
+				t.Fatalf("reservations now %+v, want p1's 6144 MiB alone", rs)
+			}
+		})
+	}
+	l.UpsertPod(testpod.New("running").NS("ns").UID("u2").App("c", testpod.GPU(1), testpod.Mem(1024)).Build())
+	if err := reserve(s, ctx, "u2", "running", vec(1, 1024)); err == nil || !strings.Contains(err.Error(), "already a recorded pod") {
+		t.Fatalf("a review for a recorded pod's UID: %v", err)
+	}
+	if strings.Join(refusals, ",") != "duplicate,duplicate,duplicate" {
+		t.Errorf("refusals counted %q", refusals)
+	}
+}
+
+// TestReservationsPerNamespaceBounded: the object holds at most
+// MaxReservations; the next admission is refused with a message naming the
+// setting, and admitted again once one ended.
+func TestReservationsPerNamespaceBounded(t *testing.T) {
+	ctx := t.Context()
+	c := fakeClient(t)
+	s, l, _, _ := newStore(t, c, "a")
+	s.opts.MaxReservations = 3
+	for i := range 3 {
+		if err := reserve(s, ctx, fmt.Sprint("u", i), fmt.Sprint("p", i), vec(1, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := reserve(s, ctx, "u3", "p3", vec(1, 1)); err == nil || !strings.Contains(err.Error(), "holds 3 reservations") ||
+		!strings.Contains(err.Error(), "maxPerNamespace") {
+		t.Fatalf("over the bound: %v", err)
+	}
+	l.UpsertPod(testpod.New("p0").NS("ns").UID("u0").App("c", testpod.GPU(1), testpod.Mem(1)).Build())
+	s.Clean(ctx) // marks p0 recorded
+	s.Clean(ctx) // every live replica (this one) passed it: removed
+	if err := reserve(s, ctx, "u3", "p3", vec(1, 1)); err != nil {
+		t.Fatalf("after one ended: %v", err)
+	}
+	if n := len(usage(t, c, "ns").Status.Reservations); n != 3 {
+		t.Fatalf("%d reservations, want 3", n)
+	}
+}
+
+// fitsDecider decides like the built-in limit against limit MiB, and says
+// whether a denied pod would fit without the unconfirmed reservations.
+func fitsDecider(l *cache.Ledger, limit, need int64, ok *bool) func() (Verdict, error) {
+	return func() (Verdict, error) {
+		snap := l.Namespace("ns")
+		*ok = snap.Used.MemMiB+snap.Reserved.MemMiB+need <= limit
+		return Verdict{Reserve: *ok, Demand: vec(1, need),
+			Wait: !*ok && snap.Used.MemMiB+snap.Reserved.MemMiB-snap.Unconfirmed.MemMiB+need <= limit}, nil
+	}
+}
+
+// TestReviewWaitsForUnconfirmedReservations: a pod denied only because of
+// a reservation whose pod never appeared (its create failed after
+// admission, or the review was forged) waits for it, is admitted once a
+// read confirmed it absent, and the same write removes it; if the blocker
+// turns out to be a real pod, the review is denied; if the blocker cannot
+// be checked before the review's deadline, it is denied at once.
+func TestReviewWaitsForUnconfirmedReservations(t *testing.T) {
+	const confirmAfter = 300 * time.Millisecond
+	setUp := func(t *testing.T, objs ...client.Object) (*Store, *cache.Ledger, client.Client) {
+		c := fakeClient(t, objs...)
+		l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+		w := &fakeWatch{}
+		w.rv.Store(1)
+		s := NewStore(c, c, l, w, Options{Replica: "a", Namespace: "gpuadmit-system", ConfirmAfter: confirmAfter,
+			RecheckMax: 10 * time.Second, ReadsPerSecond: 10})
+		if err := reserve(s, t.Context(), "ghost", "ghost", vec(1, 8192)); err != nil {
+			t.Fatal(err)
+		}
+		return s, l, c
+	}
+	admit := func(s *Store, l *cache.Ledger, within time.Duration) (bool, time.Duration, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		var ok bool
+		start := time.Now()
+		err := s.Admit(ctx, "ns", "real", "real", fitsDecider(l, 10240, 4096, &ok))
+		return ok, time.Since(start), err
+	}
+
+	t.Run("blocker absent: admitted in the write that removes it", func(t *testing.T) {
+		s, l, c := setUp(t)
+		var ended []string
+		s.opts.OnEnd = func(r string) { ended = append(ended, r) }
+		ghostAt := time.Now() // setUp reserved it just before: its check is due confirmAfter after it
+		ok, took, err := admit(s, l, 5*time.Second)
+		if err != nil || !ok || time.Since(ghostAt) < confirmAfter-10*time.Millisecond {
+			t.Fatalf("allowed %v after %s, error %v; want allowed once the ghost is due, about %s after it was reserved", ok, took, err, confirmAfter)
+		}
+		if rs := usage(t, c, "ns").Status.Reservations; len(rs) != 1 || rs[0].PodUID != "real" || strings.Join(ended, ",") != EndAbsent {
+			t.Fatalf("reservations %+v, ended %q; want real's alone, the ghost ended absent", rs, ended)
+		}
+	})
+	t.Run("blocker is a real pod: denied", func(t *testing.T) {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ghost", UID: "ghost"}}
+		s, l, c := setUp(t, pod)
+		go func() { // the watch records it a little later
+			time.Sleep(confirmAfter + 200*time.Millisecond)
+			l.UpsertPod(testpod.New("ghost").NS("ns").UID("ghost").App("c", testpod.GPU(1), testpod.Mem(8192)).Build())
+		}()
+		ok, took, err := admit(s, l, 5*time.Second)
+		if err != nil || ok || took > 3*time.Second {
+			t.Fatalf("allowed %v after %s, error %v; want denied once the pod is recorded", ok, took, err)
+		}
+		if n := len(usage(t, c, "ns").Status.Reservations); n != 1 {
+			t.Fatalf("%d reservations, want the ghost's alone", n)
+		}
+	})
+	t.Run("blocker due after the deadline: denied at once", func(t *testing.T) {
+		s, l, _ := setUp(t)
+		s.opts.ConfirmAfter = time.Minute
+		s.mu.Lock()
+		clear(s.checks) // first seen now, so due in a minute
+		s.mu.Unlock()
+		ok, took, err := admit(s, l, 5*time.Second)
+		if err != nil || ok || took > time.Second {
+			t.Fatalf("allowed %v after %s, error %v; want denied at once", ok, took, err)
+		}
+	})
+}
+
+// TestConfirmWindow: the window is the longest timeout of the other
+// validating webhooks that may intercept pod creates, plus the margin.
+func TestConfirmWindow(t *testing.T) {
+	hook := func(timeout *int32, groups, resources []string, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.ValidatingWebhook {
+		return admissionregistrationv1.ValidatingWebhook{TimeoutSeconds: timeout, Rules: []admissionregistrationv1.RuleWithOperations{
+			{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: groups, Resources: resources}}}}
+	}
+	config := func(name string, hooks ...admissionregistrationv1.ValidatingWebhook) admissionregistrationv1.ValidatingWebhookConfiguration {
+		return admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}, Webhooks: hooks}
+	}
+	core, pods := []string{""}, []string{"pods"}
+	create := admissionregistrationv1.Create
+	for _, tt := range []struct {
+		name    string
+		configs []admissionregistrationv1.ValidatingWebhookConfiguration
+		want    time.Duration
+	}{
+		{"none", nil, confirmMargin},
+		{"gpuadmit's own is left out", []admissionregistrationv1.ValidatingWebhookConfiguration{config("gpuadmit", hook(ptr.To[int32](30), core, pods, create))}, confirmMargin},
+		{"Kyverno-like, default timeout", []admissionregistrationv1.ValidatingWebhookConfiguration{
+			config("kyverno", hook(nil, []string{"*"}, []string{"*"}, admissionregistrationv1.OperationAll))}, 10*time.Second + confirmMargin},
+		{"the longest of several", []admissionregistrationv1.ValidatingWebhookConfiguration{
+			config("gatekeeper", hook(ptr.To[int32](3), []string{"*"}, []string{"*/*"}, create)),
+			config("slow", hook(ptr.To[int32](25), core, pods, create))}, 25*time.Second + confirmMargin},
+		{"updates, other resources, other groups do not count", []admissionregistrationv1.ValidatingWebhookConfiguration{
+			config("a", hook(ptr.To[int32](20), core, pods, admissionregistrationv1.Update)),
+			config("b", hook(ptr.To[int32](20), core, []string{"pods/status", "configmaps"}, create)),
+			config("c", hook(ptr.To[int32](20), []string{"apps"}, []string{"*"}, create))}, confirmMargin},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := confirmWindow(tt.configs, "gpuadmit"); got != tt.want {
+				t.Fatalf("window %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestManyDueConfirmedWithOneList: more than listAbove due reservations of
+// a namespace are confirmed with one list of its pods (a flood of forged
+// reviews leaves hundreds; one read each would take the reads budget many
+// seconds): those whose pod is not listed end, the one that exists stays.
+func TestManyDueConfirmedWithOneList(t *testing.T) {
+	ctx := t.Context()
+	exists := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p3", UID: "u3"}}
+	var lists, gets int
+	base := fakeClient(t, exists)
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*metav1.PartialObjectMetadataList); ok {
+				lists++
+			}
+			return cl.List(ctx, list, opts...)
+		},
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.Pod); ok {
+				gets++
+			}
+			return cl.Get(ctx, key, obj, opts...)
+		}})
+	s, _, _, clk := newStore(t, c, "a")
+	s.opts.ReadsPerSecond = 2 // one list fits; eight reads would not
+	for i := range 8 {
+		if err := reserve(s, ctx, fmt.Sprint("u", i), fmt.Sprint("p", i), vec(1, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.now = clk.now.Add(2 * time.Second) // past confirmAfter
+	if removed := s.Clean(ctx); removed != 7 || lists != 1 || gets != 0 {
+		t.Fatalf("removed %d with %d lists and %d reads; want 7 removed with one list", removed, lists, gets)
+	}
+	if rs := usage(t, c, "ns").Status.Reservations; len(rs) != 1 || rs[0].PodUID != "u3" {
+		t.Fatalf("left %+v, want u3's alone", rs)
+	}
+}

@@ -1,0 +1,103 @@
+package gpuusage
+
+import (
+	"context"
+	"time"
+
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+)
+
+// A review denied only because of unconfirmed reservations (admissions
+// whose pod no replica has recorded) waits for them, at the head of the
+// namespace's queue, rather than being denied at once: such a reservation
+// is usually a create that failed after gpuadmit admitted it (another
+// admission plugin refused it) or a review that was not the API server's,
+// and it ends when a read confirms its pod absent, confirmAfter after it was
+// first seen. Waiting in order keeps later reviews (forged ones included)
+// from taking the room the waiting review waits for:
+//
+//	decide ──denied, fits without the unconfirmed──▶ WAITING (first in the queue)
+//	                                                    │ every blocker due before the
+//	   the deadline is near, or a blocker is due        │ review's deadline: read the due
+//	   too late: answered with its denial               │ ones, re-decide every recheckWait
+//	                                                    ▼
+//	                             a blocker recorded (a real pod): denied; all found absent:
+//	                             removed in the same write that reserves for the review
+
+// waitMargin: a waiting review is answered (with its denial) this long
+// before its deadline; recheckWait: how often it is decided again while
+// it waits.
+const (
+	waitMargin  = time.Second
+	recheckWait = 250 * time.Millisecond
+)
+
+// waitOrAnswer decides whether a review that fits without the unconfirmed
+// reservations of st waits for them: only when every one of them is due to
+// be checked before the review's deadline (less waitMargin).
+func (s *Store) waitOrAnswer(a *admission, st *gpuadmitv1.GPUUsageStatus) (outcome, error) {
+	deadline, ok := a.ctx.Deadline()
+	if !ok {
+		return answered, nil // no deadline: never hold the queue
+	}
+	left := time.Until(deadline) - waitMargin
+	if left <= 0 {
+		return answered, nil
+	}
+	now := s.opts.Clock.Now()
+	var blockers []gpuadmitv1.Reservation
+	for _, r := range st.Reservations {
+		if r.RecordedResourceVersion != "" || s.ledger.Seen(r.PodUID) != "" {
+			continue // a pod some replica recorded: it exists
+		}
+		if s.dueAt(r.PodUID).Sub(now) > left {
+			return answered, nil
+		}
+		blockers = append(blockers, r)
+	}
+	if len(blockers) == 0 {
+		return answered, nil
+	}
+	a.blockers = blockers
+	return waiting, nil
+}
+
+// settle lets a waiting review's blockers move: it reads the pods of those
+// due (at most ReadsPerSecond at once) and returns to be decided again, or
+// waits until the next is due, recheckWait, or the review's deadline less
+// waitMargin, whichever comes first.
+func (s *Store) settle(ctx context.Context, ns string, a *admission) {
+	now := s.opts.Clock.Now()
+	next := recheckWait
+	var due []gpuadmitv1.Reservation
+	for _, r := range a.blockers {
+		switch wait := s.dueAt(r.PodUID).Sub(now); {
+		case wait > 0:
+			next = min(next, wait)
+		case !s.isAbsent(r.PodUID) && len(due) < max(s.opts.ReadsPerSecond, 1):
+			due = append(due, r)
+		}
+	}
+	if len(due) > 0 {
+		for _, r := range due {
+			s.checked(r.PodUID)
+		}
+		s.confirmAbsent(ctx, ns, due)
+		return
+	}
+	if d, ok := a.ctx.Deadline(); ok {
+		next = min(next, max(time.Until(d)-waitMargin, 0))
+	}
+	t := time.NewTimer(next)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (s *Store) refused(reason string) {
+	if s.opts.OnRefused != nil {
+		s.opts.OnRefused(reason)
+	}
+}

@@ -1,0 +1,115 @@
+package webhookserver_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuadmit/gpuadmit/pkg/certs"
+)
+
+// TestClientAuthentication: with a client CA, only the API server's
+// certificate (that CA, an accepted common name) and the replicas' own
+// certificate complete the handshake; a connection without one, or with
+// another, fails before any handler runs, and is counted. Without a client
+// CA, anyone connects.
+func TestClientAuthentication(t *testing.T) {
+	tests := []struct {
+		name    string
+		clients bool // client authentication on (common name kube-apiserver)
+		cert    clientCert
+		want    string // "" for a 200, else a substring of the error
+	}{
+		{name: "off: no certificate", cert: noCert},
+		{name: "off: any certificate", cert: signedBy("someone", true)},
+		{name: "on: no certificate", clients: true, cert: noCert, want: "certificate"},
+		{name: "on: the API server's certificate", clients: true, cert: signedBy("kube-apiserver", false)},
+		{name: "on: another common name of the client CA", clients: true, cert: signedBy("system:node:n1", false), want: "certificate"},
+		{name: "on: the right name from another CA", clients: true, cert: signedBy("kube-apiserver", true), want: "certificate"},
+		{name: "on: the replicas' certificate", clients: true, cert: replicaCert},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts []option
+			if tt.clients {
+				opts = append(opts, withClientCA("kube-apiserver"))
+			}
+			f := start(t, nil, opts...)
+			status, body, err := f.post(f.httpClient(tt.cert(f), ""), "/validate", `{"a":1}`, nil)
+			switch {
+			case tt.want == "" && (err != nil || status != 200):
+				t.Fatalf("status %d %q, error %v; want 200", status, body, err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("status %d %q, error %v; want a handshake error naming %q", status, body, err, tt.want)
+			case tt.want != "" && refused(t, f, "client-certificate") == 0:
+				t.Error("the refusal was not counted")
+			}
+		})
+	}
+}
+
+// TestForwardedHeaderOnlyFromReplicas: the header that marks a review one
+// replica forwarded to another is refused (403, before the handler) from
+// any client but one presenting the replicas' own certificate.
+func TestForwardedHeaderOnlyFromReplicas(t *testing.T) {
+	f := start(t, nil)
+	header := map[string]string{peerHeader: "1"}
+	for _, tt := range []struct {
+		name   string
+		cert   clientCert
+		status int
+		body   string
+	}{
+		{"no certificate", noCert, 403, "accepted only from a replica"},
+		{"a certificate of another CA", signedBy("gpuadmit-webhook", true), 403, "accepted only from a replica"},
+		{"the replicas' certificate", replicaCert, 200, "replica=true"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body, err := f.post(f.httpClient(tt.cert(f), ""), "/validate", "{}", header)
+			if err != nil || status != tt.status || !strings.Contains(body, tt.body) {
+				t.Fatalf("status %d %q, error %v; want %d %q", status, body, err, tt.status, tt.body)
+			}
+		})
+	}
+	if got := refused(t, f, "not-replica"); got != 2 {
+		t.Errorf("refused not-replica = %v, want 2", got)
+	}
+}
+
+// TestClientCAReloaded: a new CA written to the file is used within a
+// reload; a file that no longer parses keeps the one loaded before.
+func TestClientCAReloaded(t *testing.T) {
+	f := start(t, nil, withClientCA("kube-apiserver"))
+	next, err := certs.Generate([]string{"next-ca"}, nil, time.Now(), time.Hour, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := signedBy("kube-apiserver", false)(f)
+	if err := os.WriteFile(f.caFile, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // four reload rounds
+	if status, _, err := f.post(f.httpClient(old, ""), "/", "", nil); err != nil || status != 200 {
+		t.Fatalf("after a garbled file: status %d, %v; want the old CA kept", status, err)
+	}
+	if err := os.WriteFile(f.caFile, next.CACert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.client = next
+	fresh := signedBy("kube-apiserver", false)(f)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		status, _, err := f.post(f.httpClient(fresh, ""), "/", "", nil)
+		if err == nil && status == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new CA was not loaded: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, _, err := f.post(f.httpClient(old, ""), "/", "", nil); err == nil {
+		t.Error("a certificate of the replaced CA is still accepted")
+	}
+}
