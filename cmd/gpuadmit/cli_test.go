@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -23,6 +25,9 @@ type cliCase struct {
 	wantText string
 	// wantTextSub must each appear in stdout (wantOut is not read).
 	wantTextSub []string
+	// wantObjects are the objects of a multi-object JSON, in order, as
+	// objectsOf writes them (wantOut is not read).
+	wantObjects []string
 	// wantErrSub must appear in stderr; when empty, stderr must be empty.
 	wantErrSub string
 }
@@ -50,7 +55,12 @@ func (tt cliCase) check(t *testing.T) {
 			t.Errorf("stdout does not contain %q:\n%s", sub, out.String())
 		}
 	}
-	if tt.wantText != "" || tt.wantTextSub != nil {
+	if tt.wantObjects != nil {
+		if got := objectsOf(t, out.Bytes()); !slices.Equal(got, tt.wantObjects) {
+			t.Errorf("objects %q, want %q", got, tt.wantObjects)
+		}
+	}
+	if tt.wantText != "" || tt.wantTextSub != nil || tt.wantObjects != nil {
 		return
 	}
 	if tt.wantOut == "" {
@@ -71,4 +81,32 @@ func (tt cliCase) check(t *testing.T) {
 	if string(g) != string(w) {
 		t.Errorf("stdout\n%s\nwant\n%s", g, w)
 	}
+}
+
+// objectsOf names the objects of a multi-object JSON (eval's or
+// effective's): "Pod team-a/p allowed" (eval), "Pod team-a/p" (effective).
+func objectsOf(t *testing.T, stdout []byte) []string {
+	t.Helper()
+	var doc struct {
+		Objects []struct {
+			Kind, Namespace, Name string
+			Allowed               *bool
+		}
+	}
+	if err := json.Unmarshal(stdout, &doc); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	out := []string{}
+	for _, o := range doc.Objects {
+		s := fmt.Sprintf("%s %s/%s", o.Kind, o.Namespace, o.Name)
+		switch {
+		case o.Allowed == nil:
+		case *o.Allowed:
+			s += " allowed"
+		default:
+			s += " denied"
+		}
+		out = append(out, s)
+	}
+	return out
 }

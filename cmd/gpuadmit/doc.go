@@ -3,15 +3,17 @@
 // manifests and a 'kubectl get -o yaml' dump, or from the cluster of the
 // current kubeconfig context.
 //
-//	gpuadmit effective -f POD.yaml [--config CFG] [--device-memory MiB]
+//	gpuadmit effective -f POD.yaml [-f ...] [-R] [--config CFG] [--device-memory MiB]
 //	gpuadmit usage [--state STATE.yaml] [-n NAMESPACE] [-o json|table]
-//	gpuadmit eval -f POD.yaml [--state STATE.yaml] [-n NAMESPACE] [-o json|table]
+//	gpuadmit eval -f POD.yaml [-f ...] [-R] [--state STATE.yaml] [-n NAMESPACE] [-o json|table]
 //	gpuadmit policy test [DIR]
 //	gpuadmit version | completion bash|zsh|fish|powershell
 //
 // Installed on the PATH as kubectl-gpuadmit, it is the kubectl plugin
 // `kubectl gpuadmit`. Without --state, usage and eval read the cluster with
-// kubectl's connection flags (--kubeconfig, --context, -n, --as, ...).
+// kubectl's connection flags (--kubeconfig, --context, -n, --as, ...), and
+// decide with the webhook's configuration and policy ConfigMaps there
+// unless --config and --policy are given; a line on stderr says which.
 //
 // Output is JSON on stdout (a table with -o table); errors go to stderr with
 // exit code 2; eval exits 1 when a pod is denied, policy test when a test

@@ -47,44 +47,45 @@ type containerOutput struct {
 
 func (c *cli) effectiveCmd() *cobra.Command {
 	var o struct {
-		file, config string
-		devMem       int64
+		in     manifestFlags
+		config string
+		devMem int64
 	}
 	cmd := &cobra.Command{
 		Use:   "effective -f POD.yaml [--config CFG] [--device-memory MiB]",
 		Short: "Print a pod's effective GPU demand",
-		Long: `Print the effective GPU demand of each pod of the manifest: the maximum of
-its steady state and its init-container peak, per container role.`,
+		Long: `Print the effective GPU demand of each pod of the manifests: the maximum of
+its steady state and its init-container peak, per container role. -f
+repeats and takes directories (-R: with their subdirectories), as in
+kubectl; the objects of all are printed together.`,
 		Example: `  gpuadmit effective -f pod.yaml
-  kubectl get deploy vllm -o yaml | gpuadmit effective -f -`,
+  kubectl get deploy vllm -o yaml | gpuadmit effective -f -
+  gpuadmit effective -f a.yaml -f manifests/ -R`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.file == "" {
-				return usageErrorf("-f is required; usage: %s", cmd.UseLine())
+			if err := o.in.required(cmd); err != nil {
+				return err
 			}
 			if o.devMem < 0 {
 				return usageErrorf("--device-memory must be >= 0, got %d", o.devMem)
 			}
-			return c.effective(o.file, o.config, o.devMem)
+			return c.effective(o.in, o.config, o.devMem)
 		},
 	}
-	filenameFlag(cmd, &o.file, "pod or workload manifest (YAML or JSON; - for standard input)")
-	configFlag(cmd, &o.config)
+	filenameFlag(cmd, &o.in, "pod or workload manifests")
+	configFlag(cmd, &o.config, "every default")
 	cmd.Flags().Int64Var(&o.devMem, "device-memory", 0, "device memory in MiB used to resolve memory percentages (0: unresolved)")
 	return cmd
 }
 
-func (c *cli) effective(file, cfgPath string, devMem int64) error {
+func (c *cli) effective(in manifestFlags, cfgPath string, devMem int64) error {
 	cfg, err := loadConfig(cfgPath, c.stderr)
 	if err != nil {
 		return err
 	}
-	objs, err := manifest.ReadFile(file, c.stdin)
+	objs, err := in.read(c.stdin)
 	if err != nil {
 		return err
-	}
-	if len(objs.Workloads) == 0 {
-		return fmt.Errorf("%s: no Pod or workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) found", file)
 	}
 	var out effectiveObjects
 	var errs []error

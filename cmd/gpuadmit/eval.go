@@ -50,12 +50,22 @@ func (c *cli) evalCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval -f POD.yaml [--state STATE.yaml] [-n NAMESPACE] [-o json|table]",
 		Short: "Make the webhook's decision for a CREATE of a pod or workload",
-		Long: `Make the webhook's decision for a CREATE of each pod of the manifest in a
+		Long: `Make the webhook's decision for a CREATE of each pod of the manifests in a
 cluster holding the state of a 'kubectl get -o yaml' dump (--state), or of
 the cluster when --state is not given (its Pods, Nodes, ResourceQuotas and
 the reservations of its GPUUsage objects): allowed, effective demand,
-denials, warnings. A workload's pods are decided one after the other, each
-admitted one counted before the next. Exits 1 when a pod is denied.
+denials, warnings. -f repeats and takes directories (-R: with their
+subdirectories), as in kubectl. The pods of all the manifests, and of a
+workload, are decided one after the other, each admitted one counted
+before the next. Exits 1 when a pod is denied.
+
+Reading the cluster, eval decides as the webhook installed there does:
+with its configuration (the ConfigMap gpuadmit-config in
+--gpuadmit-namespace) and its policy ConfigMaps (those the configuration's
+policy.configMapSelector selects there), loaded as the webhook loads them;
+--config and --policy replace them. A line on stderr says which
+configuration and policies were used (with --state, only when --config or
+--policy is given).
 
 -n sets the namespace of the request (default: the pod's, else the
 context's namespace, or "default" with --state). The policies see the
@@ -66,6 +76,9 @@ the cluster, or nobody with --state.`,
 		Example: `  # would the webhook admit this pod in the cluster of the current context?
   gpuadmit eval -f pod.yaml
 
+  # two manifests and a directory with its subdirectories, decided one after the other
+  gpuadmit eval -f quota-filler.yaml -f pod.yaml -f jobs/ -R
+
   # and in namespace team-b, from a dump
   gpuadmit eval -f pod.yaml --state state.yaml -n team-b -o table
 
@@ -73,23 +86,24 @@ the cluster, or nobody with --state.`,
   gpuadmit eval -f pod.yaml --state state.yaml --as alice --as-group ml-leads --explain -o table`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.file == "" {
-				return usageErrorf("-f is required; usage: %s", cmd.UseLine())
+			if err := o.in.required(cmd); err != nil {
+				return err
 			}
-			if o.file == "-" && o.state == "-" {
+			if o.in.stdin() && o.state == "-" {
 				return usageErrorf("-f and --state cannot both read standard input")
 			}
 			if err := checkOutput(o.output); err != nil {
 				return err
 			}
+			if err := checkSetupFlags(cmd, o.state); err != nil {
+				return err
+			}
 			return c.eval(cmd, o)
 		},
 	}
-	filenameFlag(cmd, &o.file, "pod or workload manifest (YAML or JSON; - for standard input)")
+	filenameFlag(cmd, &o.in, "pod or workload manifests")
 	cmd.Flags().StringVar(&o.state, "state", "", "dump of the cluster's Pods, Nodes and ResourceQuotas, as 'kubectl get -o yaml' prints them (- for standard input); default: read the cluster")
-	configFlag(cmd, &o.config)
-	cmd.Flags().StringVar(&o.policy, "policy", "", "directory of Rego modules added to (or, by file name, replacing) the embedded policies")
-	_ = cmd.MarkFlagDirname("policy")
+	setupFlagsOn(cmd, &o.setup, true)
 	outputFlag(cmd, &o.output)
 	cmd.Flags().BoolVar(&o.explain, "explain", false, "tell, for each denial and warning, the rule that produced it (file:line), and the namespace's limits against its usage after the pod")
 	return cmd
@@ -97,16 +111,28 @@ the cluster, or nobody with --state.`,
 
 // evalOptions are eval's flags.
 type evalOptions struct {
-	file, state, config, policy, output string
-	explain                             bool
+	in            manifestFlags
+	setup         setupFlags
+	state, output string
+	explain       bool
 }
 
 func (c *cli) eval(cmd *cobra.Command, o evalOptions) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), evalTimeout)
 	defer cancel()
 	warn := func(w string) { fmt.Fprintf(c.stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }
-	e := evaluation{namespace: *c.kube.Namespace, source: c.source(o.state, warn), warn: warn, explain: o.explain}
-	out, single, err := e.run(ctx, o.file, o.config, o.policy, c.stdin, c.stderr)
+	src := c.source(o.state, warn)
+	kube, err := src.gpuadmit()
+	if err != nil {
+		return err
+	}
+	st, err := newSetup(ctx, o.setup, kube, true, c.stderr)
+	if err != nil {
+		return err
+	}
+	st.say(cmd, o.setup, kube != nil, true, c.stderr)
+	e := evaluation{namespace: *c.kube.Namespace, source: src, warn: warn, explain: o.explain, setup: st}
+	out, single, err := e.run(ctx, o.in, c.stdin)
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ func TestEvalCommand(t *testing.T) {
 		{name: "percentage resolved against the largest device; the pending notebook counts too",
 			args: []string{"eval", "-f", pods + "percentage.yaml", "--state", state + "cluster.yaml"}, wantCode: 1,
 			wantOut: `{"allowed":false,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"denials":[
-				"namespace \"team-a\": nvidia.com/gpumem: pod needs 20480 MiB, 49152 MiB used + 0 MiB reserved, limit 65536 MiB (ResourceQuota \"gpu-small\" limits.nvidia.com/gpumem); container \"notebook\" takes 50 % of a device: 1 x 20480 MiB"],"warnings":[
+				"namespace \"team-a\": nvidia.com/gpumem: pod needs 20480 MiB, 61440 MiB used + 0 MiB reserved, limit 65536 MiB (ResourceQuota \"gpu-small\" limits.nvidia.com/gpumem); container \"notebook\" takes 50 % of a device: 1 x 20480 MiB"],"warnings":[
 				"namespace \"team-a\": nvidia.com/gpu will be at 100 % of its limit after this pod (4 of 4, ResourceQuota \"gpu-small\")"]}`},
 		{name: "--namespace moves the pod to team-b, where GPUs are blocked",
 			args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml", "--state", state + "cluster.yaml", "--namespace", "team-b"}, wantCode: 1,
@@ -77,7 +77,8 @@ func TestEvalCommand(t *testing.T) {
 			wantOut: `{"allowed":false,"effective":{"gpu":5,"gpumem":5120,"gpucores":0},"denials":[
 				"namespace \"team-a\": nvidia.com/gpu: pod needs 5 devices, at most 4 per pod outside namespace \"research\"",
 				"namespace \"team-a\": pod \"big\": container \"c\" needs 5 device(s) with 1024 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node \"node1\"; at most 1 healthy device(s) on one node)",
-				"namespace \"team-a\": pod \"big\": required label \"cost-center\" is missing or empty; every GPU pod must carry it"],"warnings":[]}`},
+				"namespace \"team-a\": pod \"big\": required label \"cost-center\" is missing or empty; every GPU pod must carry it"],"warnings":[]}`,
+			wantErrSub: "gpuadmit eval: configuration: the defaults; policies: built-in + --policy ../../examples/policy\n"},
 		{name: "pod without GPU resources: the webhook is not consulted", stdin: "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: c}]}\n",
 			args: []string{"eval", "-f", "-", "--state", state + "seed-init-running.yaml"},
 			wantOut: `{"allowed":true,"effective":{"gpu":0,"gpumem":0,"gpucores":0},"denials":[],"warnings":[
@@ -112,6 +113,12 @@ func TestEvalCommand(t *testing.T) {
 		{name: "both from standard input", args: []string{"eval", "-f", "-", "--state", "-"}, wantCode: 2, wantErrSub: "cannot both read standard input"},
 		{name: "state is not a pod file", args: []string{"eval", "-f", state + "idle-a10-quota24g.yaml", "--state", state + "cluster.yaml"},
 			wantCode: 2, wantErrSub: "no Pod or workload"},
+		{name: "--gpuadmit-namespace reads the cluster, which --state does not",
+			args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml", "--state", state + "cluster.yaml", "--gpuadmit-namespace", "gpu"}, wantCode: 2,
+			wantErrSub: "gpuadmit eval: --gpuadmit-namespace names where the cluster's configuration is read; with --state nothing is read from the cluster"},
+		{name: "--config with --state: the line says so", args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml", "--state", state + "idle-a10-quota24g.yaml",
+			"--config", "../../examples/config/memory-factor-1024.yaml"}, wantCode: 1, wantTextSub: []string{`"gpumem": 20971520`},
+			wantErrSub: "gpuadmit eval: configuration from --config ../../examples/config/memory-factor-1024.yaml; policies: built-in\n"},
 		{name: "unknown flag", args: []string{"eval", "--pod", "x"}, wantCode: 2, wantErrSub: "gpuadmit eval: unknown flag: --pod\nSee 'gpuadmit eval --help' for usage."},
 	}
 	for _, tt := range tests {

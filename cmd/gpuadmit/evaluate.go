@@ -34,26 +34,22 @@ type evaluation struct {
 	explain bool
 	// user is who asks; set, it is not read from the source.
 	user *decision.UserInfo
-	// engine holds the policies; nil loads them in run.
+	// setup is the configuration, and the policies run loads unless
+	// engine is set.
+	setup   setup
 	engine  *policy.Engine
 	ledger  *cache.Ledger
 	decider *decision.Decider
 	matcher *matchcond.Matcher
 }
 
-// run evaluates every object of file against the source's state; single
-// reports that the manifest is exactly one Pod.
-func (e *evaluation) run(ctx context.Context, file, cfgPath, policyDir string, stdin io.Reader, stderr io.Writer) (evalObjects, bool, error) {
-	cfg, err := loadConfig(cfgPath, stderr)
+// run evaluates every object of the manifests against the source's
+// state; single reports that they are exactly one Pod.
+func (e *evaluation) run(ctx context.Context, in manifestFlags, stdin io.Reader) (evalObjects, bool, error) {
+	cfg := e.setup.cfg
+	objs, err := in.read(stdin)
 	if err != nil {
 		return evalObjects{}, false, err
-	}
-	objs, err := manifest.ReadFile(file, stdin)
-	if err != nil {
-		return evalObjects{}, false, err
-	}
-	if len(objs.Workloads) == 0 {
-		return evalObjects{}, false, fmt.Errorf("%s: no Pod or workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) found", file)
 	}
 	if e.namespace == "" {
 		if e.fallback, err = e.source.namespace(); err != nil {
@@ -84,11 +80,7 @@ func (e *evaluation) run(ctx context.Context, file, cfgPath, policyDir string, s
 	}
 	engine := e.engine
 	if engine == nil {
-		var dirs []policy.Source
-		if policyDir != "" {
-			dirs = append(dirs, policy.Dir(policyDir))
-		}
-		if engine, err = loadEngine(ctx, cfg, dirs); err != nil {
+		if engine, err = e.setup.engine(ctx); err != nil {
 			return evalObjects{}, false, err
 		}
 	}
@@ -113,12 +105,17 @@ func (e *evaluation) run(ctx context.Context, file, cfgPath, policyDir string, s
 // loadEngine loads the policies the webhook loads from the configuration's
 // directory, then the command line's sources.
 func loadEngine(ctx context.Context, cfg config.Configuration, sources []policy.Source) (*policy.Engine, error) {
-	engine := policy.New(policy.Options{EvalTimeout: cfg.Admission.PolicyEvaluationTimeout})
-	var overrides []policy.Source
+	var dir []policy.Source
 	if cfg.Policy.Directory != "" {
-		overrides = append(overrides, policy.Dir(cfg.Policy.Directory))
+		dir = append(dir, policy.Dir(cfg.Policy.Directory))
 	}
-	if err := engine.Load(ctx, append(overrides, sources...)...); err != nil {
+	return loadSources(ctx, cfg, append(dir, sources...))
+}
+
+// loadSources loads the built-in policies, then sources, as one set.
+func loadSources(ctx context.Context, cfg config.Configuration, sources []policy.Source) (*policy.Engine, error) {
+	engine := policy.New(policy.Options{EvalTimeout: cfg.Admission.PolicyEvaluationTimeout})
+	if err := engine.Load(ctx, sources...); err != nil {
 		return nil, err
 	}
 	return engine, nil

@@ -131,22 +131,27 @@ func checkOutput(out string) error {
 	return nil
 }
 
-// filenameFlag adds -f/--filename; --f (as the command line accepted it
-// before it followed kubectl) names it too.
-func filenameFlag(cmd *cobra.Command, file *string, usage string) {
+// filenameFlag adds -f/--filename, which repeats as in kubectl, and
+// -R/--recursive; --f (as the command line accepted it before it followed
+// kubectl) names -f too. what says what the manifests hold.
+func filenameFlag(cmd *cobra.Command, m *manifestFlags, what string) {
 	cmd.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		if name == "f" {
 			name = "filename"
 		}
 		return pflag.NormalizedName(name)
 	})
-	cmd.Flags().StringVarP(file, "filename", "f", "", usage)
+	// Not kubectl's StringSlice: a comma is part of a file name (t.TempDir
+	// makes such names), not a separator.
+	cmd.Flags().StringArrayVarP(&m.files, "filename", "f", nil,
+		what+" (YAML or JSON): a file, a directory of .json, .yaml and .yml files, or - for standard input; repeat -f for more, read in order")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	cmd.Flags().BoolVarP(&m.recursive, "recursive", "R", false, "read the directories -f names and their subdirectories")
 }
 
-// configFlag adds --config.
-func configFlag(cmd *cobra.Command, path *string) {
-	cmd.Flags().StringVar(path, "config", "", "configuration file, the webhook's (or a HAMi device config); default: every default")
+// configFlag adds --config; dflt says what is used without it.
+func configFlag(cmd *cobra.Command, path *string, dflt string) {
+	cmd.Flags().StringVar(path, "config", "", "configuration file, the webhook's (or a HAMi device config); default: "+dflt)
 	_ = cmd.MarkFlagFilename("config", "yaml", "yml", "json")
 }
 

@@ -29,6 +29,9 @@ type source interface {
 	ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*cache.Ledger, error)
 	// user is who the requests come from (input.userInfo).
 	user(ctx context.Context) (decision.UserInfo, error)
+	// gpuadmit is the client that reads gpuadmit's own configuration and
+	// policies in the cluster; nil for a dump.
+	gpuadmit() (kubernetes.Interface, error)
 }
 
 // source returns the dump at path or, when path is empty, the cluster;
@@ -48,6 +51,8 @@ type dump struct {
 }
 
 func (dump) namespace() (string, error) { return "default", nil }
+
+func (dump) gpuadmit() (kubernetes.Interface, error) { return nil, nil }
 
 func (d dump) ledger(_ context.Context, s effective.Settings, _ []string, _ bool) (*cache.Ledger, error) {
 	return loadState(d.path, d.stdin, s, logr.Discard())
@@ -123,6 +128,8 @@ func (l live) client() (kubernetes.Interface, error) {
 	}
 	return kc, nil
 }
+
+func (l live) gpuadmit() (kubernetes.Interface, error) { return l.client() }
 
 func (l live) ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*cache.Ledger, error) {
 	cfg, err := l.config()

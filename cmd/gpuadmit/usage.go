@@ -50,14 +50,21 @@ type usageCapacity struct {
 }
 
 func (c *cli) usageCmd() *cobra.Command {
-	var o struct{ state, config, output string }
+	var o struct {
+		state, output string
+		setup         setupFlags
+	}
 	cmd := &cobra.Command{
 		Use:   "usage [--state STATE.yaml] [-n NAMESPACE] [-o json|table]",
 		Short: "Show GPU usage per namespace (with quota limits) and per device",
 		Long: `Show GPU usage per namespace, with the limits of its ResourceQuotas, and
 per device of each GPU node, from the Pods, Nodes and ResourceQuotas of a
 'kubectl get -o yaml' dump (--state), or of the cluster when --state is not
-given. -n shows one namespace only.`,
+given. -n shows one namespace only.
+
+Reading the cluster, it reads the webhook's configuration too (the ConfigMap
+gpuadmit-config of --gpuadmit-namespace: resource names, memoryFactor),
+unless --config names one, and says on stderr which it used.`,
 		Example: `  # every namespace of the cluster of the current context, as a table
   gpuadmit usage -o table
 
@@ -69,27 +76,36 @@ given. -n shows one namespace only.`,
 			if err := checkOutput(o.output); err != nil {
 				return err
 			}
-			return c.usage(cmd, o.state, o.config, o.output)
+			if err := checkSetupFlags(cmd, o.state); err != nil {
+				return err
+			}
+			return c.usage(cmd, o.state, o.setup, o.output)
 		},
 	}
 	cmd.Flags().StringVar(&o.state, "state", "", "dump of the cluster's Pods, Nodes and ResourceQuotas, as 'kubectl get -o yaml' prints them (- for standard input); default: read the cluster")
-	configFlag(cmd, &o.config)
+	setupFlagsOn(cmd, &o.setup, false)
 	outputFlag(cmd, &o.output)
 	return cmd
 }
 
-func (c *cli) usage(cmd *cobra.Command, state, cfgPath, output string) error {
+func (c *cli) usage(cmd *cobra.Command, state string, f setupFlags, output string) error {
 	warn := func(w string) { fmt.Fprintf(c.stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }
-	cfg, err := loadConfig(cfgPath, c.stderr)
+	src := c.source(state, warn)
+	kube, err := src.gpuadmit()
 	if err != nil {
 		return err
 	}
+	st, err := newSetup(cmd.Context(), f, kube, false, c.stderr)
+	if err != nil {
+		return err
+	}
+	st.say(cmd, f, kube != nil, false, c.stderr)
 	ns := *c.kube.Namespace
 	var scope []string
 	if ns != "" {
 		scope = []string{ns}
 	}
-	l, err := c.source(state, warn).ledger(cmd.Context(), cfg.Devices, scope, false)
+	l, err := src.ledger(cmd.Context(), st.cfg.Devices, scope, false)
 	if err != nil {
 		return err
 	}

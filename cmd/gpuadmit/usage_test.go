@@ -25,7 +25,7 @@ func TestUsageCommand(t *testing.T) {
 		{name: "cluster: quotas, split devices, HAMi node, percentages, problems",
 			args: []string{"usage", "--state", "../../examples/state/cluster.yaml"},
 			wantOut: `{"namespaces":{
-				"team-a":{"used":{"gpu":3,"gpumem":49152,"gpucores":50},"limits":{"gpu":4,"gpumem":65536,"gpucores":300},"pods":3,
+				"team-a":{"used":{"gpu":3,"gpumem":61440,"gpucores":50},"limits":{"gpu":4,"gpumem":65536,"gpucores":300},"pods":3,
 					"quotas":{"gpu-large":{"gpu":8,"gpumem":131072,"gpucores":300},"gpu-small":{"gpu":4,"gpumem":65536}}},
 				"team-b":{"used":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{"gpu":0,"gpucores":0},"pods":0,"quotas":{"no-gpus":{"gpu":0,"gpucores":0}}}},
 			"nodes":{
@@ -42,7 +42,8 @@ func TestUsageCommand(t *testing.T) {
 			args:  []string{"usage", "--state", "-", "--config", "../../examples/config/memory-factor-1024.yaml"},
 			stdin: stateWithFactorQuota,
 			wantOut: `{"namespaces":{"ns":{"used":{"gpu":1,"gpumem":12288,"gpucores":0},"limits":{"gpumem":24576},"pods":1,
-				"quotas":{"q":{"gpumem":24576}}}},"nodes":{}}`},
+				"quotas":{"q":{"gpumem":24576}}}},"nodes":{}}`,
+			wantErrSub: "gpuadmit usage: configuration from --config ../../examples/config/memory-factor-1024.yaml\n"},
 		{name: "only nodes", args: []string{"usage", "--state", "-"},
 			stdin:   "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-node\n  annotations:\n    gpuadmit.io/gpu-devices: '[{\"uuid\":\"GPU-1\",\"memoryMiB\":1000}]'\n",
 			wantOut: `{"namespaces":{},"nodes":{"gpu-node":{"devices":{"GPU-1":{"capacity":{"gpumem":1000,"gpucores":100},"used":{"gpu":0,"gpumem":0,"gpucores":0}}}}}}`},

@@ -107,6 +107,10 @@ func (c *cli) suiteEngine(ctx context.Context, suite *policySuite, t suiteTest) 
 func (c *cli) verifyCase(ctx context.Context, suite *policySuite, t suiteTest, cs suiteCase, engine *policy.Engine) string {
 	ctx, cancel := context.WithTimeout(ctx, evalTimeout)
 	defer cancel()
+	cfg, err := loadConfig(suite.path(t.Config), c.stderr)
+	if err != nil {
+		return err.Error()
+	}
 	file, stdin := suite.path(cs.File), bytes.NewReader(nil)
 	if cs.Pod != nil {
 		data, err := json.Marshal(cs.Pod)
@@ -123,9 +127,10 @@ func (c *cli) verifyCase(ctx context.Context, suite *policySuite, t suiteTest, c
 			fmt.Fprintf(c.stderr, "gpuadmit policy verify: warning: %s/%s: %s\n", t.Name, cs.Name, w)
 		},
 		user:   cs.User.info(),
+		setup:  setup{cfg: cfg},
 		engine: engine,
 	}
-	out, _, err := e.run(ctx, file, suite.path(t.Config), "", stdin, c.stderr)
+	out, _, err := e.run(ctx, manifestFlags{files: []string{file}}, stdin)
 	if err != nil {
 		return err.Error()
 	}

@@ -39,6 +39,10 @@ type Options struct {
 	// through their Secret and patch the caBundles themselves, instead of
 	// reading files from --cert-dir.
 	SelfManagedCerts bool
+	// APIProxies: each replica reaches the API server through a proxy of
+	// its own (APIProxy), so that a test can stall or cut one replica's
+	// connection alone.
+	APIProxies bool
 }
 
 // Cluster is a control plane with webhook replicas behind a proxy.
@@ -59,6 +63,9 @@ type Replica struct {
 	Log    string
 	cmd    *exec.Cmd
 	exited chan error
+	// api and kubeconfig: its own way to the API server (Options.APIProxies).
+	api        *tcpproxy.Proxy
+	kubeconfig string
 }
 
 // Build compiles cmd/webhook into dir and returns the binary's path.
@@ -114,6 +121,11 @@ func (c *Cluster) setUp(ctx context.Context) error {
 		HealthEvery: 100 * time.Millisecond}); err != nil {
 		return err
 	}
+	if c.opts.APIProxies {
+		if err := c.apiProxies(); err != nil {
+			return err
+		}
+	}
 	for i := range c.Replicas {
 		if err := c.StartReplica(i); err != nil {
 			return err
@@ -153,7 +165,11 @@ func (c *Cluster) StartReplica(i int, extra ...string) error {
 	if c.opts.SelfManagedCerts {
 		certArgs = []string{"--cert-ips", "127.0.0.1", "--cert-check-interval", "1s"}
 	}
-	args := append([]string{"--kubeconfig", c.Kubeconfig, "--namespace", devcluster.Namespace,
+	kubeconfig := c.Kubeconfig
+	if r.kubeconfig != "" {
+		kubeconfig = r.kubeconfig
+	}
+	args := append([]string{"--kubeconfig", kubeconfig, "--namespace", devcluster.Namespace,
 		"--config", filepath.Join(c.opts.Dir, "config.yaml")}, certArgs...)
 	args = append(args,
 		"--port", strconv.Itoa(r.Port), "--health-probe-bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(r.Probe)),
@@ -233,6 +249,11 @@ func (c *Cluster) Stop() error {
 	}
 	if c.Proxy != nil {
 		err = errors.Join(err, c.Proxy.Close())
+	}
+	for _, r := range c.Replicas {
+		if r.api != nil {
+			err = errors.Join(err, r.api.Close())
+		}
 	}
 	return errors.Join(err, c.Cluster.Stop())
 }

@@ -22,13 +22,12 @@ func Burst(ctx context.Context, k kubernetes.Interface, ns string, n, clients in
 	return &tl
 }
 
-// RollingRestart restarts every replica in turn (SIGTERM: it fails
-// readiness, drains and stops; then a new one starts and becomes ready)
-// while 1 GiB pods are created in ns at rate a second. It returns the
-// outcomes and how long the restart took.
-func (c *Cluster) RollingRestart(ctx context.Context, k kubernetes.Interface, ns string, rate int) (*creates.Tally, time.Duration, error) {
-	var tl creates.Tally
-	stop := make(chan struct{})
+// Stream creates 1 GiB pods named prefix-NNNN in ns at rate a second until
+// stop is called, which waits for the creates in flight; tl records each
+// outcome.
+func Stream(ctx context.Context, k kubernetes.Interface, ns, prefix string, rate int) (tl *creates.Tally, stop func()) {
+	tl = &creates.Tally{}
+	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		tick := time.NewTicker(time.Second / time.Duration(rate))
@@ -37,16 +36,25 @@ func (c *Cluster) RollingRestart(ctx context.Context, k kubernetes.Interface, ns
 		defer inflight.Wait()
 		for i := 0; ; i++ {
 			select {
-			case <-stop:
+			case <-done:
 				return
 			case <-tick.C:
 			}
 			inflight.Go(func() {
-				_, err := k.CoreV1().Pods(ns).Create(ctx, creates.GPUPod(ns, fmt.Sprintf("r-%04d", i), "", 1024), metav1.CreateOptions{})
+				_, err := k.CoreV1().Pods(ns).Create(ctx, creates.GPUPod(ns, fmt.Sprintf("%s-%04d", prefix, i), "", 1024), metav1.CreateOptions{})
 				tl.Record(err)
 			})
 		}
 	})
+	return tl, func() { close(done); wg.Wait() }
+}
+
+// RollingRestart restarts every replica in turn (SIGTERM: it fails
+// readiness, drains and stops; then a new one starts and becomes ready)
+// while 1 GiB pods are created in ns at rate a second. It returns the
+// outcomes and how long the restart took.
+func (c *Cluster) RollingRestart(ctx context.Context, k kubernetes.Interface, ns string, rate int) (*creates.Tally, time.Duration, error) {
+	tl, stop := Stream(ctx, k, ns, "r", rate)
 	start := time.Now()
 	var err error
 	for i := range c.Replicas {
@@ -61,9 +69,8 @@ func (c *Cluster) RollingRestart(ctx context.Context, k kubernetes.Interface, ns
 		}
 	}
 	took := time.Since(start)
-	close(stop)
-	wg.Wait()
-	return &tl, took, err
+	stop()
+	return tl, took, err
 }
 
 // FastClient is a client of the cluster without client-side rate limits,

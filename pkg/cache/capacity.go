@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
@@ -25,21 +24,19 @@ type node struct {
 	maxMemMiB int64
 	// used is the per-device sum of the records charged to the node.
 	used map[string]effective.Vector
-	// percent are the bound pods whose demand depends on the node's device sizes.
-	percent map[types.UID]*podRecord
 }
 
 func (l *Ledger) nodeLocked(name string) *node {
 	nd := l.nodes[name]
 	if nd == nil {
-		nd = &node{used: map[string]effective.Vector{}, percent: map[types.UID]*podRecord{}}
+		nd = &node{used: map[string]effective.Vector{}}
 		l.nodes[name] = nd
 	}
 	return nd
 }
 
 func (l *Ledger) gcNodeLocked(name string) {
-	if nd := l.nodes[name]; nd != nil && !nd.seen && len(nd.used) == 0 && len(nd.percent) == 0 {
+	if nd := l.nodes[name]; nd != nil && !nd.seen && len(nd.used) == 0 {
 		delete(l.nodes, name)
 	}
 }
@@ -65,7 +62,7 @@ func (l *Ledger) UpsertNode(n *corev1.Node) {
 	}
 	nd.seen, nd.labels, nd.devices, nd.source, nd.problems = true, n.Labels, devs, source, problems
 	nd.maxMemMiB = maxMemory(devs)
-	l.capacityChangedLocked(nd, devicesChanged)
+	l.capacityChangedLocked()
 }
 
 // DeleteNode forgets a node's labels and devices; usage charged to it stays
@@ -79,24 +76,21 @@ func (l *Ledger) DeleteNode(name string) {
 	}
 	if nd.seen {
 		nd.seen, nd.labels, nd.devices, nd.source, nd.problems, nd.maxMemMiB = false, nil, nil, "", nil, 0
-		l.capacityChangedLocked(nd, true)
+		l.capacityChangedLocked()
 	}
 	l.gcNodeLocked(name)
 }
 
 // capacityChangedLocked drops the cached capacity and re-derives the pods
-// whose demand depends on device sizes: the node's bound percentage pods
-// when its devices changed, and every pending percentage pod (they resolve
-// against the eligible nodes, which may have changed).
-func (l *Ledger) capacityChangedLocked(nd *node, devicesChanged bool) {
+// whose demand depends on device sizes (they resolve against the largest
+// device of the nodes they may run on, which may have changed; never below
+// what they were first charged).
+func (l *Ledger) capacityChangedLocked() {
 	l.capacity = nil
-	var recs []*podRecord
-	if devicesChanged {
-		recs = slices.Collect(maps.Values(nd.percent))
-	}
-	recs = append(recs, slices.Collect(maps.Values(l.pending))...)
-	for _, r := range recs {
-		l.applyLocked(r.uid, podName{r.namespace, r.name}, l.deriveLocked(r.pod))
+	for _, r := range slices.Collect(maps.Values(l.sized)) {
+		d := l.deriveLocked(r.pod, r)
+		d.keep(r, r.pod, false)
+		l.applyLocked(r.uid, podName{r.namespace, r.name}, d)
 	}
 }
 

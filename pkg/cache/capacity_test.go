@@ -97,11 +97,13 @@ func TestCapacityIsCachedAndRebuilt(t *testing.T) {
 }
 
 // TestPercentagesFollowTheNodes: memory given as a percentage (or the
-// whole device) resolves, while the pod is pending, against the largest
-// device of the nodes it may run on (as its admission did); once bound,
-// against the bound node's largest device; once assigned, against the
-// assigned device. It is unresolved while no such device is known, and
-// follows changes of the nodes.
+// whole device) resolves as its admission resolved it: against the largest
+// device of the nodes it may run on, pending or bound (HAMi books the
+// assigned device; gpuadmit keeps what admission resolved, so that no node
+// or annotation lowers a charge). It is unresolved while no such device is
+// known, grows when a larger node appears, and never drops below the size
+// it was first resolved against: shrinking or deleted nodes leave it, and
+// say so.
 func TestPercentagesFollowTheNodes(t *testing.T) {
 	l := newLedger(t)
 	pending := testpod.New("pending").NS("ns").App("a", gpu(1), pct(50)).Build()
@@ -117,17 +119,17 @@ func TestPercentagesFollowTheNodes(t *testing.T) {
 		t.Fatalf("node known: used %v unresolved %v; want 50%% of 81920 for both", s.Used, s.Unresolved)
 	}
 	l.UpsertNode(testnode.WithDevices("n2", map[string]string{"gpu": "h200"}, dev("GPU-3", 143771)))
-	if s = l.Namespace("ns"); s.Used.MemMiB != 40960+71885 {
-		t.Fatalf("a larger node appeared: used %d MiB, want 40960 (bound to n1) + 71885 (pending, may land on n2)", s.Used.MemMiB)
+	if s = l.Namespace("ns"); s.Used.MemMiB != 2*71885 {
+		t.Fatalf("a larger node appeared: used %d MiB, want 2 × 71885 (both may land on n2, as far as their specs say)", s.Used.MemMiB)
 	}
 	l.UpsertNode(testnode.WithDevices("n1", nil, dev("GPU-1", 24576)))
-	if s = l.Namespace("ns"); s.Used.MemMiB != 12288+71885 {
-		t.Fatalf("n1 shrank: used %d MiB, want 12288 + 71885", s.Used.MemMiB)
+	if s = l.Namespace("ns"); s.Used.MemMiB != 2*71885 {
+		t.Fatalf("n1 shrank: used %d MiB, want 2 × 71885 (n2 is still the largest)", s.Used.MemMiB)
 	}
 	l.DeleteNode("n1")
 	l.DeleteNode("n2")
-	if s = l.Namespace("ns"); s.Used.MemMiB != 0 || len(s.Unresolved) != 2 {
-		t.Fatalf("nodes gone: used %v unresolved %v", s.Used, s.Unresolved)
+	if s = l.Namespace("ns"); s.Used.MemMiB != 2*40960 || len(s.Unresolved) != 0 || len(s.Problems) != 2 || s.Problems[0].Kind != ProblemCharge {
+		t.Fatalf("nodes gone: used %v unresolved %v problems %v; want both still charged the 40960 MiB first resolved, and reported", s.Used, s.Unresolved, s.Problems)
 	}
 	l.DeletePod(bound)
 	l.DeletePod(pending)
@@ -140,7 +142,7 @@ func TestPercentagesFollowTheNodes(t *testing.T) {
 // percentage pod charged 0 while Pending: HAMi books the whole card
 // (pkg/device/nvidia Fit: memreq = Totalmem * 100 / 100), and so must the
 // ledger from the moment the pod exists, with the same eligibility the
-// admission used; then the bound node's device, then the assigned device.
+// admission used, and keep it once bound and assigned.
 func TestPendingWholeCardPodsAreCharged(t *testing.T) {
 	l := newLedger(t)
 	l.UpsertNode(testnode.WithDevices("a10", map[string]string{"gpu": "a10"}, dev("GPU-a", 24576)))
@@ -154,7 +156,8 @@ func TestPendingWholeCardPodsAreCharged(t *testing.T) {
 		{"gpumem 0: the whole card", testpod.New("p").NS("ns").App("a", gpu(1), mem(0)), vec(1, 81920, 0)},
 		{"percentage 0: the whole card", testpod.New("p").NS("ns").App("a", gpu(1), pct(0)), vec(1, 81920, 0)},
 		{"50 %, selector to a10", testpod.New("p").NS("ns").App("a", gpu(1), pct(50)).NodeSelector("gpu", "a10"), vec(1, 12288, 0)},
-		{"50 %, bound to a10 (selector ignored)", testpod.New("p").NS("ns").App("a", gpu(1), pct(50)).Node("a10"), vec(1, 12288, 0)},
+		{"50 %, bound to a10: as admitted, of the largest device its spec allows (HAMi books 12288)", testpod.New("p").NS("ns").App("a", gpu(1), pct(50)).Node("a10"), vec(1, 40960, 0)},
+		{"50 %, selector to a10, bound there", testpod.New("p").NS("ns").App("a", gpu(1), pct(50)).NodeSelector("gpu", "a10").Node("a10"), vec(1, 12288, 0)},
 		{"whole card, assigned to one h100 device", testpod.New("p").NS("ns").App("a", gpu(1)).Node("h100").
 			Devices("GPU-h1,NVIDIA,81920,100:;"), vec(1, 81920, 100)},
 		{"two cards at 50 %, assigned", testpod.New("p").NS("ns").App("a", gpu(2), pct(50)).Node("h100").

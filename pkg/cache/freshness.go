@@ -14,7 +14,6 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // FreshnessOptions configure how a Feed decides that a watch is stale: it
@@ -64,8 +63,9 @@ type rvAt struct {
 	rv uint64
 }
 
-func newFreshness(client kubernetes.Interface, opts FreshnessOptions, log logr.Logger,
-	informers map[string]toolscache.SharedIndexInformer) *freshness {
+// newFreshness checks the watches of watched, each a function returning how
+// far its watch got.
+func newFreshness(client kubernetes.Interface, opts FreshnessOptions, log logr.Logger, watched map[string]func() string) *freshness {
 	if opts.ProbeEvery == 0 {
 		opts.ProbeEvery = 15 * time.Second
 	}
@@ -79,10 +79,10 @@ func newFreshness(client kubernetes.Interface, opts FreshnessOptions, log logr.L
 		opts.Clock = realClock{}
 	}
 	f := &freshness{opts: opts, log: log, resources: map[string]*watchState{}}
-	for name := range informers {
+	for name := range watched {
 		f.resources[name] = &watchState{}
 	}
-	f.watched = func(resource string) string { return informers[resource].LastSyncResourceVersion() }
+	f.watched = func(resource string) string { return watched[resource]() }
 	f.probe = func(ctx context.Context, resource string) (string, error) {
 		lo := metav1.ListOptions{Limit: 1}
 		var meta metav1.ListInterface

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -27,6 +25,7 @@ type Sink interface {
 	Settings() effective.Settings
 	UpsertPod(*corev1.Pod)
 	DeletePod(*corev1.Pod)
+	ReplacePods([]*corev1.Pod)
 	DeletePodByName(namespace, name string)
 	UpsertNode(*corev1.Node)
 	DeleteNode(name string)
@@ -51,14 +50,14 @@ type FeedOptions struct {
 	Log logr.Logger
 }
 
-// Feed feeds a ledger from Pod, Node, ResourceQuota and Namespace informers of its own
-// SharedInformerFactory (its transforms slim the objects, so the factory is
-// not shared with code that needs whole objects).
+// Feed feeds a ledger from a pod watch of its own (podfeed.go) and from Node,
+// ResourceQuota and Namespace informers of its own SharedInformerFactory
+// (its transforms slim the objects, so the factory is not shared with code
+// that needs whole objects).
 type Feed struct {
 	factory informers.SharedInformerFactory
-	// podsRV is the largest resourceVersion of a pod event the ledger has
-	// processed (events come in resourceVersion order).
-	podsRV    atomic.Uint64
+	// pods feeds pod events in order and knows how far it got (podfeed.go).
+	pods      *podFeed
 	regs      []toolscache.ResourceEventHandlerRegistration
 	names     []string
 	sink      Sink
@@ -101,7 +100,6 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 		transform toolscache.TransformFunc
 		handler   toolscache.ResourceEventHandler
 	}{
-		{"pods", core.Pods().Informer(), PodTransform(s), delayed(f.tracked(PodHandler(sink, f.log)), opts.Delay)},
 		{"nodes", core.Nodes().Informer(), NodeTransform, delayed(NodeHandler(sink, f.log), opts.Delay)},
 		{"resourcequotas", core.ResourceQuotas().Informer(), QuotaTransform(s), delayed(QuotaHandler(sink, f.log), opts.Delay)},
 		{"namespaces", core.Namespaces().Informer(), NamespaceTransform, delayed(NamespaceHandler(sink, f.log), opts.Delay)},
@@ -116,9 +114,11 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 		f.regs = append(f.regs, reg)
 		f.names = append(f.names, w.what)
 	}
-	f.freshness = newFreshness(client, opts.Freshness, f.log, map[string]toolscache.SharedIndexInformer{
-		"pods": core.Pods().Informer(), "nodes": core.Nodes().Informer(), "resourcequotas": core.ResourceQuotas().Informer(),
-		"namespaces": core.Namespaces().Informer()})
+	f.pods = newPodFeed(client, sink, PodTransform(s), opts.Delay, f.log.WithName("pods"))
+	f.freshness = newFreshness(client, opts.Freshness, f.log, map[string]func() string{
+		"pods": f.pods.resourceVersion, "nodes": core.Nodes().Informer().LastSyncResourceVersion,
+		"resourcequotas": core.ResourceQuotas().Informer().LastSyncResourceVersion,
+		"namespaces":     core.Namespaces().Informer().LastSyncResourceVersion})
 	return f, nil
 }
 
@@ -126,6 +126,7 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 // Only the first call starts anything.
 func (f *Feed) Start(ctx context.Context) {
 	f.start.Do(func() {
+		go f.pods.run(ctx)
 		f.factory.Start(ctx.Done())
 		go f.freshness.run(ctx, f.Synced)
 		context.AfterFunc(ctx, f.factory.Shutdown)
@@ -137,6 +138,9 @@ func (f *Feed) Start(ctx context.Context) {
 // and no decision may be made.
 func (f *Feed) NotSynced() string {
 	var missing []string
+	if !f.pods.HasSynced() {
+		missing = append(missing, "pods")
+	}
 	for i, r := range f.regs {
 		if !r.HasSynced() {
 			missing = append(missing, f.names[i])
@@ -153,41 +157,11 @@ func (f *Feed) Synced() bool { return f.NotSynced() == "" }
 // they should (see FreshnessOptions); "" when all are fresh.
 func (f *Feed) Stale() string { return f.freshness.stale() }
 
-// PodsResourceVersion is how far the ledger got in the pod watch: the
-// largest resourceVersion of a pod event it processed ("" before the
-// initial list is processed).
-func (f *Feed) PodsResourceVersion() string {
-	if !f.regs[0].HasSynced() {
-		return ""
-	}
-	return strconv.FormatUint(f.podsRV.Load(), 10)
-}
-
-// tracked records the resourceVersion of every pod event h processed.
-func (f *Feed) tracked(h toolscache.ResourceEventHandlerFuncs) toolscache.ResourceEventHandlerFuncs {
-	note := func(obj any) {
-		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		p, ok := obj.(metav1.Object) // a Pod, or a PartialObjectMetadata of one
-		if !ok {
-			return
-		}
-		if rv, err := strconv.ParseUint(p.GetResourceVersion(), 10, 64); err == nil {
-			for {
-				cur := f.podsRV.Load()
-				if rv <= cur || f.podsRV.CompareAndSwap(cur, rv) {
-					return
-				}
-			}
-		}
-	}
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { h.AddFunc(obj); note(obj) },
-		UpdateFunc: func(old, obj any) { h.UpdateFunc(old, obj); note(obj) },
-		DeleteFunc: func(obj any) { h.DeleteFunc(obj); note(obj) },
-	}
-}
+// PodsResourceVersion is how far the ledger got in the pod watch: every pod
+// event up to it is applied (the resourceVersion of the last list applied
+// whole, of a watch event or of a bookmark; "" before the initial list is
+// in the ledger).
+func (f *Feed) PodsResourceVersion() string { return f.pods.resourceVersion() }
 
 // Freshness reports, per watched resource, whether it is stale (for metrics).
 func (f *Feed) Freshness() map[string]bool { return f.freshness.perResource() }

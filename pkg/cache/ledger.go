@@ -45,10 +45,15 @@ type Ledger struct {
 	nodes        map[string]*node
 	reservations map[types.UID]*reservation
 	capacity     *Capacity // built lazily from nodes; nil when stale
-	// pending are the unbound pods whose demand depends on device sizes.
-	pending map[types.UID]*podRecord
+	// sized are the pods whose demand depends on device sizes (memory
+	// percentages, whole devices): re-derived when capacity changes.
+	sized map[types.UID]*podRecord
 	// seen is the resourceVersion of the last event of each GPU pod.
 	seen map[types.UID]string
+	// known holds every pod the feed delivered and did not delete, GPU pod
+	// or not (a replica proves its view after a pause by finding every
+	// listed pod here).
+	known map[types.UID]struct{}
 	// nsLabels are the labels of every namespace the watch reported
 	// (namespace.go); each map is immutable.
 	nsLabels map[string]map[string]string
@@ -80,13 +85,14 @@ func New(opts Options) *Ledger {
 		log:          opts.Log,
 		clock:        opts.Clock,
 		seen:         map[types.UID]string{},
+		known:        map[types.UID]struct{}{},
 		pods:         map[types.UID]*podRecord{},
 		invalid:      map[types.UID]*invalidPod{},
 		byName:       map[podName]types.UID{},
 		namespaces:   map[string]*namespace{},
 		nodes:        map[string]*node{},
 		reservations: map[types.UID]*reservation{},
-		pending:      map[types.UID]*podRecord{},
+		sized:        map[types.UID]*podRecord{},
 		nsLabels:     map[string]map[string]string{},
 	}
 	if l.log.GetSink() == nil {
@@ -120,15 +126,22 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	gpu := l.settings.Requests(pod)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.known[uid] = struct{}{}
 	if gpu {
 		l.seen[uid] = pod.ResourceVersion
 		if l.seen[uid] == "" {
 			l.seen[uid] = "0" // a hand-made object: seen, at no known version
 		}
 	}
-	if d.rec != nil && d.rec.pod != nil {
-		d = l.deriveLocked(pod) // the demand depends on device sizes
+	old := l.pods[uid]
+	trusted, edited := firstAssignment(old, pod)
+	switch {
+	case d.rec != nil && d.rec.pod != nil:
+		d = l.deriveLocked(trusted, old) // the demand depends on device sizes
+	case trusted != pod:
+		d = l.derive(trusted, effective.Options{})
 	}
+	d.keep(old, trusted, edited)
 	key := podName{pod.Namespace, pod.Name}
 	if other, ok := l.byName[key]; ok && other != uid {
 		// The pod was deleted and recreated while the watch was down: the
@@ -136,9 +149,56 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 		l.removeLocked(other)
 		l.releaseLocked(other)
 		delete(l.seen, other)
+		delete(l.known, other)
 	}
 	l.releaseLocked(uid)
 	l.applyLocked(uid, key, d)
+}
+
+// ReplacePods makes the ledger hold the pods of a list: every pod it holds
+// that the list lacks (deleted while the watch was down) is removed, as if
+// deleted, and every listed pod is recorded.
+func (l *Ledger) ReplacePods(pods []*corev1.Pod) {
+	listed := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		listed[podUID(p)] = true
+	}
+	l.mu.Lock()
+	for uid := range l.known {
+		if !listed[uid] {
+			delete(l.known, uid)
+		}
+	}
+	for uid := range l.seen {
+		if !listed[uid] {
+			l.removeLocked(uid)
+			l.releaseLocked(uid)
+			delete(l.seen, uid)
+		}
+	}
+	for uid := range l.pods { // deleting while ranging over a map is safe
+		if !listed[uid] {
+			l.removeLocked(uid)
+		}
+	}
+	for uid := range l.invalid {
+		if !listed[uid] {
+			l.removeLocked(uid)
+		}
+	}
+	l.mu.Unlock()
+	for _, p := range pods {
+		l.UpsertPod(p)
+	}
+}
+
+// Knows reports whether the feed delivered pod uid (a GPU pod or not) and
+// not its deletion.
+func (l *Ledger) Knows(uid types.UID) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	_, ok := l.known[uid]
+	return ok
 }
 
 // DeletePod removes the pod's record (what is stored, whatever the object
@@ -150,6 +210,7 @@ func (l *Ledger) DeletePod(pod *corev1.Pod) {
 	l.removeLocked(uid)
 	l.releaseLocked(uid)
 	delete(l.seen, uid)
+	delete(l.known, uid)
 }
 
 // DeletePodByName removes the record of the pod with this namespace and name
@@ -161,6 +222,7 @@ func (l *Ledger) DeletePodByName(ns, name string) {
 		l.removeLocked(uid)
 		l.releaseLocked(uid)
 		delete(l.seen, uid)
+		delete(l.known, uid)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // TestModelLedgerEqualsRecomputation drives the ledger with random events
-// (creates, status changes, binds, rebinds, deletes and tombstones, relists,
+// (creates, status changes, binds, deletes and tombstones, relists,
 // duplicate and stale updates, recreations under the same name, node and
 // quota changes, mirrored reservations) and checks after every step that it equals a
 // from-scratch recomputation over the current objects and that nothing is
@@ -32,6 +32,7 @@ func TestModelLedgerEqualsRecomputation(t *testing.T) {
 			m := newModel(seed)
 			for i := range steps / 2 {
 				op := m.step()
+				m.settleFloors()
 				if err := m.check(); err != nil {
 					t.Fatalf("step %d (%s): %v", i, op, err)
 				}
@@ -58,6 +59,7 @@ type model struct {
 	devMem   map[string]map[string]int64 // oracle: device memory by node and UUID when the annotation is valid
 	quotas   map[string]*corev1.ResourceQuota
 	resv     map[types.UID]reservation // oracle for reservations
+	floor    map[types.UID]int64       // oracle: the device size each pod was first resolved against
 	next     int                       // UID sequence
 	memo     map[memoKey]derivation
 	podH     toolscache.ResourceEventHandlerFuncs
@@ -83,7 +85,8 @@ func newModel(seed uint64) *model {
 		pods: map[types.UID]*corev1.Pod{}, byName: map[string]types.UID{}, old: map[types.UID]*corev1.Pod{},
 		nodes: map[string]*corev1.Node{}, nodeMem: map[string]int64{}, nodeDevs: map[string][]string{}, devMem: map[string]map[string]int64{},
 		quotas: map[string]*corev1.ResourceQuota{}, resv: map[types.UID]reservation{}, memo: map[memoKey]derivation{},
-		podH: PodHandler(l, logr.Discard()), nodeH: NodeHandler(l, logr.Discard()), quotaH: QuotaHandler(l, logr.Discard()),
+		floor: map[types.UID]int64{},
+		podH:  PodHandler(l, logr.Discard()), nodeH: NodeHandler(l, logr.Discard()), quotaH: QuotaHandler(l, logr.Discard()),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/gpuadmit/gpuadmit/internal/testnode"
@@ -72,8 +73,13 @@ func (m *model) mutateStatus(p *corev1.Pod) *corev1.Pod {
 	return p
 }
 
-// bind sets (or changes) the node and the device assignment.
+// bind sets the node and the device assignment of a pending pod (a bound
+// pod never moves, and its assignment is HAMi's to write before binding:
+// edits after binding are the trust tests' business, TestChargeNeverDrops).
 func (m *model) bind(p *corev1.Pod) *corev1.Pod {
+	if p.Spec.NodeName != "" {
+		return p
+	}
 	node := modelNodes[m.r.IntN(len(modelNodes))]
 	p.Spec.NodeName = node
 	if p.Annotations == nil {
@@ -225,33 +231,13 @@ func (m *model) shadowed(r reservation) bool {
 	return false
 }
 
-// oracle derives a pod's record from the object and the world's nodes:
-// percentages resolve against the assigned devices, else the bound node's
-// largest device, else (pending) the largest device of the nodes whose zone
-// label the pod's selector admits.
+// oracle derives a pod's record from the object and the world's nodes, as
+// its admission resolved it: percentages and whole devices against the
+// largest device of the nodes whose zone label the pod's selector admits
+// (whichever node it is bound to), never below the size it was first
+// resolved against.
 func (m *model) oracle(p *corev1.Pod) derivation {
-	var opt effective.Options
-	if n := p.Spec.NodeName; n != "" {
-		opt.DeviceMemoryMiB = m.nodeMem[n]
-		if assign, err := devices.PodAssignment(p); err == nil {
-			for ctr, uses := range assign {
-				for _, u := range uses {
-					if mem, ok := m.devMem[n][u.UUID]; ok {
-						if opt.AssignedMemoryMiB == nil {
-							opt.AssignedMemoryMiB = map[string][]int64{}
-						}
-						opt.AssignedMemoryMiB[ctr] = append(opt.AssignedMemoryMiB[ctr], mem)
-					}
-				}
-			}
-		}
-	} else {
-		for name, n := range m.nodes {
-			if zone, ok := p.Spec.NodeSelector["zone"]; !ok || n.Labels["zone"] == zone {
-				opt.DeviceMemoryMiB = max(opt.DeviceMemoryMiB, m.nodeMem[name])
-			}
-		}
-	}
+	opt := effective.Options{DeviceMemoryMiB: max(m.eligibleMax(p), m.floor[p.UID])}
 	key := memoKey{p, fmt.Sprint(opt.DeviceMemoryMiB, opt.AssignedMemoryMiB)}
 	if d, ok := m.memo[key]; ok {
 		return d
@@ -262,6 +248,49 @@ func (m *model) oracle(p *corev1.Pod) derivation {
 	d := m.l.derive(p, opt) // pure: reads nothing of the ledger's state
 	m.memo[key] = d
 	return d
+}
+
+// eligibleMax is the largest device of the nodes p's selector admits.
+func (m *model) eligibleMax(p *corev1.Pod) int64 {
+	var most int64
+	for name, n := range m.nodes {
+		if zone, ok := p.Spec.NodeSelector["zone"]; !ok || n.Labels["zone"] == zone {
+			most = max(most, m.nodeMem[name])
+		}
+	}
+	return most
+}
+
+// settleFloors notes, after a step, the size each recorded pod was first
+// resolved against (a charge never resolves below it: node capacity that
+// drops later does not lower it); a pod without a record forgets it.
+func (m *model) settleFloors() {
+	for uid, p := range m.pods {
+		if m.oracle(p).rec == nil {
+			delete(m.floor, uid)
+			continue
+		}
+		if m.floor[uid] == 0 {
+			m.floor[uid] = m.eligibleMax(p)
+		}
+	}
+	for uid := range m.floor {
+		if m.pods[uid] == nil {
+			delete(m.floor, uid)
+		}
+	}
+}
+
+// held lists the namespaces with a pod charged above what the world's
+// nodes now resolve it to (a ledger rebuilt from the objects charges less).
+func (m *model) held() map[string]bool {
+	out := map[string]bool{}
+	for uid, p := range m.pods {
+		if d := m.oracle(p); d.rec != nil && d.rec.pod != nil && m.floor[uid] > m.eligibleMax(p) {
+			out[p.Namespace] = true
+		}
+	}
+	return out
 }
 
 // check compares the ledger with a from-scratch recomputation over the
@@ -387,10 +416,26 @@ func (m *model) checkRebuilt() error {
 		f()
 	}
 	a, b := withoutReservations(m.l.Snapshot()), withoutReservations(fresh.Snapshot())
+	// A pod charged at what its admission resolved, above what the nodes now
+	// say, is charged less by a ledger that never saw its admission: never
+	// more.
+	held := m.held()
+	for ns := range held {
+		if x, y := a.Namespaces[ns], b.Namespaces[ns]; x.Used.Max(y.Used) != x.Used {
+			return fmt.Errorf("namespace %s: rebuilt charges %v, more than the ledger's %v", ns, y.Used, x.Used)
+		}
+		delete(a.Namespaces, ns)
+		delete(b.Namespaces, ns)
+	}
+	a.Problems, b.Problems = withoutHeld(a.Problems, held), withoutHeld(b.Problems, held)
 	if !reflect.DeepEqual(a, b) {
 		return fmt.Errorf("\nledger  %+v\nrebuilt %+v", a, b)
 	}
 	return nil
+}
+
+func withoutHeld(ps []Problem, held map[string]bool) []Problem {
+	return slices.DeleteFunc(slices.Clone(ps), func(p Problem) bool { return p.Kind == ProblemCharge || held[p.Namespace] })
 }
 
 func withoutReservations(s Snapshot) Snapshot {

@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -31,8 +32,17 @@ type podRecord struct {
 	// pod is kept only when the demand depends on device sizes (memory
 	// percentages, whole devices), to re-derive it when capacity changes.
 	pod *corev1.Pod
-	// warning is a non-fatal problem (an unreadable device assignment).
+	// warning is a non-fatal problem (an unreadable device assignment, a
+	// charge held above what changed inputs say).
 	warning *Problem
+	// assignment is the first hami.io/vgpu-devices-allocated seen once the
+	// pod was bound: the one charged to devices, whatever edits follow;
+	// edited tells that the pod's annotation differs from it now.
+	assignment string
+	edited     bool
+	// floorMiB is the device size the pod's memory was first resolved
+	// against (size-dependent pods): its charge never resolves below it.
+	floorMiB int64
 }
 
 // derivation is the outcome of reading a pod: a record to store, a problem
@@ -102,33 +112,86 @@ func (l *Ledger) derive(pod *corev1.Pod, opt effective.Options) derivation {
 	return derivation{rec: rec}
 }
 
-// deriveLocked is derive with memory percentages (and whole-device
-// requests) resolved as HAMi books them: against the devices assigned to
-// each container once hami.io/vgpu-devices-allocated names them, else
-// against the largest device of the bound node, else, while the pod is
-// pending, against the largest device of the nodes it may run on (Eligible:
-// exactly what its admission resolved).
-func (l *Ledger) deriveLocked(pod *corev1.Pod) derivation {
-	name := pod.Spec.NodeName
-	if name == "" {
-		return l.derive(pod, effective.Options{DeviceMemoryMiB: l.capacityLocked().MaxDeviceMemMiBFor(pod)})
+// deriveLocked is derive for a pod whose demand depends on device sizes
+// (memory percentages, whole devices), resolved as its admission resolved
+// it: against the largest device of the nodes it may run on (Eligible,
+// with its nodeSelector and required node affinity, whichever node it was
+// bound to and whichever device HAMi assigned it), and never below the size
+// it was first resolved against (old's floor). A node that announces
+// smaller or no devices, or an annotation edited after binding, never
+// lowers the charge (it is reported instead: see keep).
+func (l *Ledger) deriveLocked(pod *corev1.Pod, old *podRecord) derivation {
+	now := l.capacityLocked().ResolveSizeFor(pod)
+	floor := now
+	if old != nil && old.floorMiB > 0 {
+		floor = old.floorMiB
 	}
-	nd := l.nodes[name]
-	if nd == nil {
-		return l.derive(pod, effective.Options{})
-	}
-	opt := effective.Options{DeviceMemoryMiB: nd.maxMemMiB}
-	if assign, err := devices.PodAssignment(pod); err == nil && len(assign) > 0 {
-		opt.AssignedMemoryMiB = make(map[string][]int64, len(assign))
-		for ctr, uses := range assign {
-			for _, u := range uses {
-				if i := slices.IndexFunc(nd.devices, func(d devices.Device) bool { return d.UUID == u.UUID }); i >= 0 {
-					opt.AssignedMemoryMiB[ctr] = append(opt.AssignedMemoryMiB[ctr], nd.devices[i].MemoryMiB)
-				}
-			}
+	d := l.derive(pod, effective.Options{DeviceMemoryMiB: max(now, floor)})
+	if d.rec != nil {
+		d.rec.floorMiB = floor
+		if now < floor {
+			d.rec.warn(chargeProblem(pod, fmt.Sprintf("charged for devices of %d MiB, as its admission resolved; the nodes it may run on now announce at most %d MiB (node capacity dropped, or an annotation was removed)", floor, now)))
 		}
 	}
-	return l.derive(pod, opt)
+	return d
+}
+
+// firstAssignment returns pod with the device assignment that counts: the
+// first hami.io/vgpu-devices-allocated the ledger saw once the pod was
+// bound (HAMi's scheduler writes it before binding; a pod never moves to
+// another node, so a later change is an edit, by anyone with edit in the
+// namespace). Before binding the annotation may change freely: HAMi
+// re-schedules a pod whose binding failed. edited reports that pod's
+// annotation differs from the one that counts.
+func firstAssignment(old *podRecord, pod *corev1.Pod) (trusted *corev1.Pod, edited bool) {
+	if old == nil || old.assignment == "" || pod.Spec.NodeName == "" {
+		return pod, false
+	}
+	if pod.Annotations[devices.PodAllocatedAnnotation] == old.assignment {
+		return pod, false
+	}
+	p := *pod
+	p.Annotations = maps.Clone(pod.Annotations)
+	p.Annotations[devices.PodAllocatedAnnotation] = old.assignment
+	return &p, true
+}
+
+// keep carries what the record must remember from old (the first
+// assignment, the floor) and reports an edited assignment.
+func (d *derivation) keep(old *podRecord, trusted *corev1.Pod, edited bool) {
+	r := d.rec
+	if r == nil {
+		return
+	}
+	if trusted.Spec.NodeName != "" {
+		r.assignment = trusted.Annotations[devices.PodAllocatedAnnotation]
+	}
+	if old != nil && old.floorMiB > r.floorMiB {
+		r.floorMiB = old.floorMiB
+	}
+	r.edited = edited || (old != nil && old.edited && trusted == old.pod)
+	if r.edited {
+		r.warn(chargeProblem(trusted, fmt.Sprintf("%s was changed after the pod was bound; the first assignment stays charged (only HAMi's scheduler assigns devices, before binding)", devices.PodAllocatedAnnotation)))
+	}
+}
+
+// warn adds p to the record's warning: one problem per pod, a held charge
+// named first.
+func (r *podRecord) warn(p *Problem) {
+	if r.warning == nil {
+		r.warning = p
+		return
+	}
+	if r.warning.Message == p.Message || strings.Contains(r.warning.Message, p.Message) {
+		return
+	}
+	w := *p
+	w.Message = p.Message + "; " + r.warning.Message
+	r.warning = &w
+}
+
+func chargeProblem(pod *corev1.Pod, msg string) *Problem {
+	return &Problem{Kind: ProblemCharge, Namespace: pod.Namespace, Name: pod.Name, Message: msg}
 }
 
 // deviceUse is what a pod uses on one device (a slice of them is a quarter
@@ -156,6 +219,7 @@ func sameRecord(a, b *podRecord) bool {
 	return a.namespace == b.namespace && a.name == b.name && a.bound == b.bound && a.node == b.node &&
 		a.state == b.state && a.used == b.used && a.pod == b.pod &&
 		slices.Equal(a.devices, b.devices) && slices.Equal(a.unresolved, b.unresolved) &&
+		a.assignment == b.assignment && a.edited == b.edited && a.floorMiB == b.floorMiB &&
 		(a.warning == nil) == (b.warning == nil) && (a.warning == nil || *a.warning == *b.warning)
 }
 
@@ -189,12 +253,8 @@ func (l *Ledger) chargeLocked(r *podRecord) error {
 	if len(r.unresolved) > 0 {
 		n.unresolved[r.uid] = r
 	}
-	switch {
-	case r.pod == nil:
-	case r.bound == "":
-		l.pending[r.uid] = r
-	default:
-		l.nodeLocked(r.bound).percent[r.uid] = r
+	if r.pod != nil {
+		l.sized[r.uid] = r
 	}
 	return nil
 }
@@ -217,13 +277,7 @@ func (l *Ledger) unchargeLocked(r *podRecord) {
 		}
 		l.gcNodeLocked(r.node)
 	}
-	if r.pod != nil {
-		delete(l.pending, r.uid)
-		if nd := l.nodes[r.bound]; nd != nil {
-			delete(nd.percent, r.uid)
-			l.gcNodeLocked(r.bound)
-		}
-	}
+	delete(l.sized, r.uid)
 }
 
 // nonNegative clamps a sum that would go negative. It never happens while

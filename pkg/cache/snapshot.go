@@ -95,6 +95,10 @@ const (
 	ProblemQuota ProblemKind = "quota" // a ResourceQuota value that is not a non-negative whole number
 	ProblemPod   ProblemKind = "pod"   // an invalid GPU request, or an unreadable device assignment
 	ProblemNode  ProblemKind = "node"  // a malformed device annotation
+	// ProblemCharge: a pod charged above what its inputs now say (an
+	// annotation edited after binding, node capacity dropped): a charge
+	// goes down only through the pod's lifecycle.
+	ProblemCharge ProblemKind = "charge"
 )
 
 // Problem is input the ledger could not use, reported instead of ignored.

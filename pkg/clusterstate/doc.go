@@ -3,7 +3,8 @@
 // ResourceQuotas, as the same manifest.Objects the dump reader returns, so
 // that both feed the same ledger. It also reads the reservations of a
 // namespace's GPUUsage object (pods admitted that not every webhook replica
-// has recorded yet) as the ledger mirrors them.
+// has recorded yet) as the ledger mirrors them, and gpuadmit's own
+// configuration and policy ConfigMaps in its namespace.
 //
 // Pods and Nodes are listed in every namespace, since device usage on a
 // node sums every namespace's pods. When listing every namespace's pods is

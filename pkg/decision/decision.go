@@ -136,7 +136,7 @@ func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	doc := &inputDoc{req: req, namespace: ns, capacity: capVal, settings: d.settingsVal}
-	doc.demand, err = effective.Compute(req.Pod, d.settings, effective.Options{DeviceMemoryMiB: view.maxMemMiB})
+	doc.demand, err = effective.Compute(req.Pod, d.settings, effective.Options{DeviceMemoryMiB: d.resolveSize(req.Pod, view)})
 	if err != nil {
 		var inv *effective.InvalidError
 		if !errors.As(err, &inv) {
@@ -242,7 +242,18 @@ func (d *Decider) Demand(pod *corev1.Pod) (*effective.Demand, error) {
 	if err != nil {
 		return nil, err
 	}
-	return effective.Compute(pod, d.settings, effective.Options{DeviceMemoryMiB: view.maxMemMiB})
+	return effective.Compute(pod, d.settings, effective.Options{DeviceMemoryMiB: d.resolveSize(pod, view)})
+}
+
+// resolveSize is the device size the pod's percentages and whole devices
+// resolve against (cache.Capacity.ResolveSizeFor: its selector and
+// affinity, not its nodeName); view is its eligible nodes, which serve when
+// it names no node.
+func (d *Decider) resolveSize(pod *corev1.Pod, view *nodeView) int64 {
+	if pod.Spec.NodeName == "" {
+		return view.maxMemMiB
+	}
+	return d.snap.Capacity().ResolveSizeFor(pod)
 }
 
 // nodes returns the view of the nodes the pod may run on and its input

@@ -96,8 +96,11 @@ func (d Device) Validate() error {
 		return fmt.Errorf("field \"uuid\" %q contains one of ,:;", d.UUID)
 	case d.Index < 0:
 		return fmt.Errorf("field \"index\" is negative (%d)", d.Index)
-	case d.MemoryMiB < 0:
-		return fmt.Errorf("field \"memoryMiB\" is negative (%d)", d.MemoryMiB)
+	case d.MemoryMiB <= 0:
+		// A device of no memory would resolve whole-card and percentage
+		// pods to nothing: a node (or whoever may write its annotations)
+		// must not be able to make its pods free.
+		return fmt.Errorf("field \"memoryMiB\" must be positive, got %d", d.MemoryMiB)
 	case d.Cores < 0 || d.Cores > 100:
 		return fmt.Errorf("field \"cores\" must be within 0..100, got %d", d.Cores)
 	case d.SMCount < 0:

@@ -232,6 +232,9 @@ func gaveUp(ns string, conflicts int, err error) error {
 // stale carries, from one attempt to the next, the resourceVersion the last
 // write carried.
 func (s *Store) decideGroup(ctx context.Context, ns string, group []*admission, conflicts int, stale *string) error {
+	if err := s.proveFresh(ctx, ns); err != nil {
+		return err
+	}
 	u, err := s.read(ctx, ns, *stale)
 	if err != nil {
 		return err

@@ -48,6 +48,27 @@ func (p *Progress) Owner(ns string) (addr string, self bool) {
 	return bestAddr, bestAddr == own
 }
 
+// Fallback returns the address of the replica that would own namespace ns
+// were this one gone: the best of the others that advertised an address
+// within leaseDuration (a replica cut off from the API server cannot see
+// the Leases change, so the last it saw is what it has); "" for none.
+func (p *Progress) Fallback(ns string) string {
+	now := p.clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var best uint64
+	addr := ""
+	for name, o := range p.observed {
+		if name == p.leaseName(p.replica) || o.address == "" || now.Sub(o.at) >= leaseDuration {
+			continue
+		}
+		if sc := score(ns, name[len(p.leaseName("")):]); addr == "" || sc > best {
+			best, addr = sc, o.address
+		}
+	}
+	return addr
+}
+
 // ownerStale: a replica whose Lease (renewed every second) has not changed
 // for this long is not sent reviews (it is likely gone; it is still waited
 // for by the cleaner until leaseDuration).

@@ -65,3 +65,28 @@ func TestOwner(t *testing.T) {
 		t.Fatal("a replica without an address forwarded")
 	}
 }
+
+// TestFallback: a replica that owns a namespace but cannot decide sends its
+// reviews to the replica that owns it without it (every replica agrees on
+// which), for as long as the others' Leases were seen change within
+// leaseDuration (a replica cut off from the API server sees no change).
+func TestFallback(t *testing.T) {
+	clk := &clock{now: time.Unix(1000, 0)}
+	addrs := map[string]string{"a": "10.0.0.1:9443", "b": "10.0.0.2:9443", "c": "10.0.0.3:9443"}
+	a := progressOf("a", addrs["a"], clk, map[string]string{"b": addrs["b"], "c": addrs["c"]})
+	without := progressOf("b", addrs["b"], clk, map[string]string{"c": addrs["c"]}) // the cluster without a
+	for i := range 100 {
+		ns := fmt.Sprintf("team-%d", i)
+		if _, self := a.Owner(ns); !self {
+			continue
+		}
+		want, _ := without.Owner(ns)
+		if got := a.Fallback(ns); got != want {
+			t.Fatalf("%s: a falls back to %s, the cluster without a owns it on %s", ns, got, want)
+		}
+	}
+	clk.now = clk.now.Add(leaseDuration)
+	if got := a.Fallback("team-1"); got != "" {
+		t.Fatalf("no Lease seen change for leaseDuration: fallback %s, want none", got)
+	}
+}

@@ -34,6 +34,9 @@ const (
 const (
 	leaseDuration = 10 * time.Second
 	renewEvery    = time.Second
+	// renewTimeout bounds one renewal (and one read of the others'), so
+	// that a stalled connection is noticed (Connected) rather than waited on.
+	renewTimeout = 2 * time.Second
 )
 
 // Progress publishes how far this replica's pod watch got (a Lease in the
@@ -56,6 +59,10 @@ type Progress struct {
 	published time.Time // the first successful renewal, by this replica's clock
 	// advertised is the address the last renewal published ("" none).
 	advertised string
+
+	// alive tells whether this process kept running and reaching the API
+	// server (pause.go).
+	alive liveness
 }
 
 type observation struct {
@@ -67,8 +74,10 @@ type observation struct {
 }
 
 func newProgress(c client.Client, namespace, replica string, clock cache.Clock, watch PodWatch, advertise func() string, log logr.Logger) *Progress {
-	return &Progress{client: c, namespace: namespace, replica: replica, clock: clock, watch: watch, advertise: advertise, log: log,
+	p := &Progress{client: c, namespace: namespace, replica: replica, clock: clock, watch: watch, advertise: advertise, log: log,
 		observed: map[string]*observation{}}
+	p.alive.init()
+	return p
 }
 
 func (p *Progress) leaseName(replica string) string { return "gpuadmit-replica-" + replica }
@@ -76,19 +85,27 @@ func (p *Progress) leaseName(replica string) string { return "gpuadmit-replica-"
 // Start renews this replica's Lease and reads the others' until ctx ends,
 // then deletes its Lease so that the others stop waiting for it.
 func (p *Progress) Start(ctx context.Context) error {
+	go p.alive.beat(ctx, p.log)
 	t := time.NewTicker(renewEvery)
 	defer t.Stop()
 	for {
-		if err := p.renew(ctx); err != nil && ctx.Err() == nil {
+		rctx, cancel := context.WithTimeout(ctx, renewTimeout)
+		err := p.renew(rctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			p.log.Error(err, "renewing the progress lease")
 		} else if err == nil && p.watch.PodsResourceVersion() != "" {
+			p.alive.renewed()
 			p.mu.Lock()
 			if p.published.IsZero() {
 				p.published = p.clock.Now()
 			}
 			p.mu.Unlock()
 		}
-		if err := p.observe(ctx); err != nil && ctx.Err() == nil {
+		octx, cancel := context.WithTimeout(ctx, renewTimeout)
+		err = p.observe(octx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			p.log.Error(err, "reading the other replicas' progress")
 		}
 		select {
@@ -188,6 +205,11 @@ func (p *Progress) Announced() error {
 	}
 	return nil
 }
+
+// Connected says why this replica cannot reach the API server (its Lease
+// renewals have failed for a few seconds), or nil: it then stops being
+// ready and refuses at once, since it could not write a reservation.
+func (p *Progress) Connected() error { return p.alive.connected() }
 
 // MinLive returns the least progress over the live replicas, this one
 // included; ok is false while one of them has not published any.

@@ -90,6 +90,7 @@ type Store struct {
 	absent map[types.UID]bool                   // reservations whose pod a read found absent, for tidy
 	lost   map[string]gpuadmitv1.GPUUsageStatus // reservations of deleted objects, by namespace (repair.go)
 	latest map[string]*gpuadmitv1.GPUUsage      // what this replica last wrote, until the informer has it
+	proved map[string]int64                     // when each namespace was proved fresh (fresh.go)
 
 	qmu       sync.Mutex
 	queues    map[string]*queue // reviews waiting, by namespace (commit.go)
@@ -114,7 +115,8 @@ func NewStore(c client.Client, api client.Reader, l *cache.Ledger, watch PodWatc
 		opts.WorkerIdle = time.Second
 	}
 	s := &Store{client: c, api: api, ledger: l, watch: watch, opts: opts, checks: map[types.UID]*check{}, absent: map[types.UID]bool{},
-		lost: map[string]gpuadmitv1.GPUUsageStatus{}, latest: map[string]*gpuadmitv1.GPUUsage{}, queues: map[string]*queue{}}
+		lost: map[string]gpuadmitv1.GPUUsageStatus{}, latest: map[string]*gpuadmitv1.GPUUsage{}, queues: map[string]*queue{},
+		proved: map[string]int64{}}
 	s.progress = newProgress(c, opts.Namespace, opts.Replica, opts.Clock, watch, opts.Advertise, opts.Log.WithName("progress"))
 	return s
 }

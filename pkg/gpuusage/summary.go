@@ -40,10 +40,8 @@ type Summarizer struct {
 	last map[string]time.Time
 }
 
-// NeedLeaderElection: only the elected replica writes the summaries.
-func (s *Summarizer) NeedLeaderElection() bool { return true }
-
-// Start compares and writes until ctx ends.
+// Start compares and writes until ctx ends; the server runs it on the
+// elected replica only, and again each time that replica is elected.
 func (s *Summarizer) Start(ctx context.Context) error {
 	if s.Every <= 0 {
 		s.Every = 250 * time.Millisecond
@@ -177,13 +175,15 @@ func summarize(n cache.NamespaceSnapshot, names effective.ResourceNames, conds [
 		*r.col = cell(r.used, r.limit)
 	}
 	st.Conditions = append([]metav1.Condition(nil), conds...)
-	var quotas, pods []string
+	var quotas, pods, held []string
 	for _, p := range n.Problems {
 		switch p.Kind {
 		case cache.ProblemQuota:
 			quotas = append(quotas, p.String())
 		case cache.ProblemPod:
 			pods = append(pods, p.String())
+		case cache.ProblemCharge:
+			held = append(held, p.String())
 		}
 	}
 	var unresolved []string
@@ -204,6 +204,9 @@ func summarize(n cache.NamespaceSnapshot, names effective.ResourceNames, conds [
 		"every pod's demand is resolved")
 	set(gpuadmitv1.ConditionPodsValid, "InvalidPods", "pods whose GPU requests gpuadmit cannot read: ", pods,
 		"every GPU pod's requests are valid")
+	set(gpuadmitv1.ConditionInputsTrusted, "ChargeHeld",
+		"pods still charged what their admission resolved, above what changed annotations or node capacity say (a charge goes down only through a pod's lifecycle): ",
+		held, "no device assignment or node capacity changed under an admitted pod")
 	return st
 }
 

@@ -2,4 +2,6 @@
 // YAML or JSON, a single object, a List, or a multi-document stream. It keeps
 // the Pods, Nodes, ResourceQuotas and Namespaces and explains precisely what is wrong with
 // input it cannot read (document number, object, container, field, value).
+// ReadFiles reads what repeated -f flags name, directories included, as
+// kubectl reads them.
 package manifest

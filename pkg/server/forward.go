@@ -37,13 +37,16 @@ const ForwardedHeader = "X-Gpuadmit-Forwarded"
 // same certificate, presented as this replica's client certificate, proves
 // to the owner that the review comes from a replica.
 type forwarder struct {
-	owner   func(ns string) (addr string, self bool)
-	leaf    func() ([]byte, error) // the certificate this replica serves
-	ready   func() error
-	names   [][]byte // the managed resource names, quoted as JSON keys
-	client  *http.Client
-	log     logr.Logger
-	results *prometheus.CounterVec
+	owner func(ns string) (addr string, self bool)
+	// fallback is the address of the live replica next in ns's order after
+	// this one ("" for none).
+	fallback func(ns string) string
+	leaf     func() ([]byte, error) // the certificate this replica serves
+	ready    func() error
+	names    [][]byte // the managed resource names, quoted as JSON keys
+	client   *http.Client
+	log      logr.Logger
+	results  *prometheus.CounterVec
 }
 
 func newForwarder(reg prometheus.Registerer, owner func(string) (string, bool), cert func() (*tls.Certificate, error), minTLS uint16,
@@ -146,6 +149,13 @@ func (f *forwarder) target(body []byte) (string, bool) {
 		return "", false // decided (or refused as malformed) here
 	}
 	addr, self := f.owner(review.Request.Namespace)
+	if self && f.ready() != nil && f.fallback != nil {
+		// This replica owns the namespace but cannot decide (cut off from
+		// the API server, or proving its view after a pause): the next
+		// replica in the namespace's order decides instead of a refusal.
+		addr = f.fallback(review.Request.Namespace)
+		return addr, addr != ""
+	}
 	return addr, !self && addr != ""
 }
 

@@ -7,19 +7,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/gpuadmit/gpuadmit/pkg/policysource"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -68,9 +66,9 @@ func (p *policySync) Start(ctx context.Context) error {
 		p.list = func() ([]*corev1.ConfigMap, error) { return nil, nil }
 		return p.loop(ctx, nil)
 	}
-	sel, err := labels.Parse(p.selector)
+	sel, err := policysource.Selector(p.selector)
 	if err != nil {
-		return fmt.Errorf("policy ConfigMap selector %q: %w", p.selector, err)
+		return err
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(p.kube, 0, informers.WithNamespace(p.namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel.String() }))
@@ -147,14 +145,9 @@ func (p *policySync) readFailed(ctx context.Context, err error) {
 // (sorted by name) unless it is the set already loaded. It returns an error
 // only when a source could not be read (see policy.ErrRead).
 func (p *policySync) reload(ctx context.Context, cms []*corev1.ConfigMap) error {
-	slices.SortFunc(cms, func(a, b *corev1.ConfigMap) int { return strings.Compare(a.Name, b.Name) })
-	var sources []policy.Source
+	sources := policysource.Sources(p.dir, cms) // sorts cms by name
 	h := sha256.New()
-	if p.dir != "" {
-		sources = append(sources, policy.Dir(p.dir))
-	}
 	for _, cm := range cms {
-		sources = append(sources, policy.Map("configmap "+cm.Namespace+"/"+cm.Name, cm.Data))
 		b, _ := json.Marshal(cm.Data) // map keys are sorted
 		fmt.Fprintf(h, "%s\x00%s\x00", cm.Name, b)
 	}

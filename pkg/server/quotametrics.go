@@ -12,6 +12,7 @@ const (
 	problemInvalidPod    = "invalid-pod"    // invalid GPU request, or an unreadable device assignment
 	problemInvalidQuota  = "invalid-quota"  // a ResourceQuota value that is not a non-negative whole number
 	problemInvalidNode   = "invalid-node"   // a malformed device annotation (no namespace)
+	problemHeldCharge    = "held-charge"    // charged as admitted, above what edited annotations or dropped capacity say
 )
 
 // namespaceCollector exposes, from one ledger snapshot per scrape, what
@@ -24,9 +25,10 @@ const (
 //     at most namespaces with limits × 3 resources × 3 types.
 //   - gpuadmit_ledger_problems{namespace, kind}: per namespace, the pods
 //     whose memory is unresolved, the invalid pods and the ResourceQuotas
-//     with unusable values (0 when none: the series stay while the
-//     namespace is known), and the nodes with malformed device annotations
-//     (namespace ""): at most namespaces × 3 + 1 series.
+//     with unusable values, the pods whose charge is held above what edited
+//     inputs say (0 when none: the series stay while the namespace is
+//     known), and the nodes with malformed device annotations (namespace
+//     ""): at most namespaces × 4 + 1 series.
 type namespaceCollector struct {
 	ledger   *cache.Ledger
 	quota    *prometheus.Desc
@@ -39,7 +41,7 @@ func newNamespaceCollector(l *cache.Ledger) *namespaceCollector {
 			"A namespace's tightest limit (hard, with the ResourceQuota that sets it; 0 while its value is invalid), what its recorded pods use (used) and what admitted pods not yet recorded hold (reserved), per managed resource; memory in MiB.",
 			[]string{"namespace", "resourcequota", "resource", "type"}, nil),
 		problems: prometheus.NewDesc("gpuadmit_ledger_problems",
-			"Objects the ledger cannot fully count, by namespace and kind: unresolved-pod (memory a percentage of a device of unknown size: not in used), invalid-pod (invalid GPU request, or unreadable device assignment), invalid-quota (ResourceQuotas with a value that is not a non-negative whole number: the dimension blocks), invalid-node (nodes with a malformed device annotation; namespace empty).",
+			"Objects the ledger cannot fully count, by namespace and kind: unresolved-pod (memory a percentage of a device of unknown size: not in used), invalid-pod (invalid GPU request, or unreadable device assignment), invalid-quota (ResourceQuotas with a value that is not a non-negative whole number: the dimension blocks), invalid-node (nodes with a malformed device annotation; namespace empty), held-charge (pods charged what their admission resolved, above what an annotation edited after binding or a node's dropped capacity says).",
 			[]string{"namespace", "kind"}, nil),
 	}
 }
@@ -72,6 +74,7 @@ func (c *namespaceCollector) Collect(ch chan<- prometheus.Metric) {
 		c.gauge(ch, c.problems, int64(len(s.Unresolved)), ns, problemUnresolvedPod)
 		c.gauge(ch, c.problems, distinct(s.Problems, cache.ProblemPod), ns, problemInvalidPod)
 		c.gauge(ch, c.problems, distinct(s.Problems, cache.ProblemQuota), ns, problemInvalidQuota)
+		c.gauge(ch, c.problems, distinct(s.Problems, cache.ProblemCharge), ns, problemHeldCharge)
 	}
 	c.gauge(ch, c.problems, distinct(snap.Problems, cache.ProblemNode), "", problemInvalidNode)
 }

@@ -25,6 +25,7 @@ type world struct {
 	quotas       []*corev1.ResourceQuota
 	pods         []*testpod.Builder
 	reservations map[string][]cache.Reservation
+	after        []*corev1.Node // node changes once the pods are recorded
 }
 
 func (w world) ledger() *cache.Ledger {
@@ -44,6 +45,9 @@ func (w world) ledger() *cache.Ledger {
 	}
 	for ns, rs := range w.reservations {
 		l.SetReservations(ns, rs)
+	}
+	for _, n := range w.after {
+		l.UpsertNode(n)
 	}
 	return l
 }
@@ -176,7 +180,7 @@ func TestLedgerProblemsMetric(t *testing.T) {
 		{name: "a known namespace without problems has zero series",
 			world: world{quotas: []*corev1.ResourceQuota{testquota.New("a", "q", map[string]string{"limits.nvidia.com/gpu": "1"})}},
 			want: map[string]float64{problem("a", "unresolved-pod"): 0, problem("a", "invalid-pod"): 0, problem("a", "invalid-quota"): 0,
-				problem("", "invalid-node"): 0}},
+				problem("a", "held-charge"): 0, problem("", "invalid-node"): 0}},
 		{name: "unresolved percentages, invalid pods, invalid quotas (once per object) and malformed nodes",
 			world: world{
 				nodes: []*corev1.Node{malformed},
@@ -191,9 +195,19 @@ func TestLedgerProblemsMetric(t *testing.T) {
 				},
 			},
 			want: map[string]float64{
-				problem("a", "unresolved-pod"): 2, problem("a", "invalid-pod"): 0, problem("a", "invalid-quota"): 1,
-				problem("b", "unresolved-pod"): 0, problem("b", "invalid-pod"): 1, problem("b", "invalid-quota"): 0,
+				problem("a", "unresolved-pod"): 2, problem("a", "invalid-pod"): 0, problem("a", "invalid-quota"): 1, problem("a", "held-charge"): 0,
+				problem("b", "unresolved-pod"): 0, problem("b", "invalid-pod"): 1, problem("b", "invalid-quota"): 0, problem("b", "held-charge"): 0,
 				problem("", "invalid-node"): 1,
+			}},
+		{name: "a pod whose node's capacity dropped under its charge",
+			world: world{
+				nodes: []*corev1.Node{testnode.WithGPUs("n1", nil, 81920)},
+				pods:  []*testpod.Builder{testpod.New("whole").NS("c").App("main", testpod.GPU(1)).Node("n1").AppRunning("main")},
+				after: []*corev1.Node{testnode.WithGPUs("n1", nil, 16384)},
+			},
+			want: map[string]float64{
+				problem("c", "unresolved-pod"): 0, problem("c", "invalid-pod"): 0, problem("c", "invalid-quota"): 0, problem("c", "held-charge"): 1,
+				problem("", "invalid-node"): 0,
 			}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,7 +217,7 @@ func TestLedgerProblemsMetric(t *testing.T) {
 }
 
 // TestNamespaceCollectorBounds checks the documented cardinality bound
-// (namespaces with limits × 3 resources × 3 types, plus namespaces × 3
+// (namespaces with limits × 3 resources × 3 types, plus namespaces × 4
 // problem kinds + 1) and the exposition's conventions (promlint).
 func TestNamespaceCollectorBounds(t *testing.T) {
 	var w world
@@ -217,8 +231,8 @@ func TestNamespaceCollectorBounds(t *testing.T) {
 	if n := testutil.CollectAndCount(c, "gpuadmit_resourcequota"); n != 3*3*3 {
 		t.Errorf("gpuadmit_resourcequota has %d series, want 27 (3 limited namespaces × 3 resources × 3 types)", n)
 	}
-	if n := testutil.CollectAndCount(c, "gpuadmit_ledger_problems"); n != 4*3+1 {
-		t.Errorf("gpuadmit_ledger_problems has %d series, want 13 (4 namespaces × 3 kinds + 1)", n)
+	if n := testutil.CollectAndCount(c, "gpuadmit_ledger_problems"); n != 4*4+1 {
+		t.Errorf("gpuadmit_ledger_problems has %d series, want 17 (4 namespaces × 4 kinds + 1)", n)
 	}
 	problems, err := testutil.CollectAndLint(c)
 	if err != nil {

@@ -187,14 +187,10 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 		Metrics:                 s.metricsOptions(),
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		GracefulShutdownTimeout: &opts.ShutdownTimeout,
-		// One replica writes the GPUUsage summaries (pkg/gpuusage.Summarizer);
-		// everything else runs on every replica. A stopping leader releases
-		// the Lease, so that another takes over at once.
-		LeaderElection:                true,
-		LeaderElectionID:              LeaderElectionID,
-		LeaderElectionNamespace:       opts.Namespace,
-		LeaderElectionReleaseOnCancel: true,
-		WebhookServer:                 hooks,
+		// No manager-wide leader election: losing it would end the process.
+		// The summary writer elects itself (elected.go); everything else
+		// runs on every replica.
+		WebhookServer: hooks,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)

@@ -38,7 +38,7 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	}
 	hooks := s.mgr.GetWebhookServer()
 	hooks.Register(MutatePath, s.draining(detached(&ctrladmission.Webhook{Handler: &admission.Mutator{
-		Gate: s, Demand: dec, Metrics: am, Log: s.opts.Log.WithName("mutate")}, RecoverPanic: ptr(true)}, s.opts.Config.Admission.ReviewTimeout)))
+		Gate: annotateGate{s}, Demand: dec, Metrics: am, Log: s.opts.Log.WithName("mutate")}, RecoverPanic: ptr(true)}, s.opts.Config.Admission.ReviewTimeout)))
 	var validate http.Handler = &admission.PodReviews{Webhook: &ctrladmission.Webhook{Handler: &admission.Validator{
 		Gate: s, Decider: dec, Reserver: s.Store, Metrics: am, Log: s.opts.Log.WithName("validate")}, RecoverPanic: ptr(true)}}
 	if s.opts.AdvertiseAddress != "" {
@@ -47,6 +47,7 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 		if err != nil {
 			return err
 		}
+		fwd.fallback = s.Store.Progress().Fallback
 		validate = fwd.wrap(validate)
 	}
 	hooks.Register(ValidatePath, s.draining(detached(validate, s.opts.Config.Admission.ReviewTimeout)))
@@ -69,8 +70,10 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	}
 	// The summaries users read (kubectl get gpuusage) have one writer: the
 	// replica elected through the Lease gpuadmit-usage-status.
-	if err := s.mgr.Add(&gpuusage.Summarizer{Client: s.mgr.GetClient(), Ledger: s.Ledger, Clock: s.opts.Clock,
-		OnWrite: s.metrics.summaryWritten, Log: s.opts.Log.WithName("summary")}); err != nil {
+	summary := &gpuusage.Summarizer{Client: s.mgr.GetClient(), Ledger: s.Ledger, Clock: s.opts.Clock,
+		OnWrite: s.metrics.summaryWritten, Log: s.opts.Log.WithName("summary")}
+	if err := s.mgr.Add(&elected{run: summary.Start, kube: kube, namespace: s.opts.Namespace, name: LeaderElectionID,
+		identity: s.opts.Replica, log: s.opts.Log.WithName("summary")}); err != nil {
 		return fmt.Errorf("adding the summarizer: %w", err)
 	}
 	if err := s.mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -102,8 +105,22 @@ func (s *Server) servingCertificate() (*tls.Certificate, error) {
 	return s.certificate(&tls.ClientHelloInfo{})
 }
 
+// annotateGate is the mutating handler's Gate: the annotation needs the
+// ledger's capacity only, so a replica cut off from the API server (which
+// cannot write reservations, hence refuses to validate) still annotates.
+type annotateGate struct{ s *Server }
+
+func (g annotateGate) Blocked() error {
+	if missing := g.s.feed.NotSynced(); missing != "" {
+		return fmt.Errorf("the %s watches have not synced yet", missing)
+	}
+	return nil
+}
+
+func (g annotateGate) Stale() string { return g.s.feed.Stale() }
+
 // Blocked says why no admission decision may be made yet, or nil (the
-// handlers' Gate): the watches have synced, a policy set is active, and,
+// validating handler's Gate): the watches have synced, a policy set is active, and,
 // with admission.staleFeed Deny, no watch is stale. With the default
 // (Reservations) a stale watch only over-counts (deletions are not seen)
 // and every pod admitted meanwhile stays reserved until seen, so the
@@ -116,6 +133,9 @@ func (s *Server) Blocked() error {
 		return errors.New("the GPUUsage watch has not synced yet, so other replicas' reservations are unknown")
 	}
 	if err := s.Store.Progress().Announced(); err != nil {
+		return err
+	}
+	if err := s.Store.Progress().Connected(); err != nil {
 		return err
 	}
 	if st := s.Engine.Status(); st.Revision == "" {
@@ -155,13 +175,15 @@ func (s *Server) Register(path string, h http.Handler) { s.mgr.GetWebhookServer(
 // sending new reviews here while the server still answers, before it stops.
 func (s *Server) Drain() { s.drain.Store(true) }
 
-// draining answers with "Connection: close" once Drain was called, so that
-// the API server opens its next connections elsewhere and none is left idle
-// here when the server stops (a request on an idle connection the server
-// closes would fail).
+// draining answers with "Connection: close" once Drain was called, or
+// while the replica is not ready, so that the API server opens its next
+// connections elsewhere (through the Service, to a ready replica: an
+// existing connection stays with this one) and none is left idle here when
+// the server stops (a request on an idle connection the server closes
+// would fail).
 func (s *Server) draining(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.drain.Load() {
+		if s.drain.Load() || s.NotReady() != nil {
 			w.Header().Set("Connection", "close")
 		}
 		h.ServeHTTP(w, r)

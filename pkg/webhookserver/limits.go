@@ -27,7 +27,11 @@ type Limits struct {
 	// WriteTimeout: from the request's header to the end of the answer
 	// (default 15s; keep it above the handlers' own timeout).
 	WriteTimeout time.Duration
-	// IdleTimeout closes keep-alive connections idle this long (default 90s).
+	// IdleTimeout closes keep-alive connections idle this long (default
+	// 120s: longer than the API server's own idle timeout, 90s, so that the
+	// client closes an idle connection first; a server that closes one
+	// races a request the client may be sending on it, which then fails
+	// with EOF and is not retried).
 	IdleTimeout time.Duration
 	// MaxHeaderBytes bounds a request's header (default 64 KiB).
 	MaxHeaderBytes int
@@ -52,7 +56,7 @@ func (l Limits) withDefaults() Limits {
 	}
 	set(&l.ReadTimeout, 5*time.Second)
 	set(&l.WriteTimeout, 15*time.Second)
-	set(&l.IdleTimeout, 90*time.Second)
+	set(&l.IdleTimeout, 120*time.Second)
 	if l.MaxHeaderBytes <= 0 {
 		l.MaxHeaderBytes = 64 << 10
 	}

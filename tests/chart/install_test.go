@@ -25,6 +25,7 @@ import (
 
 // cluster is a bare control plane (no CRD, no webhook) that helm installs into.
 type cluster struct {
+	cfg        *rest.Config // the admin's (system:masters)
 	kube       kubernetes.Interface
 	dyn        dynamic.Interface
 	disco      discovery.DiscoveryInterface
@@ -45,7 +46,7 @@ func startCluster(t *testing.T) *cluster {
 			t.Error(err)
 		}
 	})
-	c := &cluster{kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"), helmHome: t.TempDir()}
+	c := &cluster{cfg: cfg, kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"), helmHome: t.TempDir()}
 	if err := devcluster.WriteAdminKubeconfig(env, c.kubeconfig); err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,9 @@
 // from its Go module (tests/tools): lint, rendering with the default values
 // and the values files under charts/gpuadmit/ci, the schema's refusals, one
 // source of truth for resource names and image names, the kustomize base
-// under manifests/ generated from the chart, and install, upgrade and
-// uninstall on a real kube-apiserver.
+// under manifests/ generated from the chart, install, upgrade and
+// uninstall on a real kube-apiserver, and there the annotation guards'
+// ValidatingAdmissionPolicies refusing whom they should, with their messages.
 package chart_test
 
 import (

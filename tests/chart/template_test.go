@@ -23,7 +23,7 @@ import (
 // of ci/.
 func TestLint(t *testing.T) {
 	for _, values := range []string{"", "ci/cert-manager-values.yaml", "ci/renamed-resources-values.yaml", "ci/agent-disabled-values.yaml",
-		"ci/client-auth-values.yaml"} {
+		"ci/client-auth-values.yaml", "ci/guards-values.yaml"} {
 		args := []string{"lint", chartDir, "--strict"}
 		if values != "" {
 			args = append(args, "-f", chartDir+"/"+values)
@@ -49,7 +49,9 @@ func TestRender(t *testing.T) {
 				"PodDisruptionBudget/gpuadmit-webhook", "ClusterRole/gpuadmit-gpuusage-view", "ConfigMap/gpuadmit-policy",
 				"NetworkPolicy/gpuadmit-webhook", "ClusterRole/gpuadmit-metrics-reader"},
 			never: []string{"Certificate/gpuadmit-webhook", "ServiceMonitor/gpuadmit-webhook", "Namespace/gpuadmit-system",
-				"ConfigMap/gpuadmit-client-ca", "ClusterRoleBinding/gpuadmit-metrics-reader"},
+				"ConfigMap/gpuadmit-client-ca", "ClusterRoleBinding/gpuadmit-metrics-reader",
+				"ValidatingAdmissionPolicy/gpuadmit-hami-pod-annotations", "ValidatingAdmissionPolicyBinding/gpuadmit-hami-pod-annotations",
+				"ValidatingAdmissionPolicy/gpuadmit-node-device-annotations", "ValidatingAdmissionPolicyBinding/gpuadmit-node-device-annotations"},
 			check: func(t *testing.T, objs []*unstructured.Unstructured) {
 				d := find(objs, "Deployment", "gpuadmit-webhook")
 				if n := num(d, "spec", "replicas"); n != 3 {
@@ -208,6 +210,73 @@ func TestRender(t *testing.T) {
 					t.Errorf("the webhook's args %v lack --tls-min-version=1.2", args)
 				}
 			}},
+		{name: "annotation guards", args: []string{"-f", chartDir + "/ci/guards-values.yaml"},
+			want: []string{"ValidatingAdmissionPolicy/gpuadmit-hami-pod-annotations", "ValidatingAdmissionPolicyBinding/gpuadmit-hami-pod-annotations",
+				"ValidatingAdmissionPolicy/gpuadmit-node-device-annotations", "ValidatingAdmissionPolicyBinding/gpuadmit-node-device-annotations"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				pods := find(objs, "ValidatingAdmissionPolicy", "gpuadmit-hami-pod-annotations")
+				checkGuard(t, objs, pods, "CREATE,UPDATE pods,pods/status")
+				exempt := `!(request.userInfo.username in ["system:serviceaccount:hami-system:hami-scheduler","system:serviceaccount:hami-system:hami-device-plugin"] || ` +
+					`(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["system:masters"])))`
+				if got := policyExpr(t, pods, "matchConditions", "not-an-allowed-writer", "expression"); got != exempt {
+					t.Errorf("the pod guard exempts %q, want %q", got, exempt)
+				}
+				for _, v := range []string{"changed", "assignment"} {
+					if got := policyExpr(t, pods, "variables", v, "expression"); !strings.Contains(got, "'hami.io/") {
+						t.Errorf("the pod guard's %s is %q", v, got)
+					}
+				}
+				if msgs := policyMessages(pods); !strings.Contains(msgs, `"only system:serviceaccount:hami-system:hami-scheduler, system:serviceaccount:hami-system:hami-device-plugin and members of system:masters may write hami.io/ annotations`) {
+					t.Errorf("the pod guard's messages do not name who may write: %s", msgs)
+				}
+
+				nodes := find(objs, "ValidatingAdmissionPolicy", "gpuadmit-node-device-annotations")
+				checkGuard(t, objs, nodes, "CREATE,UPDATE nodes,nodes/status")
+				exempt = `!(request.userInfo.username in ["system:serviceaccount:infra:node-provisioner"] || ` +
+					`(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["system:masters"])))`
+				if got := policyExpr(t, nodes, "matchConditions", "not-an-administrator", "expression"); got != exempt {
+					t.Errorf("the node guard exempts %q, want %q", got, exempt)
+				}
+				for v, want := range map[string]string{
+					"isAgentOfThisNode": `request.userInfo.username == "system:serviceaccount:gpuadmit-system:gpuadmit-nvml-agent" && variables.claimedNode == object.metadata.name`,
+					"isHAMi":            `request.userInfo.username in ["system:serviceaccount:hami-system:hami-device-plugin","system:serviceaccount:hami-system:hami-scheduler"]`,
+				} {
+					if got := policyExpr(t, nodes, "variables", v, "expression"); got != want {
+						t.Errorf("the node guard's %s is %q, want %q", v, got, want)
+					}
+				}
+				msgs := policyMessages(nodes)
+				for _, want := range []string{"gpuadmit-nvml-agent with a pod-bound token of that Node) and system:serviceaccount:infra:node-provisioner and members of system:masters may",
+					"only system:serviceaccount:hami-system:hami-device-plugin, system:serviceaccount:hami-system:hami-scheduler, system:serviceaccount:infra:node-provisioner and members of system:masters may write hami.io/node-*"} {
+					if !strings.Contains(msgs, want) {
+						t.Errorf("the node guard's messages lack %q: %s", want, msgs)
+					}
+				}
+			}},
+		{name: "node guard without the agent and without HAMi", args: []string{"--set", "guards.nodeDeviceAnnotations.enabled=true", "--set", "agent.enabled=false",
+			"--set-json", "guards.nodeDeviceAnnotations.hamiDevicePluginUsers=[]"},
+			want:  []string{"ValidatingAdmissionPolicy/gpuadmit-node-device-annotations"},
+			never: []string{"ValidatingAdmissionPolicy/gpuadmit-hami-pod-annotations", "ValidatingAdmissionPolicy/gpuadmit-nvml-agent-own-node"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				nodes := find(objs, "ValidatingAdmissionPolicy", "gpuadmit-node-device-annotations")
+				for _, v := range []string{"isAgentOfThisNode", "isHAMi"} {
+					if got := policyExpr(t, nodes, "variables", v, "expression"); got != "false" {
+						t.Errorf("without the agent and HAMi's users the node guard's %s is %q, want false", v, got)
+					}
+				}
+				if msgs := policyMessages(nodes); !strings.Contains(msgs, "only members of system:masters may (gpuadmit's guards.nodeDeviceAnnotations; the NVML agent is disabled)") {
+					t.Errorf("the node guard's messages: %s", msgs)
+				}
+			}},
+		{name: "pod guard with the default HAMi identities", args: []string{"--set", "guards.hamiPodAnnotations.enabled=true"},
+			want:  []string{"ValidatingAdmissionPolicy/gpuadmit-hami-pod-annotations"},
+			never: []string{"ValidatingAdmissionPolicy/gpuadmit-node-device-annotations"},
+			check: func(t *testing.T, objs []*unstructured.Unstructured) {
+				got := policyExpr(t, find(objs, "ValidatingAdmissionPolicy", "gpuadmit-hami-pod-annotations"), "matchConditions", "not-an-allowed-writer", "expression")
+				if !strings.Contains(got, `["system:serviceaccount:kube-system:hami-scheduler","system:serviceaccount:kube-system:hami-device-plugin"]`) {
+					t.Errorf("the pod guard exempts %q, want HAMi's chart's ServiceAccounts in kube-system", got)
+				}
+			}},
 		{name: "no NetworkPolicy", args: []string{"--set", "networkPolicy.enabled=false"},
 			never: []string{"NetworkPolicy/gpuadmit-webhook"}},
 		{name: "operator policies and a custom selector", args: []string{"--set-string", "config.policy.configMapSelector=team=ml\\,gpuadmit.io/policy=true",
@@ -263,6 +332,10 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"networkPolicy.apiServer.cidrs={10.0.0.1}", "/networkPolicy/apiServer/cidrs/0"},
 		{"networkPolicy.metrics.namespaceSelector.matchNames=x", "'matchNames' not allowed"},
 		{"metrics.reader.subjects[0].kind=Robot", "/metrics/reader/subjects/0"},
+		{"guards.hamiPodAnnotations.enabled=yes", "/guards/hamiPodAnnotations/enabled"},
+		{"guards.podAnnotations.enabled=true", "'podAnnotations' not allowed"},
+		{"guards.nodeDeviceAnnotations.allowedUsers[0]=two words", "/guards/nodeDeviceAnnotations/allowedUsers/0"},
+		{"guards.nodeDeviceAnnotations.hamiDevicePluginUsers=hami", "/guards/nodeDeviceAnnotations/hamiDevicePluginUsers"},
 	} {
 		_, err := manifestgen.Render(context.Background(), helmBin(t), chartDir, "--set", tc.set)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -284,6 +357,9 @@ func TestRenderRefuses(t *testing.T) {
 		{"a CA inline and a ConfigMap", []string{"--set", "webhook.clientAuth.enabled=true,webhook.clientAuth.existingConfigMap=ca",
 			"--set-file", "webhook.clientAuth.caBundle=" + writeValues(t, "-----BEGIN CERTIFICATE-----\n")}, "set caBundle or existingConfigMap, not both"},
 		{"a CA that is not PEM", []string{"--set", "webhook.clientAuth.enabled=true,webhook.clientAuth.caBundle=abc"}, "caBundle holds no PEM certificate"},
+		{"a pod guard nobody may pass", []string{"--set", "guards.hamiPodAnnotations.enabled=true",
+			"--set-json", "guards.hamiPodAnnotations.allowedUsers=[]", "--set-json", "guards.hamiPodAnnotations.allowedGroups=[]"},
+			"guards.hamiPodAnnotations.enabled with neither allowedUsers nor allowedGroups"},
 		{"a metrics reader ServiceAccount without a namespace", []string{"--set", "metrics.reader.subjects[0].kind=ServiceAccount,metrics.reader.subjects[0].name=p"},
 			"a ServiceAccount needs its namespace"},
 	} {
@@ -428,4 +504,62 @@ func writeValues(t *testing.T, text string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// checkGuard: a guard policy refuses (failurePolicy Fail, its binding
+// denies) on what ("OPERATIONS resources") of core v1, a version named so
+// that the API server type-checks its expressions.
+func checkGuard(t *testing.T, objs []*unstructured.Unstructured, policy *unstructured.Unstructured, what string) {
+	t.Helper()
+	if got := nested(t, policy, "spec", "failurePolicy"); got != "Fail" {
+		t.Errorf("%s: failurePolicy %s, want Fail", policy.GetName(), got)
+	}
+	rules, _, _ := unstructured.NestedSlice(policy.Object, "spec", "matchConstraints", "resourceRules")
+	var got []string
+	for _, r := range rules {
+		str := func(f string) string {
+			s, _, _ := unstructured.NestedStringSlice(r.(map[string]any), f)
+			return strings.Join(s, ",")
+		}
+		got = append(got, str("apiGroups")+"|"+str("apiVersions")+"|"+str("operations")+" "+str("resources"))
+	}
+	if want := []string{"|v1|" + what}; !slices.Equal(got, want) {
+		t.Errorf("%s matches %q, want %q", policy.GetName(), got, want)
+	}
+	b := find(objs, "ValidatingAdmissionPolicyBinding", policy.GetName())
+	if b == nil {
+		t.Fatalf("%s has no binding", policy.GetName())
+	}
+	actions, _, _ := unstructured.NestedStringSlice(b.Object, "spec", "validationActions")
+	if nested(t, b, "spec", "policyName") != policy.GetName() || !slices.Equal(actions, []string{"Deny"}) {
+		t.Errorf("binding %s: policy %s, actions %v", b.GetName(), nested(t, b, "spec", "policyName"), actions)
+	}
+}
+
+// policyExpr returns the field of a policy's entry named name in the list
+// spec.<list> (matchConditions, variables), failing t when it is missing.
+func policyExpr(t *testing.T, policy *unstructured.Unstructured, list, name, field string) string {
+	t.Helper()
+	items, _, _ := unstructured.NestedSlice(policy.Object, "spec", list)
+	for _, it := range items {
+		if m := it.(map[string]any); m["name"] == name {
+			if s, ok := m[field].(string); ok {
+				return s
+			}
+		}
+	}
+	t.Fatalf("%s has no %s %s with a %s", policy.GetName(), list, name, field)
+	return ""
+}
+
+// policyMessages joins a policy's messageExpressions.
+func policyMessages(policy *unstructured.Unstructured) string {
+	vs, _, _ := unstructured.NestedSlice(policy.Object, "spec", "validations")
+	var out []string
+	for _, v := range vs {
+		if m, ok := v.(map[string]any)["messageExpression"].(string); ok {
+			out = append(out, m)
+		}
+	}
+	return strings.Join(out, "\n")
 }

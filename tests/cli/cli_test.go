@@ -28,6 +28,7 @@ func TestCLI(t *testing.T) {
 	t.Run("kubectl gpuadmit usage -n team-a -o table", s.testKubectlPluginTable)
 	t.Run("kubectl gpuadmit eval gives the webhook's verdict", s.testEvalIsTheWebhook)
 	t.Run("a namespace's user (--as) reads what it may", s.testNamespaceUser)
+	t.Run("eval decides with the cluster's configuration and policies, as the webhook", s.testEvalClusterConfig)
 	// Last: it stops the webhook and removes the GPUUsage CRD.
 	t.Run("eval counts the GPUUsage reservations, and goes without the CRD", s.testEvalReservations)
 }
@@ -65,8 +66,8 @@ func (s *suite) testLiveIsTheDump(t *testing.T) {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			live := s.plugin(t, args...)
 			fromDump := s.plugin(t, append(args, "--state", state)...)
-			if live.code != 0 || fromDump.code != 0 || live.stderr != "" || fromDump.stderr != "" {
-				t.Fatalf("live: exit %d, stderr %q; --state: exit %d, stderr %q", live.code, live.stderr, fromDump.code, fromDump.stderr)
+			if live.code != 0 || fromDump.code != 0 || live.stderr != usageLine || fromDump.stderr != "" {
+				t.Fatalf("live: exit %d, stderr %q (want %q); --state: exit %d, stderr %q", live.code, live.stderr, usageLine, fromDump.code, fromDump.stderr)
 			}
 			if live.stdout != fromDump.stdout {
 				t.Errorf("live:\n%s\n--state on a dump:\n%s", live.stdout, fromDump.stdout)
@@ -95,8 +96,8 @@ func (s *suite) testLiveIsTheDump(t *testing.T) {
 
 func (s *suite) testKubectlPluginTable(t *testing.T) {
 	r := s.kubectl(t, nil, "gpuadmit", "usage", "-n", devcluster.TeamA, "-o", "table")
-	if r.code != 0 || r.stderr != "" {
-		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	if r.code != 0 || r.stderr != usageLine {
+		t.Fatalf("exit %d, stderr %q, want %q", r.code, r.stderr, usageLine)
 	}
 	var rows []string
 	for _, line := range strings.Split(r.stdout, "\n") {
@@ -173,8 +174,8 @@ func (s *suite) testEvalIsTheWebhook(t *testing.T) {
 			if tt.wantAllowed {
 				wantCode = 0
 			}
-			if eval.code != wantCode || got.Allowed != tt.wantAllowed || eval.stderr != "" {
-				t.Fatalf("kubectl gpuadmit eval: exit %d, allowed %v, stderr %q; want exit %d\n%s", eval.code, got.Allowed, eval.stderr, wantCode, eval.stdout)
+			if eval.code != wantCode || got.Allowed != tt.wantAllowed || eval.stderr != evalLine {
+				t.Fatalf("kubectl gpuadmit eval: exit %d, allowed %v, stderr %q; want exit %d, stderr %q\n%s", eval.code, got.Allowed, eval.stderr, wantCode, evalLine, eval.stdout)
 			}
 			if tt.wantDenial != "" && !slices.Equal(got.Denials, []string{tt.wantDenial}) {
 				t.Errorf("denials %q, want %q", got.Denials, tt.wantDenial)
@@ -228,6 +229,7 @@ func (s *suite) testNamespaceUser(t *testing.T) {
 	for _, w := range []string{
 		"kubectl gpuadmit usage: warning: cannot list nodes (nodes is forbidden: User \"alice\" cannot list resource \"nodes\"",
 		`kubectl gpuadmit usage: warning: cannot list pods in all namespaces (pods is forbidden: User "alice" cannot list resource "pods" in API group "" at the cluster scope): reading namespace ["team-a"] only`,
+		`kubectl gpuadmit usage: configuration: the defaults (cannot read ConfigMap gpuadmit-system/gpuadmit-config: configmaps "gpuadmit-config" is forbidden: User "alice" cannot get resource "configmaps" in API group "" in the namespace "gpuadmit-system")` + "\n",
 	} {
 		if !strings.Contains(r.stderr, w) {
 			t.Errorf("stderr %q lacks %q", r.stderr, w)
@@ -249,6 +251,9 @@ func (s *suite) testNamespaceUser(t *testing.T) {
 	eval := s.kubectl(t, nil, "gpuadmit", "eval", "-f", file, "-n", devcluster.TeamA, "--as", "alice")
 	if eval.code != 1 || !strings.Contains(eval.stdout, `pod needs 4096 MiB, 22528 MiB used + 0 MiB reserved, limit 24576 MiB`) {
 		t.Errorf("eval --as alice: exit %d, stderr %q\n%s", eval.code, eval.stderr, eval.stdout)
+	}
+	if want := `policies: built-in (cannot list the ConfigMaps of gpuadmit-system: configmaps is forbidden: User "alice" cannot list resource "configmaps"`; !strings.Contains(eval.stderr, want) {
+		t.Errorf("eval --as alice: stderr %q lacks %q", eval.stderr, want)
 	}
 }
 
@@ -298,7 +303,7 @@ func (s *suite) testEvalReservations(t *testing.T) {
 		t.Fatalf("kubectl delete crd: exit %d: %s", del.code, del.stderr)
 	}
 	eval = s.plugin(t, "eval", "-f", file)
-	if eval.code != 0 || eval.stderr != "" {
+	if eval.code != 0 || eval.stderr != evalLine {
 		t.Fatalf("without the GPUUsage CRD: exit %d, stderr %q\n%s", eval.code, eval.stderr, eval.stdout)
 	}
 }

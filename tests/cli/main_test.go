@@ -4,7 +4,8 @@
 // read the live cluster and answer exactly what they answer from a
 // 'kubectl get -o yaml' dump of it, and the binary installed as
 // kubectl-gpuadmit runs as `kubectl gpuadmit` through the kubectl built
-// from source, giving the webhook's verdict.
+// from source, giving the webhook's verdict, also with gpuadmit's
+// configuration and policy ConfigMaps installed in the cluster.
 //
 // Without KUBEBUILDER_ASSETS the suite skips, unless GPUADMIT_REQUIRE_ENVTEST=1
 // (make integration), where it fails instead.

@@ -111,6 +111,7 @@ func TestFaults(t *testing.T) {
 		{"restart with thousands of non-GPU pods", probeColdStart},
 		{"stalled and reset watch connection", probeStalledWatch},
 		{"API server restart", probeAPIServerRestart},
+		{"outages: restart, cut 12s, stall 16s", probeOutages},
 	} {
 		start := time.Now()
 		if !t.Run(p.name, func(t *testing.T) { p.run(t, c) }) {

@@ -2,7 +2,6 @@ package faults_test
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,11 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/gpuadmit/gpuadmit/internal/creates"
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/internal/tcpproxy"
 )
 
 // probeRestartDuringBurst: 100 creates from 16 clients against a quota that
@@ -138,33 +135,8 @@ func probeColdStart(t *testing.T, c *devcluster.Cluster) {
 func probeStalledWatch(t *testing.T, c *devcluster.Cluster) {
 	const ns, limit = "f-stall", 10 * 1024
 	ctx := t.Context()
-	host, err := url.Parse(c.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := tcpproxy.New(tcpproxy.Options{Backends: []tcpproxy.Backend{{Addr: host.Host}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	proxied := rest.CopyConfig(c.Config)
-	proxied.Host = "https://" + proxy.Addr()
-	if err := c.StopWebhook(); err != nil {
-		t.Fatal(err)
-	}
-	opts := options(c)
-	opts.Config.Admission.ReviewTimeout = 2 * time.Second
-	if err := c.StartWebhookRun(ctx, devcluster.WebhookRun{Options: opts, Config: proxied}); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { // the next probes get a direct webhook again
-		if err := c.StopWebhook(); err != nil {
-			t.Error(err)
-		}
-		if err := c.StartWebhook(ctx, options(c)); err != nil {
-			t.Error(err)
-		}
-	}()
+	proxy, restore := throughProxy(t, c, func(r *devcluster.WebhookRun) { r.Options.Config.Admission.ReviewTimeout = 2 * time.Second })
+	defer restore()
 	seed(t, c, ns, limit)
 	create := func(name string, tl *creates.Tally) {
 		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, creates.GPUPod(ns, name, "", 2048), metav1.CreateOptions{})

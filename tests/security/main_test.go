@@ -28,11 +28,9 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/internal/creates"
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
@@ -124,19 +122,8 @@ func usage(ctx context.Context, t *testing.T, c *devcluster.Cluster, ns string) 
 }
 
 func readUsage(ctx context.Context, c *devcluster.Cluster, ns string) (*gpuadmitv1.GPUUsage, int, error) {
-	s := runtime.NewScheme()
-	if err := gpuadmitv1.AddToScheme(s); err != nil {
-		return nil, 0, err
-	}
-	cl, err := client.New(c.Config, client.Options{Scheme: s})
-	if err != nil {
-		return nil, 0, err
-	}
-	u := &gpuadmitv1.GPUUsage{}
-	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: gpuadmitv1.ObjectName}, u); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, 0, nil
-		}
+	u, err := c.Usage(ctx, ns)
+	if err != nil || u == nil {
 		return nil, 0, err
 	}
 	b, err := json.Marshal(u)

@@ -81,3 +81,27 @@ gpuadmit-client-ca
 {{- define "gpuadmit.servingSecret" -}}
 {{- if eq .Values.certificates.mode "cert-manager" }}gpuadmit-webhook-cert-manager{{ else }}gpuadmit-webhook-tls{{ end -}}
 {{- end }}
+
+{{- define "gpuadmit.guardLabels" -}}
+app.kubernetes.io/name: gpuadmit-guards
+{{ include "gpuadmit.labels" . }}
+{{- end }}
+
+{{/*
+A guard's CEL condition "the request's user is none of users and in none of
+groups" (dict "users" list "groups" list): the policies skip those requests.
+*/}}
+{{- define "gpuadmit.guardNotAllowed" -}}
+{{- $terms := list -}}
+{{- with .users }}{{ $terms = append $terms (printf "request.userInfo.username in %s" (toJson .)) }}{{ end -}}
+{{- with .groups }}{{ $terms = append $terms (printf "(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in %s))" (toJson .)) }}{{ end -}}
+{{- if $terms }}!({{ join " || " $terms }}){{ else }}true{{ end -}}
+{{- end }}
+
+{{/* Who a guard lets write (dict "users" list "groups" list), in words. */}}
+{{- define "gpuadmit.guardWriters" -}}
+{{- $parts := list -}}
+{{- with .users }}{{ $parts = append $parts (join ", " .) }}{{ end -}}
+{{- with .groups }}{{ $parts = append $parts (printf "members of %s" (join ", " .)) }}{{ end -}}
+{{- if $parts }}{{ join " and " $parts }}{{ else }}nobody{{ end -}}
+{{- end }}

@@ -71,7 +71,9 @@ type GPUUsageStatus struct {
 	// ResourceQuota value that is not a whole non-negative number),
 	// DemandResolved (pods whose memory percentage cannot be resolved:
 	// their memory is not counted), PodsValid (pods with invalid GPU
-	// requests).
+	// requests), InputsTrusted (pods charged what their admission resolved,
+	// above what an annotation edited after binding or a node's dropped
+	// capacity now says).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -129,6 +131,7 @@ const (
 	ConditionQuotasValid    = "QuotasValid"
 	ConditionDemandResolved = "DemandResolved"
 	ConditionPodsValid      = "PodsValid"
+	ConditionInputsTrusted  = "InputsTrusted"
 )
 
 // Reservation holds the demand of one admitted pod.

@@ -1,0 +1,187 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// The pod watch feeds the ledger through a queue of its own rather than a
+// shared informer, so that the feed knows how far the ledger got:
+//
+//	list (initial or after a watch broke) ──ReplacedAll(rv)──▶ the ledger holds exactly the list: at rv
+//	watch event (in resourceVersion order) ──────────────────▶ applied: at the event's resourceVersion
+//	bookmark ────────────────────────────────────────────────▶ nothing new: at the bookmark's resourceVersion
+//
+// A shared informer hands its handlers a relist's changes in key order, one
+// by one, so the largest resourceVersion a handler has seen is not a point
+// up to which everything is applied (a pod later in key order may still be
+// missing); here a list is applied whole before the feed's progress moves.
+// The progress is what a replica publishes (and what reservations are
+// removed by): every pod event up to it is in the ledger.
+type podFeed struct {
+	controller toolscache.Controller
+	sink       Sink
+	log        logr.Logger
+	// progress is the resourceVersion the ledger holds every pod event up to.
+	progress atomic.Uint64
+	// delay holds every event after the initial list back (fault injection
+	// for tests; 0 in production).
+	delay time.Duration
+	queue chan func()
+}
+
+func newPodFeed(client kubernetes.Interface, sink Sink, transform toolscache.TransformFunc, delay time.Duration, log logr.Logger) *podFeed {
+	f := &podFeed{sink: sink, log: log, delay: delay}
+	lw := toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.CoreV1().Pods("").List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.CoreV1().Pods("").Watch(ctx, o)
+		},
+	}, client)
+	queue := toolscache.NewRealFIFOWithOptions(toolscache.RealFIFOOptions{
+		Transformer: transform, AtomicEvents: true, EmitDeltaTypeBookmark: true, Name: "gpuadmit-pods"})
+	f.controller = toolscache.New(&toolscache.Config{Queue: queue, ListerWatcher: lw, ObjectType: &corev1.Pod{},
+		ObjectDescription: "pods", Process: f.process})
+	if delay > 0 {
+		f.queue = make(chan func(), 1<<16)
+	}
+	return f
+}
+
+// run feeds the ledger until ctx ends.
+func (f *podFeed) run(ctx context.Context) {
+	if f.queue != nil {
+		go f.delayed(ctx)
+	}
+	f.controller.RunWithContext(ctx)
+}
+
+// HasSynced reports whether the initial list is in the ledger.
+func (f *podFeed) HasSynced() bool { return f.controller.HasSynced() }
+
+// resourceVersion is the feed's progress ("" before the initial list is in
+// the ledger).
+func (f *podFeed) resourceVersion() string {
+	if !f.HasSynced() {
+		return ""
+	}
+	return strconv.FormatUint(f.progress.Load(), 10)
+}
+
+// process applies one popped item. The initial list is never held back, so
+// that "synced" means the ledger holds it.
+func (f *podFeed) process(obj any, isInInitialList bool) error {
+	deltas, ok := obj.(toolscache.Deltas)
+	if !ok {
+		return fmt.Errorf("pod feed: unexpected item %T", obj)
+	}
+	for _, d := range deltas {
+		apply, rv := f.delta(d)
+		if apply == nil {
+			continue
+		}
+		if f.queue == nil || isInInitialList {
+			apply()
+			f.advance(rv)
+			continue
+		}
+		at := time.Now().Add(f.delay)
+		f.queue <- func() { time.Sleep(time.Until(at)); apply(); f.advance(rv) }
+	}
+	return nil
+}
+
+// delta returns what applying d does and the resourceVersion the ledger is
+// at once it is done (0: unknown, progress stays).
+func (f *podFeed) delta(d toolscache.Delta) (func(), uint64) {
+	switch d.Type {
+	case toolscache.ReplacedAll:
+		info, ok := d.Object.(toolscache.ReplacedAllInfo)
+		if !ok {
+			f.log.Error(errUnexpected, "pod feed: a list", "type", fmt.Sprintf("%T", d.Object))
+			return nil, 0
+		}
+		pods := make([]*corev1.Pod, 0, len(info.Objects))
+		for _, o := range info.Objects {
+			if p := asPod(o, f.log); p != nil {
+				pods = append(pods, p)
+			}
+		}
+		return func() { f.sink.ReplacePods(pods) }, parseResourceVersion(info.ResourceVersion)
+	case toolscache.Bookmark:
+		info, _ := d.Object.(toolscache.BookmarkInfo)
+		return func() {}, parseResourceVersion(info.ResourceVersion)
+	case toolscache.Deleted:
+		p := asPod(d.Object, f.log)
+		if p == nil {
+			return nil, 0
+		}
+		return func() { f.sink.DeletePod(p) }, parseResourceVersion(p.ResourceVersion)
+	case toolscache.Added, toolscache.Updated, toolscache.Replaced, toolscache.Sync:
+		p := asPod(d.Object, f.log)
+		if p == nil {
+			return nil, 0
+		}
+		return func() { f.sink.UpsertPod(p) }, parseResourceVersion(p.ResourceVersion)
+	}
+	return nil, 0
+}
+
+// advance moves the progress to rv (never back: a list's resourceVersion
+// may be older than the last event of a watch that broke).
+func (f *podFeed) advance(rv uint64) {
+	for {
+		cur := f.progress.Load()
+		if rv <= cur || f.progress.CompareAndSwap(cur, rv) {
+			return
+		}
+	}
+}
+
+// delayed applies the held-back events in order.
+func (f *podFeed) delayed(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case do := <-f.queue:
+			do()
+		}
+	}
+}
+
+// asPod returns a pod event's object as a Pod (a PartialObjectMetadata of a
+// pod without managed resources becomes a Pod with only its metadata).
+func asPod(obj any, log logr.Logger) *corev1.Pod {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	switch p := obj.(type) {
+	case *corev1.Pod:
+		return p
+	case *metav1.PartialObjectMetadata:
+		return &corev1.Pod{ObjectMeta: p.ObjectMeta}
+	}
+	log.Error(errUnexpected, "pod feed", "type", fmt.Sprintf("%T", obj))
+	return nil
+}
+
+// parseResourceVersion reads a resourceVersion as the integer etcd makes
+// it (0 when it is not one).
+func parseResourceVersion(rv string) uint64 {
+	n, _ := strconv.ParseUint(rv, 10, 64)
+	return n
+}

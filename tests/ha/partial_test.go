@@ -1,0 +1,82 @@
+package ha_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gpuadmit/gpuadmit/internal/hacluster"
+)
+
+// TestReplicaCutOffFromTheAPIServer: replica-1's own connection to the API
+// server stalls for 15 s (nothing flows, nothing closes) under 5 creates
+// a second. Measured before: it stayed Ready and kept receiving reviews,
+// refusing 12–13 creates another replica would have admitted. Now it stops
+// being Ready once its Lease renewals have failed for 3 s, so the proxy
+// (the Service) takes it out of rotation; only the reviews it received
+// before that are refused (they wait for a reservation write that cannot
+// happen, then time out). The quota holds and the ledgers agree after.
+func TestReplicaCutOffFromTheAPIServer(t *testing.T) {
+	const ns, limit, rate = "cut-off", 400 * 1024, 5
+	c := startHAWith(t, func(o *hacluster.Options) { o.APIProxies = true })
+	seed(t, c, ns, limit)
+	tl, stop := hacluster.Stream(t.Context(), fastClient(t, c), ns, "s", rate)
+	time.Sleep(3 * time.Second)
+	c.APIProxy(1).Stall()
+	stalled := time.Now()
+	notReadyAfter := time.Duration(0)
+	for time.Since(stalled) < 15*time.Second {
+		if notReadyAfter == 0 && !c.Proxy.Healthy()[1] {
+			notReadyAfter = time.Since(stalled)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.APIProxy(1).Resume()
+	time.Sleep(5 * time.Second)
+	stop()
+	pods, mem := livePods(t, c, ns)
+	t.Logf("replica-1 stalled 15s under %d creates/s: out of rotation %s after the stall began; %s; refused: %q; %d pods use %d MiB",
+		rate, notReadyAfter.Round(100*time.Millisecond), tl, tl.Why, pods, mem)
+	if notReadyAfter == 0 || notReadyAfter > 6*time.Second {
+		t.Errorf("replica-1 left the rotation %s after the stall began, want within 6s", notReadyAfter)
+	}
+	if n := tl.Unavailable.Load(); n > 8 || len(tl.Other) > 0 || mem > limit {
+		t.Fatalf("%d creates refused (want at most the handful replica-1 took before it left the rotation); other failures %q; %d MiB live", n, tl.Other, mem)
+	}
+	waitDrained(t, c, ns)
+	ledgersMatch(t, c, ns)
+}
+
+// TestTerminateRounds: ten rounds of a graceful stop (SIGTERM) of one
+// replica, then its start again, through the proxy that plays the Service,
+// under 20 creates a second. Measured before: right after a replica was
+// terminated a create failed with "EOF" (make test on a fresh clone). A
+// stopping replica fails readiness, keeps answering during its shutdown
+// delay with every answer closing its connection, and never closes an idle
+// connection before the client does (its idle timeout is longer than the
+// API server's): no create is refused.
+func TestTerminateRounds(t *testing.T) {
+	const ns, limit, rate, rounds = "rounds", 1 << 20, 20, 10
+	c := startHA(t, nil)
+	seed(t, c, ns, limit)
+	tl, stop := hacluster.Stream(t.Context(), fastClient(t, c), ns, "t", rate)
+	start := time.Now()
+	for round := range rounds {
+		i := round % len(c.Replicas)
+		if err := c.Terminate(i); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.StartReplica(i); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.WaitReady(t.Context(), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	pods, mem := livePods(t, c, ns)
+	t.Logf("%d terminate-and-start rounds in %s under %d creates/s: %s; %d pods use %d MiB", rounds, time.Since(start).Round(100*time.Millisecond), rate, tl, pods, mem)
+	if tl.Unavailable.Load() != 0 || len(tl.Other) > 0 {
+		t.Fatalf("creates refused: %d (%q); other failures %q", tl.Unavailable.Load(), tl.Why, tl.Other)
+	}
+	waitDrained(t, c, ns)
+}
