@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	webhookmanifests "github.com/gpuadmit/gpuadmit/manifests/webhook"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 	"github.com/gpuadmit/gpuadmit/pkg/matchcond"
 	"github.com/gpuadmit/gpuadmit/policy"
@@ -38,7 +38,7 @@ type evaluation struct {
 	// engine is set.
 	setup   setup
 	engine  *policy.Engine
-	ledger  *cache.Ledger
+	ledger  *ledger.Ledger
 	decider *decision.Decider
 	matcher *matchcond.Matcher
 }
@@ -186,7 +186,7 @@ func (e *evaluation) namespaceOf(pod *corev1.Pod) string {
 
 // eligibleNodes counts the GPU nodes a DaemonSet's pod may run on.
 func (e *evaluation) eligibleNodes(pod *corev1.Pod) int64 {
-	match := cache.Eligible(pod)
+	match := ledger.Eligible(pod)
 	var n int64
 	for _, nc := range e.ledger.Capacity().Nodes {
 		if match == nil || match(nc) {

@@ -11,10 +11,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 )
 
@@ -26,7 +26,7 @@ type source interface {
 	// ledger builds the usage ledger from the cluster's Pods, Nodes and
 	// ResourceQuotas. namespaces are those the command reports on (nil:
 	// every one); reserve counts their GPUUsage reservations too.
-	ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*cache.Ledger, error)
+	ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*ledger.Ledger, error)
 	// user is who the requests come from (input.userInfo).
 	user(ctx context.Context) (decision.UserInfo, error)
 	// gpuadmit is the client that reads gpuadmit's own configuration and
@@ -54,13 +54,13 @@ func (dump) namespace() (string, error) { return "default", nil }
 
 func (dump) gpuadmit() (kubernetes.Interface, error) { return nil, nil }
 
-func (d dump) ledger(_ context.Context, s effective.Settings, _ []string, _ bool) (*cache.Ledger, error) {
+func (d dump) ledger(_ context.Context, s effective.Settings, _ []string, _ bool) (*ledger.Ledger, error) {
 	return loadState(d.path, d.stdin, s, logr.Discard())
 }
 
 // loadState reads a cluster dump ('kubectl get -o yaml' of Pods, Nodes and
 // ResourceQuotas) and builds the usage ledger from it.
-func loadState(path string, stdin io.Reader, s effective.Settings, log logr.Logger) (*cache.Ledger, error) {
+func loadState(path string, stdin io.Reader, s effective.Settings, log logr.Logger) (*ledger.Ledger, error) {
 	objs, err := manifest.ReadFile(path, stdin)
 	if err != nil {
 		return nil, err
@@ -74,8 +74,8 @@ func loadState(path string, stdin io.Reader, s effective.Settings, log logr.Logg
 // ledgerOf builds the usage ledger from a dump's or the cluster's objects:
 // namespaces (their labels), then nodes (their devices resolve memory percentages), then quotas,
 // then pods.
-func ledgerOf(objs *manifest.Objects, s effective.Settings, log logr.Logger) *cache.Ledger {
-	l := cache.New(cache.Options{Settings: s, Log: log})
+func ledgerOf(objs *manifest.Objects, s effective.Settings, log logr.Logger) *ledger.Ledger {
+	l := ledger.New(ledger.Options{Settings: s, Log: log})
 	for _, ns := range objs.Namespaces {
 		l.UpsertNamespace(ns)
 	}
@@ -131,7 +131,7 @@ func (l live) client() (kubernetes.Interface, error) {
 
 func (l live) gpuadmit() (kubernetes.Interface, error) { return l.client() }
 
-func (l live) ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*cache.Ledger, error) {
+func (l live) ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*ledger.Ledger, error) {
 	cfg, err := l.config()
 	if err != nil {
 		return nil, err

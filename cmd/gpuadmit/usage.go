@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // usageOutput is the command-line contract's JSON for `gpuadmit usage` (docs/design.md)
@@ -128,12 +128,12 @@ func (c *cli) usage(cmd *cobra.Command, state string, f setupFlags, output strin
 // shape; when only is set, its namespaces are that one alone (with no usage
 // and no limits if the snapshot lacks it) and its problems those of that
 // namespace and of nodes.
-func usageReport(s cache.Snapshot, only string) usageOutput {
+func usageReport(s ledger.Snapshot, only string) usageOutput {
 	out := usageOutput{Namespaces: map[string]usageNamespace{}, Nodes: map[string]usageNode{}}
 	if only != "" {
 		ns := s.Namespaces[only]
-		s.Namespaces = map[string]cache.NamespaceSnapshot{only: ns}
-		s.Problems = slices.DeleteFunc(s.Problems, func(p cache.Problem) bool { return p.Namespace != "" && p.Namespace != only })
+		s.Namespaces = map[string]ledger.NamespaceSnapshot{only: ns}
+		s.Problems = slices.DeleteFunc(s.Problems, func(p ledger.Problem) bool { return p.Namespace != "" && p.Namespace != only })
 	}
 	for name, ns := range s.Namespaces {
 		u := usageNamespace{Used: ns.Used, Limits: limitsOf(ns.Limits), Pods: ns.Pods}
@@ -166,8 +166,8 @@ func usageReport(s cache.Snapshot, only string) usageOutput {
 	return out
 }
 
-func limitsOf(l cache.Limits) usageLimits {
-	v := func(p *cache.Limit) *int64 {
+func limitsOf(l ledger.Limits) usageLimits {
+	v := func(p *ledger.Limit) *int64 {
 		if p == nil {
 			return nil
 		}

@@ -20,8 +20,8 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
@@ -156,7 +156,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 }
 
 // skewedClock is the wall clock moved by skew (nil for none).
-func skewedClock(skew time.Duration) cache.Clock {
+func skewedClock(skew time.Duration) ledger.Clock {
 	if skew == 0 {
 		return nil
 	}

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // The seed's cluster: one node with one 24 GiB GPU and a namespace whose
@@ -115,11 +115,11 @@ func (c *Cluster) setStatus(ctx context.Context, ns, name string, f func(*corev1
 
 // WaitLedger waits until the running server's ledger snapshot of ns
 // satisfies ok, and returns it.
-func (c *Cluster) WaitLedger(ctx context.Context, ns string, ok func(cache.NamespaceSnapshot) bool) (cache.NamespaceSnapshot, error) {
+func (c *Cluster) WaitLedger(ctx context.Context, ns string, ok func(ledger.NamespaceSnapshot) bool) (ledger.NamespaceSnapshot, error) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if c.Server == nil {
-			return cache.NamespaceSnapshot{}, fmt.Errorf("no webhook server is running")
+			return ledger.NamespaceSnapshot{}, fmt.Errorf("no webhook server is running")
 		}
 		s := c.Server.Ledger.Namespace(ns)
 		if ok(s) {
@@ -140,25 +140,25 @@ func (c *Cluster) WaitLedger(ctx context.Context, ns string, ok func(cache.Names
 // (every Node, and the ResourceQuotas and Pods of ns) and returns its
 // snapshot of ns: what the running server's ledger must equal once its
 // watches caught up.
-func (c *Cluster) Recount(ctx context.Context, ns string) (cache.NamespaceSnapshot, error) {
-	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+func (c *Cluster) Recount(ctx context.Context, ns string) (ledger.NamespaceSnapshot, error) {
+	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
 	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return cache.NamespaceSnapshot{}, fmt.Errorf("listing nodes: %w", err)
+		return ledger.NamespaceSnapshot{}, fmt.Errorf("listing nodes: %w", err)
 	}
 	for i := range nodes.Items {
 		l.UpsertNode(&nodes.Items[i])
 	}
 	quotas, err := c.Kube.CoreV1().ResourceQuotas(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return cache.NamespaceSnapshot{}, fmt.Errorf("listing resourcequotas: %w", err)
+		return ledger.NamespaceSnapshot{}, fmt.Errorf("listing resourcequotas: %w", err)
 	}
 	for i := range quotas.Items {
 		l.UpsertQuota(&quotas.Items[i])
 	}
 	pods, err := c.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return cache.NamespaceSnapshot{}, fmt.Errorf("listing pods: %w", err)
+		return ledger.NamespaceSnapshot{}, fmt.Errorf("listing pods: %w", err)
 	}
 	for i := range pods.Items {
 		l.UpsertPod(&pods.Items[i])

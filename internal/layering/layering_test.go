@@ -17,9 +17,9 @@ const module = "github.com/gpuadmit/gpuadmit/"
 func TestRequestPathGoesDown(t *testing.T) {
 	forbidden := map[string][]string{
 		"pkg/effective": {"pkg/", "policy", "internal/", "cmd/"},
-		"pkg/config":    {"pkg/cache", "pkg/decision", "pkg/admission", "pkg/server", "policy"},
-		"pkg/cache":     {"pkg/decision", "pkg/admission", "pkg/server", "policy"},
-		"policy":        {"pkg/cache", "pkg/decision", "pkg/admission", "pkg/server"},
+		"pkg/config":    {"pkg/ledger", "pkg/decision", "pkg/admission", "pkg/server", "policy"},
+		"pkg/ledger":    {"pkg/decision", "pkg/admission", "pkg/server", "policy"},
+		"policy":        {"pkg/ledger", "pkg/decision", "pkg/admission", "pkg/server"},
 		"pkg/decision":  {"pkg/admission", "pkg/server"},
 		"pkg/admission": {"pkg/server"},
 		// The HTTPS server knows nothing of admission: it only bounds and authenticates.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 )
 
@@ -24,7 +24,7 @@ func Play(ctx context.Context, c *devcluster.Cluster, examples string, out io.Wr
 	if err := c.SeedTeamA(ctx); err != nil {
 		return err
 	}
-	quota, err := c.WaitLedger(ctx, devcluster.TeamA, func(s cache.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
+	quota, err := c.WaitLedger(ctx, devcluster.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func Play(ctx context.Context, c *devcluster.Cluster, examples string, out io.Wr
 	if err := c.InitRunning(ctx, devcluster.TeamA, server.name); err != nil {
 		return err
 	}
-	s, err := c.WaitLedger(ctx, devcluster.TeamA, func(s cache.NamespaceSnapshot) bool {
+	s, err := c.WaitLedger(ctx, devcluster.TeamA, func(s ledger.NamespaceSnapshot) bool {
 		return s.Reservations == 0 && s.Used.MemMiB == server.eff
 	})
 	if err != nil {
@@ -93,14 +93,14 @@ func Play(ctx context.Context, c *devcluster.Cluster, examples string, out io.Wr
 	if err := c.InitsDone(ctx, devcluster.TeamA, server.name); err != nil {
 		return err
 	}
-	shrunk, err := c.WaitLedger(ctx, devcluster.TeamA, func(s cache.NamespaceSnapshot) bool { return s.Used.MemMiB == server.app })
+	shrunk, err := c.WaitLedger(ctx, devcluster.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Used.MemMiB == server.app })
 	if err != nil {
 		return fmt.Errorf("scenario 4: %w", err)
 	}
 	if _, err := apply(ctx, c, s4, true); err != nil {
 		return fmt.Errorf("scenario 4: %w", err)
 	}
-	s, err = c.WaitLedger(ctx, devcluster.TeamA, func(s cache.NamespaceSnapshot) bool {
+	s, err = c.WaitLedger(ctx, devcluster.TeamA, func(s ledger.NamespaceSnapshot) bool {
 		return s.Reservations == 0 && s.Pods == 2
 	})
 	if err != nil {

@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // GPUUsages is the resource of the GPUUsage objects.
@@ -26,7 +26,7 @@ func GPUUsages() schema.GroupVersionResource {
 // no replica recorded at or before podsRV (the ledger itself leaves out the
 // ones whose pod it holds). None, without an error, when the namespace has
 // no GPUUsage object or the GPUUsage CRD is not installed.
-func Reservations(ctx context.Context, c dynamic.Interface, ns, podsRV string) ([]cache.Reservation, error) {
+func Reservations(ctx context.Context, c dynamic.Interface, ns, podsRV string) ([]ledger.Reservation, error) {
 	obj, err := c.Resource(GPUUsages()).Namespace(ns).Get(ctx, gpuadmitv1.ObjectName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -39,7 +39,7 @@ func Reservations(ctx context.Context, c dynamic.Interface, ns, podsRV string) (
 		return nil, fmt.Errorf("GPUUsage %s/%s: %w", ns, gpuadmitv1.ObjectName, err)
 	}
 	listed, listedOK := parseRV(podsRV)
-	var out []cache.Reservation
+	var out []ledger.Reservation
 	for _, r := range u.Status.Reservations {
 		if rv, ok := parseRV(r.RecordedResourceVersion); ok && listedOK && rv <= listed {
 			continue // recorded before the pods were listed: the list holds the pod, or its deletion
@@ -47,7 +47,7 @@ func Reservations(ctx context.Context, c dynamic.Interface, ns, podsRV string) (
 		if r.Demand.GPU < 0 || r.Demand.GPUMem < 0 || r.Demand.GPUCores < 0 {
 			return nil, fmt.Errorf("GPUUsage %s/%s: reservation of pod %s has a negative demand", ns, gpuadmitv1.ObjectName, r.PodUID)
 		}
-		out = append(out, cache.Reservation{UID: r.PodUID, Name: r.PodName,
+		out = append(out, ledger.Reservation{UID: r.PodUID, Name: r.PodName,
 			Demand: effective.Vector{GPU: r.Demand.GPU, MemMiB: r.Demand.GPUMem, Cores: r.Demand.GPUCores}})
 	}
 	return out, nil

@@ -14,9 +14,9 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // usage is team-a's GPUUsage object holding rs.
@@ -42,7 +42,7 @@ func TestReservations(t *testing.T) {
 		name    string
 		objects func(t *testing.T) []runtime.Object
 		podsRV  string
-		want    []cache.Reservation
+		want    []ledger.Reservation
 		wantErr string
 	}{
 		{name: "no GPUUsage object (or no CRD): none", objects: func(*testing.T) []runtime.Object { return nil }, podsRV: "10"},
@@ -51,13 +51,13 @@ func TestReservations(t *testing.T) {
 				return []runtime.Object{usage(t, reservation("u1", 1024, ""), reservation("u2", 2048, "9"), reservation("u3", 4096, "11"))}
 			},
 			podsRV: "10",
-			want: []cache.Reservation{{UID: "u1", Name: "pod-u1", Demand: effective.Vector{GPU: 1, MemMiB: 1024}},
+			want: []ledger.Reservation{{UID: "u1", Name: "pod-u1", Demand: effective.Vector{GPU: 1, MemMiB: 1024}},
 				{UID: "u3", Name: "pod-u3", Demand: effective.Vector{GPU: 1, MemMiB: 4096}}}},
 		{name: "pods listed at an unknown version: every reservation",
 			objects: func(t *testing.T) []runtime.Object {
 				return []runtime.Object{usage(t, reservation("u2", 2048, "9"))}
 			},
-			want: []cache.Reservation{{UID: "u2", Name: "pod-u2", Demand: effective.Vector{GPU: 1, MemMiB: 2048}}}},
+			want: []ledger.Reservation{{UID: "u2", Name: "pod-u2", Demand: effective.Vector{GPU: 1, MemMiB: 2048}}}},
 		{name: "a negative demand is an error",
 			objects: func(t *testing.T) []runtime.Object {
 				return []runtime.Object{usage(t, reservation("u1", -1, ""))}

@@ -13,10 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // TestMutateValidateLedgerAgree: on random clusters (nodes with zone and
@@ -30,7 +30,7 @@ func TestMutateValidateLedgerAgree(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	sizes := []int64{16384, 24576, 40960, 81920, 143771}
 	for cluster := range 200 {
-		l := cache.New(cache.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+		l := ledger.New(ledger.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
 		testns.Known(l, "ns")
 		nodes := 1 + r.IntN(5)
 		for i := range nodes {

@@ -15,17 +15,17 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/testns"
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
 // benchLedger holds 1000 two-GPU nodes, 200 namespaces with a memory quota
 // and n GPU pods (sidecar, init, app; half of them past their init).
-func benchLedger(b *testing.B, n int) *cache.Ledger {
+func benchLedger(b *testing.B, n int) *ledger.Ledger {
 	b.Helper()
-	l := cache.New(cache.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
 	for i := range 1000 {
 		l.UpsertNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i),
 			Labels: map[string]string{"zone": fmt.Sprint(i % 3)},
@@ -137,7 +137,7 @@ func goDecide(d *Decider, pod *corev1.Pod) []string {
 	}
 	ns := d.snap.Namespace(pod.Namespace)
 	var denials []string
-	check := func(name string, need, used, reserved int64, l *cache.Limit) {
+	check := func(name string, need, used, reserved int64, l *ledger.Limit) {
 		if l != nil && need > 0 && used+reserved+need > l.Value {
 			denials = append(denials, fmt.Sprintf("namespace %q: %s: pod needs %d, %d used + %d reserved, limit %d (ResourceQuota %q %s)",
 				pod.Namespace, name, need, used, reserved, l.Value, l.Quota, l.Key))

@@ -11,9 +11,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -62,10 +62,10 @@ type Result struct {
 	Explanation *Explanation
 }
 
-// Snapshotter reads the usage ledger; *cache.Ledger satisfies it.
+// Snapshotter reads the usage ledger; *ledger.Ledger satisfies it.
 type Snapshotter interface {
-	Namespace(ns string) cache.NamespaceSnapshot
-	Capacity() *cache.Capacity
+	Namespace(ns string) ledger.NamespaceSnapshot
+	Capacity() *ledger.Capacity
 }
 
 // Evaluator evaluates the policies on an input document; *policy.Engine
@@ -88,7 +88,7 @@ type Decider struct {
 }
 
 type cachedView struct {
-	capacity *cache.Capacity
+	capacity *ledger.Capacity
 	view     *nodeView
 	value    ast.Value
 }
@@ -204,7 +204,7 @@ var ErrNamespaceUnknown = errors.New("the namespace watch has not reported the n
 // namespace is the ledger's snapshot of ns, once the namespace watch has
 // reported ns: it waits up to namespaceWait (and the context's deadline)
 // for a namespace created a moment before the pod.
-func (d *Decider) namespace(ctx context.Context, ns string) (cache.NamespaceSnapshot, error) {
+func (d *Decider) namespace(ctx context.Context, ns string) (ledger.NamespaceSnapshot, error) {
 	s := d.snap.Namespace(ns)
 	if s.LabelsKnown {
 		return s, nil
@@ -231,7 +231,7 @@ func (d *Decider) Requests(pod *corev1.Pod) bool { return d.settings.Requests(po
 
 // Demand is the pod's effective demand as Decide computes it: memory
 // percentages and whole-device requests resolved against the largest device
-// of the nodes the pod may run on (cache.Eligible). It is nil for a pod that
+// of the nodes the pod may run on (ledger.Eligible). It is nil for a pod that
 // requests no managed resource; an invalid request is an
 // *effective.InvalidError. The mutating webhook annotates pods with it.
 func (d *Decider) Demand(pod *corev1.Pod) (*effective.Demand, error) {
@@ -246,7 +246,7 @@ func (d *Decider) Demand(pod *corev1.Pod) (*effective.Demand, error) {
 }
 
 // resolveSize is the device size the pod's percentages and whole devices
-// resolve against (cache.Capacity.ResolveSizeFor: its selector and
+// resolve against (ledger.Capacity.ResolveSizeFor: its selector and
 // affinity, not its nodeName); view is its eligible nodes, which serve when
 // it names no node.
 func (d *Decider) resolveSize(pod *corev1.Pod, view *nodeView) int64 {
@@ -260,7 +260,7 @@ func (d *Decider) resolveSize(pod *corev1.Pod, view *nodeView) int64 {
 // value; the view of all nodes is cached until the ledger's capacity changes.
 func (d *Decider) nodes(pod *corev1.Pod) (*nodeView, ast.Value, error) {
 	c := d.snap.Capacity()
-	if match := cache.Eligible(pod); match != nil {
+	if match := ledger.Eligible(pod); match != nil {
 		v := viewOf(c, match)
 		val, err := capacityValue(v)
 		return v, val, err

@@ -16,10 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -148,7 +148,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := cache.New(cache.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+			l := ledger.New(ledger.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
 			testns.Known(l, "default", "team-a", "team-b")
 			for _, n := range tt.nodes {
 				l.UpsertNode(n)
@@ -160,7 +160,7 @@ func TestDecide(t *testing.T) {
 				l.UpsertPod(p)
 			}
 			if !tt.reserve.IsZero() {
-				l.SetReservations(tt.pod.Namespace, []cache.Reservation{{UID: "uid-earlier", Name: "earlier", Demand: tt.reserve}})
+				l.SetReservations(tt.pod.Namespace, []ledger.Reservation{{UID: "uid-earlier", Name: "earlier", Demand: tt.reserve}})
 			}
 			ev := &countingEvaluator{Evaluator: e}
 			d, err := decision.New(ev, l, configWith(tt.cfg), logr.Discard())
@@ -201,7 +201,7 @@ func TestDecide(t *testing.T) {
 
 // TestCapacityChangeSeen: the cached view of all nodes follows node changes.
 func TestCapacityChangeSeen(t *testing.T) {
-	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
 	testns.Known(l, "a")
 	l.UpsertNode(testnode.WithGPUs("n1", nil, 24576))
 	d, err := decision.New(engine(t), l, config.Default(), logr.Discard())
@@ -227,7 +227,7 @@ func TestCapacityChangeSeen(t *testing.T) {
 }
 
 func TestDecideErrors(t *testing.T) {
-	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
 	testns.Known(l, "default")
 	tests := []struct {
 		name    string
@@ -271,18 +271,18 @@ func TestFitsWithoutUnconfirmed(t *testing.T) {
 	quota := testquota.New("team-a", "q", map[string]string{"limits.nvidia.com/gpumem": "10240"})
 	for _, tt := range []struct {
 		name        string
-		reserved    []cache.Reservation
+		reserved    []ledger.Reservation
 		need        int64
 		allowed     bool
 		fitsWithout bool
 	}{
-		{"fits", []cache.Reservation{{UID: "g", Name: "g", Demand: effective.Vector{GPU: 1, MemMiB: 4096}, Unconfirmed: true}}, 4096, true, false},
-		{"an unconfirmed reservation blocks it", []cache.Reservation{{UID: "g", Name: "g", Demand: effective.Vector{GPU: 1, MemMiB: 8192}, Unconfirmed: true}}, 4096, false, true},
-		{"a recorded pod's reservation blocks it", []cache.Reservation{{UID: "r", Name: "r", Demand: effective.Vector{GPU: 1, MemMiB: 8192}}}, 4096, false, false},
-		{"too large even without them", []cache.Reservation{{UID: "g", Name: "g", Demand: effective.Vector{GPU: 1, MemMiB: 8192}, Unconfirmed: true}}, 12288, false, false},
+		{"fits", []ledger.Reservation{{UID: "g", Name: "g", Demand: effective.Vector{GPU: 1, MemMiB: 4096}, Unconfirmed: true}}, 4096, true, false},
+		{"an unconfirmed reservation blocks it", []ledger.Reservation{{UID: "g", Name: "g", Demand: effective.Vector{GPU: 1, MemMiB: 8192}, Unconfirmed: true}}, 4096, false, true},
+		{"a recorded pod's reservation blocks it", []ledger.Reservation{{UID: "r", Name: "r", Demand: effective.Vector{GPU: 1, MemMiB: 8192}}}, 4096, false, false},
+		{"too large even without them", []ledger.Reservation{{UID: "g", Name: "g", Demand: effective.Vector{GPU: 1, MemMiB: 8192}, Unconfirmed: true}}, 12288, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			l := cache.New(cache.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+			l := ledger.New(ledger.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
 			testns.Known(l, "team-a")
 			l.UpsertQuota(quota)
 			l.SetReservations("team-a", tt.reserved)

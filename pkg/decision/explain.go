@@ -5,8 +5,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -59,7 +59,7 @@ func (d *Decider) explain(doc *inputDoc, out policy.Output) *Explanation {
 	names := d.settings.Names
 	for _, l := range []struct {
 		name                string
-		limit               *cache.Limit
+		limit               *ledger.Limit
 		used, reserved, pod int64
 	}{
 		{string(names.Count), doc.ns.Limits.GPU, doc.ns.Used.GPU, doc.ns.Reserved.GPU, eff.GPU},

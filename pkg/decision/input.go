@@ -7,9 +7,9 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // The policy input document's version (docs/policy-input.md).
@@ -31,7 +31,7 @@ type inputDoc struct {
 	namespace string
 	demand    *effective.Demand
 	invalid   []*effective.FieldError
-	ns        cache.NamespaceSnapshot
+	ns        ledger.NamespaceSnapshot
 	capacity  ast.Value
 	settings  ast.Value
 }
@@ -88,7 +88,7 @@ func (d *inputDoc) value() ast.Value {
 	after := sum(d.ns.Used, d.ns.Reserved, eff)
 	for _, l := range []struct {
 		dim   string
-		limit *cache.Limit
+		limit *ledger.Limit
 		after int64
 	}{{"gpu", d.ns.Limits.GPU, after.GPU}, {"gpumem", d.ns.Limits.MemMiB, after.MemMiB}, {"gpucores", d.ns.Limits.Cores, after.Cores}} {
 		if l.limit != nil {

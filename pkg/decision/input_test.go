@@ -19,10 +19,10 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/testns"
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
 	"github.com/gpuadmit/gpuadmit/internal/testquota"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -50,7 +50,7 @@ func jsonOf(t *testing.T, v ast.Value) map[string]any {
 // read (docs/policy-input.md) come from the pod, the namespace watch and
 // the AdmissionReview's userInfo; empty ones are present and empty.
 func TestInputCarriesThePodTheNamespaceAndTheUser(t *testing.T) {
-	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
 	l.UpsertNamespace(testns.New("team-a", map[string]string{"gpu-tier": "bronze"}))
 	testns.Known(l, "team-b")
 	ev := &capturingEvaluator{Evaluator: engine(t)}
@@ -120,7 +120,7 @@ func TestInputMatchesItsSchema(t *testing.T) {
 	ev := &capturingEvaluator{Evaluator: engine(t)}
 	r := rand.New(rand.NewPCG(3, 5))
 	for cluster := range 30 {
-		l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+		l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
 		l.UpsertNamespace(testns.New("ns", map[string]string{"tier": fmt.Sprint(cluster % 3)}))
 		nodes := r.IntN(3)
 		for i := range nodes {
@@ -153,12 +153,12 @@ func TestInputMatchesItsSchema(t *testing.T) {
 
 // flakySnapshotter reports a namespace unknown for its first calls.
 type flakySnapshotter struct {
-	*cache.Ledger
+	*ledger.Ledger
 	unknownFor int64
 	calls      atomic.Int64
 }
 
-func (f *flakySnapshotter) Namespace(ns string) cache.NamespaceSnapshot {
+func (f *flakySnapshotter) Namespace(ns string) ledger.NamespaceSnapshot {
 	s := f.Ledger.Namespace(ns)
 	if f.calls.Add(1) <= f.unknownFor {
 		s.Labels, s.LabelsKnown = nil, false
@@ -171,7 +171,7 @@ func (f *flakySnapshotter) Namespace(ns string) cache.NamespaceSnapshot {
 // applies the failure policy) when it never comes: deciding with no labels
 // could admit what a label-based rule denies.
 func TestNamespaceNotYetSeen(t *testing.T) {
-	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
 	testns.Known(l, "team-a")
 	pod := testpod.New("p").NS("team-a").App("c", testpod.GPU(1), testpod.Mem(1024)).Build()
 	t.Run("seen a moment later", func(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // nodeView summarizes the GPU nodes a pod may run on: how many there are,
@@ -37,8 +37,8 @@ type device struct{ memMiB, cores int64 }
 
 // viewOf summarizes the nodes of c that match accepts (nil: every node):
 // the pod's node when it is bound, else the nodes its nodeSelector and
-// required node affinity admit (cache.Eligible).
-func viewOf(c *cache.Capacity, match func(*cache.NodeCapacity) bool) *nodeView {
+// required node affinity admit (ledger.Eligible).
+func viewOf(c *ledger.Capacity, match func(*ledger.NodeCapacity) bool) *nodeView {
 	v := &nodeView{}
 	if c == nil {
 		return v
@@ -81,7 +81,7 @@ func viewOf(c *cache.Capacity, match func(*cache.NodeCapacity) bool) *nodeView {
 }
 
 // healthy returns a node's healthy devices, largest first.
-func healthy(n *cache.NodeCapacity) []device {
+func healthy(n *ledger.NodeCapacity) []device {
 	devs := make([]device, 0, len(n.Devices))
 	for _, d := range n.Devices {
 		if d.Healthy {

@@ -7,8 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // validate checks an object read from the API server: a malformed one (an
@@ -43,8 +43,8 @@ func validate(u *gpuadmitv1.GPUUsage) error {
 // podsRV must count: those whose pod its ledger has not recorded, unless the
 // pod was recorded (by some replica) at a resourceVersion its watch passed
 // already (then its ledger holds the pod, or saw it go).
-func countable(u *gpuadmitv1.GPUUsage, l *cache.Ledger, podsRV uint64) []cache.Reservation {
-	out := make([]cache.Reservation, 0, len(u.Status.Reservations))
+func countable(u *gpuadmitv1.GPUUsage, l *ledger.Ledger, podsRV uint64) []ledger.Reservation {
+	out := make([]ledger.Reservation, 0, len(u.Status.Reservations))
 	for _, r := range u.Status.Reservations {
 		if rv, ok := parseRV(r.RecordedResourceVersion); ok && podsRV >= rv {
 			continue
@@ -52,7 +52,7 @@ func countable(u *gpuadmitv1.GPUUsage, l *cache.Ledger, podsRV uint64) []cache.R
 		if l.Seen(r.PodUID) != "" {
 			continue
 		}
-		out = append(out, cache.Reservation{UID: r.PodUID, Name: r.PodName, Demand: vectorOf(r.Demand),
+		out = append(out, ledger.Reservation{UID: r.PodUID, Name: r.PodName, Demand: vectorOf(r.Demand),
 			Unconfirmed: r.RecordedResourceVersion == ""})
 	}
 	return out

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // reserve admits uid/name with demand unconditionally.
@@ -100,7 +100,7 @@ func TestReservationsPerNamespaceBounded(t *testing.T) {
 
 // fitsDecider decides like the built-in limit against limit MiB, and says
 // whether a denied pod would fit without the unconfirmed reservations.
-func fitsDecider(l *cache.Ledger, limit, need int64, ok *bool) func() (Verdict, error) {
+func fitsDecider(l *ledger.Ledger, limit, need int64, ok *bool) func() (Verdict, error) {
 	return func() (Verdict, error) {
 		snap := l.Namespace("ns")
 		*ok = snap.Used.MemMiB+snap.Reserved.MemMiB+need <= limit
@@ -117,9 +117,9 @@ func fitsDecider(l *cache.Ledger, limit, need int64, ok *bool) func() (Verdict, 
 // be checked before the review's deadline, it is denied at once.
 func TestReviewWaitsForUnconfirmedReservations(t *testing.T) {
 	const confirmAfter = 300 * time.Millisecond
-	setUp := func(t *testing.T, objs ...client.Object) (*Store, *cache.Ledger, client.Client) {
+	setUp := func(t *testing.T, objs ...client.Object) (*Store, *ledger.Ledger, client.Client) {
 		c := fakeClient(t, objs...)
-		l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+		l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
 		w := &fakeWatch{}
 		w.rv.Store(1)
 		s := NewStore(c, c, l, w, Options{Replica: "a", Namespace: "gpuadmit-system", ConfirmAfter: confirmAfter,
@@ -129,7 +129,7 @@ func TestReviewWaitsForUnconfirmedReservations(t *testing.T) {
 		}
 		return s, l, c
 	}
-	admit := func(s *Store, l *cache.Ledger, within time.Duration) (bool, time.Duration, error) {
+	admit := func(s *Store, l *ledger.Ledger, within time.Duration) (bool, time.Duration, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), within)
 		defer cancel()
 		var ok bool

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // Labels and annotations of the progress Leases.
@@ -48,7 +48,7 @@ type Progress struct {
 	client    client.Client
 	namespace string
 	replica   string
-	clock     cache.Clock
+	clock     ledger.Clock
 	watch     PodWatch
 	log       logr.Logger
 	// advertise returns the address to publish now ("" while not ready).
@@ -73,7 +73,7 @@ type observation struct {
 	address         string
 }
 
-func newProgress(c client.Client, namespace, replica string, clock cache.Clock, watch PodWatch, advertise func() string, log logr.Logger) *Progress {
+func newProgress(c client.Client, namespace, replica string, clock ledger.Clock, watch PodWatch, advertise func() string, log logr.Logger) *Progress {
 	p := &Progress{client: c, namespace: namespace, replica: replica, clock: clock, watch: watch, advertise: advertise, log: log,
 		observed: map[string]*observation{}}
 	p.alive.init()

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // Reasons a reservation ended (Options.OnEnd).
@@ -56,7 +56,7 @@ type Options struct {
 	// before it ends (0: one second; see drain).
 	WorkerIdle time.Duration
 	// Clock tells this replica's time (nil: the wall clock).
-	Clock cache.Clock
+	Clock ledger.Clock
 	// Advertise, when set, returns the address where this replica takes
 	// reviews forwarded by the others ("" while it cannot decide); it is
 	// published in its progress Lease and makes namespaces owned (Owner).
@@ -71,7 +71,7 @@ type Options struct {
 	Log     logr.Logger
 }
 
-// PodWatch reports how far the replica's pod watch got (*cache.Feed).
+// PodWatch reports how far the replica's pod watch got (*ledger.Feed).
 type PodWatch interface {
 	PodsResourceVersion() string
 }
@@ -80,7 +80,7 @@ type PodWatch interface {
 type Store struct {
 	client   client.Client // reads GPUUsage and Leases from the informer cache; writes to the API server
 	api      client.Reader // reads from the API server
-	ledger   *cache.Ledger
+	ledger   *ledger.Ledger
 	watch    PodWatch
 	progress *Progress
 	opts     Options
@@ -104,7 +104,7 @@ type check struct {
 }
 
 // NewStore returns a Store; Start runs its cleaner and its progress Lease.
-func NewStore(c client.Client, api client.Reader, l *cache.Ledger, watch PodWatch, opts Options) *Store {
+func NewStore(c client.Client, api client.Reader, l *ledger.Ledger, watch PodWatch, opts Options) *Store {
 	if opts.Clock == nil {
 		opts.Clock = wallClock{}
 	}

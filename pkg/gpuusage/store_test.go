@@ -24,8 +24,8 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // These tests drive the store with controller-runtime's fake client, which
@@ -54,9 +54,9 @@ func scheme(t *testing.T) *runtime.Scheme {
 	return s
 }
 
-func newStore(t *testing.T, c client.Client, replica string) (*Store, *cache.Ledger, *fakeWatch, *clock) {
+func newStore(t *testing.T, c client.Client, replica string) (*Store, *ledger.Ledger, *fakeWatch, *clock) {
 	t.Helper()
-	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
 	w := &fakeWatch{}
 	w.rv.Store(1)
 	clk := &clock{now: time.Unix(1000, 0)}
@@ -87,7 +87,7 @@ func TestAdmitCommitsBeforeAllowed(t *testing.T) {
 	c := fakeClient(t)
 	a, la, _, _ := newStore(t, c, "a")
 	b, lb, _, _ := newStore(t, c, "b")
-	decideFits := func(l *cache.Ledger, limit int64) func() (Verdict, error) {
+	decideFits := func(l *ledger.Ledger, limit int64) func() (Verdict, error) {
 		return func() (Verdict, error) {
 			s := l.Namespace("ns")
 			return Verdict{Reserve: s.Used.MemMiB+s.Reserved.MemMiB+8192 <= limit, Demand: vec(1, 8192)}, nil
@@ -95,7 +95,7 @@ func TestAdmitCommitsBeforeAllowed(t *testing.T) {
 	}
 	ctx := context.Background()
 	for i, st := range []*Store{a, b, a} {
-		l := map[*Store]*cache.Ledger{a: la, b: lb}[st]
+		l := map[*Store]*ledger.Ledger{a: la, b: lb}[st]
 		if err := st.Admit(ctx, "ns", types.UID(strconv.Itoa(i)), "p"+strconv.Itoa(i), decideFits(l, 24576)); err != nil {
 			t.Fatalf("admission %d: %v", i, err)
 		}
@@ -303,7 +303,7 @@ func TestConcurrentAdmissionsAreGroupedAndExact(t *testing.T) {
 	const limit = 20 * 1024
 	type replica struct {
 		s *Store
-		l *cache.Ledger
+		l *ledger.Ledger
 	}
 	var rs []replica
 	for _, name := range []string{"a", "b"} {

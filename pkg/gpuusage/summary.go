@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // Summarizer writes what users read of a namespace's GPUUsage (kubectl get
@@ -27,12 +27,12 @@ import (
 // them conflicts and is decided again).
 type Summarizer struct {
 	Client client.Client // reads GPUUsage from the informer cache, writes to the API server
-	Ledger *cache.Ledger
+	Ledger *ledger.Ledger
 	// Every is how often the ledger is compared with the objects (default
 	// 250ms); MinGap the least time between two writes of one namespace
 	// (default 1s).
 	Every, MinGap time.Duration
-	Clock         cache.Clock
+	Clock         ledger.Clock
 	// OnWrite, when set, counts the status writes.
 	OnWrite func()
 	Log     logr.Logger
@@ -85,7 +85,7 @@ func (s *Summarizer) Round(ctx context.Context) int {
 	names := s.Ledger.Settings().Names
 	now := s.Clock.Now()
 	wrote := 0
-	consider := func(ns string, n cache.NamespaceSnapshot) {
+	consider := func(ns string, n ledger.NamespaceSnapshot) {
 		u := existing[ns]
 		var old gpuadmitv1.GPUUsageStatus
 		if u != nil {
@@ -112,7 +112,7 @@ func (s *Summarizer) Round(ctx context.Context) int {
 	}
 	for ns := range existing { // nothing left in the ledger: zeros
 		if _, ok := snap.Namespaces[ns]; !ok {
-			consider(ns, cache.NamespaceSnapshot{Namespace: ns})
+			consider(ns, ledger.NamespaceSnapshot{Namespace: ns})
 		}
 	}
 	for ns := range s.last {
@@ -149,9 +149,9 @@ func (s *Summarizer) write(ctx context.Context, ns string, u *gpuadmitv1.GPUUsag
 
 // summarize computes the summary fields of a namespace; conditions keep
 // their lastTransitionTime while their status stays.
-func summarize(n cache.NamespaceSnapshot, names effective.ResourceNames, conds []metav1.Condition, now time.Time) gpuadmitv1.GPUUsageStatus {
+func summarize(n ledger.NamespaceSnapshot, names effective.ResourceNames, conds []metav1.Condition, now time.Time) gpuadmitv1.GPUUsageStatus {
 	var st gpuadmitv1.GPUUsageStatus
-	cell := func(used int64, l *cache.Limit) string {
+	cell := func(used int64, l *ledger.Limit) string {
 		if l == nil {
 			return fmt.Sprintf("%d/-", used)
 		}
@@ -160,7 +160,7 @@ func summarize(n cache.NamespaceSnapshot, names effective.ResourceNames, conds [
 	for _, r := range []struct {
 		name           string
 		used, reserved int64
-		limit          *cache.Limit
+		limit          *ledger.Limit
 		col            *string
 	}{
 		{string(names.Count), n.Used.GPU, n.Reserved.GPU, n.Limits.GPU, &st.Summary.GPU},
@@ -178,11 +178,11 @@ func summarize(n cache.NamespaceSnapshot, names effective.ResourceNames, conds [
 	var quotas, pods, held []string
 	for _, p := range n.Problems {
 		switch p.Kind {
-		case cache.ProblemQuota:
+		case ledger.ProblemQuota:
 			quotas = append(quotas, p.String())
-		case cache.ProblemPod:
+		case ledger.ProblemPod:
 			pods = append(pods, p.String())
-		case cache.ProblemCharge:
+		case ledger.ProblemCharge:
 			held = append(held, p.String())
 		}
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
 	"github.com/gpuadmit/gpuadmit/internal/testquota"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 func condition(st gpuadmitv1.GPUUsageStatus, typ string) metav1.Condition {
@@ -31,12 +31,12 @@ func condition(st gpuadmitv1.GPUUsageStatus, typ string) metav1.Condition {
 // TestSummarize: used, reserved and hard per resource, the printer
 // columns, and conditions naming what gpuadmit cannot use.
 func TestSummarize(t *testing.T) {
-	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
 	l.UpsertQuota(testquota.New("ns", "gpu-quota", map[string]string{"limits.nvidia.com/gpumem": "24576", "limits.nvidia.com/gpu": "4"}))
 	l.UpsertQuota(testquota.New("ns", "broken", map[string]string{"limits.nvidia.com/gpucores": "1.5"}))
 	l.UpsertPod(testpod.New("a").NS("ns").UID("a").Init("load", testpod.GPU(1), testpod.Mem(20480)).App("srv", testpod.GPU(1), testpod.Mem(10240)).InitRunning("load").Build())
 	l.UpsertPod(testpod.New("pct").NS("ns").UID("pct").App("c", testpod.GPU(1), testpod.MemPct(50)).Build())
-	l.SetReservations("ns", []cache.Reservation{{UID: "r", Name: "r", Demand: effective.Vector{GPU: 1, MemMiB: 1024}}})
+	l.SetReservations("ns", []ledger.Reservation{{UID: "r", Name: "r", Demand: effective.Vector{GPU: 1, MemMiB: 1024}}})
 	now := time.Unix(1000, 0)
 	st := summarize(l.Namespace("ns"), effective.DefaultSettings().Names, nil, now)
 
@@ -79,7 +79,7 @@ func TestSummarizerWritesOnlyChangesAtMostOncePerGap(t *testing.T) {
 		patches.Add(1)
 		return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
 	}})
-	l := cache.New(cache.Options{Settings: effective.DefaultSettings()})
+	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
 	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "8192"}))
 	l.UpsertQuota(testquota.New("other", "q", map[string]string{"limits.nvidia.com/gpu": "2"}))
 	clk := &clock{now: time.Unix(1000, 0)}

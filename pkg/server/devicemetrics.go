@@ -3,7 +3,7 @@ package server
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // deviceCollector exposes the capacity and the recorded usage of every GPU
@@ -13,11 +13,11 @@ import (
 // but its node does not announce has only used series (model ""): at most
 // devices × 2 resources × 2 types.
 type deviceCollector struct {
-	ledger *cache.Ledger
+	ledger *ledger.Ledger
 	desc   *prometheus.Desc
 }
 
-func newDeviceCollector(l *cache.Ledger) *deviceCollector {
+func newDeviceCollector(l *ledger.Ledger) *deviceCollector {
 	return &deviceCollector{ledger: l, desc: prometheus.NewDesc("gpuadmit_device",
 		"A GPU device's capacity (as its node announces it) and the usage the ledger charges to it (its recorded pods' device assignments), per managed resource; memory in MiB, cores in percent of the device.",
 		[]string{"node", "uuid", "model", "resource", "type"}, nil)}

@@ -6,24 +6,24 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
 // registerStateMetrics registers gauges read at scrape time: the ledger's
 // sizes, the policy engine's status and the watches' freshness.
-func registerStateMetrics(reg prometheus.Registerer, l *cache.Ledger, e *policy.Engine, feed *cache.Feed) error {
-	stat := func(f func(cache.Stats) int) func() float64 {
+func registerStateMetrics(reg prometheus.Registerer, l *ledger.Ledger, e *policy.Engine, feed *ledger.Feed) error {
+	stat := func(f func(ledger.Stats) int) func() float64 {
 		return func() float64 { return float64(f(l.Stats())) }
 	}
 	cs := []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gpuadmit_ledger_pods",
-			Help: "GPU pods recorded in the usage ledger."}, stat(func(s cache.Stats) int { return s.Pods })),
+			Help: "GPU pods recorded in the usage ledger."}, stat(func(s ledger.Stats) int { return s.Pods })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gpuadmit_ledger_namespaces",
-			Help: "Namespaces with GPU usage, reservations or GPU quotas in the ledger."}, stat(func(s cache.Stats) int { return s.Namespaces })),
+			Help: "Namespaces with GPU usage, reservations or GPU quotas in the ledger."}, stat(func(s ledger.Stats) int { return s.Namespaces })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gpuadmit_ledger_reservations",
-			Help: "Reservations of admitted pods the watch has not recorded yet."}, stat(func(s cache.Stats) int { return s.Reservations })),
+			Help: "Reservations of admitted pods the watch has not recorded yet."}, stat(func(s ledger.Stats) int { return s.Reservations })),
 		&freshnessCollector{feed: feed, desc: prometheus.NewDesc("gpuadmit_feed_stale",
 			"1 when the watch of a resource has delivered nothing for longer than it should (see the server's log).", []string{"resource"}, nil)},
 		newNamespaceCollector(l),
@@ -69,7 +69,7 @@ func newPolicyMetrics(reg prometheus.Registerer) (*policyMetrics, error) {
 
 // freshnessCollector reports each watch's staleness at scrape time.
 type freshnessCollector struct {
-	feed *cache.Feed
+	feed *ledger.Feed
 	desc *prometheus.Desc
 }
 

@@ -3,7 +3,7 @@ package server
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // Kinds of gpuadmit_ledger_problems (a fixed set: the label's values).
@@ -30,12 +30,12 @@ const (
 //     known), and the nodes with malformed device annotations (namespace
 //     ""): at most namespaces × 4 + 1 series.
 type namespaceCollector struct {
-	ledger   *cache.Ledger
+	ledger   *ledger.Ledger
 	quota    *prometheus.Desc
 	problems *prometheus.Desc
 }
 
-func newNamespaceCollector(l *cache.Ledger) *namespaceCollector {
+func newNamespaceCollector(l *ledger.Ledger) *namespaceCollector {
 	return &namespaceCollector{ledger: l,
 		quota: prometheus.NewDesc("gpuadmit_resourcequota",
 			"A namespace's tightest limit (hard, with the ResourceQuota that sets it; 0 while its value is invalid), what its recorded pods use (used) and what admitted pods not yet recorded hold (reserved), per managed resource; memory in MiB.",
@@ -57,7 +57,7 @@ func (c *namespaceCollector) Collect(ch chan<- prometheus.Metric) {
 	for ns, s := range snap.Namespaces {
 		for _, r := range []struct {
 			name           string
-			limit          *cache.Limit
+			limit          *ledger.Limit
 			used, reserved int64
 		}{
 			{string(names.Count), s.Limits.GPU, s.Used.GPU, s.Reserved.GPU},
@@ -72,11 +72,11 @@ func (c *namespaceCollector) Collect(ch chan<- prometheus.Metric) {
 			c.gauge(ch, c.quota, r.reserved, ns, r.limit.Quota, r.name, "reserved")
 		}
 		c.gauge(ch, c.problems, int64(len(s.Unresolved)), ns, problemUnresolvedPod)
-		c.gauge(ch, c.problems, distinct(s.Problems, cache.ProblemPod), ns, problemInvalidPod)
-		c.gauge(ch, c.problems, distinct(s.Problems, cache.ProblemQuota), ns, problemInvalidQuota)
-		c.gauge(ch, c.problems, distinct(s.Problems, cache.ProblemCharge), ns, problemHeldCharge)
+		c.gauge(ch, c.problems, distinct(s.Problems, ledger.ProblemPod), ns, problemInvalidPod)
+		c.gauge(ch, c.problems, distinct(s.Problems, ledger.ProblemQuota), ns, problemInvalidQuota)
+		c.gauge(ch, c.problems, distinct(s.Problems, ledger.ProblemCharge), ns, problemHeldCharge)
 	}
-	c.gauge(ch, c.problems, distinct(snap.Problems, cache.ProblemNode), "", problemInvalidNode)
+	c.gauge(ch, c.problems, distinct(snap.Problems, ledger.ProblemNode), "", problemInvalidNode)
 }
 
 func (c *namespaceCollector) gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v int64, labels ...string) {
@@ -85,7 +85,7 @@ func (c *namespaceCollector) gauge(ch chan<- prometheus.Metric, d *prometheus.De
 
 // distinct counts the objects (namespace and name) with problems of kind:
 // a quota with two bad values, or a pod reported twice, counts once.
-func distinct(ps []cache.Problem, kind cache.ProblemKind) int64 {
+func distinct(ps []ledger.Problem, kind ledger.ProblemKind) int64 {
 	seen := map[[2]string]bool{}
 	for _, p := range ps {
 		if p.Kind == kind {

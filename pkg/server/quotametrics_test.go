@@ -13,9 +13,9 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/testnode"
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
 	"github.com/gpuadmit/gpuadmit/internal/testquota"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // world is what a ledger is fed: nodes, quotas, pods, then reservations.
@@ -24,16 +24,16 @@ type world struct {
 	nodes        []*corev1.Node
 	quotas       []*corev1.ResourceQuota
 	pods         []*testpod.Builder
-	reservations map[string][]cache.Reservation
+	reservations map[string][]ledger.Reservation
 	after        []*corev1.Node // node changes once the pods are recorded
 }
 
-func (w world) ledger() *cache.Ledger {
+func (w world) ledger() *ledger.Ledger {
 	s := effective.DefaultSettings()
 	if w.settings != nil {
 		s = *w.settings
 	}
-	l := cache.New(cache.Options{Settings: s})
+	l := ledger.New(ledger.Options{Settings: s})
 	for _, n := range w.nodes {
 		l.UpsertNode(n)
 	}
@@ -125,7 +125,7 @@ func TestResourceQuotaMetric(t *testing.T) {
 					"limits.nvidia.com/gpu": "2", "limits.nvidia.com/gpumem": "24576", "requests.cpu": "8"})},
 				pods: []*testpod.Builder{testpod.New("train").NS("a").App("main", testpod.GPU(1), testpod.Mem(10240), testpod.Cores(30)).
 					AppRunning("main")},
-				reservations: map[string][]cache.Reservation{"a": {{UID: "uid-a-next", Name: "next",
+				reservations: map[string][]ledger.Reservation{"a": {{UID: "uid-a-next", Name: "next",
 					Demand: effective.Vector{GPU: 1, MemMiB: 4096, Cores: 10}}}},
 			},
 			want: map[string]float64{

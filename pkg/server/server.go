@@ -28,10 +28,10 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/admission"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/webhookserver"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
@@ -95,7 +95,7 @@ type Options struct {
 	// /metrics (TokenReview, SubjectAccessReview).
 	MetricsInsecure bool
 	// Clock is this replica's clock (default the wall clock; a test skews it).
-	Clock cache.Clock
+	Clock ledger.Clock
 	// WatchDelay holds back every watch event this long (fault injection
 	// for tests: a lagging replica); 0 in production.
 	WatchDelay time.Duration
@@ -109,10 +109,10 @@ const LeaderElectionID = "gpuadmit-usage-status"
 // Server is the wired admission webhook.
 type Server struct {
 	mgr     manager.Manager
-	Ledger  *cache.Ledger
+	Ledger  *ledger.Ledger
 	Engine  *policy.Engine
 	Store   *gpuusage.Store
-	feed    *cache.Feed
+	feed    *ledger.Feed
 	usage   toolscache.InformerSynced
 	rotator *certs.Rotator
 	// certificate returns the serving certificate (the rotator's, or the
@@ -198,16 +198,16 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 	if s.metrics, err = newServerMetrics(opts.Registry); err != nil {
 		return nil, err
 	}
-	s.Ledger = cache.New(cache.Options{Settings: opts.Config.Devices, Log: opts.Log.WithName("ledger"), Clock: opts.Clock})
+	s.Ledger = ledger.New(ledger.Options{Settings: opts.Config.Devices, Log: opts.Log.WithName("ledger"), Clock: opts.Clock})
 	// The watches list and watch built-in types only: in protobuf, the API
 	// server's own encoding, decoding costs a fraction of JSON's (a relist
 	// of 100k pods is most of a cold start).
-	feedKube, err := kubernetes.NewForConfig(cache.ProtobufConfig(cfg))
+	feedKube, err := kubernetes.NewForConfig(ledger.ProtobufConfig(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	s.feed, err = cache.NewFeed(feedKube, s.Ledger, cache.FeedOptions{Log: opts.Log.WithName("feed"), Delay: opts.WatchDelay,
-		Freshness: cache.FreshnessOptions{ProbeEvery: adm.Watches.ProbeEvery, StaleAfter: adm.Watches.StaleAfter, Clock: opts.Clock}})
+	s.feed, err = ledger.NewFeed(feedKube, s.Ledger, ledger.FeedOptions{Log: opts.Log.WithName("feed"), Delay: opts.WatchDelay,
+		Freshness: ledger.FreshnessOptions{ProbeEvery: adm.Watches.ProbeEvery, StaleAfter: adm.Watches.StaleAfter, Clock: opts.Clock}})
 	if err != nil {
 		return nil, fmt.Errorf("informers: %w", err)
 	}

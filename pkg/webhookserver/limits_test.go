@@ -25,21 +25,23 @@ func TestLimits(t *testing.T) {
 	}
 	// Two requests held in the handler fill the in-flight limit.
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	released := sync.OnceFunc(func() { close(release) })
+	defer released()
 	for range 2 {
 		wg.Go(func() { _, _, _ = f.post(f.httpClient(nil, ""), "/block", "", nil) })
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		status, body, err := f.post(c, "/", "", nil)
-		if err == nil && status == 503 && strings.Contains(body, "handling 2 requests, its limit") {
-			break
-		}
+	deadline := time.Now().Add(20 * time.Second)
+	for f.blocked.Load() < 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("with 2 requests in flight: %d %q %v, want 503", status, body, err)
+			t.Fatalf("%d of 2 requests reached the handler", f.blocked.Load())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	close(release)
+	if status, body, err := f.post(c, "/", "", nil); err != nil || status != 503 || !strings.Contains(body, "handling 2 requests, its limit") {
+		t.Fatalf("with 2 requests in flight: %d %q %v, want 503", status, body, err)
+	}
+	released()
 	wg.Wait()
 	if refused(t, f, "too-large") != 1 || refused(t, f, "busy") == 0 {
 		t.Errorf("refusals not counted: too-large %v, busy %v", refused(t, f, "too-large"), refused(t, f, "busy"))

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ type fixture struct {
 	serving *certs.Bundle // the replicas' shared certificate
 	client  *certs.Bundle // the CA of the API server's client certificate
 	caFile  string
+	blocked atomic.Int64 // requests waiting in the handler of /block
 }
 
 // option changes the server's options before it starts.
@@ -74,6 +76,7 @@ func start(t *testing.T, release chan struct{}, opts ...option) *fixture {
 	}
 	f.srv.Register("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/block" {
+			f.blocked.Add(1)
 			<-release
 		}
 		b, _ := io.ReadAll(r.Body)

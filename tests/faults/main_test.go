@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
@@ -51,7 +51,7 @@ func fastClient(t *testing.T, c *devcluster.Cluster) kubernetes.Interface {
 // settle waits until the server's ledger of ns equals a recount of the
 // live pods and holds no reservation, checks the invariants, and returns
 // the recount: what the pods use never exceeds the limit.
-func settle(t *testing.T, c *devcluster.Cluster, ns string, limitMiB int64) cache.NamespaceSnapshot {
+func settle(t *testing.T, c *devcluster.Cluster, ns string, limitMiB int64) ledger.NamespaceSnapshot {
 	t.Helper()
 	ctx := t.Context()
 	deadline := time.Now().Add(30 * time.Second)

@@ -13,7 +13,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/creates"
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
 	"github.com/gpuadmit/gpuadmit/internal/tcpproxy"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // throughProxy restarts the webhook with its connection to the API server
@@ -142,4 +142,4 @@ func noGhosts(t *testing.T, c *devcluster.Cluster, ns string) {
 	}
 }
 
-type ledgerSnapshot = cache.NamespaceSnapshot
+type ledgerSnapshot = ledger.NamespaceSnapshot

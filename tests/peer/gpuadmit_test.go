@@ -9,17 +9,17 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/testns"
 	"github.com/gpuadmit/gpuadmit/internal/testquota"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
 // gpuadmit is the Decider with the embedded policies and a ledger without
 // nodes (capacity checks do not deny while no GPU node is known).
 type gpuadmit struct {
-	ledger  *cache.Ledger
+	ledger  *ledger.Ledger
 	decider *decision.Decider
 }
 
@@ -28,7 +28,7 @@ func newGpuadmit(ctx context.Context) (*gpuadmit, error) {
 	if err := e.Load(ctx); err != nil {
 		return nil, fmt.Errorf("loading the policies: %w", err)
 	}
-	l := cache.New(cache.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
 	d, err := decision.New(e, l, config.Default(), logr.Discard())
 	if err != nil {
 		return nil, fmt.Errorf("decider: %w", err)

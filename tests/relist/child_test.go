@@ -22,9 +22,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -84,7 +84,7 @@ func start(ctx context.Context, kubeconfig string, protobuf bool) (*coldStart, e
 		return nil, err
 	}
 	if protobuf {
-		cfg = cache.ProtobufConfig(cfg)
+		cfg = ledger.ProtobufConfig(cfg)
 	} else {
 		// client-go's generated clients prefer protobuf unless a content
 		// type is set: ask for JSON explicitly.
@@ -100,8 +100,8 @@ func start(ctx context.Context, kubeconfig string, protobuf bool) (*coldStart, e
 	engine := policy.New(policy.Options{})
 	loaded := make(chan error, 1)
 	go func() { loaded <- engine.Load(ctx) }()
-	ledger := cache.New(cache.Options{Settings: gpuadmit.Devices})
-	feed, err := cache.NewFeed(kube, ledger, cache.FeedOptions{Freshness: cache.FreshnessOptions{ProbeEvery: -1}})
+	l := ledger.New(ledger.Options{Settings: gpuadmit.Devices})
+	feed, err := ledger.NewFeed(kube, l, ledger.FeedOptions{Freshness: ledger.FreshnessOptions{ProbeEvery: -1}})
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func start(ctx context.Context, kubeconfig string, protobuf bool) (*coldStart, e
 	if err := <-loaded; err != nil {
 		return nil, err
 	}
-	d, err := decision.New(engine, ledger, gpuadmit, logr.Discard())
+	d, err := decision.New(engine, l, gpuadmit, logr.Discard())
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func start(ctx context.Context, kubeconfig string, protobuf bool) (*coldStart, e
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 		res.CPUSeconds = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 	}
-	res.GPUPods = ledger.Stats().Pods
+	res.GPUPods = l.Stats().Pods
 	res.ContentTypes = types.snapshot()
 	return res, nil
 }

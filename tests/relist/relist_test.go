@@ -22,7 +22,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
 	"github.com/gpuadmit/gpuadmit/internal/envtestgate"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // size reads a count from the environment.
@@ -61,7 +61,7 @@ func BenchmarkRelist(b *testing.B) {
 	if err := devcluster.WriteAdminKubeconfig(env, kubeconfig); err != nil {
 		b.Fatal(err)
 	}
-	fill := cache.ProtobufConfig(cfg)
+	fill := ledger.ProtobufConfig(cfg)
 	fill.QPS, fill.Burst = 1e6, 1e6
 	kube, err := kubernetes.NewForConfig(fill)
 	if err != nil {

@@ -35,11 +35,11 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/creates"
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
-type ledgerView = cache.NamespaceSnapshot
+type ledgerView = ledger.NamespaceSnapshot
 
 // authUser is who a forged review claims sent the pod.
 func authUser() authenticationv1.UserInfo {

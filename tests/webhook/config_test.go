@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
@@ -63,7 +63,7 @@ func TestConfigSharedWithTheCLI(t *testing.T) {
 	if err := create(ctx, c, gpuPod("shared", "running", 0, 8192)); err != nil {
 		t.Fatal(err)
 	}
-	waitLedger(t, c, "shared", func(s cache.NamespaceSnapshot) bool { return s.Pods == 1 && s.Reservations == 0 })
+	waitLedger(t, c, "shared", func(s ledger.NamespaceSnapshot) bool { return s.Pods == 1 && s.Reservations == 0 })
 	state, _, err := c.Kubectl(ctx, nil, "get", "pods,nodes,resourcequotas", "-A", "-o", "yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // limitsPod is a one-container pod with the given limits.
@@ -33,11 +33,11 @@ func testZeroIsTheWholeCard(t *testing.T, c *devcluster.Cluster) {
 	if err := c.Seed(ctx, "zeros", "24576"); err != nil {
 		t.Fatal(err)
 	}
-	waitLedger(t, c, "zeros", func(s cache.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
+	waitLedger(t, c, "zeros", func(s ledger.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
 	if err := create(ctx, c, gpuPod("zeros", "twenty", 0, 20480)); err != nil {
 		t.Fatal(err)
 	}
-	waitLedger(t, c, "zeros", func(s cache.NamespaceSnapshot) bool { return s.Used.MemMiB == 20480 && s.Reservations == 0 })
+	waitLedger(t, c, "zeros", func(s ledger.NamespaceSnapshot) bool { return s.Used.MemMiB == 20480 && s.Reservations == 0 })
 	for _, tc := range []struct {
 		name   string
 		limits map[string]string
@@ -77,7 +77,7 @@ func testPendingSharesAreCharged(t *testing.T, c *devcluster.Cluster) {
 		if err := c.Seed(ctx, tc.ns, "24576"); err != nil {
 			t.Fatal(err)
 		}
-		waitLedger(t, c, tc.ns, func(s cache.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
+		waitLedger(t, c, tc.ns, func(s ledger.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
 		admitted := 0
 		for i := range 10 {
 			err := create(ctx, c, limitsPod(tc.ns, fmt.Sprintf("p%d", i), tc.limits))
@@ -88,7 +88,7 @@ func testPendingSharesAreCharged(t *testing.T, c *devcluster.Cluster) {
 				t.Fatalf("%s: refused for another reason: %v", tc.ns, err)
 			}
 			// The watch records each admitted pod (Pending) before the next create.
-			s := waitLedger(t, c, tc.ns, func(s cache.NamespaceSnapshot) bool { return s.Pods == admitted && s.Reservations == 0 })
+			s := waitLedger(t, c, tc.ns, func(s ledger.NamespaceSnapshot) bool { return s.Pods == admitted && s.Reservations == 0 })
 			if s.Used.MemMiB > 24576 {
 				t.Fatalf("%s: %d MiB recorded, over the 24576 MiB limit", tc.ns, s.Used.MemMiB)
 			}

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
@@ -121,5 +121,5 @@ func testStopRestart(t *testing.T, c *devcluster.Cluster) {
 	if err := create(ctx, c, gpuPod(devcluster.TeamA, "fills-quota", 0, 2048)); err != nil {
 		t.Fatalf("a pod that fits the steady-state usage was refused after restart: %v", err)
 	}
-	waitLedger(t, c, devcluster.TeamA, func(s cache.NamespaceSnapshot) bool { return s.Used.MemMiB == 24576 })
+	waitLedger(t, c, devcluster.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Used.MemMiB == 24576 })
 }

@@ -20,7 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
@@ -55,7 +55,7 @@ func create(ctx context.Context, c *devcluster.Cluster, p *corev1.Pod) error {
 	return err
 }
 
-func waitLedger(t *testing.T, c *devcluster.Cluster, ns string, ok func(cache.NamespaceSnapshot) bool) cache.NamespaceSnapshot {
+func waitLedger(t *testing.T, c *devcluster.Cluster, ns string, ok func(ledger.NamespaceSnapshot) bool) ledger.NamespaceSnapshot {
 	t.Helper()
 	s, err := c.WaitLedger(t.Context(), ns, ok)
 	if err != nil {

@@ -22,8 +22,8 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/testnode"
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
 	"github.com/gpuadmit/gpuadmit/internal/testquota"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
@@ -105,7 +105,7 @@ func TestMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		waitLedger(t, c, ns, func(s cache.NamespaceSnapshot) bool { return len(s.Quotas) == len(quotas[ns]) })
+		waitLedger(t, c, ns, func(s ledger.NamespaceSnapshot) bool { return len(s.Quotas) == len(quotas[ns]) })
 	}
 	// The pods go through both webhooks (gpuadmit_admission_decisions_total
 	// and gpuadmit_admission_duration_seconds get their samples: allowed
@@ -128,14 +128,14 @@ func TestMetrics(t *testing.T) {
 	if err := create(ctx, c, gpuPod("m-b", "too-big", 0, 20000)); err == nil || !strings.Contains(err.Error(), "denied") {
 		t.Fatalf("a 20000 MiB pod in a 16384 MiB namespace: err = %v, want a denial", err)
 	}
-	for ns, ok := range map[string]func(cache.NamespaceSnapshot) bool{
-		"m-a": func(s cache.NamespaceSnapshot) bool {
+	for ns, ok := range map[string]func(ledger.NamespaceSnapshot) bool{
+		"m-a": func(s ledger.NamespaceSnapshot) bool {
 			return s.Pods == 1 && s.Reservations == 0 && s.Used.MemMiB == 8192
 		},
-		"m-b": func(s cache.NamespaceSnapshot) bool {
+		"m-b": func(s ledger.NamespaceSnapshot) bool {
 			return s.Pods == 1 && s.Reservations == 0 && s.Used.MemMiB == 4096
 		},
-		"m-c": func(s cache.NamespaceSnapshot) bool { return s.Pods == 1 && s.Reservations == 0 && s.Used.GPU == 1 },
+		"m-c": func(s ledger.NamespaceSnapshot) bool { return s.Pods == 1 && s.Reservations == 0 && s.Used.GPU == 1 },
 	} {
 		waitLedger(t, c, ns, ok)
 	}
@@ -148,7 +148,7 @@ func TestMetrics(t *testing.T) {
 				s := c.Server.Ledger.Namespace(ns)
 				for _, r := range []struct {
 					name           corev1.ResourceName
-					limit          *cache.Limit
+					limit          *ledger.Limit
 					used, reserved int64
 				}{
 					{names.Count, s.Limits.GPU, s.Used.GPU, s.Reserved.GPU},

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/pkg/cache"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // TestWebhook runs every scenario on one control plane (each in its own
@@ -26,7 +26,7 @@ func TestWebhook(t *testing.T) {
 		if err := c.SeedTeamA(ctx); err != nil {
 			t.Fatal(err)
 		}
-		waitLedger(t, c, devcluster.TeamA, func(s cache.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
+		waitLedger(t, c, devcluster.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
 		// 1: init 30 GiB > the 24 GiB quota: denied with a message naming the quota.
 		_, stderr, err := c.Kubectl(ctx, nil, "apply", "-f", "../../examples/pods/scenario1-init30-app4.yaml")
 		if err == nil {
@@ -51,7 +51,7 @@ func TestWebhook(t *testing.T) {
 		if err := c.InitRunning(ctx, devcluster.TeamA, "llm-server"); err != nil {
 			t.Fatal(err)
 		}
-		waitLedger(t, c, devcluster.TeamA, func(s cache.NamespaceSnapshot) bool { return s.Used.MemMiB == 20480 && s.Reservations == 0 })
+		waitLedger(t, c, devcluster.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Used.MemMiB == 20480 && s.Reservations == 0 })
 		if err := create(ctx, c, gpuPod(devcluster.TeamA, "small-job", 0, 12288)); err == nil {
 			t.Fatal("a 12 GiB pod was admitted while the 20 GiB init container runs")
 		}
@@ -59,18 +59,18 @@ func TestWebhook(t *testing.T) {
 		if err := c.InitsDone(ctx, devcluster.TeamA, "llm-server"); err != nil {
 			t.Fatal(err)
 		}
-		waitLedger(t, c, devcluster.TeamA, func(s cache.NamespaceSnapshot) bool { return s.Used.MemMiB == 10240 })
+		waitLedger(t, c, devcluster.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Used.MemMiB == 10240 })
 		if _, stderr, err := c.Kubectl(ctx, nil, "apply", "-f", "../../examples/pods/scenario4-app12.yaml"); err != nil {
 			t.Fatalf("scenario 4 refused after the init container exited 0: %s", stderr)
 		}
-		waitLedger(t, c, devcluster.TeamA, func(s cache.NamespaceSnapshot) bool { return s.Used.MemMiB == 22528 && s.Reservations == 0 })
+		waitLedger(t, c, devcluster.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Used.MemMiB == 22528 && s.Reservations == 0 })
 	})
 
 	t.Run("kubectl server-side dry-run charges nothing", func(t *testing.T) {
 		if err := c.Seed(ctx, "dry", "24576"); err != nil {
 			t.Fatal(err)
 		}
-		waitLedger(t, c, "dry", func(s cache.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
+		waitLedger(t, c, "dry", func(s ledger.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
 		for _, tc := range []struct {
 			name, manifest string
 			ok             bool
@@ -95,7 +95,7 @@ func TestWebhook(t *testing.T) {
 		if err := c.Seed(ctx, "burst", "20480"); err != nil {
 			t.Fatal(err)
 		}
-		waitLedger(t, c, "burst", func(s cache.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
+		waitLedger(t, c, "burst", func(s ledger.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
 		cfg := rest.CopyConfig(c.Config)
 		cfg.QPS, cfg.Burst = 2000, 2000
 		kube, err := kubernetes.NewForConfig(cfg)
@@ -123,7 +123,7 @@ func TestWebhook(t *testing.T) {
 		if admitted.Load() != 20 {
 			t.Fatalf("admitted %d pods, want exactly 20", admitted.Load())
 		}
-		s := waitLedger(t, c, "burst", func(s cache.NamespaceSnapshot) bool { return s.Pods == 20 && s.Reservations == 0 })
+		s := waitLedger(t, c, "burst", func(s ledger.NamespaceSnapshot) bool { return s.Pods == 20 && s.Reservations == 0 })
 		if s.Used.MemMiB != 20480 {
 			t.Errorf("used %d MiB, want 20480", s.Used.MemMiB)
 		}

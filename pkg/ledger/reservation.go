@@ -1,4 +1,4 @@
-package cache
+package ledger
 
 import (
 	"k8s.io/apimachinery/pkg/types"

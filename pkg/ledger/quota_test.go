@@ -1,4 +1,4 @@
-package cache
+package ledger
 
 import (
 	"strconv"

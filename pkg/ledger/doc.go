@@ -1,4 +1,4 @@
-// Package cache is gpuadmit's in-process usage ledger: what every namespace
+// Package ledger is gpuadmit's in-process usage ledger: what every namespace
 // and every GPU device is using right now, the ResourceQuota limits that
 // apply, the device capacity of every node, and the reservations of pods that
 // were admitted but not yet seen by the watch.
@@ -23,4 +23,4 @@
 // limits with the quota that set them, problems), Capacity (per node: labels
 // and device capacities; shared and immutable) and Snapshot (everything, for
 // the CLI and debugging). No lock is held once a snapshot is returned.
-package cache
+package ledger

@@ -1,4 +1,4 @@
-package cache
+package ledger
 
 import (
 	corev1 "k8s.io/api/core/v1"
