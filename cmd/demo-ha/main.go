@@ -14,7 +14,8 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/gpuadmit/gpuadmit/internal/hacluster"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/replicas"
+	"github.com/gpuadmit/gpuadmit/internal/demo/ha"
 )
 
 func main() {
@@ -50,14 +51,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer os.RemoveAll(dir)
 	}
 	fmt.Fprintln(stderr, ">> starting etcd, kube-apiserver and three webhook replicas behind a round-robin proxy")
-	c, err := hacluster.Start(ctx, hacluster.Options{Assets: *assets, Manifests: *manifests, Binary: *webhook,
-		Config: hacluster.QuickConfig, Dir: dir})
+	c, err := replicas.Start(ctx, replicas.Options{Assets: *assets, Manifests: *manifests, Binary: *webhook,
+		Config: replicas.QuickConfig, Dir: dir})
 	if err != nil {
 		fmt.Fprintf(stderr, "demo-ha: %v\n", err)
 		return 1
 	}
 	fmt.Fprintln(stderr, ">> a burst; a burst with a replica killed; a rolling restart under load (about a minute)")
-	err = hacluster.Demo(ctx, c, stdout)
+	err = ha.Demo(ctx, c, stdout)
 	if serr := c.Stop(); serr != nil {
 		err = errors.Join(err, fmt.Errorf("stopping: %w", serr))
 	}

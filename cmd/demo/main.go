@@ -15,8 +15,8 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/internal/seeddemo"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
+	"github.com/gpuadmit/gpuadmit/internal/demo/seed"
 )
 
 func main() {
@@ -46,7 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctrllog.SetLogger(log)
 	klog.SetLogger(log)
 	fmt.Fprintln(stderr, ">> starting etcd and kube-apiserver (built from source) on loopback ports")
-	c, err := devcluster.Start(ctx, *assets, *manifests)
+	c, err := local.Start(ctx, *assets, *manifests)
 	if err != nil {
 		fmt.Fprintf(stderr, "demo: %v\n", err)
 		return 1
@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, ">> playing the four scenarios through kubectl")
 	}
 	if err == nil {
-		err = seeddemo.Play(ctx, c, *examples, stdout)
+		err = seed.Play(ctx, c, *examples, stdout)
 	}
 	if serr := c.Stop(); serr != nil {
 		err = errors.Join(err, fmt.Errorf("stopping: %w", serr))

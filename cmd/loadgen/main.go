@@ -31,7 +31,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
 )
 
 func main() {
@@ -60,7 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	ctrllog.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())
-	c, err := devcluster.Start(ctx, *assets, *manifests)
+	c, err := local.Start(ctx, *assets, *manifests)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return 1
@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return 1
 	}
-	err = c.StartWebhookRun(ctx, devcluster.WebhookRun{Options: srv, Extra: map[string]http.Handler{
+	err = c.StartWebhookRun(ctx, local.WebhookRun{Options: srv, Extra: map[string]http.Handler{
 		"/floor": &admission.Webhook{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
 			return admission.Allowed("")
 		})},
@@ -186,7 +186,7 @@ func reviewBody() ([]byte, error) {
 		return corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1"), "nvidia.com/gpumem": resource.MustParse(m)}}
 	}
 	pod := corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: "llm-server", Namespace: devcluster.TeamA, UID: "load"},
+		ObjectMeta: metav1.ObjectMeta{Name: "llm-server", Namespace: local.TeamA, UID: "load"},
 		Spec: corev1.PodSpec{
 			InitContainers: []corev1.Container{{Name: "convert-weights", Image: "x", Resources: res("20480")}},
 			Containers:     []corev1.Container{{Name: "server", Image: "x", Resources: res("10240")}},
@@ -199,7 +199,7 @@ func reviewBody() ([]byte, error) {
 	return json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request: &admissionv1.AdmissionRequest{UID: "u", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
-			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, Namespace: devcluster.TeamA,
+			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, Namespace: local.TeamA,
 			Name: "llm-server", Operation: admissionv1.Create, DryRun: &dry, Object: runtime.RawExtension{Raw: raw}},
 	})
 }

@@ -21,9 +21,14 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gpuadmit/gpuadmit/pkg/config"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
+
+// testHooks registers flags that only a test build has and returns what
+// they set on the server's options. It is nil in the production binary;
+// testhooks.go (build tag gpuadmit_testhooks) sets it to the
+// fault-injection flags of internal/cluster/testhooks.
+var testHooks func(*flag.FlagSet) func(*server.Options)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -58,10 +63,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		clientCNs   = fs.String("client-cn-name", "kube-apiserver", "comma-separated common names accepted from --client-ca-file (empty: any certificate it signed)")
 		metricsSec  = fs.Bool("metrics-secure", true, "serve /metrics over HTTPS to clients whose bearer token the API server authorizes for GET /metrics; false serves plain HTTP to anyone")
 		drainFor    = fs.Duration("shutdown-delay", 5*time.Second, "on SIGTERM, fail readiness and keep serving this long before stopping, so that traffic moves to other replicas first")
-		watchDelay  = fs.Duration("test-watch-delay", 0, "fault injection for tests: hold every watch event back this long")
-		clockSkew   = fs.Duration("test-clock-skew", 0, "fault injection for tests: run this replica's clock this far ahead")
 		verbosity   = fs.Int("v", 0, "log verbosity")
 	)
+	withTestHooks := func(*server.Options) {}
+	if testHooks != nil {
+		withTestHooks = testHooks(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -118,15 +125,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "webhook: --tls-min-version: %q is not 1.2 or 1.3\n", *tlsMin)
 		return 2
 	}
-	srv, err := server.New(restCfg, server.Options{
+	opts := server.Options{
 		TLSMinVersion: minTLS, ClientCAFile: *clientCA, ClientCommonNames: splitList(*clientCNs), MetricsInsecure: !*metricsSec,
 		Config: cfg, Namespace: *namespace, Port: *port, MetricsAddr: *metricsAddr, ProbeAddr: *probeAddr,
 		Registry: ctrlmetrics.Registry, CertDir: *certDir, CertSecret: *certSecret,
 		CertDNSNames: []string{svc, svc + ".cluster.local", *service + "." + *namespace, *service},
 		CertIPs:      ips, CertCheckEvery: *certCheck,
 		MutatingWebhook: *mutating, ValidatingWebhook: *validating, Log: log,
-		Replica: *replica, AdvertiseAddress: *advertise, WatchDelay: *watchDelay, Clock: skewedClock(*clockSkew),
-	})
+		Replica: *replica, AdvertiseAddress: *advertise,
+	}
+	withTestHooks(&opts)
+	srv, err := server.New(restCfg, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "webhook: %v\n", err)
 		return 2
@@ -154,18 +163,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	log.Info("stopped")
 	return 0
 }
-
-// skewedClock is the wall clock moved by skew (nil for none).
-func skewedClock(skew time.Duration) ledger.Clock {
-	if skew == 0 {
-		return nil
-	}
-	return skewed(skew)
-}
-
-type skewed time.Duration
-
-func (s skewed) Now() time.Time { return time.Now().Add(time.Duration(s)) }
 
 // splitList reads a comma-separated list, leaving out empty items.
 func splitList(s string) []string {

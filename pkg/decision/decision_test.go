@@ -7,15 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuadmit/gpuadmit/internal/testnode"
-	"github.com/gpuadmit/gpuadmit/internal/testns"
-	"github.com/gpuadmit/gpuadmit/internal/testquota"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testns"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/opa/v1/ast"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"

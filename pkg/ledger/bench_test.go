@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuadmit/gpuadmit/internal/testnode"
-	"github.com/gpuadmit/gpuadmit/internal/testquota"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 

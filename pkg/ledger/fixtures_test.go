@@ -7,7 +7,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )

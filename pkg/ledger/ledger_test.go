@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuadmit/gpuadmit/internal/testnode"
-	"github.com/gpuadmit/gpuadmit/internal/testquota"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
 
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 

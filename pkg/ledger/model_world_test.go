@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuadmit/gpuadmit/internal/testnode"
-	"github.com/gpuadmit/gpuadmit/internal/testquota"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 
-	"github.com/gpuadmit/gpuadmit/internal/testns"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testns"
 )
 
 func TestNamespaceLabels(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/gpuadmit/gpuadmit/internal/testquota"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )

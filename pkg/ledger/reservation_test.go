@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gpuadmit/gpuadmit/internal/testpod"
-	"github.com/gpuadmit/gpuadmit/internal/testquota"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
 )
 
 func TestReservationMirror(t *testing.T) {

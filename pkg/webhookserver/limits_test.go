@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuadmit/gpuadmit/internal/slowclient"
+	"github.com/gpuadmit/gpuadmit/internal/load/slowclient"
 	"github.com/gpuadmit/gpuadmit/pkg/webhookserver"
 )
 

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/internal/envtestgate"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/envtestgate"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
 )
 
 // cluster is a bare control plane (no CRD, no webhook) that helm installs into.
@@ -47,7 +47,7 @@ func startCluster(t *testing.T) *cluster {
 		}
 	})
 	c := &cluster{cfg: cfg, kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"), helmHome: t.TempDir()}
-	if err := devcluster.WriteAdminKubeconfig(env, c.kubeconfig); err != nil {
+	if err := local.WriteAdminKubeconfig(env, c.kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {

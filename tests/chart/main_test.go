@@ -21,8 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpuadmit/gpuadmit/internal/envtestgate"
-	"github.com/gpuadmit/gpuadmit/internal/manifestgen"
+	"github.com/gpuadmit/gpuadmit/hack/manifestgen"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/envtestgate"
 )
 
 const chartDir = "../../charts/gpuadmit"

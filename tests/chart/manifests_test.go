@@ -14,13 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpuadmit/gpuadmit/internal/manifestgen"
+	"github.com/gpuadmit/gpuadmit/hack/manifestgen"
 )
 
 var update = flag.Bool("update", false, "write manifests/ from the chart (make manifests)")
 
 // TestManifestsFromChart: the kustomize base under manifests/ is what the
-// chart renders (internal/manifestgen); with -update (make manifests) it
+// chart renders (hack/manifestgen); with -update (make manifests) it
 // writes them.
 func TestManifestsFromChart(t *testing.T) {
 	files, err := manifestgen.Files(context.Background(), helmBin(t), chartDir)

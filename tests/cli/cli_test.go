@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 )
 
@@ -59,7 +59,7 @@ func (s *suite) testLiveIsTheDump(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"usage"},
-		{"usage", "-n", devcluster.TeamA},
+		{"usage", "-n", local.TeamA},
 		{"usage", "--namespace", teamB, "-o", "table"},
 		{"usage", "-o", "table"},
 	} {
@@ -79,7 +79,7 @@ func (s *suite) testLiveIsTheDump(t *testing.T) {
 	if err := json.Unmarshal([]byte(s.plugin(t, "usage").stdout), &u); err != nil {
 		t.Fatal(err)
 	}
-	a, b := u.Namespaces[devcluster.TeamA], u.Namespaces[teamB]
+	a, b := u.Namespaces[local.TeamA], u.Namespaces[teamB]
 	if a.Pods != 2 || a.Used.GPUMem != 22528 || a.Limits.GPUMem == nil || *a.Limits.GPUMem != 24576 {
 		t.Errorf("team-a: %+v, want 2 pods using 22528 of 24576 MiB", a)
 	}
@@ -89,13 +89,13 @@ func (s *suite) testLiveIsTheDump(t *testing.T) {
 	if _, ok := u.Namespaces["default"]; ok {
 		t.Errorf("namespace default has no GPU pod and no quota, yet is listed")
 	}
-	if d := u.Nodes[devcluster.NodeName].Devices["GPU-0"]; d.Capacity == nil || d.Capacity.GPUMem != 24576 || d.Used.GPU != 2 || d.Used.GPUMem != 22528 {
+	if d := u.Nodes[local.NodeName].Devices["GPU-0"]; d.Capacity == nil || d.Capacity.GPUMem != 24576 || d.Used.GPU != 2 || d.Used.GPUMem != 22528 {
 		t.Errorf("node1's GPU-0: %+v, want 2 pods using 22528 of 24576 MiB", d)
 	}
 }
 
 func (s *suite) testKubectlPluginTable(t *testing.T) {
-	r := s.kubectl(t, nil, "gpuadmit", "usage", "-n", devcluster.TeamA, "-o", "table")
+	r := s.kubectl(t, nil, "gpuadmit", "usage", "-n", local.TeamA, "-o", "table")
 	if r.code != 0 || r.stderr != usageLine {
 		t.Fatalf("exit %d, stderr %q, want %q", r.code, r.stderr, usageLine)
 	}
@@ -150,9 +150,9 @@ func (s *suite) testEvalIsTheWebhook(t *testing.T) {
 		wantDenial  string
 	}{
 		{name: "4 GiB more than team-a's 24 GiB quota holds, -n for a pod without a namespace",
-			pod: testpod.New("too-big").NS("").App("app", testpod.GPU(1), testpod.Mem(4096)), ns: devcluster.TeamA,
+			pod: testpod.New("too-big").NS("").App("app", testpod.GPU(1), testpod.Mem(4096)), ns: local.TeamA,
 			wantDenial: `namespace "team-a": nvidia.com/gpumem: pod needs 4096 MiB, 22528 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem)`},
-		{name: "2 GiB fit", pod: testpod.New("fits").NS("").App("app", testpod.GPU(1), testpod.Mem(2048)), ns: devcluster.TeamA,
+		{name: "2 GiB fit", pod: testpod.New("fits").NS("").App("app", testpod.GPU(1), testpod.Mem(2048)), ns: local.TeamA,
 			wantAllowed: true},
 		{name: "the pod's own namespace: a third GPU in team-b",
 			pod:        testpod.New("two-gpus").NS(teamB).App("app", testpod.GPU(2), testpod.Mem(1024)),
@@ -200,24 +200,24 @@ func (s *suite) testEvalIsTheWebhook(t *testing.T) {
 // what they could not read.
 func (s *suite) testNamespaceUser(t *testing.T) {
 	ctx := t.Context()
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "gpu-reader", Namespace: devcluster.TeamA}, Rules: []rbacv1.PolicyRule{
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "gpu-reader", Namespace: local.TeamA}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods", "resourcequotas"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{gpuadmitv1.Group}, Resources: []string{gpuadmitv1.Resource}, Verbs: []string{"get"}},
 	}}
-	if _, err := s.c.Kube.RbacV1().Roles(devcluster.TeamA).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+	if _, err := s.c.Kube.RbacV1().Roles(local.TeamA).Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "alice", Namespace: devcluster.TeamA},
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "alice", Namespace: local.TeamA},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}}
-	if _, err := s.c.Kube.RbacV1().RoleBindings(devcluster.TeamA).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+	if _, err := s.c.Kube.RbacV1().RoleBindings(local.TeamA).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// RBAC takes effect when the API server's authorizer caches saw it.
 	deadline := time.Now().Add(10 * time.Second)
 	var r result
 	for {
-		r = s.kubectl(t, nil, "gpuadmit", "usage", "-n", devcluster.TeamA, "--as", "alice")
+		r = s.kubectl(t, nil, "gpuadmit", "usage", "-n", local.TeamA, "--as", "alice")
 		if r.code == 0 || time.Now().After(deadline) {
 			break
 		}
@@ -239,16 +239,16 @@ func (s *suite) testNamespaceUser(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &u); err != nil {
 		t.Fatal(err)
 	}
-	if a := u.Namespaces[devcluster.TeamA]; len(u.Namespaces) != 1 || a.Used.GPUMem != 22528 || a.Limits.GPUMem == nil || *a.Limits.GPUMem != 24576 {
+	if a := u.Namespaces[local.TeamA]; len(u.Namespaces) != 1 || a.Used.GPUMem != 22528 || a.Limits.GPUMem == nil || *a.Limits.GPUMem != 24576 {
 		t.Errorf("usage --as alice: %+v, want team-a alone using 22528 of 24576 MiB", u.Namespaces)
 	}
 	// The devices team-a's pods were assigned, of unknown capacity; node2's
 	// (team-b's pod) unknown.
-	if d, ok := u.Nodes[devcluster.NodeName].Devices["GPU-0"]; len(u.Nodes) != 1 || !ok || d.Capacity != nil || d.Used.GPUMem != 22528 {
+	if d, ok := u.Nodes[local.NodeName].Devices["GPU-0"]; len(u.Nodes) != 1 || !ok || d.Capacity != nil || d.Used.GPUMem != 22528 {
 		t.Errorf("usage --as alice: nodes %+v, want node1's GPU-0 alone, 22528 MiB used, capacity unknown", u.Nodes)
 	}
 	file := podFile(t, testpod.New("too-big").NS("").App("app", testpod.GPU(1), testpod.Mem(4096)).Build())
-	eval := s.kubectl(t, nil, "gpuadmit", "eval", "-f", file, "-n", devcluster.TeamA, "--as", "alice")
+	eval := s.kubectl(t, nil, "gpuadmit", "eval", "-f", file, "-n", local.TeamA, "--as", "alice")
 	if eval.code != 1 || !strings.Contains(eval.stdout, `pod needs 4096 MiB, 22528 MiB used + 0 MiB reserved, limit 24576 MiB`) {
 		t.Errorf("eval --as alice: exit %d, stderr %q\n%s", eval.code, eval.stderr, eval.stdout)
 	}
@@ -273,9 +273,9 @@ func (s *suite) testEvalReservations(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := &gpuadmitv1.GPUUsage{}
-	err = cl.Get(ctx, client.ObjectKey{Namespace: devcluster.TeamA, Name: gpuadmitv1.ObjectName}, u)
+	err = cl.Get(ctx, client.ObjectKey{Namespace: local.TeamA, Name: gpuadmitv1.ObjectName}, u)
 	if apierrors.IsNotFound(err) {
-		u.Namespace, u.Name = devcluster.TeamA, gpuadmitv1.ObjectName
+		u.Namespace, u.Name = local.TeamA, gpuadmitv1.ObjectName
 		err = cl.Create(ctx, u)
 	}
 	if err != nil {
@@ -287,7 +287,7 @@ func (s *suite) testEvalReservations(t *testing.T) {
 	if err := cl.Status().Update(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	file := podFile(t, testpod.New("fits").NS(devcluster.TeamA).App("app", testpod.GPU(1), testpod.Mem(2048)).Build())
+	file := podFile(t, testpod.New("fits").NS(local.TeamA).App("app", testpod.GPU(1), testpod.Mem(2048)).Build())
 	var got evalJSON
 	eval := s.plugin(t, "eval", "-f", file)
 	if err := json.Unmarshal([]byte(eval.stdout), &got); err != nil {

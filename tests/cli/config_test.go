@@ -14,8 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
@@ -94,12 +94,12 @@ func (s *suite) testEvalClusterConfig(t *testing.T) {
 	t.Run("as the webhook decides", s.testSameVerdict)
 	t.Run("flags replace the cluster's", s.testFlagsWin)
 	t.Run("usage counts with the cluster's memoryFactor", func(t *testing.T) {
-		r := s.plugin(t, "usage", "-n", devcluster.TeamA)
+		r := s.plugin(t, "usage", "-n", local.TeamA)
 		var u usageJSON
 		if err := json.Unmarshal([]byte(r.stdout), &u); err != nil {
 			t.Fatalf("usage: exit %d, stderr %q: %v", r.code, r.stderr, err)
 		}
-		if a := u.Namespaces[devcluster.TeamA]; a.Used.GPUMem != 2*22528 || a.Limits.GPUMem == nil || *a.Limits.GPUMem != 2*24576 {
+		if a := u.Namespaces[local.TeamA]; a.Used.GPUMem != 2*22528 || a.Limits.GPUMem == nil || *a.Limits.GPUMem != 2*24576 {
 			t.Errorf("team-a: %+v, want 45056 of 49152 MiB (memoryFactor 2)", a)
 		}
 		if want := "kubectl gpuadmit usage: configuration from ConfigMap gpuadmit-system/gpuadmit-config\n"; r.stderr != want {
@@ -216,7 +216,7 @@ func (s *suite) testFlagsWin(t *testing.T) {
 // fails: the webhook rejects the set (its status annotation says why) and
 // eval fails, exit 2, with that reason.
 func (s *suite) testRejectedSet(ctx context.Context, t *testing.T) {
-	cms := s.c.Kube.CoreV1().ConfigMaps(devcluster.Namespace)
+	cms := s.c.Kube.CoreV1().ConfigMaps(local.Namespace)
 	cm, err := cms.Get(ctx, "gpuadmit-policy", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +249,7 @@ func (s *suite) testRejectedSet(ctx context.Context, t *testing.T) {
 
 // configMap is a ConfigMap of the webhook's namespace.
 func configMap(name string, labels, data map[string]string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: devcluster.Namespace, Labels: labels}, Data: data}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: local.Namespace, Labels: labels}, Data: data}
 }
 
 // install creates gpuadmit's ConfigMaps and restarts the webhook with cfg,
@@ -257,7 +257,7 @@ func configMap(name string, labels, data map[string]string) *corev1.ConfigMap {
 // the webhook with the suite's defaults.
 func (s *suite) install(t *testing.T, cfg config.Configuration, cms ...*corev1.ConfigMap) {
 	t.Helper()
-	api := s.c.Kube.CoreV1().ConfigMaps(devcluster.Namespace)
+	api := s.c.Kube.CoreV1().ConfigMaps(local.Namespace)
 	restart := func(ctx context.Context, o server.Options) error {
 		if err := s.c.StopWebhook(); err != nil {
 			return err

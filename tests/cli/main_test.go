@@ -1,6 +1,6 @@
 // Package cli_test is the integration suite of the gpuadmit command line on
 // a real kube-apiserver and etcd (built from source, driven by envtest
-// through internal/devcluster) with the webhook running: usage and eval
+// through internal/cluster/local) with the webhook running: usage and eval
 // read the live cluster and answer exactly what they answer from a
 // 'kubectl get -o yaml' dump of it, and the binary installed as
 // kubectl-gpuadmit runs as `kubectl gpuadmit` through the kubectl built
@@ -24,11 +24,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/internal/testnode"
-	"github.com/gpuadmit/gpuadmit/internal/testpod"
-	"github.com/gpuadmit/gpuadmit/internal/testquota"
-	"github.com/gpuadmit/gpuadmit/pkg/server"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
 )
 
 // The cluster the suite seeds: team-a (gpumem quota 24576 MiB) runs two
@@ -41,7 +40,7 @@ const (
 
 // suite is the running cluster and the binary installed as kubectl-gpuadmit.
 type suite struct {
-	c *devcluster.Cluster
+	c *local.Cluster
 	// bin is the directory holding kubectl-gpuadmit (first on PATH).
 	bin string
 	// home is HOME for kubectl and the plugin (their caches).
@@ -50,7 +49,7 @@ type suite struct {
 
 func start(t *testing.T) *suite {
 	t.Helper()
-	c := devcluster.ForTest(t, "../../manifests/webhook", func(c *devcluster.Cluster) *server.Options { o := c.Options(); return &o })
+	c := local.ForTest(t, "../../manifests/webhook", local.DefaultWebhook)
 	s := &suite{c: c, bin: t.TempDir(), home: t.TempDir()}
 	build := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(s.bin, "kubectl-gpuadmit"), "../../cmd/gpuadmit")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -82,10 +81,10 @@ func (s *suite) seed(ctx context.Context) error {
 		return err
 	}
 	for _, b := range []*testpod.Builder{
-		testpod.New("server").NS(devcluster.TeamA).App("app", testpod.GPU(1), testpod.Mem(10240)).
-			Node(devcluster.NodeName).Devices("GPU-0,NVIDIA,10240,0:;"),
-		testpod.New("small-job").NS(devcluster.TeamA).App("app", testpod.GPU(1), testpod.Mem(12288)).
-			Node(devcluster.NodeName).Devices("GPU-0,NVIDIA,12288,0:;"),
+		testpod.New("server").NS(local.TeamA).App("app", testpod.GPU(1), testpod.Mem(10240)).
+			Node(local.NodeName).Devices("GPU-0,NVIDIA,10240,0:;"),
+		testpod.New("small-job").NS(local.TeamA).App("app", testpod.GPU(1), testpod.Mem(12288)).
+			Node(local.NodeName).Devices("GPU-0,NVIDIA,12288,0:;"),
 		testpod.New("trainer").NS(teamB).App("app", testpod.GPU(1), testpod.Mem(8192), testpod.Cores(50)).
 			Node(node2).Devices("GPU-node2-0,NVIDIA,8192,50:;"),
 		testpod.New("web").NS("default").App("web"),

@@ -1,4 +1,4 @@
-// Package demo_test runs the seed demo (internal/seeddemo, what `make demo`
+// Package demo_test runs the seed demo (internal/demo/seed, what `make demo`
 // prints) on a real control plane, and checks that it fails, rather than
 // prints, when what it observes does not hold.
 package demo_test
@@ -10,20 +10,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/internal/seeddemo"
-	"github.com/gpuadmit/gpuadmit/pkg/server"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
+	"github.com/gpuadmit/gpuadmit/internal/demo/seed"
 )
 
 func play(t *testing.T, examples string) (string, error) {
 	t.Helper()
-	c := devcluster.ForTest(t, "../../manifests/webhook", defaults)
+	c := local.ForTest(t, "../../manifests/webhook", local.DefaultWebhook)
 	var out bytes.Buffer
-	err := seeddemo.Play(t.Context(), c, examples, &out)
+	err := seed.Play(t.Context(), c, examples, &out)
 	return out.String(), err
 }
-
-func defaults(c *devcluster.Cluster) *server.Options { o := c.Options(); return &o }
 
 func TestDemoPrintsWhatItMeasured(t *testing.T) {
 	out, err := play(t, "../../examples/pods")

@@ -17,13 +17,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/gpuadmit/gpuadmit/internal/creates"
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
+	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 )
 
 // probeDryRuns: 100 dry-run and 100 real creates at once against a quota
 // that fits 20: exactly 20 real ones are admitted and dry-runs charge nothing.
-func probeDryRuns(t *testing.T, c *devcluster.Cluster) {
+func probeDryRuns(t *testing.T, c *local.Cluster) {
 	const ns, limit = "f-dry", 20 * 1024
 	seed(t, c, ns, limit)
 	k := fastClient(t, c)
@@ -52,7 +52,7 @@ func probeDryRuns(t *testing.T, c *devcluster.Cluster) {
 // probeNativeQuota: a native "pods: 3" ResourceQuota refuses creates after
 // gpuadmit admitted them; their reservations must end within seconds (a
 // read confirms the pods do not exist), not hold the namespace.
-func probeNativeQuota(t *testing.T, c *devcluster.Cluster) {
+func probeNativeQuota(t *testing.T, c *local.Cluster) {
 	const ns, limit = "f-native", 24 * 1024
 	seed(t, c, ns, limit)
 	ctx := t.Context()
@@ -107,7 +107,7 @@ func probeNativeQuota(t *testing.T, c *devcluster.Cluster) {
 
 // probeSecondWebhook: another validating webhook refuses pods that gpuadmit
 // admitted (webhooks run in parallel); the reservations end within seconds.
-func probeSecondWebhook(t *testing.T, c *devcluster.Cluster) {
+func probeSecondWebhook(t *testing.T, c *local.Cluster) {
 	const ns, limit = "f-second", 24 * 1024
 	seed(t, c, ns, limit)
 	ctx := t.Context()
@@ -120,7 +120,7 @@ func probeSecondWebhook(t *testing.T, c *devcluster.Cluster) {
 		asked.Add(1)
 		return ctrladmission.Denied("the cost-center webhook refuses this pod")
 	})}
-	if err := c.StartWebhookRun(ctx, devcluster.WebhookRun{Options: options(c), Extra: map[string]http.Handler{"/refuse": refuse}}); err != nil {
+	if err := c.StartWebhookRun(ctx, local.WebhookRun{Options: options(c), Extra: map[string]http.Handler{"/refuse": refuse}}); err != nil {
 		t.Fatal(err)
 	}
 	gpuadmit, err := c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "gpuadmit", metav1.GetOptions{})
@@ -168,7 +168,7 @@ func probeSecondWebhook(t *testing.T, c *devcluster.Cluster) {
 // probeAlreadyExists: 23 re-creates of an existing pod name (each fails
 // with AlreadyExists after gpuadmit said yes) must not hold the namespace
 // at all: their reservations are shadowed by the recorded pod.
-func probeAlreadyExists(t *testing.T, c *devcluster.Cluster) {
+func probeAlreadyExists(t *testing.T, c *local.Cluster) {
 	const ns, limit = "f-exists", 24 * 1024
 	seed(t, c, ns, limit)
 	ctx := t.Context()
@@ -195,7 +195,7 @@ func probeAlreadyExists(t *testing.T, c *devcluster.Cluster) {
 
 // probeChurn: creates and deletes from 8 clients for 6 s against a quota of
 // 10 pods; a sampler checks the live pods never use more than the limit.
-func probeChurn(t *testing.T, c *devcluster.Cluster) {
+func probeChurn(t *testing.T, c *local.Cluster) {
 	const ns, limit = "f-churn", 10 * 1024
 	seed(t, c, ns, limit)
 	ctx := t.Context()

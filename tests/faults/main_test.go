@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
@@ -24,20 +24,20 @@ import (
 
 // options are the webhook server's options in the suite: checks run every
 // second so that probes stay short.
-func options(c *devcluster.Cluster) server.Options {
+func options(c *local.Cluster) server.Options {
 	o := c.Options()
 	o.Config.Admission.Reservations.ConfirmAfter = time.Second
 	o.Config.Admission.Watches = config.Watches{ProbeEvery: time.Second, StaleAfter: 4 * time.Second}
 	return o
 }
 
-func startCluster(t *testing.T) *devcluster.Cluster {
+func startCluster(t *testing.T) *local.Cluster {
 	t.Helper()
-	return devcluster.ForTest(t, "../../manifests/webhook", func(c *devcluster.Cluster) *server.Options { o := options(c); return &o })
+	return local.ForTest(t, "../../manifests/webhook", func(c *local.Cluster) *server.Options { o := options(c); return &o })
 }
 
 // fastClient is a client without client-side rate limits.
-func fastClient(t *testing.T, c *devcluster.Cluster) kubernetes.Interface {
+func fastClient(t *testing.T, c *local.Cluster) kubernetes.Interface {
 	t.Helper()
 	cfg := rest.CopyConfig(c.Config)
 	cfg.QPS, cfg.Burst = 5000, 5000
@@ -51,7 +51,7 @@ func fastClient(t *testing.T, c *devcluster.Cluster) kubernetes.Interface {
 // settle waits until the server's ledger of ns equals a recount of the
 // live pods and holds no reservation, checks the invariants, and returns
 // the recount: what the pods use never exceeds the limit.
-func settle(t *testing.T, c *devcluster.Cluster, ns string, limitMiB int64) ledger.NamespaceSnapshot {
+func settle(t *testing.T, c *local.Cluster, ns string, limitMiB int64) ledger.NamespaceSnapshot {
 	t.Helper()
 	ctx := t.Context()
 	deadline := time.Now().Add(30 * time.Second)
@@ -76,7 +76,7 @@ func settle(t *testing.T, c *devcluster.Cluster, ns string, limitMiB int64) ledg
 }
 
 // seed creates ns with a gpumem limit and waits for the ledger to know it.
-func seed(t *testing.T, c *devcluster.Cluster, ns string, limitMiB int64) {
+func seed(t *testing.T, c *local.Cluster, ns string, limitMiB int64) {
 	t.Helper()
 	if err := c.Seed(t.Context(), ns, fmt.Sprint(limitMiB)); err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func TestFaults(t *testing.T) {
 	c := startCluster(t)
 	for _, p := range []struct {
 		name string
-		run  func(*testing.T, *devcluster.Cluster)
+		run  func(*testing.T, *local.Cluster)
 	}{
 		{"dry-runs interleaved with creates", probeDryRuns},
 		{"creates refused later in the chain: a native pods quota", probeNativeQuota},

@@ -10,16 +10,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/gpuadmit/gpuadmit/internal/creates"
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/internal/tcpproxy"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/tcpproxy"
+	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // throughProxy restarts the webhook with its connection to the API server
 // through a TCP proxy the probe controls; the returned function restores a
 // direct webhook for the next probes.
-func throughProxy(t *testing.T, c *devcluster.Cluster, tune func(*devcluster.WebhookRun)) (*tcpproxy.Proxy, func()) {
+func throughProxy(t *testing.T, c *local.Cluster, tune func(*local.WebhookRun)) (*tcpproxy.Proxy, func()) {
 	t.Helper()
 	ctx := t.Context()
 	host, err := url.Parse(c.Config.Host)
@@ -35,7 +35,7 @@ func throughProxy(t *testing.T, c *devcluster.Cluster, tune func(*devcluster.Web
 	if err := c.StopWebhook(); err != nil {
 		t.Fatal(err)
 	}
-	run := devcluster.WebhookRun{Options: options(c), Config: proxied}
+	run := local.WebhookRun{Options: options(c), Config: proxied}
 	if tune != nil {
 		tune(&run)
 	}
@@ -63,7 +63,7 @@ func throughProxy(t *testing.T, c *devcluster.Cluster, tune func(*devcluster.Web
 // keeps serving, and within 10 s of the API server's return its ledger
 // equals a recount of the live pods and no reservation is left for a pod
 // that does not exist.
-func probeOutages(t *testing.T, c *devcluster.Cluster) {
+func probeOutages(t *testing.T, c *local.Cluster) {
 	const ns, limit = "f-outages", 40 * 1024
 	ctx := t.Context()
 	proxy, restore := throughProxy(t, c, nil)
@@ -115,7 +115,7 @@ func probeOutages(t *testing.T, c *devcluster.Cluster) {
 }
 
 // settleWithin is settle with a deadline from now.
-func settleWithin(t *testing.T, c *devcluster.Cluster, ns string, limitMiB int64, within time.Duration) ledgerSnapshot {
+func settleWithin(t *testing.T, c *local.Cluster, ns string, limitMiB int64, within time.Duration) ledgerSnapshot {
 	t.Helper()
 	start := time.Now()
 	got := settle(t, c, ns, limitMiB)
@@ -127,7 +127,7 @@ func settleWithin(t *testing.T, c *devcluster.Cluster, ns string, limitMiB int64
 
 // noGhosts fails when ns's GPUUsage holds a reservation for a pod that does
 // not exist.
-func noGhosts(t *testing.T, c *devcluster.Cluster, ns string) {
+func noGhosts(t *testing.T, c *local.Cluster, ns string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

@@ -11,13 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gpuadmit/gpuadmit/internal/creates"
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
+	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 )
 
 // probeRestartDuringBurst: 100 creates from 16 clients against a quota that
 // fits 20, with the webhook restarted in the middle.
-func probeRestartDuringBurst(t *testing.T, c *devcluster.Cluster) {
+func probeRestartDuringBurst(t *testing.T, c *local.Cluster) {
 	const ns, limit = "f-restart", 20 * 1024
 	seed(t, c, ns, limit)
 	k := fastClient(t, c)
@@ -53,7 +53,7 @@ func probeRestartDuringBurst(t *testing.T, c *devcluster.Cluster) {
 // namespace, the webhook restarts and is hammered before it has synced (as
 // a webhook reached by URL, or through an endpoint not yet removed, is):
 // nothing may be admitted into the full namespace.
-func probeColdStart(t *testing.T, c *devcluster.Cluster) {
+func probeColdStart(t *testing.T, c *local.Cluster) {
 	const ns, limit, bulk = "f-cold", 4096, 3000
 	ctx := t.Context()
 	seed(t, c, ns, limit)
@@ -87,7 +87,7 @@ func probeColdStart(t *testing.T, c *devcluster.Cluster) {
 	var tl creates.Tally
 	var notReady atomic.Int64
 	start := time.Now()
-	if err := c.StartWebhookRun(ctx, devcluster.WebhookRun{Options: options(c), NoWait: true}); err != nil {
+	if err := c.StartWebhookRun(ctx, local.WebhookRun{Options: options(c), NoWait: true}); err != nil {
 		t.Fatal(err)
 	}
 	srv := c.Server
@@ -132,10 +132,10 @@ func probeColdStart(t *testing.T, c *devcluster.Cluster) {
 // reservation cannot answer "allowed": every GPU create is refused (fail
 // closed) until the connection recovers, whatever its ledger believes; the
 // stale watch must show; after the reset the ledger catches up.
-func probeStalledWatch(t *testing.T, c *devcluster.Cluster) {
+func probeStalledWatch(t *testing.T, c *local.Cluster) {
 	const ns, limit = "f-stall", 10 * 1024
 	ctx := t.Context()
-	proxy, restore := throughProxy(t, c, func(r *devcluster.WebhookRun) { r.Options.Config.Admission.ReviewTimeout = 2 * time.Second })
+	proxy, restore := throughProxy(t, c, func(r *local.WebhookRun) { r.Options.Config.Admission.ReviewTimeout = 2 * time.Second })
 	defer restore()
 	seed(t, c, ns, limit)
 	create := func(name string, tl *creates.Tally) {
@@ -175,7 +175,7 @@ func probeStalledWatch(t *testing.T, c *devcluster.Cluster) {
 
 // probeAPIServerRestart: kube-apiserver restarts while clients create pods;
 // the webhook's watches reconnect and nothing is over-admitted.
-func probeAPIServerRestart(t *testing.T, c *devcluster.Cluster) {
+func probeAPIServerRestart(t *testing.T, c *local.Cluster) {
 	const ns, limit = "f-apiserver", 10 * 1024
 	seed(t, c, ns, limit)
 	k := fastClient(t, c)

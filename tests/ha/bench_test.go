@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/gpuadmit/gpuadmit/internal/creates"
-	"github.com/gpuadmit/gpuadmit/internal/hacluster"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/replicas"
+	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 )
 
 // BenchmarkCreateLatency measures what a GPU pod create costs through the
@@ -34,12 +34,12 @@ func BenchmarkCreateLatency(b *testing.B) {
 	const ns = "latency"
 	seed(b, c, ns, 1<<40)
 	run := 0
-	creates := func(b *testing.B, replicas []int) {
+	creates := func(b *testing.B, serving []int) {
 		for b.Loop() {
 			run++
-			before := reviewTimes(b, c, replicas)
+			before := reviewTimes(b, c, serving)
 			lat := createAll(b, k, ns, fmt.Sprintf("r%d-", run), 500, 8)
-			after := reviewTimes(b, c, replicas)
+			after := reviewTimes(b, c, serving)
 			b.ReportMetric(ms(percentile(lat, 50)), "p50-ms")
 			b.ReportMetric(ms(percentile(lat, 99)), "p99-ms")
 			for _, hook := range []string{"mutate", "validate"} {
@@ -47,7 +47,7 @@ func BenchmarkCreateLatency(b *testing.B) {
 					b.ReportMetric(1000*(after[hook].sum-before[hook].sum)/n, hook+"-mean-ms")
 				}
 			}
-			if len(replicas) > 0 {
+			if len(serving) > 0 {
 				b.ReportMetric(after["conflicts"].sum-before["conflicts"].sum, "conflicts")
 				w, g := after["writes"], after["groups"]
 				w.sum, w.n, g.sum, g.n = w.sum-before["writes"].sum, w.n-before["writes"].n, g.sum-before["groups"].sum, g.n-before["groups"].n
@@ -111,10 +111,10 @@ type histogram struct{ sum, n float64 }
 // reviewTimes sums the replicas' review duration histograms per webhook,
 // their conflicting writes ("conflicts"), their GPUUsage write durations
 // ("writes") and reviews per write ("groups").
-func reviewTimes(b *testing.B, c *hacluster.Cluster, replicas []int) map[string]histogram {
+func reviewTimes(b *testing.B, c *replicas.Cluster, serving []int) map[string]histogram {
 	b.Helper()
 	out := map[string]histogram{}
-	for _, i := range replicas {
+	for _, i := range serving {
 		for _, hook := range []string{"mutate", "validate"} {
 			sum, err1 := c.Metric(i, "gpuadmit_admission_duration_seconds_sum", `webhook="`+hook+`"`)
 			n, err2 := c.Metric(i, "gpuadmit_admission_duration_seconds_count", `webhook="`+hook+`"`)

@@ -8,7 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gpuadmit/gpuadmit/internal/creates"
+	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 )
 
 // TestBurstAcrossReplicas: 200 concurrent creates, spread over the three

@@ -17,9 +17,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gpuadmit/gpuadmit/internal/creates"
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/internal/hacluster"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/replicas"
+	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
 )
 
@@ -29,9 +29,9 @@ import (
 // within a minute, and the caBundle trusts the old and the new CA across
 // the renewal: no review fails while pods are created all along.
 func TestCertificateRenewalAcrossReplicas(t *testing.T) {
-	c := startHAWith(t, func(o *hacluster.Options) { o.SelfManagedCerts = true })
+	c := startHAWith(t, func(o *replicas.Options) { o.SelfManagedCerts = true })
 	ctx := t.Context()
-	secrets := c.Kube.CoreV1().Secrets(devcluster.Namespace)
+	secrets := c.Kube.CoreV1().Secrets(local.Namespace)
 	s, err := secrets.Get(ctx, "gpuadmit-webhook-tls", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestCertificateRenewalAcrossReplicas(t *testing.T) {
 }
 
 // signedBy reports whether replica r serves a certificate signed by the CA.
-func signedBy(t *testing.T, r *hacluster.Replica, caPEM []byte) bool {
+func signedBy(t *testing.T, r *replicas.Replica, caPEM []byte) bool {
 	t.Helper()
 	conn, err := tls.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(r.Port)), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reads the served chain
 	if err != nil {

@@ -8,8 +8,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gpuadmit/gpuadmit/internal/creates"
-	"github.com/gpuadmit/gpuadmit/internal/hacluster"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/replicas"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/testhooks"
+	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 )
 
 // TestReplicaKilledMidBurst: a replica is killed (SIGKILL) in the middle of
@@ -23,7 +24,7 @@ func TestReplicaKilledMidBurst(t *testing.T) {
 	seed(t, c, ns, 20*1024)
 	var kill sync.Once
 	var killedAt time.Time
-	tl := hacluster.Burst(t.Context(), k, ns, 200, clients, func(i int) {
+	tl := replicas.Burst(t.Context(), k, ns, 200, clients, func(i int) {
 		if i == 60 {
 			kill.Do(func() {
 				if err := c.Kill(1); err != nil {
@@ -54,7 +55,7 @@ func TestReplicaKilledMidBurst(t *testing.T) {
 
 // forwardedToOwner sends one GPU pod through each replica in turn: the two
 // that do not own the namespace forward the review to the one that does.
-func forwardedToOwner(t *testing.T, c *hacluster.Cluster) {
+func forwardedToOwner(t *testing.T, c *replicas.Cluster) {
 	t.Helper()
 	const ns = "owned"
 	seed(t, c, ns, 1<<20)
@@ -125,7 +126,7 @@ func TestLaggingReplica(t *testing.T) {
 	}
 	// It takes no forwarded reviews and forwards none (no address): every
 	// review sent to it is decided by it.
-	if err := c.StartReplica(1, fmt.Sprintf("--test-watch-delay=%s", delay), "--advertise-address="); err != nil {
+	if err := c.StartReplica(1, testhooks.WatchDelay(delay), "--advertise-address="); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.WaitReady(t.Context(), 1); err != nil {

@@ -1,5 +1,5 @@
 // Package ha_test runs gpuadmit as three webhook processes behind a
-// round-robin proxy with readiness checks (internal/hacluster) on a real
+// round-robin proxy with readiness checks (internal/cluster/replicas) on a real
 // kube-apiserver and etcd, and tries to get pods past a quota across
 // replicas: concurrent bursts, a replica killed mid-burst, a rolling
 // restart under load, a replica whose watch lags a long way behind, and a
@@ -17,13 +17,14 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/gpuadmit/gpuadmit/internal/envtestgate"
-	"github.com/gpuadmit/gpuadmit/internal/hacluster"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/envtestgate"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/replicas"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/testhooks"
 )
 
-func startHA(t testing.TB, args func(i int) []string) *hacluster.Cluster {
+func startHA(t testing.TB, args func(i int) []string) *replicas.Cluster {
 	t.Helper()
-	return startHAWith(t, func(o *hacluster.Options) {
+	return startHAWith(t, func(o *replicas.Options) {
 		if args != nil {
 			o.Args = args
 		}
@@ -31,7 +32,7 @@ func startHA(t testing.TB, args func(i int) []string) *hacluster.Cluster {
 }
 
 // startHAWith starts three replicas with the options set by f.
-func startHAWith(t testing.TB, f func(*hacluster.Options)) *hacluster.Cluster {
+func startHAWith(t testing.TB, f func(*replicas.Options)) *replicas.Cluster {
 	t.Helper()
 	assets := envtestgate.Assets(t)
 	ctrllog.SetLogger(logr.Discard())
@@ -40,13 +41,13 @@ func startHAWith(t testing.TB, f func(*hacluster.Options)) *hacluster.Cluster {
 	if d := os.Getenv("GPUADMIT_HA_DIR"); d != "" { // keep the replicas' logs
 		dir = d
 	}
-	bin, err := hacluster.Build(t.Context(), dir)
+	bin, err := replicas.Build(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := hacluster.Options{Assets: assets, Manifests: "../../manifests/webhook", Binary: bin, Config: hacluster.QuickConfig, Dir: dir, Args: skewed}
+	opts := replicas.Options{Assets: assets, Manifests: "../../manifests/webhook", Binary: bin, Config: replicas.QuickConfig, Dir: dir, Args: skewed}
 	f(&opts)
-	c, err := hacluster.Start(t.Context(), opts)
+	c, err := replicas.Start(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +67,12 @@ func startHAWith(t testing.TB, f func(*hacluster.Options)) *hacluster.Cluster {
 // skewed runs replica-2's clock 5 s ahead of the others'.
 func skewed(i int) []string {
 	if i == 2 {
-		return []string{"--test-clock-skew=5s"}
+		return []string{testhooks.ClockSkew(5 * time.Second)}
 	}
 	return nil
 }
 
-func fastClient(t *testing.T, c *hacluster.Cluster) kubernetes.Interface {
+func fastClient(t *testing.T, c *replicas.Cluster) kubernetes.Interface {
 	t.Helper()
 	k, err := c.FastClient()
 	if err != nil {
@@ -81,7 +82,7 @@ func fastClient(t *testing.T, c *hacluster.Cluster) kubernetes.Interface {
 }
 
 // seed creates ns with a gpumem quota.
-func seed(t testing.TB, c *hacluster.Cluster, ns string, limitMiB int64) {
+func seed(t testing.TB, c *replicas.Cluster, ns string, limitMiB int64) {
 	t.Helper()
 	if err := c.Seed(t.Context(), ns, fmt.Sprint(limitMiB)); err != nil {
 		t.Fatal(err)
@@ -90,7 +91,7 @@ func seed(t testing.TB, c *hacluster.Cluster, ns string, limitMiB int64) {
 
 // livePods sums the memory the live pods of ns ask for (what the API server
 // holds: the ground truth).
-func livePods(t *testing.T, c *hacluster.Cluster, ns string) (int, int64) {
+func livePods(t *testing.T, c *replicas.Cluster, ns string) (int, int64) {
 	t.Helper()
 	s, err := c.Recount(t.Context(), ns)
 	if err != nil {
@@ -101,7 +102,7 @@ func livePods(t *testing.T, c *hacluster.Cluster, ns string) (int, int64) {
 
 // waitDrained waits until the namespace's GPUUsage holds no reservation:
 // every replica recorded every admitted pod.
-func waitDrained(t *testing.T, c *hacluster.Cluster, ns string) {
+func waitDrained(t *testing.T, c *replicas.Cluster, ns string) {
 	t.Helper()
 	if _, err := c.WaitDrained(t.Context(), ns, time.Minute); err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func waitDrained(t *testing.T, c *hacluster.Cluster, ns string) {
 // ledgersMatch waits until every replica's ledger (its
 // gpuadmit_resourcequota series) of ns equals a recount of the live pods:
 // gpumem used as the pods ask, nothing reserved.
-func ledgersMatch(t *testing.T, c *hacluster.Cluster, ns string) {
+func ledgersMatch(t *testing.T, c *replicas.Cluster, ns string) {
 	t.Helper()
 	_, want := livePods(t, c, ns)
 	deadline := time.Now().Add(30 * time.Second)

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuadmit/gpuadmit/internal/hacluster"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/replicas"
 )
 
 // TestReplicaCutOffFromTheAPIServer: replica-1's own connection to the API
@@ -17,9 +17,9 @@ import (
 // happen, then time out). The quota holds and the ledgers agree after.
 func TestReplicaCutOffFromTheAPIServer(t *testing.T) {
 	const ns, limit, rate = "cut-off", 400 * 1024, 5
-	c := startHAWith(t, func(o *hacluster.Options) { o.APIProxies = true })
+	c := startHAWith(t, func(o *replicas.Options) { o.APIProxies = true })
 	seed(t, c, ns, limit)
-	tl, stop := hacluster.Stream(t.Context(), fastClient(t, c), ns, "s", rate)
+	tl, stop := replicas.Stream(t.Context(), fastClient(t, c), ns, "s", rate)
 	time.Sleep(3 * time.Second)
 	c.APIProxy(1).Stall()
 	stalled := time.Now()
@@ -58,7 +58,7 @@ func TestTerminateRounds(t *testing.T) {
 	const ns, limit, rate, rounds = "rounds", 1 << 20, 20, 10
 	c := startHA(t, nil)
 	seed(t, c, ns, limit)
-	tl, stop := hacluster.Stream(t.Context(), fastClient(t, c), ns, "t", rate)
+	tl, stop := replicas.Stream(t.Context(), fastClient(t, c), ns, "t", rate)
 	start := time.Now()
 	for round := range rounds {
 		i := round % len(c.Replicas)

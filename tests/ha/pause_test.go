@@ -11,8 +11,9 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/gpuadmit/gpuadmit/internal/creates"
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/testhooks"
+	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 )
 
 // TestFrozenReplicaAfterObjectDeleted: replica-1's pod watch lags 15 s and
@@ -34,7 +35,7 @@ func TestFrozenReplicaAfterObjectDeleted(t *testing.T) {
 	if err := c.Terminate(1); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.StartReplica(1, "--test-watch-delay=15s", "--advertise-address="); err != nil {
+	if err := c.StartReplica(1, testhooks.WatchDelay(15*time.Second), "--advertise-address="); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.WaitReady(t.Context(), 1); err != nil {
@@ -110,7 +111,7 @@ func TestSummaryLeaseLost(t *testing.T) {
 	k := fastClient(t, c)
 	seed(t, c, ns, 1<<20)
 	ctx := t.Context()
-	leases := c.Kube.CoordinationV1().Leases(devcluster.Namespace)
+	leases := c.Kube.CoordinationV1().Leases(local.Namespace)
 	var lease *coordinationv1.Lease
 	waitFor(t, "a summary writer is elected", func() bool {
 		l, err := leases.Get(ctx, "gpuadmit-usage-status", metav1.GetOptions{})

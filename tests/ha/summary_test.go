@@ -6,7 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gpuadmit/gpuadmit/internal/creates"
+	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 )
 
 // TestSummaryHasOneWriter: of three replicas only the elected one writes

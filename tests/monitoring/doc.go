@@ -3,7 +3,7 @@
 // own parser and rule-file validation), each alert has a duration, a
 // severity and annotations that name what its expression keeps, and the
 // metric names they use are exactly charts/gpuadmit/files/monitoring/metrics.txt, which
-// the webhook suite (tests/webhook) checks against a running server's
+// the metrics suite (tests/metrics) checks against a running server's
 // /metrics, and docs/monitoring.md lists each alert with its duration and
 // severity.
 //

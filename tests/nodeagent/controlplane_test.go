@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/gpuadmit/gpuadmit/internal/envtestgate"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/envtestgate"
 )
 
 // controlPlane is a running kube-apiserver + etcd and an admin client.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gpuadmit/gpuadmit/internal/benchtimer"
+	"github.com/gpuadmit/gpuadmit/internal/load/benchtimer"
 )
 
 // benchSizes are the pod counts of the reviewed namespace.

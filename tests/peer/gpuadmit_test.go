@@ -7,8 +7,8 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gpuadmit/gpuadmit/internal/testns"
-	"github.com/gpuadmit/gpuadmit/internal/testquota"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testns"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"

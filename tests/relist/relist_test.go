@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/internal/envtestgate"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/envtestgate"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
@@ -58,7 +58,7 @@ func BenchmarkRelist(b *testing.B) {
 		}
 	})
 	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
-	if err := devcluster.WriteAdminKubeconfig(env, kubeconfig); err != nil {
+	if err := local.WriteAdminKubeconfig(env, kubeconfig); err != nil {
 		b.Fatal(err)
 	}
 	fill := ledger.ProtobufConfig(cfg)

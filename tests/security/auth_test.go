@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuadmit/gpuadmit/internal/creates"
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
+	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
@@ -34,9 +34,9 @@ func clientPair(t *testing.T, ca *certs.Bundle, cn string) *tls.Certificate {
 // review straight to the port fails at the TLS handshake, whatever
 // certificate it presents, and reserves nothing.
 func TestOnlyTheAPIServerMayReview(t *testing.T) {
-	c := devcluster.ForTestWith(t, devcluster.Config{Manifests: manifests, APIServerClientCert: true}, func(c *devcluster.Cluster) *server.Options {
+	c := local.ForTestWith(t, local.Config{Manifests: manifests, APIServerClientCert: true}, func(c *local.Cluster) *server.Options {
 		o := c.Options()
-		o.ClientCAFile, o.ClientCommonNames = c.ClientCAFile, []string{devcluster.APIServerCommonName}
+		o.ClientCAFile, o.ClientCommonNames = c.ClientCAFile, []string{local.APIServerCommonName}
 		return &o
 	})
 	ctx := t.Context()
@@ -57,7 +57,7 @@ func TestOnlyTheAPIServerMayReview(t *testing.T) {
 		cert *tls.Certificate
 	}{
 		{"no client certificate", nil},
-		{"the API server's name from another CA", clientPair(t, other, devcluster.APIServerCommonName)},
+		{"the API server's name from another CA", clientPair(t, other, local.APIServerCommonName)},
 		{"another name from the client CA", clientPair(t, c.ClientCA, "system:node:attacker")},
 		{"another CA's serving certificate", other.Certificate()},
 	} {
@@ -81,7 +81,7 @@ func TestOnlyTheAPIServerMayReview(t *testing.T) {
 // replica forwarded is refused from a client without the replicas'
 // certificate, before any decision.
 func TestForwardedHeaderNeedsTheReplicasCertificate(t *testing.T) {
-	c := devcluster.ForTest(t, manifests, func(c *devcluster.Cluster) *server.Options { o := c.Options(); return &o })
+	c := local.ForTest(t, manifests, local.DefaultWebhook)
 	ctx := t.Context()
 	seed(t, c, "team-b", 4096)
 	status, body, err := post(ctx, attacker(nil, ""), c, forgedReview("team-b", "ghost-f", "forwarded", 1024), map[string]string{server.ForwardedHeader: "1"})
@@ -108,7 +108,7 @@ func TestForwardedHeaderNeedsTheReplicasCertificate(t *testing.T) {
 // metrics.
 func TestMetricsNeedAnAuthorizedToken(t *testing.T) {
 	port := freePort(t)
-	c := devcluster.ForTest(t, manifests, func(c *devcluster.Cluster) *server.Options {
+	c := local.ForTest(t, manifests, func(c *local.Cluster) *server.Options {
 		o := c.Options()
 		o.MetricsAddr = fmt.Sprintf("127.0.0.1:%d", port)
 		return &o
@@ -133,7 +133,7 @@ func TestMetricsNeedAnAuthorizedToken(t *testing.T) {
 		{"the metrics reader", reader, 200, "# TYPE "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			status, body, err := devcluster.Scrape(ctx, url, tt.token)
+			status, body, err := local.Scrape(ctx, url, tt.token)
 			if err != nil || status != tt.status || !strings.Contains(body, tt.body) {
 				t.Fatalf("status %d, error %v, body %.200q; want %d with %q", status, err, body, tt.status, tt.body)
 			}

@@ -10,13 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gpuadmit/gpuadmit/internal/creates"
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
+	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 )
 
 // setPodQuota sets the native ResourceQuota "pods" of ns to n pods, its
 // status as the quota controller (which does not run here) would.
-func setPodQuota(t *testing.T, c *devcluster.Cluster, ns string, n int64) {
+func setPodQuota(t *testing.T, c *local.Cluster, ns string, n int64) {
 	t.Helper()
 	ctx := t.Context()
 	hard := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(n, resource.DecimalSI)}

@@ -10,16 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuadmit/gpuadmit/internal/creates"
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
+	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
 // startOpen runs the webhook without client authentication: what a
 // cluster without mutual TLS exposes to every client reaching the port.
-func startOpen(t *testing.T) *devcluster.Cluster {
+func startOpen(t *testing.T) *local.Cluster {
 	t.Helper()
-	return devcluster.ForTest(t, manifests, func(c *devcluster.Cluster) *server.Options { o := c.Options(); return &o })
+	return local.ForTest(t, manifests, local.DefaultWebhook)
 }
 
 // maxBytesPerReservation bounds a reservation's share of a GPUUsage
@@ -38,7 +38,7 @@ const maxBytesPerReservation = 512
 // admitted again.
 func TestForgedReviewFloodIsBounded(t *testing.T) {
 	const bound, reviews = 100, 300
-	c := devcluster.ForTest(t, manifests, func(c *devcluster.Cluster) *server.Options {
+	c := local.ForTest(t, manifests, func(c *local.Cluster) *server.Options {
 		o := c.Options()
 		o.Config.Admission.Reservations.ConfirmAfter = 10 * time.Second
 		o.Config.Admission.Reservations.MaxPerNamespace = bound

@@ -1,5 +1,5 @@
 // Package security_test attacks gpuadmit's webhook as a client on the
-// network would, on a real kube-apiserver and etcd (internal/devcluster)
+// network would, on a real kube-apiserver and etcd (internal/cluster/local)
 // with the server wired by pkg/server as cmd/webhook wires it: forged
 // AdmissionReviews posted straight to the webhook port (with and without
 // client authentication), the forwarding header without the replicas'
@@ -32,8 +32,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gpuadmit/gpuadmit/internal/creates"
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
+	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
@@ -65,21 +65,21 @@ func forgedReview(ns, name, uid string, mem int64) []byte {
 }
 
 // attacker is an HTTP client that trusts any server and presents cert
-// (nil: none), from the loopback address local ("" for any).
-func attacker(cert *tls.Certificate, local string) *http.Client {
+// (nil: none), from the loopback address from ("" for any).
+func attacker(cert *tls.Certificate, from string) *http.Client {
 	cfg := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // an attacker does not check
 	if cert != nil {
 		cfg.Certificates = []tls.Certificate{*cert}
 	}
 	d := &net.Dialer{Timeout: 5 * time.Second}
-	if local != "" {
-		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(local)}
+	if from != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(from)}
 	}
 	return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, DialContext: d.DialContext, MaxIdleConnsPerHost: 64}}
 }
 
 // post sends a review to the webhook's validating path.
-func post(ctx context.Context, cl *http.Client, c *devcluster.Cluster, body []byte, header map[string]string) (int, string, error) {
+func post(ctx context.Context, cl *http.Client, c *local.Cluster, body []byte, header map[string]string) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("https://127.0.0.1:%d%s", c.Port, server.ValidatePath), bytes.NewReader(body))
 	if err != nil {
 		return 0, "", err
@@ -112,7 +112,7 @@ func reviewAllowed(body string) (bool, string) {
 
 // usage reads the namespace's GPUUsage (nil when there is none) and the
 // size of its JSON.
-func usage(ctx context.Context, t *testing.T, c *devcluster.Cluster, ns string) (*gpuadmitv1.GPUUsage, int) {
+func usage(ctx context.Context, t *testing.T, c *local.Cluster, ns string) (*gpuadmitv1.GPUUsage, int) {
 	t.Helper()
 	u, size, err := readUsage(ctx, c, ns)
 	if err != nil {
@@ -121,7 +121,7 @@ func usage(ctx context.Context, t *testing.T, c *devcluster.Cluster, ns string) 
 	return u, size
 }
 
-func readUsage(ctx context.Context, c *devcluster.Cluster, ns string) (*gpuadmitv1.GPUUsage, int, error) {
+func readUsage(ctx context.Context, c *local.Cluster, ns string) (*gpuadmitv1.GPUUsage, int, error) {
 	u, err := c.Usage(ctx, ns)
 	if err != nil || u == nil {
 		return nil, 0, err
@@ -143,7 +143,7 @@ func reserved(u *gpuadmitv1.GPUUsage, uid string) bool {
 }
 
 // seed creates ns with a gpumem limit of mem MiB and the 24 GiB node.
-func seed(t *testing.T, c *devcluster.Cluster, ns string, mem int64) {
+func seed(t *testing.T, c *local.Cluster, ns string, mem int64) {
 	t.Helper()
 	if err := c.Seed(t.Context(), ns, fmt.Sprint(mem)); err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func seed(t *testing.T, c *devcluster.Cluster, ns string, mem int64) {
 	}
 }
 
-func createPod(ctx context.Context, c *devcluster.Cluster, p *corev1.Pod) error {
+func createPod(ctx context.Context, c *local.Cluster, p *corev1.Pod) error {
 	_, err := c.Kube.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 	return err
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuadmit/gpuadmit/internal/creates"
-	"github.com/gpuadmit/gpuadmit/internal/slowclient"
+	"github.com/gpuadmit/gpuadmit/internal/load/creates"
+	"github.com/gpuadmit/gpuadmit/internal/load/slowclient"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 

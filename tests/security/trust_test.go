@@ -16,10 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/gpuadmit/gpuadmit/internal/creates"
-	"github.com/gpuadmit/gpuadmit/internal/devcluster"
-	"github.com/gpuadmit/gpuadmit/internal/testnode"
-	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testnode"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
+	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
 )
@@ -27,7 +27,7 @@ import (
 // asEditor is a client acting as a namespace user who may do to pods what
 // the edit role allows (the edit ClusterRole itself is filled by the
 // controller manager's aggregation, which does not run here).
-func asEditor(t *testing.T, c *devcluster.Cluster, ns, user string) kubernetes.Interface {
+func asEditor(t *testing.T, c *local.Cluster, ns, user string) kubernetes.Interface {
 	t.Helper()
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-editor", Namespace: ns},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"},

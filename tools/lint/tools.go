@@ -1,6 +1,12 @@
 //go:build tools
 
-// Package lint pins the linters `make lint` runs.
+// Package lint pins the linters `make lint` runs: golangci-lint (which
+// bundles staticcheck, govet, revive, gocritic, depguard and the rest that
+// .golangci.yml at the repository root enables) and the standalone
+// staticcheck binary.
 package lint
 
-import _ "honnef.co/go/tools/cmd/staticcheck"
+import (
+	_ "github.com/golangci/golangci-lint/v2/cmd/golangci-lint"
+	_ "honnef.co/go/tools/cmd/staticcheck"
+)

@@ -1,0 +1,12 @@
+// Package testhooks holds the webhook's fault-injection flags, which only a
+// test build of cmd/webhook has: cmd/webhook/testhooks.go, compiled with
+// the build tag gpuadmit_testhooks, registers them, and
+// internal/cluster/replicas builds its replicas with that tag and passes
+// them (Args). They set what a harness running the server in its own
+// process sets directly: server.Options.WatchDelay (every watch event held
+// back, a lagging replica) and server.Options.Clock (a replica whose clock
+// runs ahead). The production binary has neither flag: nothing but the
+// tagged file imports this package (hack/layering checks that cmd/webhook
+// depends on nothing under internal/), and cmd/webhook's tests check that
+// the flags are refused.
+package testhooks

@@ -1,0 +1,47 @@
+package testhooks
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/server"
+)
+
+// The flags' names, as Register defines them.
+const (
+	WatchDelayFlag = "test-watch-delay"
+	ClockSkewFlag  = "test-clock-skew"
+)
+
+// Tag is the build tag that compiles the flags into cmd/webhook.
+const Tag = "gpuadmit_testhooks"
+
+// Register defines the fault-injection flags on fs and returns what they
+// set on the server's options once fs is parsed.
+func Register(fs *flag.FlagSet) func(*server.Options) {
+	watchDelay := fs.Duration(WatchDelayFlag, 0, "fault injection for tests: hold every watch event back this long")
+	clockSkew := fs.Duration(ClockSkewFlag, 0, "fault injection for tests: run this replica's clock this far ahead")
+	return func(o *server.Options) {
+		o.WatchDelay = *watchDelay
+		if *clockSkew != 0 {
+			o.Clock = skewed(*clockSkew)
+		}
+	}
+}
+
+// WatchDelay is the argument that holds a replica's watch events back d.
+func WatchDelay(d time.Duration) string { return arg(WatchDelayFlag, d) }
+
+// ClockSkew is the argument that runs a replica's clock d ahead.
+func ClockSkew(d time.Duration) string { return arg(ClockSkewFlag, d) }
+
+func arg(name string, d time.Duration) string { return fmt.Sprintf("--%s=%s", name, d) }
+
+// skewed is the wall clock moved by its duration.
+type skewed time.Duration
+
+var _ ledger.Clock = skewed(0)
+
+func (s skewed) Now() time.Time { return time.Now().Add(time.Duration(s)) }

@@ -1,9 +1,0 @@
-// Package devcluster runs a local Kubernetes control plane (kube-apiserver
-// and etcd built from source, driven by controller-runtime's envtest) with
-// gpuadmit's webhook server running in process through pkg/server, wired
-// exactly as cmd/webhook wires it. The webhook configurations are
-// manifests/webhook/webhooks.yaml with the Service reference replaced by the
-// local server's URL. The integration suites and `make demo` use it, and
-// play the scheduler and the kubelet (binding, container statuses) because
-// neither runs here.
-package devcluster
