@@ -36,11 +36,13 @@ type evaluation struct {
 	user *decision.UserInfo
 	// setup is the configuration, and the policies run loads unless
 	// engine is set.
-	setup   setup
-	engine  *policy.Engine
-	ledger  *ledger.Ledger
-	decider *decision.Decider
-	matcher *matchcond.Matcher
+	setup  setup
+	engine *policy.Engine
+	ledger *ledger.Ledger
+	// reserved are the namespaces' GPUUsage reservations (live only).
+	reserved map[string][]ledger.Reservation
+	decider  *decision.Decider
+	matcher  *matchcond.Matcher
 }
 
 // run evaluates every object of the manifests against the source's
@@ -62,11 +64,11 @@ func (e *evaluation) run(ctx context.Context, in manifestFlags, stdin io.Reader)
 			namespaces = append(namespaces, ns)
 		}
 	}
-	if e.ledger, err = e.source.ledger(ctx, cfg.Devices, namespaces, true); err != nil {
+	if e.ledger, e.reserved, err = e.source.ledger(ctx, cfg.Devices, namespaces, true); err != nil {
 		return evalObjects{}, false, err
 	}
 	for _, ns := range namespaces {
-		if !e.ledger.Namespace(ns).LabelsKnown {
+		if !e.ledger.Namespace(ns, nil).LabelsKnown {
 			e.warn(fmt.Sprintf("namespace %q is not in the state: the policies see no namespace labels", ns))
 			e.ledger.UpsertNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 		}
@@ -138,7 +140,8 @@ func (e *evaluation) object(ctx context.Context, w *manifest.Workload) (evalObje
 			p.Name = fmt.Sprintf("%s-%d", w.Name, i)
 		}
 		p.UID = types.UID(fmt.Sprintf("gpuadmit-eval/%s/%s/%s/%d", w.Kind, p.Namespace, w.Name, i))
-		res, err := e.decider.Decide(ctx, decision.Request{Pod: p, Operation: "CREATE", Written: w.Written, User: *e.user, Explain: e.explain})
+		res, err := e.decider.Decide(ctx, decision.Request{Pod: p, Operation: "CREATE", Written: w.Written, User: *e.user, Explain: e.explain,
+			Reservations: e.reserved[p.Namespace]})
 		if err != nil {
 			return o, err
 		}

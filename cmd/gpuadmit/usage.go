@@ -105,11 +105,11 @@ func (c *cli) usage(cmd *cobra.Command, state string, f setupFlags, output strin
 	if ns != "" {
 		scope = []string{ns}
 	}
-	l, err := src.ledger(cmd.Context(), st.cfg.Devices, scope, false)
+	l, _, err := src.ledger(cmd.Context(), st.cfg.Devices, scope, false)
 	if err != nil {
 		return err
 	}
-	out := usageReport(l.Snapshot(), ns)
+	out := usageReport(l.Snapshot(nil), ns)
 	for _, p := range out.Problems {
 		warn(p)
 	}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,7 +23,6 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gpuadmit/gpuadmit/pkg/config"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
@@ -156,7 +157,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 }
 
 // skewedClock is the wall clock moved by skew (nil for none).
-func skewedClock(skew time.Duration) ledger.Clock {
+func skewedClock(skew time.Duration) clock.PassiveClock {
 	if skew == 0 {
 		return nil
 	}
@@ -166,6 +167,8 @@ func skewedClock(skew time.Duration) ledger.Clock {
 type skewed time.Duration
 
 func (s skewed) Now() time.Time { return time.Now().Add(time.Duration(s)) }
+
+func (s skewed) Since(t time.Time) time.Duration { return s.Now().Sub(t) }
 
 // splitList reads a comma-separated list, leaving out empty items.
 func splitList(s string) []string {

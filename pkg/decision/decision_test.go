@@ -159,9 +159,6 @@ func TestDecide(t *testing.T) {
 			for _, p := range tt.running {
 				l.UpsertPod(p)
 			}
-			if !tt.reserve.IsZero() {
-				l.SetReservations(tt.pod.Namespace, []ledger.Reservation{{UID: "uid-earlier", Name: "earlier", Demand: tt.reserve}})
-			}
 			ev := &countingEvaluator{Evaluator: e}
 			d, err := decision.New(ev, l, configWith(tt.cfg), logr.Discard())
 			if err != nil {
@@ -169,6 +166,9 @@ func TestDecide(t *testing.T) {
 			}
 			req := tt.req
 			req.Pod = tt.pod
+			if !tt.reserve.IsZero() {
+				req.Reservations = []ledger.Reservation{{UID: "uid-earlier", Name: "earlier", Demand: tt.reserve}}
+			}
 			got, err := d.Decide(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
@@ -285,13 +285,12 @@ func TestFitsWithoutUnconfirmed(t *testing.T) {
 			l := ledger.New(ledger.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
 			testns.Known(l, "team-a")
 			l.UpsertQuota(quota)
-			l.SetReservations("team-a", tt.reserved)
 			d, err := decision.New(e, l, config.Default(), logr.Discard())
 			if err != nil {
 				t.Fatal(err)
 			}
 			pod := testpod.New("p").NS("team-a").App("c", testpod.GPU(1), testpod.Mem(tt.need)).Build()
-			got, err := d.Decide(context.Background(), decision.Request{Pod: pod})
+			got, err := d.Decide(context.Background(), decision.Request{Pod: pod, Reservations: tt.reserved})
 			if err != nil {
 				t.Fatal(err)
 			}

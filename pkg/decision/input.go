@@ -7,6 +7,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	configv1alpha1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
@@ -200,10 +201,10 @@ func capacityValue(v *nodeView) (ast.Value, error) {
 }
 
 // settingsValue converts the settings the policies read.
-func settingsValue(c config.Configuration) (ast.Value, error) {
-	s := c.Devices
+func settingsValue(c *config.Configuration) (ast.Value, error) {
+	s := config.Settings(c)
 	unsat := UnsatisfiableDeny
-	if c.Admission.Unsatisfiable == config.UnsatisfiableWarn {
+	if *c.Admission.Unsatisfiable == configv1alpha1.UnsatisfiableWarn {
 		unsat = UnsatisfiableWarn
 	}
 	doc := map[string]any{
@@ -212,7 +213,7 @@ func settingsValue(c config.Configuration) (ast.Value, error) {
 			"gpumem-percentage": string(s.Names.MemoryPercentage), "gpucores": string(s.Names.Cores),
 		},
 		"memoryFactor":     s.Factor(),
-		"nearLimitPercent": c.Admission.NearLimitPercent,
+		"nearLimitPercent": *c.Admission.NearLimitPercent,
 		"unsatisfiable":    unsat,
 	}
 	val, err := ast.InterfaceToValue(doc)

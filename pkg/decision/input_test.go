@@ -158,8 +158,8 @@ type flakySnapshotter struct {
 	calls      atomic.Int64
 }
 
-func (f *flakySnapshotter) Namespace(ns string) ledger.NamespaceSnapshot {
-	s := f.Ledger.Namespace(ns)
+func (f *flakySnapshotter) Namespace(ns string, pending []ledger.Reservation) ledger.NamespaceSnapshot {
+	s := f.Ledger.Namespace(ns, pending)
 	if f.calls.Add(1) <= f.unknownFor {
 		s.Labels, s.LabelsKnown = nil, false
 	}

@@ -16,13 +16,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // reserve admits uid/name with demand unconditionally.
 func reserve(s *Store, ctx context.Context, uid, name string, demand effective.Vector) error {
-	return s.Admit(ctx, "ns", types.UID(uid), name, func() (Verdict, error) { return Verdict{Reserve: true, Demand: demand}, nil })
+	return admitPod(s, ctx, "ns", types.UID(uid), name, func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: demand}, nil })
 }
 
 // TestReviewNeverReplacesReservation: a second review for a reserved pod's
@@ -36,8 +37,6 @@ func TestReviewNeverReplacesReservation(t *testing.T) {
 	ctx := t.Context()
 	c := fakeClient(t)
 	s, l, _, _ := newStore(t, c, "a")
-	var refusals []string
-	s.opts.OnRefused = func(r string) { refusals = append(refusals, r) }
 	if err := reserve(s, ctx, "u1", "p1", vec(1, 6144)); err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +64,8 @@ func TestReviewNeverReplacesReservation(t *testing.T) {
 	if err := reserve(s, ctx, "u2", "running", vec(1, 1024)); err == nil || !strings.Contains(err.Error(), "already a recorded pod") {
 		t.Fatalf("a review for a recorded pod's UID: %v", err)
 	}
-	if strings.Join(refusals, ",") != "duplicate,duplicate,duplicate" {
-		t.Errorf("refusals counted %q", refusals)
+	if got := metrics(s).list(&metrics(s).refused); got != "duplicate,duplicate,duplicate" {
+		t.Errorf("refusals counted %q", got)
 	}
 }
 
@@ -100,11 +99,11 @@ func TestReservationsPerNamespaceBounded(t *testing.T) {
 
 // fitsDecider decides like the built-in limit against limit MiB, and says
 // whether a denied pod would fit without the unconfirmed reservations.
-func fitsDecider(l *ledger.Ledger, limit, need int64, ok *bool) func() (Verdict, error) {
-	return func() (Verdict, error) {
-		snap := l.Namespace("ns")
+func fitsDecider(l *ledger.Ledger, limit, need int64, ok *bool) decideFn {
+	return func(req decision.Request) (verdict, error) {
+		snap := l.Namespace("ns", req.Reservations)
 		*ok = snap.Used.MemMiB+snap.Reserved.MemMiB+need <= limit
-		return Verdict{Reserve: *ok, Demand: vec(1, need),
+		return verdict{Reserve: *ok, Demand: vec(1, need),
 			Wait: !*ok && snap.Used.MemMiB+snap.Reserved.MemMiB-snap.Unconfirmed.MemMiB+need <= limit}, nil
 	}
 }
@@ -117,12 +116,11 @@ func fitsDecider(l *ledger.Ledger, limit, need int64, ok *bool) func() (Verdict,
 // be checked before the review's deadline, it is denied at once.
 func TestReviewWaitsForUnconfirmedReservations(t *testing.T) {
 	const confirmAfter = 300 * time.Millisecond
+	var ghostAt time.Time // before the ghost was reserved: its check is due confirmAfter after
 	setUp := func(t *testing.T, objs ...client.Object) (*Store, *ledger.Ledger, client.Client) {
 		c := fakeClient(t, objs...)
-		l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
-		w := &fakeWatch{}
-		w.rv.Store(1)
-		s := NewStore(c, c, l, w, Options{Replica: "a", Namespace: "gpuadmit-system", ConfirmAfter: confirmAfter,
+		ghostAt = time.Now()
+		s, l, _, _ := newStoreWith(t, c, "a", Options{ConfirmAfter: confirmAfter,
 			RecheckMax: 10 * time.Second, ReadsPerSecond: 10})
 		if err := reserve(s, t.Context(), "ghost", "ghost", vec(1, 8192)); err != nil {
 			t.Fatal(err)
@@ -134,21 +132,18 @@ func TestReviewWaitsForUnconfirmedReservations(t *testing.T) {
 		defer cancel()
 		var ok bool
 		start := time.Now()
-		err := s.Admit(ctx, "ns", "real", "real", fitsDecider(l, 10240, 4096, &ok))
+		err := admitPod(s, ctx, "ns", "real", "real", fitsDecider(l, 10240, 4096, &ok))
 		return ok, time.Since(start), err
 	}
 
 	t.Run("blocker absent: admitted in the write that removes it", func(t *testing.T) {
 		s, l, c := setUp(t)
-		var ended []string
-		s.opts.OnEnd = func(r string) { ended = append(ended, r) }
-		ghostAt := time.Now() // setUp reserved it just before: its check is due confirmAfter after it
 		ok, took, err := admit(s, l, 5*time.Second)
-		if err != nil || !ok || time.Since(ghostAt) < confirmAfter-10*time.Millisecond {
+		if err != nil || !ok || time.Since(ghostAt) < confirmAfter {
 			t.Fatalf("allowed %v after %s, error %v; want allowed once the ghost is due, about %s after it was reserved", ok, took, err, confirmAfter)
 		}
-		if rs := usage(t, c, "ns").Status.Reservations; len(rs) != 1 || rs[0].PodUID != "real" || strings.Join(ended, ",") != EndAbsent {
-			t.Fatalf("reservations %+v, ended %q; want real's alone, the ghost ended absent", rs, ended)
+		if rs := usage(t, c, "ns").Status.Reservations; len(rs) != 1 || rs[0].PodUID != "real" || metrics(s).list(&metrics(s).ended) != EndAbsent {
+			t.Fatalf("reservations %+v, ended %q; want real's alone, the ghost ended absent", rs, metrics(s).list(&metrics(s).ended))
 		}
 	})
 	t.Run("blocker is a real pod: denied", func(t *testing.T) {
@@ -169,9 +164,9 @@ func TestReviewWaitsForUnconfirmedReservations(t *testing.T) {
 	t.Run("blocker due after the deadline: denied at once", func(t *testing.T) {
 		s, l, _ := setUp(t)
 		s.opts.ConfirmAfter = time.Minute
-		s.mu.Lock()
-		clear(s.checks) // first seen now, so due in a minute
-		s.mu.Unlock()
+		s.absence.mu.Lock()
+		clear(s.absence.checks) // first seen now, so due in a minute
+		s.absence.mu.Unlock()
 		ok, took, err := admit(s, l, 5*time.Second)
 		if err != nil || ok || took > time.Second {
 			t.Fatalf("allowed %v after %s, error %v; want denied at once", ok, took, err)
@@ -245,7 +240,7 @@ func TestManyDueConfirmedWithOneList(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	clk.now = clk.now.Add(2 * time.Second) // past confirmAfter
+	clk.SetTime(clk.Now().Add(2 * time.Second)) // past confirmAfter
 	if removed := s.Clean(ctx); removed != 7 || lists != 1 || gets != 0 {
 		t.Fatalf("removed %d with %d lists and %d reads; want 7 removed with one list", removed, lists, gets)
 	}

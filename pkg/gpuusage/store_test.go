@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,8 +26,10 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/testpod"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/resourceversion"
 )
 
 // These tests drive the store with controller-runtime's fake client, which
@@ -41,9 +45,109 @@ func (w *fakeWatch) PodsResourceVersion() string {
 	return ""
 }
 
-type clock struct{ now time.Time }
+func (w *fakeWatch) WaitForPods(ctx context.Context, rv string) error {
+	want, _ := strconv.ParseUint(rv, 10, 64)
+	for w.rv.Load() < want {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
+}
 
-func (c *clock) Now() time.Time { return c.now }
+// fakeMembers is a replica's view of the others: their pod-watch progress
+// by name ("": published none); every namespace is this replica's.
+type fakeMembers struct {
+	watch *fakeWatch
+
+	mu      sync.Mutex
+	others  map[string]string
+	suspect time.Time
+}
+
+func (m *fakeMembers) MinLive() (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	least := m.watch.PodsResourceVersion()
+	for _, rv := range m.others {
+		if rv == "" {
+			return "", false
+		}
+		least = resourceversion.Min(least, rv)
+	}
+	return least, least != ""
+}
+
+func (m *fakeMembers) Owner(string) (string, bool) { return "", true }
+
+func (m *fakeMembers) SuspectSince() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.suspect
+}
+
+func (m *fakeMembers) Now() time.Time { return time.Now() }
+
+func (m *fakeMembers) set(replica, progress string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.others[replica] = progress
+}
+
+// counted records what the store counts.
+type counted struct {
+	mu                     sync.Mutex
+	refused, ended         []string
+	conflicts, writes, tot atomic.Int64
+}
+
+func (c *counted) Refused(r string) { c.mu.Lock(); c.refused = append(c.refused, r); c.mu.Unlock() }
+func (c *counted) Ended(r string)   { c.mu.Lock(); c.ended = append(c.ended, r); c.mu.Unlock() }
+func (c *counted) Conflict()        { c.conflicts.Add(1) }
+func (c *counted) Wrote(time.Duration, int) {
+	c.writes.Add(1)
+}
+
+func (c *counted) list(of *[]string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(*of, ",")
+}
+
+// verdict is what a test's decision says of one review: allowed with
+// Demand (Reserve), or denied (Wait: it would fit without the unconfirmed
+// reservations).
+type verdict struct {
+	Reserve bool
+	Demand  effective.Vector
+	Wait    bool
+}
+
+// decideFn decides one review of a test; admitPod hands it to the store's
+// decider in the review's context.
+type decideFn func(req decision.Request) (verdict, error)
+
+type decideKey struct{}
+
+// testDecider runs the decideFn of the review's context.
+type testDecider struct{}
+
+func (testDecider) Decide(ctx context.Context, req decision.Request) (decision.Result, error) {
+	v, err := ctx.Value(decideKey{}).(decideFn)(req)
+	if err != nil {
+		return decision.Result{}, err
+	}
+	return decision.Result{Allowed: v.Reserve, Effective: v.Demand, FitsWithoutUnconfirmed: v.Wait}, nil
+}
+
+// admitPod admits pod ns/name (UID uid) through s, decided by f.
+func admitPod(s *Store, ctx context.Context, ns string, uid types.UID, name string, f decideFn) error {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid}}
+	_, err := s.Admit(context.WithValue(ctx, decideKey{}, f), uid, decision.Request{Pod: pod, Namespace: ns})
+	return err
+}
 
 func scheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
@@ -54,16 +158,28 @@ func scheme(t *testing.T) *runtime.Scheme {
 	return s
 }
 
-func newStore(t *testing.T, c client.Client, replica string) (*Store, *ledger.Ledger, *fakeWatch, *clock) {
+// newStore returns replica's store on c, its ledger, pod watch (at 1) and
+// clock; s.members is a *fakeMembers and s.metrics a *counted.
+func newStore(t *testing.T, c client.Client, replica string) (*Store, *ledger.Ledger, *fakeWatch, *clocktesting.FakePassiveClock) {
+	t.Helper()
+	return newStoreWith(t, c, replica, Options{ConfirmAfter: time.Second, RecheckMax: 4 * time.Second, ReadsPerSecond: 10,
+		Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0))})
+}
+
+func newStoreWith(t *testing.T, c client.Client, replica string, opts Options) (*Store, *ledger.Ledger, *fakeWatch, *clocktesting.FakePassiveClock) {
 	t.Helper()
 	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
 	w := &fakeWatch{}
 	w.rv.Store(1)
-	clk := &clock{now: time.Unix(1000, 0)}
-	s := NewStore(c, c, l, w, Options{Replica: replica, Namespace: "gpuadmit-system", ConfirmAfter: time.Second,
-		RecheckMax: 4 * time.Second, ReadsPerSecond: 10, Clock: clk})
+	opts.Replica = replica
+	s := NewStore(Parts{Client: c, API: c, Ledger: l, Watch: w, Members: &fakeMembers{watch: w, others: map[string]string{}},
+		Decider: testDecider{}, Metrics: &counted{}}, opts)
+	clk, _ := opts.Clock.(*clocktesting.FakePassiveClock)
 	return s, l, w, clk
 }
+
+func members(s *Store) *fakeMembers { return s.members.(*fakeMembers) }
+func metrics(s *Store) *counted     { return s.metrics.(*counted) }
 
 func fakeClient(t *testing.T, objs ...client.Object) client.WithWatch {
 	return fake.NewClientBuilder().WithScheme(scheme(t)).WithStatusSubresource(&gpuadmitv1.GPUUsage{}).WithObjects(objs...).Build()
@@ -87,16 +203,16 @@ func TestAdmitCommitsBeforeAllowed(t *testing.T) {
 	c := fakeClient(t)
 	a, la, _, _ := newStore(t, c, "a")
 	b, lb, _, _ := newStore(t, c, "b")
-	decideFits := func(l *ledger.Ledger, limit int64) func() (Verdict, error) {
-		return func() (Verdict, error) {
-			s := l.Namespace("ns")
-			return Verdict{Reserve: s.Used.MemMiB+s.Reserved.MemMiB+8192 <= limit, Demand: vec(1, 8192)}, nil
+	decideFits := func(l *ledger.Ledger, limit int64) decideFn {
+		return func(req decision.Request) (verdict, error) {
+			s := l.Namespace("ns", req.Reservations)
+			return verdict{Reserve: s.Used.MemMiB+s.Reserved.MemMiB+8192 <= limit, Demand: vec(1, 8192)}, nil
 		}
 	}
 	ctx := context.Background()
 	for i, st := range []*Store{a, b, a} {
 		l := map[*Store]*ledger.Ledger{a: la, b: lb}[st]
-		if err := st.Admit(ctx, "ns", types.UID(strconv.Itoa(i)), "p"+strconv.Itoa(i), decideFits(l, 24576)); err != nil {
+		if err := admitPod(st, ctx, "ns", types.UID(strconv.Itoa(i)), "p"+strconv.Itoa(i), decideFits(l, 24576)); err != nil {
 			t.Fatalf("admission %d: %v", i, err)
 		}
 	}
@@ -105,9 +221,9 @@ func TestAdmitCommitsBeforeAllowed(t *testing.T) {
 	}
 	// The quota is full: a fourth decision sees three reservations and denies; nothing is written.
 	var saw int64
-	err := b.Admit(ctx, "ns", "3", "p3", func() (Verdict, error) {
-		saw = lb.Namespace("ns").Reserved.MemMiB
-		return Verdict{Reserve: false, Demand: vec(1, 8192)}, nil
+	err := admitPod(b, ctx, "ns", "3", "p3", func(req decision.Request) (verdict, error) {
+		saw = lb.Namespace("ns", req.Reservations).Reserved.MemMiB
+		return verdict{Reserve: false, Demand: vec(1, 8192)}, nil
 	})
 	if err != nil || saw != 3*8192 || len(usage(t, c, "ns").Status.Reservations) != 3 {
 		t.Fatalf("denial: err %v, saw %d MiB reserved, want 24576 and nothing written", err, saw)
@@ -118,7 +234,6 @@ func TestAdmitCommitsBeforeAllowed(t *testing.T) {
 // (another replica wrote first) re-reads the object and decides again; a
 // review whose context ends gives up with an error, never "allowed".
 func TestAdmitRetriesOnConflict(t *testing.T) {
-	var conflicts atomic.Int64
 	inject := &atomic.Int64{}
 	inject.Store(2)
 	base := fakeClient(t, &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName}})
@@ -129,16 +244,18 @@ func TestAdmitRetriesOnConflict(t *testing.T) {
 		return cl.SubResource(sub).Update(ctx, obj, opts...)
 	}})
 	s, _, _, _ := newStore(t, c, "a")
-	s.opts.OnConflict = func() { conflicts.Add(1) }
 	decisions := 0
-	err := s.Admit(context.Background(), "ns", "u", "p", func() (Verdict, error) { decisions++; return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
-	if err != nil || decisions != 3 || conflicts.Load() != 2 || len(usage(t, base, "ns").Status.Reservations) != 1 {
-		t.Fatalf("err %v, %d decisions, %d conflicts", err, decisions, conflicts.Load())
+	err := admitPod(s, context.Background(), "ns", "u", "p", func(req decision.Request) (verdict, error) {
+		decisions++
+		return verdict{Reserve: true, Demand: vec(1, 1)}, nil
+	})
+	if err != nil || decisions != 3 || metrics(s).conflicts.Load() != 2 || len(usage(t, base, "ns").Status.Reservations) != 1 {
+		t.Fatalf("err %v, %d decisions, %d conflicts", err, decisions, metrics(s).conflicts.Load())
 	}
 	inject.Store(1 << 30)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	err = s.Admit(ctx, "ns", "v", "q", func() (Verdict, error) { return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
+	err = admitPod(s, ctx, "ns", "v", "q", func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: vec(1, 1)}, nil })
 	if err == nil || !strings.Contains(err.Error(), "gave up after") {
 		t.Fatalf("endless conflicts: %v, want an error", err)
 	}
@@ -150,7 +267,7 @@ func TestMalformedObjectFailsClosed(t *testing.T) {
 	u := &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
 		Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{{PodUID: "x"}, {PodUID: "x"}}}}
 	s, _, _, _ := newStore(t, fakeClient(t, u), "a")
-	err := s.Admit(context.Background(), "ns", "u", "p", func() (Verdict, error) { return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
+	err := admitPod(s, context.Background(), "ns", "u", "p", func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: vec(1, 1)}, nil })
 	if err == nil || !strings.Contains(err.Error(), "GPUUsage ns/usage: pod x is reserved twice") {
 		t.Fatalf("malformed object: %v", err)
 	}
@@ -166,12 +283,15 @@ func TestCaughtUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	decided := false
-	err := s.Admit(ctx, "ns", "u", "p", func() (Verdict, error) { decided = true; return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
+	err := admitPod(s, ctx, "ns", "u", "p", func(req decision.Request) (verdict, error) {
+		decided = true
+		return verdict{Reserve: true, Demand: vec(1, 1)}, nil
+	})
 	if err == nil || decided || !strings.Contains(err.Error(), "is behind the reservations other replicas removed") {
 		t.Fatalf("behind: err %v, decided %v", err, decided)
 	}
 	go func() { time.Sleep(30 * time.Millisecond); w.rv.Store(60) }()
-	if err := s.Admit(context.Background(), "ns", "u", "p", func() (Verdict, error) { return Verdict{Reserve: true, Demand: vec(1, 1)}, nil }); err != nil {
+	if err := admitPod(s, context.Background(), "ns", "u", "p", func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: vec(1, 1)}, nil }); err != nil {
 		t.Fatalf("caught up: %v", err)
 	}
 }
@@ -198,14 +318,14 @@ func TestClean(t *testing.T) {
 		t.Fatalf("after the first round: %+v", st.Reservations)
 	}
 	// Another live replica is at 60: rec stays.
-	clk.now = clk.now.Add(time.Hour) // a long time: nothing lapses on its own
-	s.progress.observed["gpuadmit-replica-b"] = &observation{resourceVersion: "1", at: clk.now, progress: 60, known: true}
+	clk.SetTime(clk.Now().Add(time.Hour)) // a long time: nothing lapses on its own
+	members(s).set("b", "60")
 	s.Clean(ctx)
 	st = usage(t, c, "ns").Status
 	if len(st.Reservations) != 2 || st.Reservations[0].PodUID != "exists" || st.Reservations[1].PodUID != "rec" {
 		t.Fatalf("after an hour: %+v; want gone removed (absent), exists and rec kept", st.Reservations)
 	}
-	s.progress.observed["gpuadmit-replica-b"].progress = 75
+	members(s).set("b", "75")
 	s.Clean(ctx)
 	st = usage(t, c, "ns").Status
 	if len(st.Reservations) != 1 || st.Reservations[0].PodUID != "exists" || st.RemovedResourceVersion != "70" {
@@ -248,9 +368,9 @@ func TestDeletedObjectIsRepaired(t *testing.T) {
 	w.rv.Store(10) // past removedResourceVersion 5
 	deleteIt(c, s)
 	var saw int64
-	if err := s.Admit(ctx, "ns", "new", "new", func() (Verdict, error) {
-		saw = l.Namespace("ns").Reserved.MemMiB
-		return Verdict{Reserve: true, Demand: vec(1, 500)}, nil
+	if err := admitPod(s, ctx, "ns", "new", "new", func(req decision.Request) (verdict, error) {
+		saw = l.Namespace("ns", req.Reservations).Reserved.MemMiB
+		return verdict{Reserve: true, Demand: vec(1, 500)}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +393,7 @@ func TestDeletedObjectIsRepaired(t *testing.T) {
 	deleteIt(c, s)
 	other, _, ow, _ := newStore(t, c, "b") // never saw the object
 	ow.rv.Store(10)
-	if err := other.Admit(ctx, "ns", "b1", "b1", func() (Verdict, error) { return Verdict{Reserve: true, Demand: vec(1, 1)}, nil }); err != nil {
+	if err := admitPod(other, ctx, "ns", "b1", "b1", func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: vec(1, 1)}, nil }); err != nil {
 		t.Fatal(err)
 	}
 	s.Clean(ctx)
@@ -281,8 +401,8 @@ func TestDeletedObjectIsRepaired(t *testing.T) {
 		t.Fatalf("merged into the object another replica recreated: %s", uids(u))
 	}
 	s.Clean(ctx) // nothing left to repair: no write
-	if len(s.lost) != 0 {
-		t.Fatalf("kept reservations not forgotten after the repair: %v", s.lost)
+	if ns := s.lost.namespaces(); len(ns) != 0 {
+		t.Fatalf("kept reservations not forgotten after the repair: %v", ns)
 	}
 }
 
@@ -330,10 +450,10 @@ func TestConcurrentAdmissionsAreGroupedAndExact(t *testing.T) {
 		r := rs[i%2]
 		reviews.Go(func() {
 			ok := false
-			err := r.s.Admit(t.Context(), "ns", types.UID(fmt.Sprintf("u%03d", i)), fmt.Sprintf("p%03d", i), func() (Verdict, error) {
-				snap := r.l.Namespace("ns")
+			err := admitPod(r.s, t.Context(), "ns", types.UID(fmt.Sprintf("u%03d", i)), fmt.Sprintf("p%03d", i), func(req decision.Request) (verdict, error) {
+				snap := r.l.Namespace("ns", req.Reservations)
 				ok = snap.Used.MemMiB+snap.Reserved.MemMiB+1024 <= limit
-				return Verdict{Reserve: ok, Demand: vec(1, 1024)}, nil
+				return verdict{Reserve: ok, Demand: vec(1, 1024)}, nil
 			})
 			switch {
 			case err != nil:
@@ -370,13 +490,16 @@ func TestQueuedReviewHonoursItsDeadline(t *testing.T) {
 	s, _, _, _ := newStore(t, c, "a")
 	first := make(chan error, 1)
 	go func() {
-		first <- s.Admit(context.Background(), "ns", "u1", "p1", func() (Verdict, error) { return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
+		first <- admitPod(s, context.Background(), "ns", "u1", "p1", func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: vec(1, 1)}, nil })
 	}()
 	time.Sleep(20 * time.Millisecond) // the first review's write is in flight
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	decided := false
-	err := s.Admit(ctx, "ns", "u2", "p2", func() (Verdict, error) { decided = true; return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
+	err := admitPod(s, ctx, "ns", "u2", "p2", func(req decision.Request) (verdict, error) {
+		decided = true
+		return verdict{Reserve: true, Demand: vec(1, 1)}, nil
+	})
 	close(release)
 	if err == nil || decided || !strings.Contains(err.Error(), "waiting for the earlier decisions in namespace ns") {
 		t.Fatalf("queued review: err %v, decided %v", err, decided)

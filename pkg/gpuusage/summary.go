@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
@@ -28,16 +29,23 @@ import (
 type Summarizer struct {
 	Client client.Client // reads GPUUsage from the informer cache, writes to the API server
 	Ledger *ledger.Ledger
+	// Reservations are those the namespaces' objects hold (*Store).
+	Reservations Reservations
 	// Every is how often the ledger is compared with the objects (default
 	// 250ms); MinGap the least time between two writes of one namespace
 	// (default 1s).
 	Every, MinGap time.Duration
-	Clock         ledger.Clock
+	Clock         clock.PassiveClock
 	// OnWrite, when set, counts the status writes.
 	OnWrite func()
 	Log     logr.Logger
 
 	last map[string]time.Time
+}
+
+// Reservations lists the reservations each namespace's object holds.
+type Reservations interface {
+	Reserved(ctx context.Context) (map[string][]ledger.Reservation, error)
 }
 
 // Start compares and writes until ctx ends; the server runs it on the
@@ -50,7 +58,7 @@ func (s *Summarizer) Start(ctx context.Context) error {
 		s.MinGap = time.Second
 	}
 	if s.Clock == nil {
-		s.Clock = wallClock{}
+		s.Clock = clock.RealClock{}
 	}
 	s.last = map[string]time.Time{}
 	s.Log.Info("elected: writing the GPUUsage summaries")
@@ -81,7 +89,12 @@ func (s *Summarizer) Round(ctx context.Context) int {
 	for i := range list.Items {
 		existing[list.Items[i].Namespace] = &list.Items[i]
 	}
-	snap := s.Ledger.Snapshot()
+	pending, err := s.Reservations.Reserved(ctx)
+	if err != nil {
+		s.Log.Error(err, "listing the reservations")
+		return 0
+	}
+	snap := s.Ledger.Snapshot(pending)
 	names := s.Ledger.Settings().Names
 	now := s.Clock.Now()
 	wrote := 0

@@ -5,15 +5,18 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpuadmit/gpuadmit/pkg/resourceversion"
 )
 
 // FreshnessOptions configure how a Feed decides that a watch is stale: it
@@ -32,7 +35,7 @@ type FreshnessOptions struct {
 	// ProbeTimeout bounds one probe (default ProbeEvery, at most 5s).
 	ProbeTimeout time.Duration
 	// Clock tells the time (default the wall clock).
-	Clock Clock
+	Clock clock.PassiveClock
 }
 
 // freshness tracks, per watched resource, whether the watch keeps up with
@@ -60,7 +63,7 @@ type watchState struct {
 
 type rvAt struct {
 	at time.Time
-	rv uint64
+	rv string
 }
 
 // newFreshness checks the watches of watched, each a function returning how
@@ -76,7 +79,7 @@ func newFreshness(client kubernetes.Interface, opts FreshnessOptions, log logr.L
 		opts.ProbeTimeout = min(opts.ProbeEvery, 5*time.Second)
 	}
 	if opts.Clock == nil {
-		opts.Clock = realClock{}
+		opts.Clock = clock.RealClock{}
 	}
 	f := &freshness{opts: opts, log: log, resources: map[string]*watchState{}}
 	for name := range watched {
@@ -153,8 +156,8 @@ func (f *freshness) record(resource string, now time.Time, probed string, probeE
 		w.lastErr = probeErr
 	} else {
 		w.failingSince, w.lastErr = time.Time{}, nil
-		if rv, err := strconv.ParseUint(probed, 10, 64); err == nil {
-			w.probes = append(w.probes, rvAt{at: now, rv: rv})
+		if resourceversion.Valid(probed) {
+			w.probes = append(w.probes, rvAt{at: now, rv: probed})
 		}
 	}
 	// Keep the newest probe old enough to judge by, and the younger ones.
@@ -169,9 +172,9 @@ func (f *freshness) record(resource string, now time.Time, probed string, probeE
 		w.probes = w.probes[judge:]
 	}
 	stale := ""
-	if wrv, err := strconv.ParseUint(watched, 10, 64); err == nil && judge >= 0 && wrv < w.probes[0].rv {
-		stale = fmt.Sprintf("%s: the watch is at resourceVersion %d, behind the %d the API server reported %s ago",
-			resource, wrv, w.probes[0].rv, now.Sub(w.probes[0].at).Round(time.Second))
+	if resourceversion.Valid(watched) && judge >= 0 && resourceversion.Newer(w.probes[0].rv, watched) {
+		stale = fmt.Sprintf("%s: the watch is at resourceVersion %s, behind the %s the API server reported %s ago",
+			resource, watched, w.probes[0].rv, now.Sub(w.probes[0].at).Round(time.Second))
 	}
 	if !w.failingSince.IsZero() && now.Sub(w.failingSince) >= f.opts.StaleAfter {
 		stale = fmt.Sprintf("%s: the API server has not answered for %s: %v", resource, now.Sub(w.failingSince).Round(time.Second), w.lastErr)
