@@ -51,6 +51,7 @@ else := ""
 warn contains msg if {
 	input.operation == "CREATE"
 	some dim, limit in input.namespaceUsage.limits
+	input.settings.nearLimitPercent > 0 # 0: never warn
 	limit.afterPercent >= input.settings.nearLimitPercent
 	a := input.namespaceUsage.after[dim]
 	a <= limit.value

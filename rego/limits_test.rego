@@ -31,6 +31,12 @@ test_near_limit_threshold if {
 	count(builtin.warn) == 0 with input as with_settings(with_usage(fits, {"used": vec(0, 1639, 0)}), {"nearLimitPercent": 95})
 }
 
+test_near_limit_zero_never_warns if {
+	# nearLimitPercent 0 switches the warning off, even at the limit.
+	count(builtin.warn) == 0 with input as with_settings(with_usage(fits, {"used": vec(0, 4096, 0)}), {"nearLimitPercent": 0})
+	count(builtin.deny) == 0 with input as with_settings(with_usage(fits, {"used": vec(0, 4096, 0)}), {"nearLimitPercent": 0})
+}
+
 test_gpu_and_cores_limits if {
 	inp := with_usage(fits, {
 		"used": vec(3, 0, 250),

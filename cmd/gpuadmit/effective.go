@@ -90,7 +90,7 @@ func (c *cli) effective(in manifestFlags, cfgPath string, devMem int64) error {
 	var out effectiveObjects
 	var errs []error
 	for _, w := range objs.Workloads {
-		o, err := effectiveOf(w, cfg.Devices, devMem)
+		o, err := effectiveOf(w, config.Settings(cfg), devMem)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", w.Kind, w.Name, err))
 			continue
@@ -143,7 +143,7 @@ func effectiveOf(w *manifest.Workload, s effective.Settings, devMem int64) (effe
 // loadConfig reads the configuration file (every default when path is
 // empty) exactly as the webhook does, and warns once on stderr about the
 // keys it does not read.
-func loadConfig(path string, stderr io.Writer) (config.Configuration, error) {
+func loadConfig(path string, stderr io.Writer) (*config.Configuration, error) {
 	if path == "" {
 		return config.Default(), nil
 	}

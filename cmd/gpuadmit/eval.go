@@ -86,16 +86,7 @@ the cluster, or nobody with --state.`,
   gpuadmit eval -f pod.yaml --state state.yaml --as alice --as-group ml-leads --explain -o table`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.in.required(cmd); err != nil {
-				return err
-			}
-			if o.in.stdin() && o.state == "-" {
-				return usageErrorf("-f and --state cannot both read standard input")
-			}
-			if err := checkOutput(o.output); err != nil {
-				return err
-			}
-			if err := checkSetupFlags(cmd, o.state); err != nil {
+			if err := o.check(cmd); err != nil {
 				return err
 			}
 			return c.eval(cmd, o)
@@ -115,6 +106,20 @@ type evalOptions struct {
 	setup         setupFlags
 	state, output string
 	explain       bool
+}
+
+// check reports a usage error in eval's flags.
+func (o evalOptions) check(cmd *cobra.Command) error {
+	if err := o.in.required(cmd); err != nil {
+		return err
+	}
+	if o.in.stdin() && o.state == "-" {
+		return usageErrorf("-f and --state cannot both read standard input")
+	}
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	return checkSetupFlags(cmd, o.state)
 }
 
 func (c *cli) eval(cmd *cobra.Command, o evalOptions) error {

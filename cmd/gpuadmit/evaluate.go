@@ -36,17 +36,18 @@ type evaluation struct {
 	user *decision.UserInfo
 	// setup is the configuration, and the policies run loads unless
 	// engine is set.
-	setup   setup
-	engine  *policy.Engine
-	ledger  *ledger.Ledger
-	decider *decision.Decider
-	matcher *matchcond.Matcher
+	setup  setup
+	engine *policy.Engine
+	ledger *ledger.Ledger
+	// reserved are the namespaces' GPUUsage reservations (live only).
+	reserved map[string][]ledger.Reservation
+	decider  *decision.Decider
+	matcher  *matchcond.Matcher
 }
 
 // run evaluates every object of the manifests against the source's
 // state; single reports that they are exactly one Pod.
 func (e *evaluation) run(ctx context.Context, in manifestFlags, stdin io.Reader) (evalObjects, bool, error) {
-	cfg := e.setup.cfg
 	objs, err := in.read(stdin)
 	if err != nil {
 		return evalObjects{}, false, err
@@ -56,39 +57,11 @@ func (e *evaluation) run(ctx context.Context, in manifestFlags, stdin io.Reader)
 			return evalObjects{}, false, err
 		}
 	}
-	var namespaces []string
-	for _, w := range objs.Workloads {
-		if ns := e.namespaceOf(w.Pod); !slices.Contains(namespaces, ns) {
-			namespaces = append(namespaces, ns)
-		}
-	}
-	if e.ledger, err = e.source.ledger(ctx, cfg.Devices, namespaces, true); err != nil {
+	if err := e.loadState(ctx, objs); err != nil {
 		return evalObjects{}, false, err
 	}
-	for _, ns := range namespaces {
-		if !e.ledger.Namespace(ns).LabelsKnown {
-			e.warn(fmt.Sprintf("namespace %q is not in the state: the policies see no namespace labels", ns))
-			e.ledger.UpsertNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-		}
-	}
-	if e.user == nil {
-		u, err := e.source.user(ctx)
-		if err != nil {
-			return evalObjects{}, false, err
-		}
-		e.user = &u
-	}
-	engine := e.engine
-	if engine == nil {
-		if engine, err = e.setup.engine(ctx); err != nil {
-			return evalObjects{}, false, err
-		}
-	}
-	if e.decider, err = decision.New(engine, e.ledger, cfg, logr.Discard()); err != nil {
+	if err := e.prepare(ctx); err != nil {
 		return evalObjects{}, false, err
-	}
-	if e.matcher, err = matchcond.Load(webhookmanifests.WebhooksYAML()); err != nil {
-		return evalObjects{}, false, fmt.Errorf("shipped webhook configuration: %w", err)
 	}
 	out := evalObjects{Allowed: true}
 	for _, w := range objs.Workloads {
@@ -102,19 +75,69 @@ func (e *evaluation) run(ctx context.Context, in manifestFlags, stdin io.Reader)
 	return out, onePod(objs), nil
 }
 
+// loadState reads the source's ledger and reservations for the namespaces
+// the pods of objs are decided in, and warns of each of them the state
+// does not hold (it is added without labels).
+func (e *evaluation) loadState(ctx context.Context, objs *manifest.Objects) error {
+	var namespaces []string
+	for _, w := range objs.Workloads {
+		if ns := e.namespaceOf(w.Pod); !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	var err error
+	if e.ledger, e.reserved, err = e.source.ledger(ctx, config.Settings(e.setup.cfg), namespaces, true); err != nil {
+		return err
+	}
+	for _, ns := range namespaces {
+		if !e.ledger.Namespace(ns, nil).LabelsKnown {
+			e.warn(fmt.Sprintf("namespace %q is not in the state: the policies see no namespace labels", ns))
+			e.ledger.UpsertNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		}
+	}
+	return nil
+}
+
+// prepare sets up what deciding needs beside the state: the user (unless
+// set), the policy engine (loaded unless set), the decider and the shipped
+// webhook configuration's match conditions.
+func (e *evaluation) prepare(ctx context.Context) error {
+	var err error
+	if e.user == nil {
+		var u decision.UserInfo
+		if u, err = e.source.user(ctx); err != nil {
+			return err
+		}
+		e.user = &u
+	}
+	engine := e.engine
+	if engine == nil {
+		if engine, err = e.setup.engine(ctx); err != nil {
+			return err
+		}
+	}
+	if e.decider, err = decision.New(engine, e.ledger, e.setup.cfg, logr.Discard()); err != nil {
+		return err
+	}
+	if e.matcher, err = matchcond.Load(webhookmanifests.WebhooksYAML()); err != nil {
+		return fmt.Errorf("shipped webhook configuration: %w", err)
+	}
+	return nil
+}
+
 // loadEngine loads the policies the webhook loads from the configuration's
 // directory, then the command line's sources.
-func loadEngine(ctx context.Context, cfg config.Configuration, sources []policy.Source) (*policy.Engine, error) {
+func loadEngine(ctx context.Context, cfg *config.Configuration, sources []policy.Source) (*policy.Engine, error) {
 	var dir []policy.Source
-	if cfg.Policy.Directory != "" {
-		dir = append(dir, policy.Dir(cfg.Policy.Directory))
+	if *cfg.Policy.Directory != "" {
+		dir = append(dir, policy.Dir(*cfg.Policy.Directory))
 	}
 	return loadSources(ctx, cfg, append(dir, sources...))
 }
 
 // loadSources loads the built-in policies, then sources, as one set.
-func loadSources(ctx context.Context, cfg config.Configuration, sources []policy.Source) (*policy.Engine, error) {
-	engine := policy.New(policy.Options{EvalTimeout: cfg.Admission.PolicyEvaluationTimeout})
+func loadSources(ctx context.Context, cfg *config.Configuration, sources []policy.Source) (*policy.Engine, error) {
+	engine := policy.New(policy.Options{EvalTimeout: cfg.Admission.PolicyEvaluationTimeout.Duration})
 	if err := engine.Load(ctx, sources...); err != nil {
 		return nil, err
 	}
@@ -138,7 +161,8 @@ func (e *evaluation) object(ctx context.Context, w *manifest.Workload) (evalObje
 			p.Name = fmt.Sprintf("%s-%d", w.Name, i)
 		}
 		p.UID = types.UID(fmt.Sprintf("gpuadmit-eval/%s/%s/%s/%d", w.Kind, p.Namespace, w.Name, i))
-		res, err := e.decider.Decide(ctx, decision.Request{Pod: p, Operation: "CREATE", Written: w.Written, User: *e.user, Explain: e.explain})
+		res, err := e.decider.Decide(ctx, decision.Request{Pod: p, Operation: "CREATE", Written: w.Written, User: *e.user, Explain: e.explain,
+			Reservations: e.reserved[p.Namespace]})
 		if err != nil {
 			return o, err
 		}

@@ -20,7 +20,7 @@ import (
 // the webhook loads them (pkg/policysource). The directory of a
 // configuration from --config comes first, as the webhook loads its own.
 func (s *setup) findPolicies(ctx context.Context, f setupFlags, kube kubernetes.Interface) error {
-	dir := s.cfg.Policy.Directory
+	dir := *s.cfg.Policy.Directory
 	if s.cfgInCluster && dir != "" {
 		if f.policy == "" {
 			return fmt.Errorf("the cluster's configuration loads policy.directory %q, a directory of the webhook's pod, which gpuadmit cannot read: "+
@@ -42,7 +42,7 @@ func (s *setup) findPolicies(ctx context.Context, f setupFlags, kube kubernetes.
 		s.policiesFrom = "policies: " + strings.Join(from, " + ")
 		return nil
 	}
-	cms, why, err := policyConfigMaps(ctx, kube, f.namespace, s.cfg.Policy.ConfigMapSelector)
+	cms, why, err := policyConfigMaps(ctx, kube, f.namespace, *s.cfg.Policy.ConfigMapSelector)
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func checkSetupFlags(cmd *cobra.Command, state string) error {
 
 // setup is what a command decides with and where it came from.
 type setup struct {
-	cfg config.Configuration
+	cfg *config.Configuration
 	// policies are the operator policy sources, loaded after the built-in
 	// ones.
 	policies []policy.Source
@@ -115,14 +115,14 @@ func configOf(ctx context.Context, f setupFlags, kube kubernetes.Interface, stde
 // it. A devices.hamiConfigPath names a file of the webhook's pod, which
 // the command line cannot read: an error rather than other device
 // settings than the webhook's.
-func clusterConfig(text, where string, stderr io.Writer) (config.Configuration, error) {
+func clusterConfig(text, where string, stderr io.Writer) (*config.Configuration, error) {
 	var refs struct {
 		APIVersion string                     `json:"apiVersion"`
 		Devices    map[string]json.RawMessage `json:"devices"`
 	}
 	if err := yaml.Unmarshal([]byte(text), &refs); err == nil && refs.APIVersion != "" {
 		if _, ok := refs.Devices["hamiConfigPath"]; ok {
-			return config.Configuration{}, fmt.Errorf("%s: devices.hamiConfigPath names a file of the webhook's pod, which gpuadmit cannot read: "+
+			return nil, fmt.Errorf("%s: devices.hamiConfigPath names a file of the webhook's pod, which gpuadmit cannot read: "+
 				"give the configuration with its devices written out with --config", where)
 		}
 	}
@@ -131,7 +131,7 @@ func clusterConfig(text, where string, stderr io.Writer) (config.Configuration, 
 		fmt.Fprintf(stderr, "gpuadmit: warning: %s: %s\n", where, w)
 	}
 	if err != nil {
-		return config.Configuration{}, fmt.Errorf("%s, key %s: %w", where, clusterstate.ConfigKey, err)
+		return nil, fmt.Errorf("%s, key %s: %w", where, clusterstate.ConfigKey, err)
 	}
 	return cfg, nil
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/policysource"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
@@ -97,7 +98,7 @@ func TestSetup(t *testing.T) {
 		{name: "the API server fails", react: refuse("get", apierrors.NewInternalError(errors.New("etcd down"))),
 			wantErrSub: "reading gpuadmit's configuration (no --config given): Internal error occurred: etcd down"},
 		{name: "a configuration the webhook would not start with", objects: []runtime.Object{gpuadmitConfig(gs, factor2+"admission: {nearLimit: 9}\n")},
-			wantErrSub: "ConfigMap gpuadmit-system/gpuadmit-config, key config.yaml: unknown key \"nearLimit\""},
+			wantErrSub: "ConfigMap gpuadmit-system/gpuadmit-config, key config.yaml: unknown key \"admission.nearLimit\""},
 		{name: "no config.yaml key", objects: []runtime.Object{configMap(gs, "gpuadmit-config", nil, map[string]string{"other": ""})},
 			wantErrSub: "ConfigMap gpuadmit-system/gpuadmit-config has no key config.yaml"},
 		{name: "a HAMi file of the webhook's pod", objects: []runtime.Object{gpuadmitConfig(gs, strings.Replace(factor2, "  nvidia:\n    memoryFactor: 2\n", "  hamiConfigPath: /etc/hami/device-config.yaml\n", 1))},
@@ -135,7 +136,7 @@ func TestSetup(t *testing.T) {
 			if s.cfgFrom != tt.wantCfg || s.policiesFrom != tt.wantPol {
 				t.Errorf("said\n%q\n%q\nwant\n%q\n%q", s.cfgFrom, s.policiesFrom, tt.wantCfg, tt.wantPol)
 			}
-			if got := max(s.cfg.Devices.MemoryFactor, 1); got != max(tt.wantFactor, 1) {
+			if got := max(config.Settings(s.cfg).MemoryFactor, 1); got != max(tt.wantFactor, 1) {
 				t.Errorf("memoryFactor %d, want %d", got, tt.wantFactor)
 			}
 		})

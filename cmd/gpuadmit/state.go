@@ -25,8 +25,9 @@ type source interface {
 	namespace() (string, error)
 	// ledger builds the usage ledger from the cluster's Pods, Nodes and
 	// ResourceQuotas. namespaces are those the command reports on (nil:
-	// every one); reserve counts their GPUUsage reservations too.
-	ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*ledger.Ledger, error)
+	// every one); reserve also reads their GPUUsage reservations, by
+	// namespace (a dump has none).
+	ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]ledger.Reservation, error)
 	// user is who the requests come from (input.userInfo).
 	user(ctx context.Context) (decision.UserInfo, error)
 	// gpuadmit is the client that reads gpuadmit's own configuration and
@@ -54,8 +55,9 @@ func (dump) namespace() (string, error) { return "default", nil }
 
 func (dump) gpuadmit() (kubernetes.Interface, error) { return nil, nil }
 
-func (d dump) ledger(_ context.Context, s effective.Settings, _ []string, _ bool) (*ledger.Ledger, error) {
-	return loadState(d.path, d.stdin, s, logr.Discard())
+func (d dump) ledger(_ context.Context, s effective.Settings, _ []string, _ bool) (*ledger.Ledger, map[string][]ledger.Reservation, error) {
+	l, err := loadState(d.path, d.stdin, s, logr.Discard())
+	return l, nil, err
 }
 
 // loadState reads a cluster dump ('kubectl get -o yaml' of Pods, Nodes and
@@ -131,37 +133,38 @@ func (l live) client() (kubernetes.Interface, error) {
 
 func (l live) gpuadmit() (kubernetes.Interface, error) { return l.client() }
 
-func (l live) ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*ledger.Ledger, error) {
+func (l live) ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]ledger.Reservation, error) {
 	cfg, err := l.config()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	kc, err := l.client()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st, err := clusterstate.Read(ctx, kc, namespaces)
 	if err != nil {
-		return nil, fmt.Errorf("reading the cluster (no --state given): %w", err)
+		return nil, nil, fmt.Errorf("reading the cluster (no --state given): %w", err)
 	}
 	for _, w := range st.Warnings {
 		l.warn(w)
 	}
-	ledger := ledgerOf(st.Objects, s, logr.Discard())
+	led := ledgerOf(st.Objects, s, logr.Discard())
 	if !reserve {
-		return ledger, nil
+		return led, nil, nil
 	}
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("dynamic client: %w", err)
+		return nil, nil, fmt.Errorf("dynamic client: %w", err)
 	}
+	reserved := map[string][]ledger.Reservation{}
 	for _, ns := range namespaces {
 		rs, err := clusterstate.Reservations(ctx, dc, ns, st.PodsResourceVersion)
 		if err != nil {
 			l.warn(fmt.Sprintf("%v: its reservations are not counted", err))
 			continue
 		}
-		ledger.SetReservations(ns, rs)
+		reserved[ns] = rs
 	}
-	return ledger, nil
+	return led, reserved, nil
 }

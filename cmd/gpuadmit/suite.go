@@ -108,26 +108,34 @@ func (s *policySuite) validate() error {
 			return fmt.Errorf("%s: name: empty or given twice", where)
 		}
 		names[t.Name] = true
-		if len(t.Cases) == 0 {
-			return fmt.Errorf("%s: cases: none given", where)
+		if err := t.validateCases(where); err != nil {
+			return err
 		}
-		caseNames := map[string]bool{}
-		for j, c := range t.Cases {
-			where := fmt.Sprintf("%s.cases[%d] (%s)", where, j, c.Name)
-			switch {
-			case c.Name == "" || caseNames[c.Name]:
-				return fmt.Errorf("%s: name: empty or given twice in the test", where)
-			case (c.Pod == nil) == (c.File == ""):
-				return fmt.Errorf("%s: give exactly one of pod (inline) and file", where)
-			case c.State == "" && t.State == "":
-				return fmt.Errorf("%s: state: none for the case or its test", where)
-			case c.Expect.Allowed == nil:
-				return fmt.Errorf("%s: expect.allowed: required", where)
-			case *c.Expect.Allowed && len(c.Expect.Denials) > 0:
-				return fmt.Errorf("%s: expect: an allowed pod has no denials", where)
-			}
-			caseNames[c.Name] = true
+	}
+	return nil
+}
+
+// validateCases checks t's cases; where names t in the error.
+func (t *suiteTest) validateCases(where string) error {
+	if len(t.Cases) == 0 {
+		return fmt.Errorf("%s: cases: none given", where)
+	}
+	caseNames := map[string]bool{}
+	for j, c := range t.Cases {
+		where := fmt.Sprintf("%s.cases[%d] (%s)", where, j, c.Name)
+		switch {
+		case c.Name == "" || caseNames[c.Name]:
+			return fmt.Errorf("%s: name: empty or given twice in the test", where)
+		case (c.Pod == nil) == (c.File == ""):
+			return fmt.Errorf("%s: give exactly one of pod (inline) and file", where)
+		case c.State == "" && t.State == "":
+			return fmt.Errorf("%s: state: none for the case or its test", where)
+		case c.Expect.Allowed == nil:
+			return fmt.Errorf("%s: expect.allowed: required", where)
+		case *c.Expect.Allowed && len(c.Expect.Denials) > 0:
+			return fmt.Errorf("%s: expect: an allowed pod has no denials", where)
 		}
+		caseNames[c.Name] = true
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
@@ -105,11 +106,11 @@ func (c *cli) usage(cmd *cobra.Command, state string, f setupFlags, output strin
 	if ns != "" {
 		scope = []string{ns}
 	}
-	l, err := src.ledger(cmd.Context(), st.cfg.Devices, scope, false)
+	l, _, err := src.ledger(cmd.Context(), config.Settings(st.cfg), scope, false)
 	if err != nil {
 		return err
 	}
-	out := usageReport(l.Snapshot(), ns)
+	out := usageReport(l.Snapshot(nil), ns)
 	for _, p := range out.Problems {
 		warn(p)
 	}

@@ -36,8 +36,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -66,21 +67,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer func() { _ = c.Stop() }()
-	srv := c.Options()
-	if err := c.SeedTeamA(ctx); err != nil {
-		fmt.Fprintln(stderr, "loadgen:", err)
-		return 1
-	}
-	err = c.StartWebhookRun(ctx, local.WebhookRun{Options: srv, Extra: map[string]http.Handler{
-		"/floor": &admission.Webhook{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
-			return admission.Allowed("")
-		})},
-	}})
+	base, err := startWebhook(ctx, c)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return 1
 	}
-	base := fmt.Sprintf("https://127.0.0.1:%d", c.Port)
 	if *clientCPU < 0 {
 		return blastBoth(base, *n, *conc, *limit, stdout, stderr)
 	}
@@ -94,8 +85,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := exec.CommandContext(ctx, "taskset", "-c", strconv.Itoa(*clientCPU), self, "--client", base,
 		"-n", strconv.Itoa(*n), "-c", strconv.Itoa(*conc), "--max", limit.String())
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	return runClient(cmd, *cpuProfile, stderr)
+}
+
+// startWebhook seeds team-a and starts the webhook server on c with a
+// /floor handler beside its own that allows every review, and returns the
+// server's base URL.
+func startWebhook(ctx context.Context, c *local.Cluster) (string, error) {
+	if err := c.SeedTeamA(ctx); err != nil {
+		return "", err
+	}
+	err := c.StartWebhookRun(ctx, local.WebhookRun{Options: c.Options(), Extra: map[string]http.Handler{
+		"/floor": &admission.Webhook{Handler: admission.HandlerFunc(func(context.Context, admission.Request) admission.Response {
+			return admission.Allowed("")
+		})},
+	}})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("https://127.0.0.1:%d", c.Port), nil
+}
+
+// runClient runs the client process cmd; with cpuProfile set, it writes
+// this process's (the server's) CPU profile to that file meanwhile.
+func runClient(cmd *exec.Cmd, cpuProfile string, stderr io.Writer) int {
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
 		if err != nil {
 			fmt.Fprintln(stderr, "loadgen:", err)
 			return 1
@@ -123,14 +138,14 @@ func blastBoth(base string, n, conc int, limit time.Duration, stdout, stderr io.
 		return 1
 	}
 	floor := blast(base+"/floor", body, n, conc, limit)
-	real := blast(base+"/validate-pods", body, n, conc, limit)
-	for _, r := range []result{floor, real} {
+	validate := blast(base+"/validate-pods", body, n, conc, limit)
+	for _, r := range []result{floor, validate} {
 		fmt.Fprintf(stdout, "%-15s %6d reviews in %6.2fs: %8.0f reviews/s  p50 %7.3fms  p99 %7.3fms  errors %d\n",
 			r.path, r.n, r.elapsed.Seconds(), float64(r.n)/r.elapsed.Seconds(), ms(r.p50), ms(r.p99), r.errors)
 	}
 	fmt.Fprintf(stdout, "validate/floor: throughput x%.2f, p50 x%.2f, p99 x%.2f\n",
-		(float64(floor.n)/floor.elapsed.Seconds())/(float64(real.n)/real.elapsed.Seconds()),
-		float64(real.p50)/float64(floor.p50), float64(real.p99)/float64(floor.p99))
+		(float64(floor.n)/floor.elapsed.Seconds())/(float64(validate.n)/validate.elapsed.Seconds()),
+		float64(validate.p50)/float64(floor.p50), float64(validate.p99)/float64(floor.p99))
 	return 0
 }
 

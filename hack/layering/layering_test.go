@@ -1,5 +1,6 @@
 // Package layering_test keeps the request path going one way, down:
-// server -> admission -> decision -> ledger -> effective. A package may
+// server -> admission -> gpuusage (the reservation store) -> decision ->
+// ledger -> effective, with membership beside gpuusage. A package may
 // depend on the ones below it, never on one above; pkg/effective depends on
 // nothing of the project. No package of pkg/ and no production command
 // (cmd/webhook, cmd/gpuadmit, cmd/nvml-agent) depends on test support
@@ -21,10 +22,14 @@ func TestRequestPathGoesDown(t *testing.T) {
 	forbidden := map[string][]string{
 		"pkg/effective": {"pkg/", "policy", "internal/", "hack/", "cmd/"},
 		"pkg/config":    {"pkg/ledger", "pkg/decision", "pkg/admission", "pkg/server", "policy"},
-		"pkg/ledger":    {"pkg/decision", "pkg/admission", "pkg/server", "policy"},
+		"pkg/ledger":    {"pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "policy"},
 		"policy":        {"pkg/ledger", "pkg/decision", "pkg/admission", "pkg/server", "internal/", "hack/", "cmd/", "tests/"},
-		"pkg/decision":  {"pkg/admission", "pkg/server"},
-		"pkg/admission": {"pkg/server"},
+		"pkg/decision":  {"pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server"},
+		// The reservation store decides through the decision, below it;
+		// the replicas' membership knows neither.
+		"pkg/gpuusage":   {"pkg/membership", "pkg/admission", "pkg/server"},
+		"pkg/membership": {"pkg/gpuusage", "pkg/decision", "pkg/admission", "pkg/server", "policy"},
+		"pkg/admission":  {"pkg/server"},
 		// The HTTPS server knows nothing of admission: it only bounds and authenticates.
 		"pkg/webhookserver": {"pkg/", "policy", "internal/", "hack/", "cmd/"},
 		// What ships: no test support, no build tooling. cmd/webhook's

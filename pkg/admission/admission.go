@@ -12,7 +12,6 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 )
 
 // EffectiveAnnotation is the annotation the mutating handler writes: the
@@ -20,25 +19,21 @@ import (
 // Nothing trusts it: the validating handler recomputes.
 const EffectiveAnnotation = "gpuadmit.io/effective"
 
-// Decider makes the admission decision for a pod (*decision.Decider: the
-// effective demand, the ledger snapshot, the policies).
-type Decider interface {
+// GPUPods tells GPU pods from the others (*decision.Decider).
+type GPUPods interface {
 	// Requests reports whether the pod names a managed resource (a GPU pod).
 	Requests(pod *corev1.Pod) bool
-	Decide(ctx context.Context, req decision.Request) (decision.Result, error)
 }
 
-// Reserver shares admitted pods' demand between replicas through the API
-// server (*gpuusage.Store). Admit runs decide against the namespace's
-// reservations as they are now and, when decide reserves, commits the
-// reservation before it returns nil; it runs the decide functions of one
-// namespace one at a time, in order, may run one again after the
-// reservations changed (a verdict that waits), and returns an error when
-// ctx ends first or the reservation is refused. A dry-run goes the same way
-// and never reserves: it gets the verdict a create would get, with nothing
-// committed.
+// Reserver decides a GPU pod's admission and, when the decision allows it
+// with a demand (not a dry run), shares the reservation with the other
+// replicas through the API server before it returns (*gpuusage.Store).
+// uid is the key the reservation is held under. It decides the reviews of
+// one namespace one at a time, in order, and returns an error when ctx
+// ends first, the decision fails, or the reservation is refused. A dry run
+// gets the result a create would get, with nothing committed.
 type Reserver interface {
-	Admit(ctx context.Context, namespace string, uid types.UID, name string, decide func() (gpuusage.Verdict, error)) error
+	Admit(ctx context.Context, uid types.UID, req decision.Request) (decision.Result, error)
 }
 
 // Gate says why no decision may be made yet (nil when one may): the watches

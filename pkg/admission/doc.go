@@ -1,11 +1,15 @@
 // Package admission holds gpuadmit's admission handlers for Pods: the
 // mutating handler that records a GPU pod's effective demand in the
-// gpuadmit.io/effective annotation, and the validating handler that
-// recomputes the demand, asks the shared decision function (ledger snapshot +
-// policy) and, for an allowed non-dry-run CREATE, reserves the demand in the
-// usage ledger so that a burst of concurrent creates cannot over-admit.
+// gpuadmit.io/effective annotation (for people and tools to read; nothing
+// trusts it), and the validating handler that hands a GPU pod's CREATE to
+// the Reserver (pkg/gpuusage: the namespace's admission queue decides it
+// with the shared decision function and, when allowed, writes its
+// reservation in the namespace's GPUUsage object before answering), so
+// that a burst of concurrent creates on any replica cannot over-admit.
 //
-// The handlers are thin: decode -> demand -> decision -> response
-// (+ reservation). They depend only on the small interfaces below, so tests
-// run them with fakes and the server wires the real ledger and policy engine.
+// The handlers are thin: decode -> gate -> Reserver -> response. They
+// depend only on the small interfaces of admission.go, so tests run them
+// with fakes and the server wires the real store and decision; they log
+// with the request's logger (controller-runtime puts it in the context),
+// every denial once at the default verbosity.
 package admission

@@ -17,7 +17,6 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 )
 
 // computeDemand is the Demander of the tests: effective.Compute with HAMi's
@@ -63,7 +62,9 @@ func (d *quotaDecider) Decide(_ context.Context, req decision.Request) (decision
 	used := d.ledger.used(pod.Namespace)
 	time.Sleep(50 * time.Microsecond) // widen the race window a lock must close
 	if used+dem.Effective.MemMiB > d.limit {
-		return decision.Result{Effective: dem.Effective, Denials: []string{"namespace " + pod.Namespace + " over its nvidia.com/gpumem limit"}}, nil
+		return decision.Result{Effective: dem.Effective, Denials: []string{"namespace " + pod.Namespace + " over its nvidia.com/gpumem limit"},
+			Exceeded: []decision.LimitCheck{{Resource: "nvidia.com/gpumem", Used: used, Pod: dem.Effective.MemMiB, After: used + dem.Effective.MemMiB,
+				Limit: d.limit, Quota: "q", Exceeded: true}}}, nil
 	}
 	return decision.Result{Allowed: true, Effective: dem.Effective, Warnings: []string{"w1"}}, nil
 }
@@ -71,34 +72,42 @@ func (d *quotaDecider) Decide(_ context.Context, req decision.Request) (decision
 // fakeLedger records reservations; like gpuusage.Store it decides the
 // reviews one at a time.
 type fakeLedger struct {
-	order sync.Mutex // held across decide and reserve
-	mu    sync.Mutex
-	res   map[types.UID]effective.Vector
-	ns    map[types.UID]string
-	fail  bool
+	decider *quotaDecider
+	order   sync.Mutex // held across decide and reserve
+	mu      sync.Mutex
+	res     map[types.UID]effective.Vector
+	ns      map[types.UID]string
+	fail    bool
 }
 
 func newFakeLedger() *fakeLedger {
 	return &fakeLedger{res: map[types.UID]effective.Vector{}, ns: map[types.UID]string{}}
 }
 
-// Admit decides and, when asked to reserve, records the reservation (a
-// single replica's view of what gpuusage.Store does).
-func (l *fakeLedger) Admit(_ context.Context, ns string, uid types.UID, _ string, decide func() (gpuusage.Verdict, error)) error {
+// Admit decides and, when allowed with a demand, records the reservation
+// (a single replica's view of what gpuusage.Store does).
+func (l *fakeLedger) Admit(ctx context.Context, uid types.UID, req decision.Request) (decision.Result, error) {
 	l.order.Lock()
 	defer l.order.Unlock()
-	verdict, err := decide()
-	if err != nil || !verdict.Reserve {
-		return err
+	res, err := l.decider.Decide(ctx, req)
+	if err != nil || !res.Allowed || res.Effective.IsZero() || req.DryRun {
+		return res, err
 	}
-	v := verdict.Demand
 	if l.fail {
-		return errors.New("writing the reservation: the API server is unreachable")
+		return decision.Result{}, errors.New("writing the reservation: the API server is unreachable")
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.res[uid], l.ns[uid] = v, ns
-	return nil
+	l.res[uid], l.ns[uid] = res.Effective, req.Namespace
+	return res, nil
+}
+
+// withQuota returns a fakeLedger decided by a quotaDecider of limit MiB
+// (decideErr: every decision fails).
+func withQuota(limit int64, decideErr error) (*fakeLedger, *quotaDecider) {
+	l := newFakeLedger()
+	l.decider = &quotaDecider{ledger: l, limit: limit, err: decideErr}
+	return l, l.decider
 }
 
 func (l *fakeLedger) used(ns string) int64 {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -51,11 +50,11 @@ func FuzzHandlers(f *testing.F) {
 	for _, s := range append(hostile, hugePod()) {
 		f.Add([]byte(s))
 	}
-	l := newFakeLedger()
+	l, d := withQuota(1<<40, nil)
 	no := false
-	validate := &admission.Webhook{Handler: &Validator{Decider: &quotaDecider{ledger: l, limit: 1 << 40}, Reserver: l, Log: logr.Discard()}, RecoverPanic: &no}
+	validate := &admission.Webhook{Handler: &Validator{GPUPods: d, Reserver: l}, RecoverPanic: &no}
 	handlers := []http.Handler{
-		&admission.Webhook{Handler: &Mutator{Demand: computeDemand{}, Log: logr.Discard()}, RecoverPanic: &no},
+		&admission.Webhook{Handler: &Mutator{Demand: computeDemand{}}, RecoverPanic: &no},
 		validate, &PodReviews{Webhook: validate},
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -77,8 +76,8 @@ func FuzzHandlers(f *testing.F) {
 
 // TestHostileReviews names what each hostile review gets.
 func TestHostileReviews(t *testing.T) {
-	l := newFakeLedger()
-	wh := &admission.Webhook{Handler: &Validator{Decider: &quotaDecider{ledger: l, limit: 1 << 40}, Reserver: l, Log: logr.Discard()}}
+	l, d := withQuota(1<<40, nil)
+	wh := &admission.Webhook{Handler: &Validator{GPUPods: d, Reserver: l}}
 	for name, v := range map[string]http.Handler{"controller-runtime": wh, "one pass": &PodReviews{Webhook: wh}} {
 		t.Run(name, func(t *testing.T) { hostileReviews(t, v) })
 	}

@@ -48,7 +48,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"webhook"}),
 		reservations: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gpuadmit_reservations_total",
-			Help: "Demands reserved in the ledger for admitted, not yet watched pods.",
+			Help: "Demands reserved in the namespaces' GPUUsage objects for admitted pods.",
 		}),
 	}
 	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.reservations} {

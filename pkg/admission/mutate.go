@@ -9,10 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
@@ -27,20 +28,19 @@ type Mutator struct {
 	Gate    Gate
 	Demand  Demander
 	Metrics *Metrics
-	Log     logr.Logger
 }
 
 var _ admission.Handler = (*Mutator)(nil)
 
 // Handle implements admission.Handler.
-func (m *Mutator) Handle(_ context.Context, req admission.Request) admission.Response {
+func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
-	resp, reason := m.handle(req)
+	resp, reason := m.handle(ctx, req)
 	m.Metrics.observe(webhookMutate, resp, reason, start)
 	return resp
 }
 
-func (m *Mutator) handle(req admission.Request) (admission.Response, string) {
+func (m *Mutator) handle(ctx context.Context, req admission.Request) (admission.Response, string) {
 	pod, bad := decodePod(req)
 	if bad != nil {
 		return *bad, reasonBadRequest
@@ -60,7 +60,7 @@ func (m *Mutator) handle(req admission.Request) (admission.Response, string) {
 		// The validating handler denies it, naming the container and value.
 		return admission.Allowed(""), reasonInvalid
 	case err != nil:
-		m.Log.Error(err, "computing effective demand", "pod", podRef(pod))
+		logf.FromContext(ctx).Error(err, "computing the effective demand", "pod", klog.KObj(pod))
 		return admission.Allowed("").WithWarnings(fmt.Sprintf("gpuadmit: effective demand not annotated: %v", err)), reasonError
 	case d == nil:
 		return admission.Allowed(""), reasonNonGPU

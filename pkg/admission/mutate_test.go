@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -38,7 +37,7 @@ func TestMutator(t *testing.T) {
 		{"delete: nothing", admissionv1.Delete, scenario2().Build(), "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &Mutator{Demand: computeDemand{}, Log: logr.Discard()}
+			m := &Mutator{Demand: computeDemand{}}
 			resp := m.Handle(t.Context(), review(t, tc.op, tc.pod, false))
 			if !resp.Allowed {
 				t.Fatalf("mutator denied: %+v", resp.Result)
@@ -74,7 +73,7 @@ func patchJSON(t *testing.T, resp admission.Response) string {
 // TestMutatorGate: before the gate opens a GPU pod is refused (its
 // annotation would resolve against an unsynced ledger); others pass.
 func TestMutatorGate(t *testing.T) {
-	m := &Mutator{Gate: gateFunc(func() error { return errors.New("the pods watch has not synced yet") }), Demand: computeDemand{}, Log: logr.Discard()}
+	m := &Mutator{Gate: gateFunc(func() error { return errors.New("the pods watch has not synced yet") }), Demand: computeDemand{}}
 	resp := m.Handle(t.Context(), review(t, admissionv1.Create, testpod.New("p").NS("a").App("c", testpod.GPU(1)).Build(), false))
 	if resp.Allowed || resp.Result.Code != 500 || !strings.Contains(resp.Result.Message, "not ready to decide on pod a/p") {
 		t.Errorf("GPU pod while not ready: %+v", resp.Result)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -49,8 +48,8 @@ func reviewJSON(t *testing.T, op admissionv1.Operation, mem int64, dry bool) str
 // hostile bodies, a wrong content type.
 func TestPodReviewsAnswerAsControllerRuntime(t *testing.T) {
 	handler := func() *admission.Webhook {
-		l := newFakeLedger()
-		return &admission.Webhook{Handler: &Validator{Decider: &quotaDecider{ledger: l, limit: 24576}, Reserver: l, Log: logr.Discard()}}
+		l, d := withQuota(24576, nil)
+		return &admission.Webhook{Handler: &Validator{GPUPods: d, Reserver: l}}
 	}
 	twoPass, onePass := handler(), &PodReviews{Webhook: handler()}
 	bodies := []struct{ name, body, contentType string }{

@@ -9,18 +9,21 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
-	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 )
 
-// Validator is the validating handler. For a CREATE it recomputes the pod's
-// demand (the annotation is never trusted), decides through the shared
-// decision function against the namespace's usage and the reservations of
-// every replica, answers 403 with the policy's messages on deny, and on an
-// allowed non-dry-run CREATE answers "allowed" only once the reservation is
-// written in the namespace's GPUUsage object (Reserver).
+// Validator is the validating handler. For a CREATE of a GPU pod it hands
+// the review to the Reserver, which recomputes the pod's demand (the
+// annotation is never trusted), decides through the shared decision
+// function against the namespace's usage and the reservations of every
+// replica, and on an allowed non-dry-run CREATE returns only once the
+// reservation is written in the namespace's GPUUsage object; it answers 403
+// with the policy's messages on deny.
 //
 // Within a replica, the Reserver decides the reviews of one namespace in
 // order (a queue that gives up when a review's context ends, so it never
@@ -38,15 +41,16 @@ import (
 // only; UPDATE is answered so that a configuration that adds it is harmless.
 type Validator struct {
 	Gate     Gate
-	Decider  Decider
+	GPUPods  GPUPods
 	Reserver Reserver
 	Metrics  *Metrics
-	Log      logr.Logger
 }
 
 var _ admission.Handler = (*Validator)(nil)
 
-// Handle implements admission.Handler.
+// Handle implements admission.Handler. It logs with the request's logger
+// (controller-runtime puts it in ctx): every denial at the default
+// verbosity, once.
 func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
 	resp, reason := v.handle(ctx, req)
@@ -62,7 +66,7 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed(""), reasonNotCreate
 	}
-	if !v.Decider.Requests(pod) {
+	if !v.GPUPods.Requests(pod) {
 		return admission.Allowed(""), reasonNonGPU
 	}
 	if resp, blocked := gate(v.Gate, pod); blocked {
@@ -70,20 +74,14 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	}
 	dreq := decision.Request{Pod: pod, Namespace: pod.Namespace, Operation: string(req.Operation), DryRun: isDryRun(req),
 		User: decision.UserInfo{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}}
-	var verdict decision.Result
-	decide := func() (gpuusage.Verdict, error) {
-		var err error
-		if verdict, err = v.Decider.Decide(ctx, dreq); err != nil {
-			return gpuusage.Verdict{}, err
-		}
-		return gpuusage.Verdict{Reserve: verdict.Allowed && !verdict.Effective.IsZero() && !dreq.DryRun, Demand: verdict.Effective,
-			Wait: verdict.FitsWithoutUnconfirmed}, nil
-	}
-	if err := v.Reserver.Admit(ctx, pod.Namespace, reservationKey(pod, req), pod.Name, decide); err != nil {
-		v.Log.Error(err, "admission decision failed", "pod", podRef(pod))
+	log := logf.FromContext(ctx)
+	verdict, err := v.Reserver.Admit(ctx, reservationKey(pod, req), dreq)
+	if err != nil {
+		log.Error(err, "no admission decision", "pod", klog.KObj(pod))
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("gpuadmit: no decision for pod %s: %w", podRef(pod), err)), reasonError
 	}
 	if !verdict.Allowed {
+		logDenial(log, pod, verdict)
 		msg := strings.Join(verdict.Denials, "; ")
 		if msg == "" {
 			msg = "denied by the GPU admission policy (no message given)"
@@ -104,4 +102,16 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	}
 	v.Metrics.reserved()
 	return resp, reasonGPU
+}
+
+// logDenial logs one line for a denied pod: the first limit its demand
+// would pass (resource, need, used, reserved, limit, quota), and the
+// policies' messages.
+func logDenial(log logr.Logger, pod *corev1.Pod, res decision.Result) {
+	kv := []any{"pod", klog.KObj(pod), "denials", res.Denials}
+	if len(res.Exceeded) > 0 {
+		x := res.Exceeded[0]
+		kv = append(kv, "resource", x.Resource, "need", x.Pod, "used", x.Used, "reserved", x.Reserved, "limit", x.Limit, "quota", x.Quota)
+	}
+	log.Info("pod denied", kv...)
 }

@@ -9,9 +9,13 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/go-logr/logr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/go-logr/logr/funcr"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 )
@@ -60,10 +64,9 @@ func TestValidator(t *testing.T) {
 		{name: "update: allowed without a decision", op: admissionv1.Update, pod: gpuPod(30720), wantAllowed: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newFakeLedger()
+			l, d := withQuota(24576, tc.decideErr)
 			l.fail = tc.reserveFail
-			d := &quotaDecider{ledger: l, limit: 24576, err: tc.decideErr}
-			v := &Validator{Gate: gateFunc(func() error { return tc.blocked }), Decider: d, Reserver: l, Log: logr.Discard()}
+			v := &Validator{Gate: gateFunc(func() error { return tc.blocked }), GPUPods: d, Reserver: l}
 			pod := tc.pod.Build()
 			if tc.noUID {
 				pod.UID = ""
@@ -104,9 +107,8 @@ func TestValidator(t *testing.T) {
 // TestValidatorBurst: 200 concurrent creates against a limit that fits 20
 // admit exactly 20, because decide and reserve are serialised per namespace.
 func TestValidatorBurst(t *testing.T) {
-	l := newFakeLedger()
-	d := &quotaDecider{ledger: l, limit: 20 * 1024}
-	v := &Validator{Decider: d, Reserver: l, Log: logr.Discard()}
+	l, d := withQuota(20*1024, nil)
+	v := &Validator{GPUPods: d, Reserver: l}
 	var allowed, denied atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 200 {
@@ -132,3 +134,32 @@ type gateFunc func() error
 func (g gateFunc) Blocked() error { return g() }
 
 func (g gateFunc) Stale() string { return "" }
+
+// TestDenialLoggedOnce: a denied pod is logged once, at the default
+// verbosity, with the request's logger: the pod, the resource, need, used
+// and limit; an allowed pod is not logged.
+func TestDenialLoggedOnce(t *testing.T) {
+	l, d := withQuota(24576, nil)
+	v := &Validator{GPUPods: d, Reserver: l}
+	gpu := func(name string, mem int64) *corev1.Pod {
+		return testpod.New(name).NS("team-a").UID("uid-"+name).App("c", testpod.GPU(1), testpod.Mem(mem)).Build()
+	}
+	var lines []string
+	log := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 0})
+	ctx := logf.IntoContext(t.Context(), log)
+	if resp := v.Handle(ctx, review(t, admissionv1.Create, gpu("fits", 20480), false)); !resp.Allowed {
+		t.Fatalf("first pod denied: %+v", resp.Result)
+	}
+	if resp := v.Handle(ctx, review(t, admissionv1.Create, gpu("over", 8192), false)); resp.Allowed {
+		t.Fatal("over the limit, allowed")
+	}
+	if len(lines) != 1 {
+		t.Fatalf("%d log lines, want one for the denial: %q", len(lines), lines)
+	}
+	for _, want := range []string{`"msg"="pod denied"`, `"pod"={"name"="over" "namespace"="team-a"}`, `"resource"="nvidia.com/gpumem"`,
+		`"need"=8192`, `"used"=20480`, `"limit"=24576`} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("log line %s lacks %s", lines[0], want)
+		}
+	}
+}

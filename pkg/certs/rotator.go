@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 )
 
 // Options configure a Rotator.
@@ -180,7 +181,7 @@ func (r *Rotator) loadOrCreate(ctx context.Context) (*Bundle, error) {
 		} else if err != nil {
 			return nil, fmt.Errorf("creating secret %s/%s: %w", o.Namespace, o.SecretName, err)
 		}
-		o.Log.Info("created the webhook CA and serving certificate", "secret", o.Namespace+"/"+o.SecretName)
+		o.Log.Info("created the webhook CA and serving certificate", "secret", klog.KRef(o.Namespace, o.SecretName))
 		return b, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading secret %s/%s: %w", o.Namespace, o.SecretName, err)
@@ -188,7 +189,7 @@ func (r *Rotator) loadOrCreate(ctx context.Context) (*Bundle, error) {
 	if b, err := Parse(s.Data); err == nil && b.Fresh(o.DNSNames, o.IPs, now, o.RenewBefore) {
 		return b, nil
 	} else if err != nil && len(s.Data) > 0 {
-		o.Log.Info("replacing an unusable webhook certificate", "secret", o.Namespace+"/"+o.SecretName, "problem", err.Error())
+		o.Log.Info("replacing an unusable webhook certificate", "secret", klog.KRef(o.Namespace, o.SecretName), "problem", err.Error())
 	}
 	b, err := Generate(o.DNSNames, o.IPs, now, o.CAValidity, o.Validity)
 	if err != nil {
@@ -203,7 +204,7 @@ func (r *Rotator) loadOrCreate(ctx context.Context) (*Bundle, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("renewing secret %s/%s: %w", o.Namespace, o.SecretName, err)
 	}
-	o.Log.Info("renewed the webhook CA and serving certificate", "secret", o.Namespace+"/"+o.SecretName)
+	o.Log.Info("renewed the webhook CA and serving certificate", "secret", klog.KRef(o.Namespace, o.SecretName))
 	return b, nil
 }
 

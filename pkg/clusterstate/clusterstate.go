@@ -3,13 +3,13 @@ package clusterstate
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
+	"github.com/gpuadmit/gpuadmit/pkg/resourceversion"
 )
 
 // pageSize is the number of objects asked for per list request.
@@ -132,19 +132,18 @@ func (st *State) readPods(ctx context.Context, c kubernetes.Interface, namespace
 	return nil
 }
 
-// oldest returns the smallest resourceVersion of rvs ("" when one is not
-// the integer etcd makes it).
+// oldest returns the earliest resourceVersion of rvs ("" when one is not
+// well formed).
 func oldest(rvs []string) string {
-	var least uint64
 	out := ""
 	for _, rv := range rvs {
-		n, err := strconv.ParseUint(rv, 10, 64)
-		if err != nil {
+		if !resourceversion.Valid(rv) {
 			return ""
 		}
-		if out == "" || n < least {
-			least, out = n, rv
+		if out == "" {
+			out = rv
 		}
+		out = resourceversion.Min(out, rv)
 	}
 	return out
 }

@@ -3,7 +3,6 @@ package clusterstate
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,7 +11,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
-	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
@@ -22,9 +21,9 @@ func GPUUsages() schema.GroupVersionResource {
 }
 
 // Reservations reads the GPUUsage object of namespace ns and returns the
-// reservations a ledger built from pods listed at podsRV must count: those
-// no replica recorded at or before podsRV (the ledger itself leaves out the
-// ones whose pod it holds). None, without an error, when the namespace has
+// reservations a ledger built from pods listed at podsRV must count
+// (gpuusage.Countable, the webhook's rule: those no replica recorded at or
+// before podsRV; the ledger itself leaves out the ones whose pod it holds). None, without an error, when the namespace has
 // no GPUUsage object or the GPUUsage CRD is not installed.
 func Reservations(ctx context.Context, c dynamic.Interface, ns, podsRV string) ([]ledger.Reservation, error) {
 	obj, err := c.Resource(GPUUsages()).Namespace(ns).Get(ctx, gpuadmitv1.ObjectName, metav1.GetOptions{})
@@ -38,23 +37,9 @@ func Reservations(ctx context.Context, c dynamic.Interface, ns, podsRV string) (
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &u); err != nil {
 		return nil, fmt.Errorf("GPUUsage %s/%s: %w", ns, gpuadmitv1.ObjectName, err)
 	}
-	listed, listedOK := parseRV(podsRV)
-	var out []ledger.Reservation
-	for _, r := range u.Status.Reservations {
-		if rv, ok := parseRV(r.RecordedResourceVersion); ok && listedOK && rv <= listed {
-			continue // recorded before the pods were listed: the list holds the pod, or its deletion
-		}
-		if r.Demand.GPU < 0 || r.Demand.GPUMem < 0 || r.Demand.GPUCores < 0 {
-			return nil, fmt.Errorf("GPUUsage %s/%s: reservation of pod %s has a negative demand", ns, gpuadmitv1.ObjectName, r.PodUID)
-		}
-		out = append(out, ledger.Reservation{UID: r.PodUID, Name: r.PodName,
-			Demand: effective.Vector{GPU: r.Demand.GPU, MemMiB: r.Demand.GPUMem, Cores: r.Demand.GPUCores}})
+	if err := gpuusage.Validate(&u); err != nil {
+		return nil, err
 	}
-	return out, nil
-}
-
-// parseRV reads a resourceVersion as the integer etcd makes it.
-func parseRV(rv string) (uint64, bool) {
-	n, err := strconv.ParseUint(rv, 10, 64)
-	return n, err == nil && rv != ""
+	// Recorded before the pods were listed: the list holds the pod, or its deletion.
+	return gpuusage.Countable(u.Status, podsRV), nil
 }

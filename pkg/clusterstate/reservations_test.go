@@ -51,7 +51,7 @@ func TestReservations(t *testing.T) {
 				return []runtime.Object{usage(t, reservation("u1", 1024, ""), reservation("u2", 2048, "9"), reservation("u3", 4096, "11"))}
 			},
 			podsRV: "10",
-			want: []ledger.Reservation{{UID: "u1", Name: "pod-u1", Demand: effective.Vector{GPU: 1, MemMiB: 1024}},
+			want: []ledger.Reservation{{UID: "u1", Name: "pod-u1", Demand: effective.Vector{GPU: 1, MemMiB: 1024}, Unconfirmed: true},
 				{UID: "u3", Name: "pod-u3", Demand: effective.Vector{GPU: 1, MemMiB: 4096}}}},
 		{name: "pods listed at an unknown version: every reservation",
 			objects: func(t *testing.T) []runtime.Object {

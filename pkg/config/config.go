@@ -3,191 +3,62 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	configv1alpha1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
 )
 
-// The configuration file's version.
-const (
-	APIVersion = "config.gpuadmit.io/v1alpha1"
-	Kind       = "Configuration"
-)
-
-// Values of Admission.Unsatisfiable and Admission.StaleFeed.
-const (
-	UnsatisfiableDeny     = "Deny"
-	UnsatisfiableWarn     = "Warn"
-	StaleFeedReservations = "Reservations"
-	StaleFeedDeny         = "Deny"
-)
-
-// Configuration is gpuadmit's configuration, defaults applied and validated.
-type Configuration struct {
-	// Devices are the resource names and the defaults of HAMi's nvidia
-	// device config: how a container's request is read.
-	Devices effective.Settings
-	// Admission tunes decisions and reservations.
-	Admission Admission
-	// Policy says where operators' Rego policies come from.
-	Policy Policy
-}
-
-// Admission tunes decisions and reservations (key admission).
-type Admission struct {
-	// NearLimitPercent: warn when a namespace reaches this share of a limit
-	// after the pod (nearLimitPercent, default 90).
-	NearLimitPercent int64
-	// Unsatisfiable: what to do with a device request no eligible node can
-	// hold: Deny (default) or Warn.
-	Unsatisfiable string
-	// PolicyEvaluationTimeout bounds one policy evaluation
-	// (policyEvaluationTimeout, default 1s).
-	PolicyEvaluationTimeout time.Duration
-	// ReviewTimeout bounds one review, waiting for earlier decisions in the
-	// namespace and writing the reservation included; keep it below the
-	// webhook configurations' timeoutSeconds (reviewTimeout, default 8s).
-	ReviewTimeout time.Duration
-	// StaleFeed: what the webhook does while a watch is stale:
-	// Reservations (default: keep deciding, admitted pods stay reserved) or
-	// Deny (refuse GPU pods and fail readiness).
-	StaleFeed string
-	// Reservations: how absence of an admitted pod is confirmed.
-	Reservations Reservations
-	// Watches: when a watch counts as stale.
-	Watches Watches
-}
-
-// Reservations tune the confirmation of reservations (key
-// admission.reservations).
-type Reservations struct {
-	// ConfirmAfter: first read of an admitted pod by name, after this
-	// replica first saw its reservation (confirmAfter; default 0s: the
-	// longest timeoutSeconds of the cluster's other validating webhooks on
-	// pod creates, plus 2s).
-	ConfirmAfter time.Duration
-	// RecheckMax bounds the backoff between reads of a pod the watch has
-	// not recorded yet (recheckMax, default 30s).
-	RecheckMax time.Duration
-	// ReadsPerSecond bounds the reads (readsPerSecond, default 20).
-	ReadsPerSecond int
-	// MaxPerNamespace bounds the reservations one namespace's GPUUsage
-	// holds (maxPerNamespace, default 500); an admission that would add
-	// one more is refused until some end.
-	MaxPerNamespace int
-}
-
-// Watches tune the staleness check (key admission.watches).
-type Watches struct {
-	// ProbeEvery: how often the API server's resourceVersion is read
-	// (probeEvery, default 15s).
-	ProbeEvery time.Duration
-	// StaleAfter: a watch that has not caught up for this long is stale
-	// (staleAfter, default 3m).
-	StaleAfter time.Duration
-}
-
-// Policy is where operators' policies come from (key policy).
-type Policy struct {
-	// ConfigMapSelector selects policy ConfigMaps in the server's namespace
-	// (configMapSelector, default "gpuadmit.io/policy=true").
-	ConfigMapSelector string
-	// Directory adds the Rego modules of a directory (directory, default none).
-	Directory string
-}
+// Configuration is gpuadmit's configuration: the versioned type itself.
+type Configuration = configv1alpha1.Configuration
 
 // Default returns the configuration used when no file is given.
-func Default() Configuration {
-	var c Configuration
-	c.Devices = effective.DefaultSettings()
-	SetDefaults(&c)
+func Default() *Configuration {
+	c := &Configuration{}
+	configv1alpha1.SetDefaults_Configuration(c)
 	return c
-}
-
-// SetDefaults sets every unset value of c to its default: the one place
-// defaults live.
-func SetDefaults(c *Configuration) {
-	if c.Devices.Names.Count == "" && c.Devices.Names.Memory == "" {
-		c.Devices = effective.DefaultSettings()
-	}
-	a := &c.Admission
-	setIfZero(&a.NearLimitPercent, 90)
-	setIfZero(&a.Unsatisfiable, UnsatisfiableDeny)
-	setIfZero(&a.PolicyEvaluationTimeout, time.Second)
-	setIfZero(&a.ReviewTimeout, 8*time.Second)
-	setIfZero(&a.StaleFeed, StaleFeedReservations)
-	setIfZero(&a.Reservations.RecheckMax, 30*time.Second)
-	setIfZero(&a.Reservations.ReadsPerSecond, 20)
-	setIfZero(&a.Reservations.MaxPerNamespace, 500)
-	setIfZero(&a.Watches.ProbeEvery, 15*time.Second)
-	setIfZero(&a.Watches.StaleAfter, 3*time.Minute)
-	setIfZero(&c.Policy.ConfigMapSelector, "gpuadmit.io/policy=true")
-}
-
-func setIfZero[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // Load reads, defaults and validates a configuration file. The returned
 // strings name the keys of its devices section that gpuadmit does not read.
-func Load(path string) (Configuration, []string, error) {
+func Load(path string) (*Configuration, []string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Configuration{}, nil, fmt.Errorf("reading config: %w", err)
+		return nil, nil, fmt.Errorf("reading config: %w", err)
 	}
 	cfg, ignored, err := parse(data, filepath.Dir(path))
 	if err != nil {
-		return Configuration{}, nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, ignored, nil
 }
 
 // Parse reads a configuration document (YAML or JSON); relative paths in it
 // are relative to the working directory.
-func Parse(data []byte) (Configuration, []string, error) { return parse(data, ".") }
+func Parse(data []byte) (*Configuration, []string, error) { return parse(data, ".") }
 
-// file is the document as written; gpuadmit's own sections are decoded
-// strictly (an unknown key is an error).
-type file struct {
-	APIVersion string          `json:"apiVersion"`
-	Kind       string          `json:"kind"`
-	Devices    json.RawMessage `json:"devices"`
-	Admission  *struct {
-		NearLimitPercent        *int64  `json:"nearLimitPercent"`
-		Unsatisfiable           *string `json:"unsatisfiable"`
-		PolicyEvaluationTimeout *string `json:"policyEvaluationTimeout"`
-		ReviewTimeout           *string `json:"reviewTimeout"`
-		StaleFeed               *string `json:"staleFeed"`
-		Reservations            *struct {
-			ConfirmAfter    *string `json:"confirmAfter"`
-			RecheckMax      *string `json:"recheckMax"`
-			ReadsPerSecond  *int    `json:"readsPerSecond"`
-			MaxPerNamespace *int    `json:"maxPerNamespace"`
-		} `json:"reservations"`
-		Watches *struct {
-			ProbeEvery *string `json:"probeEvery"`
-			StaleAfter *string `json:"staleAfter"`
-		} `json:"watches"`
-	} `json:"admission"`
-	Policy *struct {
-		ConfigMapSelector *string `json:"configMapSelector"`
-		Directory         *string `json:"directory"`
-	} `json:"policy"`
+// codecs decode configuration files strictly: an unknown or duplicate key
+// of gpuadmit's own sections is an error (the devices section is HAMi's
+// and reads its own keys: configv1alpha1.Devices).
+func codecs() serializer.CodecFactory {
+	scheme := runtime.NewScheme()
+	if err := configv1alpha1.AddToScheme(scheme); err != nil {
+		panic(err) // a programming error: the scheme is ours
+	}
+	return serializer.NewCodecFactory(scheme, serializer.EnableStrict)
 }
 
-func parse(data []byte, dir string) (Configuration, []string, error) {
+func parse(data []byte, dir string) (*Configuration, []string, error) {
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return Configuration{}, nil, fmt.Errorf("not valid YAML: %w", err)
+		return nil, nil, fmt.Errorf("not valid YAML: %w", err)
 	}
 	var head struct {
 		APIVersion string          `json:"apiVersion"`
@@ -195,71 +66,97 @@ func parse(data []byte, dir string) (Configuration, []string, error) {
 	}
 	if t := bytes.TrimSpace(js); len(t) > 0 && t[0] == '{' {
 		if err := json.Unmarshal(js, &head); err != nil {
-			return Configuration{}, nil, fmt.Errorf("top level: %w", err)
+			return nil, nil, fmt.Errorf("top level: %w", err)
 		}
 	}
-	cfg := Default()
-	if head.APIVersion == "" && len(head.Kind) == 0 {
-		// A bare HAMi device config: the devices section alone.
-		ignored, err := parseDevices(js, "", &cfg.Devices)
-		return cfg, ignored, err
+	cfg := &Configuration{}
+	switch {
+	case head.APIVersion == "" && len(head.Kind) == 0:
+		err = bareHAMi(js, cfg)
+	case head.APIVersion != configv1alpha1.SchemeGroupVersion.String() || string(head.Kind) != `"`+configv1alpha1.Kind+`"`:
+		err = fmt.Errorf("apiVersion %q, kind %s: want apiVersion %s, kind %s (or a HAMi device config with an \"nvidia\" section)",
+			head.APIVersion, head.Kind, configv1alpha1.SchemeGroupVersion, configv1alpha1.Kind)
+	default:
+		err = decode(data, js, dir, cfg)
 	}
-	if head.APIVersion != APIVersion || string(head.Kind) != `"`+Kind+`"` {
-		return Configuration{}, nil, fmt.Errorf("apiVersion %q, kind %s: want apiVersion %s, kind %s (or a HAMi device config with an \"nvidia\" section)",
-			head.APIVersion, head.Kind, APIVersion, Kind)
-	}
-	var f file
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return Configuration{}, nil, fmt.Errorf("%w", unknownField(err))
-	}
-	ignored, err := cfg.devices(f.Devices, dir)
 	if err != nil {
-		return Configuration{}, nil, err
+		return nil, nil, err
 	}
-	if err := f.apply(&cfg); err != nil {
-		return Configuration{}, nil, err
+	configv1alpha1.SetDefaults_Configuration(cfg)
+	if errs := Validate(cfg); len(errs) > 0 {
+		return nil, nil, errs.ToAggregate()
 	}
-	return cfg, ignored, cfg.Validate()
+	return cfg, cfg.Devices.Ignored, nil
 }
 
-// unknownField names the key of a strict decoding error.
-func unknownField(err error) error {
+// bareHAMi reads a HAMi device config (no apiVersion) as the devices
+// section, every other value at its default.
+func bareHAMi(js []byte, cfg *Configuration) error {
+	cfg.Devices = &configv1alpha1.Devices{}
+	if t := bytes.TrimSpace(js); len(t) == 0 || string(t) == "null" {
+		return nil
+	}
+	return cfg.Devices.DecodeHAMi(js)
+}
+
+// decode reads a versioned configuration (data as written, js as JSON)
+// through the strict codec, then the HAMi file its devices section names.
+func decode(data, js []byte, dir string, cfg *Configuration) error {
+	var sections struct {
+		Devices map[string]json.RawMessage `json:"devices"`
+	}
+	if json.Unmarshal(js, &sections) == nil {
+		if _, ok := sections.Devices["hamiConfigPath"]; ok && len(sections.Devices) > 1 {
+			return errors.New("devices: hamiConfigPath excludes inline keys")
+		}
+	}
+	if err := runtime.DecodeInto(codecs().UniversalDecoder(), data, cfg); err != nil {
+		if errs := badDurations(js); len(errs) > 0 {
+			return errs.ToAggregate()
+		}
+		return keyed(err)
+	}
+	d := cfg.Devices
+	if d == nil || d.HAMiConfigPath == nil {
+		return nil
+	}
+	path := *d.HAMiConfigPath
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("devices.hamiConfigPath: %w", err)
+	}
+	hjs, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return fmt.Errorf("devices.hamiConfigPath %s: not valid YAML: %w", path, err)
+	}
+	read := &configv1alpha1.Devices{}
+	if err := read.DecodeHAMi(hjs); err != nil {
+		return fmt.Errorf("devices.hamiConfigPath %s: %w", path, err)
+	}
+	read.HAMiConfigPath = d.HAMiConfigPath
+	cfg.Devices = read
+	return nil
+}
+
+// keyed rewords the strict decoder's errors to name the key.
+func keyed(err error) error {
+	if !runtime.IsStrictDecodingError(err) {
+		return err
+	}
 	msg := err.Error()
-	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return fmt.Errorf("unknown key %s (see docs/configuration.md)", f)
-	}
-	return err
+	msg = strings.TrimPrefix(msg, "strict decoding error: ")
+	msg = strings.ReplaceAll(msg, "unknown field ", "unknown key ")
+	return fmt.Errorf("%s (see docs/configuration.md)", msg)
 }
 
-// devices reads the devices section: HAMi's keys inline, or hamiConfigPath.
-func (c *Configuration) devices(raw json.RawMessage, dir string) ([]string, error) {
-	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-		return nil, nil
+// IgnoredWarning is the one-line warning for the keys a configuration file
+// held that gpuadmit does not read ("" when none).
+func IgnoredWarning(ignored []string) string {
+	if len(ignored) == 0 {
+		return ""
 	}
-	var ref struct {
-		HAMiConfigPath *string `json:"hamiConfigPath"`
-	}
-	if err := json.Unmarshal(raw, &ref); err == nil && ref.HAMiConfigPath != nil {
-		var keys map[string]json.RawMessage
-		_ = json.Unmarshal(raw, &keys)
-		if len(keys) > 1 {
-			return nil, fmt.Errorf("devices: hamiConfigPath excludes inline keys")
-		}
-		path := *ref.HAMiConfigPath
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(dir, path)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("devices.hamiConfigPath: %w", err)
-		}
-		js, err := yaml.YAMLToJSON(data)
-		if err != nil {
-			return nil, fmt.Errorf("devices.hamiConfigPath %s: not valid YAML: %w", path, err)
-		}
-		return parseDevices(js, "", &c.Devices)
-	}
-	return parseDevices(raw, "devices.", &c.Devices)
+	return fmt.Sprintf("config keys gpuadmit does not read (ignored): %s", strings.Join(ignored, ", "))
 }

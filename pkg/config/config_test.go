@@ -1,18 +1,26 @@
 package config_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	configv1alpha1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
+
+const head = "apiVersion: config.gpuadmit.io/v1alpha1\nkind: Configuration\n"
 
 // parseCase is one document for config.Parse and what it must give.
 type parseCase struct {
@@ -35,22 +43,31 @@ func (tt parseCase) check(t *testing.T) {
 	}
 	want := config.Default()
 	if tt.want != nil {
-		tt.want(&want)
+		tt.want(want)
 	}
-	if cfg != want {
-		t.Errorf("config\n%+v\nwant\n%+v", cfg, want)
+	cfg.Devices.Ignored, cfg.Devices.Nvidia.Ignored = nil, nil
+	if cfg.Devices.HAMiConfigPath != nil {
+		want.Devices.HAMiConfigPath = cfg.Devices.HAMiConfigPath
+	}
+	if !equality.Semantic.DeepEqual(cfg, want) {
+		t.Errorf("config\n%s\nwant\n%s", dump(cfg), dump(want))
 	}
 	if tt.ignored != nil && strings.Join(ignored, ",") != strings.Join(tt.ignored, ",") {
 		t.Errorf("ignored = %q, want %q", ignored, tt.ignored)
 	}
 }
 
-// devices changes the device settings of the defaults.
-func devices(f func(*effective.Settings)) func(*config.Configuration) {
-	return func(c *config.Configuration) { f(&c.Devices) }
+func dump(c *config.Configuration) string {
+	b, _ := json.Marshal(c)
+	return string(b)
 }
 
-func TestParse(t *testing.T) {
+// settings changes the device settings of the defaults.
+func settings(f func(*configv1alpha1.NvidiaDevices)) func(*config.Configuration) {
+	return func(c *config.Configuration) { f(c.Devices.Nvidia) }
+}
+
+func TestParseHAMiDeviceConfig(t *testing.T) {
 	tests := []parseCase{
 		{name: "empty document keeps defaults", in: ""},
 		{name: "comment only", in: "# nothing\n"},
@@ -72,25 +89,28 @@ nvidia:
   knownMigGeometries: []
 cambricon:
   resourceCountName: cambricon.com/vmlu
-`, want: devices(func(s *effective.Settings) { s.MemoryFactor = 1024 }),
+`, want: settings(func(n *configv1alpha1.NvidiaDevices) { n.MemoryFactor = ptr.To[int64](1024) }),
 			ignored: []string{"cambricon", "nvidia.deviceCoreScaling", "nvidia.deviceMemoryScaling", "nvidia.deviceSplitCount",
 				"nvidia.knownMigGeometries", "nvidia.overwriteEnv", "nvidia.resourcePriorityName"}},
 		{name: "custom names and defaults", in: `{"nvidia":{"resourceCountName":"example.com/vgpu","resourceMemoryName":"example.com/vmem","defaultMemory":4096,"defaultCores":20,"defaultGPUNum":2}}`,
-			want: devices(func(s *effective.Settings) {
-				s.Names.Count, s.Names.Memory, s.DefaultMemory, s.DefaultCores, s.DefaultGPUNum = "example.com/vgpu", "example.com/vmem", 4096, 20, 2
+			want: settings(func(n *configv1alpha1.NvidiaDevices) {
+				n.ResourceCountName, n.ResourceMemoryName = ptr.To("example.com/vgpu"), ptr.To("example.com/vmem")
+				n.DefaultMemory, n.DefaultCores, n.DefaultGPUNum = ptr.To[int64](4096), ptr.To[int64](20), ptr.To[int64](2)
 			})},
 		{name: "unknown nvidia key is ignored, and named", in: "nvidia:\n  memoryFactr: 2\n", ignored: []string{"nvidia.memoryFactr"}},
 		{name: "unknown top-level key is ignored, and named", in: "nvida:\n  memoryFactor: 2\n", ignored: []string{"nvida"}},
-		{name: "exclusive cores switched off", in: "nvidia:\n  exclusiveCores: false\n", want: devices(func(s *effective.Settings) { s.ExclusiveCores = false })},
+		{name: "exclusive cores switched off", in: "nvidia:\n  exclusiveCores: false\n",
+			want: settings(func(n *configv1alpha1.NvidiaDevices) { n.ExclusiveCores = ptr.To(false) })},
 		{name: "exclusive cores not a bool", in: "nvidia:\n  exclusiveCores: 1\n", wantErr: "nvidia.exclusiveCores: want true or false, got 1"},
 		{name: "string where an integer belongs", in: "nvidia:\n  memoryFactor: two\n", wantErr: `nvidia.memoryFactor: want an integer, got "two"`},
 		{name: "fraction", in: "nvidia:\n  defaultMemory: 1.5\n", wantErr: "nvidia.defaultMemory: want an integer, got 1.5"},
-		{name: "negative", in: "nvidia:\n  defaultMemory: -1\n", wantErr: "nvidia.defaultMemory: must be >= 0"},
-		{name: "cores over 100", in: "nvidia:\n  defaultCores: 101\n", wantErr: "nvidia.defaultCores: must be within 0..100"},
-		{name: "negative factor", in: "nvidia:\n  memoryFactor: -1\n", wantErr: "nvidia.memoryFactor: must be >= 0"},
-		{name: "empty name", in: "nvidia:\n  resourceMemoryName: \"\"\n", wantErr: "nvidia.resourceMemoryName: want a non-empty resource name"},
-		{name: "number as name", in: "nvidia:\n  resourceCoreName: 5\n", wantErr: "nvidia.resourceCoreName: want a non-empty resource name, got 5"},
-		{name: "duplicate names", in: "nvidia:\n  resourceCoreName: nvidia.com/gpumem\n", wantErr: "nvidia.resourceCoreName: \"nvidia.com/gpumem\" is already used by nvidia.resourceMemoryName"},
+		{name: "negative", in: "nvidia:\n  defaultMemory: -1\n", wantErr: "devices.nvidia.defaultMemory: Invalid value: -1: must be >= 0"},
+		{name: "cores over 100", in: "nvidia:\n  defaultCores: 101\n", wantErr: "devices.nvidia.defaultCores: Invalid value: 101: must be within 0..100"},
+		{name: "negative factor", in: "nvidia:\n  memoryFactor: -1\n", wantErr: "devices.nvidia.memoryFactor: Invalid value: -1: must be >= 0"},
+		{name: "empty name", in: "nvidia:\n  resourceMemoryName: \"\"\n", wantErr: "devices.nvidia.resourceMemoryName: Required value"},
+		{name: "number as name", in: "nvidia:\n  resourceCoreName: 5\n", wantErr: "nvidia.resourceCoreName: want a resource name, got 5"},
+		{name: "duplicate names", in: "nvidia:\n  resourceCoreName: nvidia.com/gpumem\n",
+			wantErr: `devices.nvidia.resourceCoreName: Duplicate value: "nvidia.com/gpumem (already devices.nvidia.resourceMemoryName)"`},
 		{name: "nvidia not a mapping", in: "nvidia: 3\n", wantErr: "nvidia: want a mapping"},
 		{name: "top level not a mapping", in: "- a\n- b\n", wantErr: "top level: want a mapping"},
 		{name: "a Kubernetes object is not a configuration", in: "apiVersion: v1\nkind: Pod\n", wantErr: `apiVersion "v1", kind "Pod": want apiVersion config.gpuadmit.io/v1alpha1, kind Configuration`},
@@ -106,14 +126,14 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Devices.MemoryFactor != 1024 {
-		t.Errorf("memoryFactor = %d", cfg.Devices.MemoryFactor)
+	if config.Settings(cfg).MemoryFactor != 1024 {
+		t.Errorf("memoryFactor = %d", config.Settings(cfg).MemoryFactor)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(bad, []byte("nvidia:\n  defaultCores: 500\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := config.Load(bad); err == nil || !strings.Contains(err.Error(), "bad.yaml: nvidia.defaultCores: must be within 0..100") {
+	if _, _, err := config.Load(bad); err == nil || !strings.Contains(err.Error(), "bad.yaml: devices.nvidia.defaultCores: Invalid value: 500") {
 		t.Errorf("Load(bad) = %v", err)
 	}
 	if _, _, err := config.Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "reading config") {
@@ -138,8 +158,8 @@ func TestHAMiChartConfigs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Devices != effective.DefaultSettings() {
-				t.Errorf("settings = %+v, want HAMi's defaults", cfg.Devices)
+			if got := config.Settings(cfg); got != effective.DefaultSettings() {
+				t.Errorf("settings = %+v, want HAMi's defaults", got)
 			}
 			for _, w := range tt.want {
 				if !slices.Contains(ignored, w) {
@@ -155,52 +175,105 @@ func TestHAMiChartConfigs(t *testing.T) {
 	}
 }
 
-// TestVersionedConfiguration: the versioned file, defaulted in one place,
-// every bad value an error naming its key.
+// everyField is a configuration that sets every field to a value other
+// than its default.
+func everyField() *config.Configuration {
+	d := func(v time.Duration) *metav1.Duration { return &metav1.Duration{Duration: v} }
+	return &config.Configuration{
+		TypeMeta: metav1.TypeMeta{APIVersion: "config.gpuadmit.io/v1alpha1", Kind: "Configuration"},
+		Devices: &configv1alpha1.Devices{Nvidia: &configv1alpha1.NvidiaDevices{
+			ResourceCountName: ptr.To("example.com/vgpu"), ResourceMemoryName: ptr.To("example.com/vmem"),
+			ResourceMemoryPercentageName: ptr.To("example.com/vmem-pct"), ResourceCoreName: ptr.To("example.com/vcores"),
+			DefaultMemory: ptr.To[int64](4096), DefaultCores: ptr.To[int64](25), DefaultGPUNum: ptr.To[int64](2),
+			MemoryFactor: ptr.To[int64](1024), ExclusiveCores: ptr.To(false)}},
+		Admission: &configv1alpha1.Admission{NearLimitPercent: ptr.To[int64](75), Unsatisfiable: ptr.To(configv1alpha1.UnsatisfiableWarn),
+			PolicyEvaluationTimeout: d(250 * time.Millisecond), ReviewTimeout: d(3 * time.Second), StaleFeed: ptr.To(configv1alpha1.StaleFeedDeny),
+			Reservations: &configv1alpha1.Reservations{ConfirmAfter: d(2 * time.Second), RecheckMax: d(10 * time.Second),
+				ReadsPerSecond: ptr.To[int32](5), MaxPerNamespace: ptr.To[int32](50)},
+			Watches: &configv1alpha1.Watches{ProbeEvery: d(5 * time.Second), StaleAfter: d(time.Minute)}},
+		Policy:           &configv1alpha1.Policy{ConfigMapSelector: ptr.To("team=gpu"), Directory: ptr.To("/etc/gpuadmit/policies")},
+		ClientConnection: &configv1alpha1.ClientConnection{QPS: ptr.To[float32](50), Burst: ptr.To[int32](100)},
+	}
+}
+
+// TestRoundTripEveryField: a configuration with every field set to a
+// value other than its default, written as YAML and read back, is the
+// same; and every key of the type is set (a field added later fails here
+// until the test sets it).
+func TestRoundTripEveryField(t *testing.T) {
+	in := everyField()
+	out, err := yaml.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ignored, err := config.Parse(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(ignored) != 0 || !equality.Semantic.DeepEqual(got, in) {
+		t.Fatalf("read back\n%s\nwrote\n%s\n(ignored %q)", dump(got), out, ignored)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	def := config.Default()
+	for _, key := range config.Keys() {
+		if key == "devices.hamiConfigPath" {
+			continue // excludes the inline keys: TestHAMiConfigPath
+		}
+		if _, ok := lookup(doc, key); !ok {
+			t.Errorf("%s is not set by the round trip's configuration", key)
+		}
+		if a, b := fieldAt(in, key), fieldAt(def, key); key != "apiVersion" && key != "kind" && reflect.DeepEqual(a, b) {
+			t.Errorf("%s is at its default in the round trip's configuration: a defaulting mistake would not show", key)
+		}
+	}
+}
+
+// TestExplicitZeroKept: an explicit 0 is a value, not "unset": it stays,
+// where the default is not 0 (nearLimitPercent 0: never warn), and is
+// refused with the key's name where 0 is not allowed.
+func TestExplicitZeroKept(t *testing.T) {
+	cfg, _, err := config.Parse([]byte(head + "admission: {nearLimitPercent: 0, reservations: {confirmAfter: 0s}}\ndevices: {nvidia: {defaultGPUNum: 0}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *cfg.Admission.NearLimitPercent != 0 || cfg.Admission.Reservations.ConfirmAfter.Duration != 0 || *cfg.Devices.Nvidia.DefaultGPUNum != 0 {
+		t.Fatalf("explicit zeros not kept: %s", dump(cfg))
+	}
+	if _, _, err := config.Parse([]byte(head + "admission: {reservations: {readsPerSecond: 0}}\n")); err == nil ||
+		!strings.Contains(err.Error(), "admission.reservations.readsPerSecond: Invalid value: 0: must be at least 1") {
+		t.Fatalf("readsPerSecond 0: %v, want an error naming the key", err)
+	}
+}
+
+// TestVersionedConfiguration: strict in gpuadmit's sections, every bad
+// value an error naming its key.
 func TestVersionedConfiguration(t *testing.T) {
-	const head = "apiVersion: config.gpuadmit.io/v1alpha1\nkind: Configuration\n"
 	tests := []parseCase{
 		{name: "empty: every default", in: head},
-		{name: "every key", in: head + `devices:
-  nvidia:
-    resourceMemoryName: example.com/vmem
-    memoryFactor: 1024
-    exclusiveCores: false
-    deviceSplitCount: 10
-  cambricon: {}
-admission:
-  nearLimitPercent: 75
-  unsatisfiable: Warn
-  policyEvaluationTimeout: 250ms
-  reviewTimeout: 3s
-  staleFeed: Deny
-  reservations: {confirmAfter: 2s, recheckMax: 10s, readsPerSecond: 5, maxPerNamespace: 50}
-  watches: {probeEvery: 5s, staleAfter: 1m}
-policy:
-  configMapSelector: team=gpu
-  directory: /etc/gpuadmit/policies
-`, ignored: []string{"devices.cambricon", "devices.nvidia.deviceSplitCount"}, want: func(c *config.Configuration) {
-			c.Devices.Names.Memory, c.Devices.MemoryFactor, c.Devices.ExclusiveCores = "example.com/vmem", 1024, false
-			c.Admission = config.Admission{NearLimitPercent: 75, Unsatisfiable: "Warn", PolicyEvaluationTimeout: 250 * time.Millisecond, ReviewTimeout: 3 * time.Second, StaleFeed: "Deny",
-				Reservations: config.Reservations{ConfirmAfter: 2 * time.Second, RecheckMax: 10 * time.Second, ReadsPerSecond: 5, MaxPerNamespace: 50},
-				Watches:      config.Watches{ProbeEvery: 5 * time.Second, StaleAfter: time.Minute}}
-			c.Policy = config.Policy{ConfigMapSelector: "team=gpu", Directory: "/etc/gpuadmit/policies"}
-		}},
-		{name: "a HAMi device config by path", in: head + "devices: {hamiConfigPath: testdata/hami-chart-v2.10.yaml}\n",
-			ignored: nil},
-		{name: "unknown admission key", in: head + "admission: {nearLimitPrecent: 80}\n", wantErr: `unknown key "nearLimitPrecent"`},
+		{name: "HAMi keys ignored, and named, in the devices section", in: head + "devices:\n  nvidia: {memoryFactor: 1024, deviceSplitCount: 10}\n  cambricon: {}\n",
+			ignored: []string{"devices.cambricon", "devices.nvidia.deviceSplitCount"},
+			want:    settings(func(n *configv1alpha1.NvidiaDevices) { n.MemoryFactor = ptr.To[int64](1024) })},
+		{name: "unknown admission key", in: head + "admission: {nearLimitPrecent: 80}\n", wantErr: `unknown key "admission.nearLimitPrecent"`},
+		{name: "unknown key deep down", in: head + "admission: {reservations: {maxPerNamspace: 80}}\n", wantErr: `unknown key "admission.reservations.maxPerNamspace"`},
 		{name: "unknown top-level key", in: head + "admision: {}\n", wantErr: `unknown key "admision"`},
-		{name: "near-limit out of range", in: head + "admission: {nearLimitPercent: 120}\n", wantErr: "admission.nearLimitPercent: must be within 1..100, got 120"},
-		{name: "unsatisfiable", in: head + "admission: {unsatisfiable: maybe}\n", wantErr: `admission.unsatisfiable: want Deny or Warn, got "maybe"`},
-		{name: "stale feed", in: head + "admission: {staleFeed: Ignore}\n", wantErr: `admission.staleFeed: want Reservations or Deny, got "Ignore"`},
-		{name: "duration", in: head + "admission: {reservations: {confirmAfter: five}}\n", wantErr: `admission.reservations.confirmAfter: want a duration such as 5s or 1m30s, got "five"`},
-		{name: "negative duration", in: head + "admission: {policyEvaluationTimeout: -1s}\n", wantErr: "admission.policyEvaluationTimeout: must be positive"},
-		{name: "reservations bound", in: head + "admission: {reservations: {maxPerNamespace: 0}}\n", wantErr: "admission.reservations.maxPerNamespace: must be within 1..5000"},
-		{name: "negative confirm", in: head + "admission: {reservations: {confirmAfter: -1s}}\n", wantErr: "admission.reservations.confirmAfter: must not be negative"},
-		{name: "recheck below confirm", in: head + "admission: {reservations: {confirmAfter: 10s, recheckMax: 5s}}\n", wantErr: "admission.reservations.recheckMax: must be at least confirmAfter"},
-		{name: "stale before a probe", in: head + "admission: {watches: {probeEvery: 1m, staleAfter: 30s}}\n", wantErr: "admission.watches.staleAfter: must be longer than probeEvery"},
-		{name: "selector", in: head + "policy: {configMapSelector: \"a in (\"}\n", wantErr: "policy.configMapSelector:"},
-		{name: "device key", in: head + "devices: {nvidia: {defaultCores: 101}}\n", wantErr: "devices.nvidia.defaultCores: must be within 0..100"},
+		{name: "unknown client key", in: head + "clientConnection: {qpm: 5}\n", wantErr: `unknown key "clientConnection.qpm"`},
+		{name: "duplicate key", in: head + "policy:\n  directory: a\n  directory: b\n", wantErr: `"directory" already set in map`},
+		{name: "duplicate key in JSON", in: `{"apiVersion":"config.gpuadmit.io/v1alpha1","kind":"Configuration","policy":{"directory":"a","directory":"b"}}`, wantErr: `duplicate field "policy.directory"`},
+		{name: "near-limit out of range", in: head + "admission: {nearLimitPercent: 120}\n", wantErr: "admission.nearLimitPercent: Invalid value: 120: must be within 0..100"},
+		{name: "unsatisfiable", in: head + "admission: {unsatisfiable: maybe}\n", wantErr: `admission.unsatisfiable: Unsupported value: "maybe": supported values: "Deny", "Warn"`},
+		{name: "stale feed", in: head + "admission: {staleFeed: Ignore}\n", wantErr: `admission.staleFeed: Unsupported value: "Ignore"`},
+		{name: "duration", in: head + "admission: {reservations: {confirmAfter: five}}\n", wantErr: `admission.reservations.confirmAfter: Invalid value: "five": want a duration such as 5s or 1m30s`},
+		{name: "negative duration", in: head + "admission: {policyEvaluationTimeout: -1s}\n", wantErr: "admission.policyEvaluationTimeout: Invalid value: \"-1s\": must be positive"},
+		{name: "reservations bound", in: head + "admission: {reservations: {maxPerNamespace: 0}}\n", wantErr: "admission.reservations.maxPerNamespace: Invalid value: 0: must be within 1..5000"},
+		{name: "negative confirm", in: head + "admission: {reservations: {confirmAfter: -1s}}\n", wantErr: "admission.reservations.confirmAfter: Invalid value: \"-1s\": must not be negative"},
+		{name: "recheck below confirm", in: head + "admission: {reservations: {confirmAfter: 10s, recheckMax: 5s}}\n", wantErr: "admission.reservations.recheckMax: Invalid value: \"5s\": must be at least confirmAfter"},
+		{name: "stale before a probe", in: head + "admission: {watches: {probeEvery: 1m, staleAfter: 30s}}\n", wantErr: "admission.watches.staleAfter: Invalid value: \"30s\": must be longer than probeEvery"},
+		{name: "selector", in: head + "policy: {configMapSelector: \"a in (\"}\n", wantErr: "policy.configMapSelector: Invalid value"},
+		{name: "client rate", in: head + "clientConnection: {qps: -1, burst: 0}\n", wantErr: "clientConnection.qps: Invalid value: -1: must be positive, clientConnection.burst: Invalid value: 0: must be at least 1"},
+		{name: "device key", in: head + "devices: {nvidia: {defaultCores: 101}}\n", wantErr: "devices.nvidia.defaultCores: Invalid value: 101: must be within 0..100"},
 		{name: "path and inline keys", in: head + "devices: {hamiConfigPath: x.yaml, nvidia: {}}\n", wantErr: "devices: hamiConfigPath excludes inline keys"},
 		{name: "missing HAMi file", in: head + "devices: {hamiConfigPath: nope.yaml}\n", wantErr: "devices.hamiConfigPath: open nope.yaml"},
 		{name: "wrong version", in: "apiVersion: config.gpuadmit.io/v2\nkind: Configuration\n", wantErr: `apiVersion "config.gpuadmit.io/v2"`},
@@ -210,25 +283,39 @@ policy:
 	}
 }
 
-// TestDefaultsInOnePlace: Default is SetDefaults of nothing, and every
-// default is valid.
+// TestHAMiConfigPath: the devices section may name a HAMi
+// device-config.yaml, read when the configuration is loaded.
+func TestHAMiConfigPath(t *testing.T) {
+	cfg, ignored, err := config.Parse([]byte(head + "devices: {hamiConfigPath: testdata/hami-chart-v2.10.yaml}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if config.Settings(cfg) != effective.DefaultSettings() || !slices.Contains(ignored, "nvidia.deviceSplitCount") ||
+		*cfg.Devices.HAMiConfigPath != "testdata/hami-chart-v2.10.yaml" {
+		t.Fatalf("settings %+v, ignored %q", config.Settings(cfg), ignored)
+	}
+}
+
+// TestDefaultsInOnePlace: Default is the defaulting function applied to
+// nothing, every default is valid, and it reads HAMi's device defaults.
 func TestDefaultsInOnePlace(t *testing.T) {
-	var c config.Configuration
-	config.SetDefaults(&c)
-	if c != config.Default() {
-		t.Errorf("SetDefaults(zero) = %+v, Default() = %+v", c, config.Default())
+	c := &config.Configuration{}
+	configv1alpha1.SetDefaults_Configuration(c)
+	if !equality.Semantic.DeepEqual(c, config.Default()) {
+		t.Errorf("SetDefaults(zero) = %s, Default() = %s", dump(c), dump(config.Default()))
 	}
-	if err := c.Validate(); err != nil {
-		t.Errorf("the defaults are invalid: %v", err)
+	if errs := config.Validate(c); len(errs) > 0 {
+		t.Errorf("the defaults are invalid: %v", errs)
 	}
-	if c.Admission.NearLimitPercent != 90 || c.Admission.Reservations.ConfirmAfter != 0 || c.Admission.Reservations.MaxPerNamespace != 500 ||
-		c.Policy.ConfigMapSelector != "gpuadmit.io/policy=true" || c.Admission.Unsatisfiable != "Deny" {
-		t.Errorf("defaults: %+v", c)
+	if *c.Admission.NearLimitPercent != 90 || c.Admission.Reservations.ConfirmAfter.Duration != 0 || *c.Admission.Reservations.MaxPerNamespace != 500 ||
+		*c.Policy.ConfigMapSelector != "gpuadmit.io/policy=true" || *c.Admission.Unsatisfiable != "Deny" || *c.ClientConnection.QPS != 500 ||
+		config.Settings(c) != effective.DefaultSettings() {
+		t.Errorf("defaults: %s", dump(c))
 	}
 }
 
 // TestShippedConfiguration: the configuration the manifests install is
-// valid and spells out exactly the defaults.
+// valid and spells out every key at its default.
 func TestShippedConfiguration(t *testing.T) {
 	raw, err := os.ReadFile("../../manifests/webhook/config.yaml")
 	if err != nil {
@@ -244,7 +331,39 @@ func TestShippedConfiguration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg != config.Default() || len(ignored) != 0 {
-		t.Errorf("shipped configuration %+v (ignored %q) differs from the defaults %+v", cfg, ignored, config.Default())
+	if !equality.Semantic.DeepEqual(cfg, config.Default()) || len(ignored) != 0 {
+		t.Errorf("shipped configuration %s (ignored %q) differs from the defaults %s", dump(cfg), ignored, dump(config.Default()))
 	}
+	var doc map[string]any
+	if err := yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range config.Keys() {
+		if _, ok := lookup(doc, key); !ok && key != "devices.hamiConfigPath" && key != "policy.directory" {
+			t.Errorf("the shipped configuration does not spell out %s", key)
+		}
+	}
+}
+
+func lookup(doc map[string]any, key string) (any, bool) {
+	var v any = doc
+	for _, k := range strings.Split(key, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// fieldAt is the value of key in c, as JSON (nil when unset).
+func fieldAt(c *config.Configuration, key string) any {
+	b, _ := json.Marshal(c)
+	var doc map[string]any
+	_ = json.Unmarshal(b, &doc)
+	v, _ := lookup(doc, key)
+	return v
 }

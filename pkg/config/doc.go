@@ -1,8 +1,11 @@
-// Package config is gpuadmit's one configuration: a versioned file
-// (apiVersion config.gpuadmit.io/v1alpha1, kind Configuration) read by the
-// webhook server and by the command line (--config), so that both decide
-// with the same settings. Defaults are set in one place (SetDefaults) and
-// every value is validated with an error naming its key.
+// Package config reads gpuadmit's one configuration, the versioned type of
+// pkg/apis/config/v1alpha1 (apiVersion config.gpuadmit.io/v1alpha1, kind
+// Configuration), for the webhook server and the command line (--config),
+// so that both decide with the same settings: Load and Parse decode a file
+// strictly through a codec (an unknown key of gpuadmit's own sections is an
+// error naming it), read the HAMi file the devices section names, set the
+// defaults (configv1alpha1.SetDefaults_Configuration, the one place) and
+// validate every value (Validate: field paths in the errors).
 //
 // The devices section is HAMi's device config: its nvidia keys (resource
 // names, defaults, memory factor) inline, or the path of an existing HAMi
@@ -11,6 +14,5 @@
 // vendors' sections, keys a later HAMi release adds) is reported once as
 // ignored, never an error. A file that is a bare HAMi device config (no
 // apiVersion) is read as the devices section with every other value at its
-// default. gpuadmit's own sections (admission, policy) are strict: an
-// unknown key there is an error.
+// default.
 package config

@@ -1,110 +1,117 @@
 package config
 
 import (
-	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	configv1alpha1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
 )
 
-// apply sets the values the file gives (durations parsed, keys named in
-// errors).
-func (f *file) apply(c *Configuration) error {
-	if a := f.Admission; a != nil {
-		set(&c.Admission.NearLimitPercent, a.NearLimitPercent)
-		set(&c.Admission.Unsatisfiable, a.Unsatisfiable)
-		set(&c.Admission.StaleFeed, a.StaleFeed)
-		if err := duration("admission.policyEvaluationTimeout", a.PolicyEvaluationTimeout, &c.Admission.PolicyEvaluationTimeout); err != nil {
-			return err
-		}
-		if err := duration("admission.reviewTimeout", a.ReviewTimeout, &c.Admission.ReviewTimeout); err != nil {
-			return err
-		}
-		if r := a.Reservations; r != nil {
-			set(&c.Admission.Reservations.ReadsPerSecond, r.ReadsPerSecond)
-			set(&c.Admission.Reservations.MaxPerNamespace, r.MaxPerNamespace)
-			if err := duration("admission.reservations.confirmAfter", r.ConfirmAfter, &c.Admission.Reservations.ConfirmAfter); err != nil {
-				return err
-			}
-			if err := duration("admission.reservations.recheckMax", r.RecheckMax, &c.Admission.Reservations.RecheckMax); err != nil {
-				return err
-			}
-		}
-		if w := a.Watches; w != nil {
-			if err := duration("admission.watches.probeEvery", w.ProbeEvery, &c.Admission.Watches.ProbeEvery); err != nil {
-				return err
-			}
-			if err := duration("admission.watches.staleAfter", w.StaleAfter, &c.Admission.Watches.StaleAfter); err != nil {
-				return err
-			}
-		}
+// Validate checks every value of a defaulted configuration; each error
+// names its key (admission.reservations.readsPerSecond).
+func Validate(c *Configuration) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateNvidia(c.Devices.Nvidia, field.NewPath("devices", "nvidia"))...)
+	errs = append(errs, validateAdmission(c.Admission, field.NewPath("admission"))...)
+	if _, err := labels.Parse(*c.Policy.ConfigMapSelector); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("policy", "configMapSelector"), *c.Policy.ConfigMapSelector, err.Error()))
 	}
-	if p := f.Policy; p != nil {
-		set(&c.Policy.ConfigMapSelector, p.ConfigMapSelector)
-		set(&c.Policy.Directory, p.Directory)
+	cc, p := c.ClientConnection, field.NewPath("clientConnection")
+	if *cc.QPS <= 0 {
+		errs = append(errs, field.Invalid(p.Child("qps"), *cc.QPS, "must be positive"))
+	}
+	if *cc.Burst < 1 {
+		errs = append(errs, field.Invalid(p.Child("burst"), *cc.Burst, "must be at least 1"))
+	}
+	return errs
+}
+
+func validateAdmission(a *configv1alpha1.Admission, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if n := *a.NearLimitPercent; n < 0 || n > 100 {
+		errs = append(errs, field.Invalid(p.Child("nearLimitPercent"), n, "must be within 0..100 (0: never warn)"))
+	}
+	if u := *a.Unsatisfiable; u != configv1alpha1.UnsatisfiableDeny && u != configv1alpha1.UnsatisfiableWarn {
+		errs = append(errs, field.NotSupported(p.Child("unsatisfiable"), u, []configv1alpha1.UnsatisfiablePolicy{configv1alpha1.UnsatisfiableDeny, configv1alpha1.UnsatisfiableWarn}))
+	}
+	if s := *a.StaleFeed; s != configv1alpha1.StaleFeedReservations && s != configv1alpha1.StaleFeedDeny {
+		errs = append(errs, field.NotSupported(p.Child("staleFeed"), s, []configv1alpha1.StaleFeedPolicy{configv1alpha1.StaleFeedReservations, configv1alpha1.StaleFeedDeny}))
+	}
+	errs = append(errs, positive(p.Child("policyEvaluationTimeout"), a.PolicyEvaluationTimeout)...)
+	errs = append(errs, positive(p.Child("reviewTimeout"), a.ReviewTimeout)...)
+	errs = append(errs, validateReservations(a.Reservations, p.Child("reservations"))...)
+	w, wp := a.Watches, p.Child("watches")
+	errs = append(errs, positive(wp.Child("probeEvery"), w.ProbeEvery)...)
+	if w.StaleAfter.Duration <= w.ProbeEvery.Duration {
+		errs = append(errs, field.Invalid(wp.Child("staleAfter"), w.StaleAfter.Duration.String(), "must be longer than probeEvery ("+w.ProbeEvery.Duration.String()+")"))
+	}
+	return errs
+}
+
+func validateReservations(r *configv1alpha1.Reservations, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if *r.ReadsPerSecond < 1 {
+		errs = append(errs, field.Invalid(p.Child("readsPerSecond"), *r.ReadsPerSecond, "must be at least 1"))
+	}
+	if n := *r.MaxPerNamespace; n < 1 || n > 5000 {
+		errs = append(errs, field.Invalid(p.Child("maxPerNamespace"), n, "must be within 1..5000 (the object's size grows with it)"))
+	}
+	if r.ConfirmAfter.Duration < 0 {
+		errs = append(errs, field.Invalid(p.Child("confirmAfter"), r.ConfirmAfter.Duration.String(), "must not be negative (0s derives it from the other webhooks)"))
+	}
+	if least := max(r.ConfirmAfter.Duration, time.Second); r.RecheckMax.Duration < least {
+		errs = append(errs, field.Invalid(p.Child("recheckMax"), r.RecheckMax.Duration.String(), "must be at least confirmAfter ("+r.ConfirmAfter.Duration.String()+") and 1s"))
+	}
+	return errs
+}
+
+func positive(p *field.Path, d *metav1.Duration) field.ErrorList {
+	if d.Duration <= 0 {
+		return field.ErrorList{field.Invalid(p, d.Duration.String(), "must be positive")}
 	}
 	return nil
 }
 
-func set[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
-	}
-}
-
-func duration(key string, v *string, dst *time.Duration) error {
-	if v == nil {
-		return nil
-	}
-	d, err := time.ParseDuration(*v)
-	if err != nil {
-		return fmt.Errorf("%s: want a duration such as 5s or 1m30s, got %q", key, *v)
-	}
-	*dst = d
-	return nil
-}
-
-// Validate checks every value; errors name the key.
-func (c *Configuration) Validate() error {
-	a := c.Admission
-	positive := func(key string, d time.Duration) error {
-		if d <= 0 {
-			return fmt.Errorf("%s: must be positive, got %s", key, d)
-		}
-		return nil
-	}
-	switch {
-	case a.NearLimitPercent < 1 || a.NearLimitPercent > 100:
-		return fmt.Errorf("admission.nearLimitPercent: must be within 1..100, got %d", a.NearLimitPercent)
-	case a.Unsatisfiable != UnsatisfiableDeny && a.Unsatisfiable != UnsatisfiableWarn:
-		return fmt.Errorf("admission.unsatisfiable: want %s or %s, got %q", UnsatisfiableDeny, UnsatisfiableWarn, a.Unsatisfiable)
-	case a.StaleFeed != StaleFeedReservations && a.StaleFeed != StaleFeedDeny:
-		return fmt.Errorf("admission.staleFeed: want %s or %s, got %q", StaleFeedReservations, StaleFeedDeny, a.StaleFeed)
-	case a.Reservations.ReadsPerSecond < 1:
-		return fmt.Errorf("admission.reservations.readsPerSecond: must be at least 1, got %d", a.Reservations.ReadsPerSecond)
-	case a.Reservations.MaxPerNamespace < 1 || a.Reservations.MaxPerNamespace > 5000:
-		return fmt.Errorf("admission.reservations.maxPerNamespace: must be within 1..5000 (the object's size grows with it), got %d", a.Reservations.MaxPerNamespace)
-	case a.Reservations.ConfirmAfter < 0:
-		return fmt.Errorf("admission.reservations.confirmAfter: must not be negative (0s derives it from the other webhooks), got %s", a.Reservations.ConfirmAfter)
-	case a.Reservations.RecheckMax < max(a.Reservations.ConfirmAfter, time.Second):
-		return fmt.Errorf("admission.reservations.recheckMax: must be at least confirmAfter (%s) and 1s, got %s", a.Reservations.ConfirmAfter, a.Reservations.RecheckMax)
-	case a.Watches.StaleAfter <= a.Watches.ProbeEvery:
-		return fmt.Errorf("admission.watches.staleAfter: must be longer than probeEvery (%s), got %s", a.Watches.ProbeEvery, a.Watches.StaleAfter)
-	}
-	for _, d := range []struct {
+// validateNvidia checks HAMi's nvidia keys: names non-empty and distinct,
+// defaults within HAMi's ranges.
+func validateNvidia(n *configv1alpha1.NvidiaDevices, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]string{}
+	for _, name := range []struct {
 		key string
-		d   time.Duration
+		val string
 	}{
-		{"admission.policyEvaluationTimeout", a.PolicyEvaluationTimeout},
-		{"admission.reviewTimeout", a.ReviewTimeout},
-		{"admission.watches.probeEvery", a.Watches.ProbeEvery},
+		{"resourceCountName", *n.ResourceCountName},
+		{"resourceMemoryName", *n.ResourceMemoryName},
+		{"resourceMemoryPercentageName", *n.ResourceMemoryPercentageName},
+		{"resourceCoreName", *n.ResourceCoreName},
 	} {
-		if err := positive(d.key, d.d); err != nil {
-			return err
+		switch other, dup := seen[name.val]; {
+		case name.val == "":
+			errs = append(errs, field.Required(p.Child(name.key), "a resource name"))
+		case dup:
+			errs = append(errs, field.Duplicate(p.Child(name.key), name.val+" (already "+p.Child(other).String()+")"))
+		}
+		seen[name.val] = name.key
+	}
+	for _, v := range []struct {
+		key      string
+		val, max int64
+	}{
+		{"defaultMemory", *n.DefaultMemory, -1},
+		{"defaultCores", *n.DefaultCores, 100},
+		{"defaultGPUNum", *n.DefaultGPUNum, -1},
+		{"memoryFactor", *n.MemoryFactor, -1},
+	} {
+		switch {
+		case v.val < 0:
+			errs = append(errs, field.Invalid(p.Child(v.key), v.val, "must be >= 0"))
+		case v.max >= 0 && v.val > v.max:
+			errs = append(errs, field.Invalid(p.Child(v.key), v.val, "must be within 0..100"))
 		}
 	}
-	if _, err := labels.Parse(c.Policy.ConfigMapSelector); err != nil {
-		return fmt.Errorf("policy.configMapSelector: %w", err)
-	}
-	return c.Devices.Validate()
+	return errs
 }

@@ -56,7 +56,7 @@ func TestMutateValidateLedgerAgree(t *testing.T) {
 				t.Fatal(err)
 			}
 			l.UpsertPod(pod)
-			charged := l.Namespace("ns").Used
+			charged := l.Namespace("ns", nil).Used
 			l.DeletePod(pod)
 			if dem.Effective != res.Effective || (len(dem.Unresolved) == 0 && charged != res.Effective) {
 				t.Fatalf("cluster %d pod %s (selector %v, affinity %v, node %q): mutate %v, validate %v, ledger %v",

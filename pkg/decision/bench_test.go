@@ -135,7 +135,7 @@ func goDecide(d *Decider, pod *corev1.Pod) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	ns := d.snap.Namespace(pod.Namespace)
+	ns := d.snap.Namespace(pod.Namespace, nil)
 	var denials []string
 	check := func(name string, need, used, reserved int64, l *ledger.Limit) {
 		if l != nil && need > 0 && used+reserved+need > l.Value {
@@ -188,7 +188,7 @@ func BenchmarkEval(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	doc := &inputDoc{req: Request{Pod: pod, Operation: "CREATE"}, namespace: "team-7", demand: dem, ns: l.Namespace("team-7"),
+	doc := &inputDoc{req: Request{Pod: pod, Operation: "CREATE"}, namespace: "team-7", demand: dem, ns: l.Namespace("team-7", nil),
 		capacity: capVal, settings: d.settingsVal}
 	in := doc.value()
 	t := benchtimer.New()

@@ -1,15 +1,18 @@
 package decision
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/opa/v1/ast"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
@@ -28,6 +31,11 @@ type Request struct {
 	DryRun    bool
 	// User is who asked (the AdmissionReview's userInfo).
 	User UserInfo
+	// Reservations are the namespace's admitted pods the caller would count
+	// (the namespace's admission queue reads them from the GPUUsage object;
+	// the command line from a dump): those the ledger has not recorded count
+	// beside its usage (ledger.Reservation).
+	Reservations []ledger.Reservation
 	// Explain asks for Result.Explanation (tracing the evaluation: many
 	// times the cost of a decision; the command line's --explain).
 	Explain bool
@@ -54,9 +62,12 @@ type Result struct {
 	// returned to the client either way.
 	Denials  []string
 	Warnings []string
+	// Exceeded lists, for a denied pod, the limits its demand would pass
+	// (empty when only other rules denied it).
+	Exceeded []LimitCheck
 	// FitsWithoutUnconfirmed: denied, but the pod would be allowed if the
-	// namespace's unconfirmed reservations (Reservation.Unconfirmed) ended.
-	// Its review may wait for them, within its deadline.
+	// request's unconfirmed reservations (ledger.Reservation.Unconfirmed)
+	// ended. Its review may wait for them, within its deadline.
 	FitsWithoutUnconfirmed bool
 	// Explanation is set for a Request with Explain.
 	Explanation *Explanation
@@ -64,7 +75,9 @@ type Result struct {
 
 // Snapshotter reads the usage ledger; *ledger.Ledger satisfies it.
 type Snapshotter interface {
-	Namespace(ns string) ledger.NamespaceSnapshot
+	Namespace(ns string, pending []ledger.Reservation) ledger.NamespaceSnapshot
+	// WaitForNamespace returns once the namespace watch reported ns.
+	WaitForNamespace(ctx context.Context, ns string) error
 	Capacity() *ledger.Capacity
 }
 
@@ -94,12 +107,12 @@ type cachedView struct {
 }
 
 // New returns a Decider evaluating engine's policies against the ledger
-// snap, reading requests with cfg.Devices and deciding with cfg.Admission
-// (the webhook and the command line pass the same configuration). log
-// receives decisions at V(1).
-func New(engine Evaluator, snap Snapshotter, cfg config.Configuration, log logr.Logger) (*Decider, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
+// snap, reading requests with cfg's devices section and deciding with its
+// admission section (the webhook and the command line pass the same
+// configuration, defaulted). log receives decisions at V(1).
+func New(engine Evaluator, snap Snapshotter, cfg *config.Configuration, log logr.Logger) (*Decider, error) {
+	if errs := config.Validate(cfg); len(errs) > 0 {
+		return nil, errs.ToAggregate()
 	}
 	sv, err := settingsValue(cfg)
 	if err != nil {
@@ -108,7 +121,7 @@ func New(engine Evaluator, snap Snapshotter, cfg config.Configuration, log logr.
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	return &Decider{policy: engine, settings: cfg.Devices, snap: snap, log: log, settingsVal: sv}, nil
+	return &Decider{policy: engine, settings: config.Settings(cfg), snap: snap, log: log, settingsVal: sv}, nil
 }
 
 // Decide decides one admission. An error means no decision could be made
@@ -124,32 +137,51 @@ func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 	if req.Operation == "" {
 		req.Operation = "CREATE"
 	}
-	ns := req.Namespace
-	if ns == "" {
-		ns = req.Pod.Namespace
-	}
-	if ns == "" {
-		ns = "default"
-	}
-	view, capVal, err := d.nodes(req.Pod)
+	doc, err := d.document(ctx, req)
 	if err != nil {
 		return Result{}, err
+	}
+	res, err := d.evaluate(ctx, doc)
+	if err != nil {
+		return Result{}, err
+	}
+	if v := d.log.V(1); v.Enabled() {
+		v.Info("admission decision", "pod", klog.KRef(doc.namespace, req.Pod.Name), "operation", req.Operation,
+			"allowed", res.Allowed, "effective", res.Effective.String(), "denials", res.Denials, "warnings", res.Warnings)
+	}
+	return res, nil
+}
+
+// document gathers what the policies read about req: the pod's demand
+// (sizes resolved against the nodes it may run on), the namespace's usage
+// with the request's reservations, and the capacity.
+func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) {
+	ns := cmp.Or(req.Namespace, req.Pod.Namespace, "default")
+	view, capVal, err := d.nodes(req.Pod)
+	if err != nil {
+		return nil, err
 	}
 	doc := &inputDoc{req: req, namespace: ns, capacity: capVal, settings: d.settingsVal}
 	doc.demand, err = effective.Compute(req.Pod, d.settings, effective.Options{DeviceMemoryMiB: d.resolveSize(req.Pod, view)})
 	if err != nil {
 		var inv *effective.InvalidError
 		if !errors.As(err, &inv) {
-			return Result{}, fmt.Errorf("computing the demand of pod %q: %w", req.Pod.Name, err)
+			return nil, fmt.Errorf("computing the demand of pod %q: %w", req.Pod.Name, err)
 		}
 		doc.demand, doc.invalid = nil, inv.Errors
 		inv.AsWritten(req.Written)
 	}
-	if doc.ns, err = d.namespace(ctx, ns); err != nil {
-		return Result{}, err
+	if doc.ns, err = d.namespace(ctx, ns, req.Reservations); err != nil {
+		return nil, err
 	}
+	return doc, nil
+}
+
+// evaluate runs the policies on doc (traced when the request asks for an
+// explanation).
+func (d *Decider) evaluate(ctx context.Context, doc *inputDoc) (Result, error) {
 	eval := d.policy.Eval
-	if req.Explain {
+	if doc.req.Explain {
 		if ex, ok := d.policy.(Explainer); ok {
 			eval = ex.Explain
 		}
@@ -162,15 +194,14 @@ func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 	if res.FitsWithoutUnconfirmed, err = d.fitsWithoutUnconfirmed(ctx, doc, res.Allowed); err != nil {
 		return Result{}, err
 	}
-	if req.Explain {
+	if !res.Allowed {
+		res.Exceeded = slices.DeleteFunc(d.limitChecks(doc), func(c LimitCheck) bool { return !c.Exceeded })
+	}
+	if doc.req.Explain {
 		res.Explanation = d.explain(doc, out)
 	}
 	if doc.demand != nil {
 		res.Effective = doc.demand.Effective
-	}
-	if v := d.log.V(1); v.Enabled() {
-		v.Info("admission decision", "namespace", ns, "pod", req.Pod.Name, "operation", req.Operation,
-			"allowed", res.Allowed, "effective", res.Effective.String(), "denials", res.Denials, "warnings", res.Warnings)
 	}
 	return res, nil
 }
@@ -196,33 +227,29 @@ func (d *Decider) fitsWithoutUnconfirmed(ctx context.Context, doc *inputDoc, all
 // report a namespace it has not seen (one created a moment ago).
 const namespaceWait = 2 * time.Second
 
-// ErrNamespaceUnknown: the namespace's labels are not known, so policies
-// reading input.namespaceLabels cannot be evaluated. Deciding with no
-// labels could admit a pod a label-based limit would deny.
+// ErrNamespaceUnknown is returned while the namespace's labels are not
+// known, so that policies reading input.namespaceLabels cannot be
+// evaluated: deciding with no labels could admit a pod a label-based limit
+// would deny.
 var ErrNamespaceUnknown = errors.New("the namespace watch has not reported the namespace")
 
-// namespace is the ledger's snapshot of ns, once the namespace watch has
-// reported ns: it waits up to namespaceWait (and the context's deadline)
-// for a namespace created a moment before the pod.
-func (d *Decider) namespace(ctx context.Context, ns string) (ledger.NamespaceSnapshot, error) {
-	s := d.snap.Namespace(ns)
+// namespace is the ledger's snapshot of ns (counting pending), once the
+// namespace watch has reported ns: it waits up to namespaceWait (and the
+// context's deadline) for a namespace created a moment before the pod.
+func (d *Decider) namespace(ctx context.Context, ns string, pending []ledger.Reservation) (ledger.NamespaceSnapshot, error) {
+	s := d.snap.Namespace(ns, pending)
 	if s.LabelsKnown {
 		return s, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, namespaceWait)
+	wctx, cancel := context.WithTimeout(ctx, namespaceWait)
 	defer cancel()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return s, fmt.Errorf("namespace %q: %w (its labels are needed by the policies)", ns, ErrNamespaceUnknown)
-		case <-tick.C:
-		}
-		if s = d.snap.Namespace(ns); s.LabelsKnown {
-			return s, nil
-		}
+	if err := d.snap.WaitForNamespace(wctx, ns); err != nil {
+		return s, fmt.Errorf("namespace %q: %w (its labels are needed by the policies)", ns, ErrNamespaceUnknown)
 	}
+	if s = d.snap.Namespace(ns, pending); !s.LabelsKnown { // deleted again meanwhile
+		return s, fmt.Errorf("namespace %q: %w (its labels are needed by the policies)", ns, ErrNamespaceUnknown)
+	}
+	return s, nil
 }
 
 // Requests reports whether the pod names a managed resource: a GPU pod,

@@ -14,8 +14,10 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/opa/v1/ast"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
+	configv1alpha1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
@@ -24,10 +26,10 @@ import (
 )
 
 // configWith is the default configuration changed by f (when set).
-func configWith(f func(*config.Configuration)) config.Configuration {
+func configWith(f func(*config.Configuration)) *config.Configuration {
 	c := config.Default()
 	if f != nil {
-		f(&c)
+		f(c)
 	}
 	return c
 }
@@ -130,7 +132,7 @@ func TestDecide(t *testing.T) {
 		{name: "without affinity the same pod fits the H100 node", nodes: []*corev1.Node{a10, h100},
 			pod: testpod.New("train").NS("team-a").App("t", gpu(2), mem(40960), cores(50)).Build(), wantEval: true,
 			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 2, MemMiB: 81920, Cores: 100}}},
-		{name: "unsatisfiable as a warning", nodes: []*corev1.Node{a10}, cfg: func(c *config.Configuration) { c.Admission.Unsatisfiable = config.UnsatisfiableWarn },
+		{name: "unsatisfiable as a warning", nodes: []*corev1.Node{a10}, cfg: func(c *config.Configuration) { c.Admission.Unsatisfiable = ptr.To(configv1alpha1.UnsatisfiableWarn) },
 			pod: testpod.New("big").NS("team-a").App("c", gpu(1), mem(30720)).Build(), wantEval: true,
 			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 1, MemMiB: 30720}, Warnings: []string{
 				`namespace "team-a": pod "big": container "c" needs 1 device(s) with 30720 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node "a10-1"; at most 1 healthy device(s) on one node)`}}},
@@ -159,9 +161,6 @@ func TestDecide(t *testing.T) {
 			for _, p := range tt.running {
 				l.UpsertPod(p)
 			}
-			if !tt.reserve.IsZero() {
-				l.SetReservations(tt.pod.Namespace, []ledger.Reservation{{UID: "uid-earlier", Name: "earlier", Demand: tt.reserve}})
-			}
 			ev := &countingEvaluator{Evaluator: e}
 			d, err := decision.New(ev, l, configWith(tt.cfg), logr.Discard())
 			if err != nil {
@@ -169,6 +168,9 @@ func TestDecide(t *testing.T) {
 			}
 			req := tt.req
 			req.Pod = tt.pod
+			if !tt.reserve.IsZero() {
+				req.Reservations = []ledger.Reservation{{UID: "uid-earlier", Name: "earlier", Demand: tt.reserve}}
+			}
 			got, err := d.Decide(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
@@ -240,7 +242,7 @@ func TestDecideErrors(t *testing.T) {
 		{name: "policy failure is an error, not a decision", ev: failingEvaluator{},
 			pod: testpod.New("p").App("c", testpod.GPU(1)).Build(), wantErr: context.DeadlineExceeded},
 		{name: "no pod", ev: failingEvaluator{}},
-		{name: "bad threshold", ev: failingEvaluator{}, cfg: func(c *config.Configuration) { c.Admission.NearLimitPercent = 120 }, wantNew: "admission.nearLimitPercent: must be within 1..100"},
+		{name: "bad threshold", ev: failingEvaluator{}, cfg: func(c *config.Configuration) { c.Admission.NearLimitPercent = ptr.To[int64](120) }, wantNew: "admission.nearLimitPercent: Invalid value: 120: must be within 0..100"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -285,13 +287,12 @@ func TestFitsWithoutUnconfirmed(t *testing.T) {
 			l := ledger.New(ledger.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
 			testns.Known(l, "team-a")
 			l.UpsertQuota(quota)
-			l.SetReservations("team-a", tt.reserved)
 			d, err := decision.New(e, l, config.Default(), logr.Discard())
 			if err != nil {
 				t.Fatal(err)
 			}
 			pod := testpod.New("p").NS("team-a").App("c", testpod.GPU(1), testpod.Mem(tt.need)).Build()
-			got, err := d.Decide(context.Background(), decision.Request{Pod: pod})
+			got, err := d.Decide(context.Background(), decision.Request{Pod: pod, Reservations: tt.reserved})
 			if err != nil {
 				t.Fatal(err)
 			}

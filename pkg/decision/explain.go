@@ -51,12 +51,18 @@ type LimitCheck struct {
 
 // explain builds the explanation of out for the document doc.
 func (d *Decider) explain(doc *inputDoc, out policy.Output) *Explanation {
-	x := &Explanation{Denials: explained(out.Deny, out.Origins), Warnings: explained(out.Warn, out.Origins), Limits: []LimitCheck{}}
+	return &Explanation{Denials: explained(out.Deny, out.Origins), Warnings: explained(out.Warn, out.Origins), Limits: d.limitChecks(doc)}
+}
+
+// limitChecks compares the namespace's usage with the pod's demand added to
+// each limit of doc.
+func (d *Decider) limitChecks(doc *inputDoc) []LimitCheck {
 	var eff effective.Vector
 	if doc.demand != nil {
 		eff = doc.demand.Effective
 	}
 	names := d.settings.Names
+	checks := []LimitCheck{}
 	for _, l := range []struct {
 		name                string
 		limit               *ledger.Limit
@@ -70,10 +76,10 @@ func (d *Decider) explain(doc *inputDoc, out policy.Output) *Explanation {
 			continue
 		}
 		after := satAdd(satAdd(l.used, l.reserved), l.pod)
-		x.Limits = append(x.Limits, LimitCheck{Resource: l.name, Used: l.used, Reserved: l.reserved, Pod: l.pod, After: after,
+		checks = append(checks, LimitCheck{Resource: l.name, Used: l.used, Reserved: l.reserved, Pod: l.pod, After: after,
 			Limit: l.limit.Value, Quota: l.limit.Quota, Key: l.limit.Key, Exceeded: l.pod > 0 && after > l.limit.Value})
 	}
-	return x
+	return checks
 }
 
 func explained(msgs []string, origins map[string][]policy.Origin) []Explained {

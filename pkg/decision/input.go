@@ -7,6 +7,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	configv1alpha1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
@@ -58,6 +59,31 @@ func vector(v effective.Vector) *ast.Term {
 // value builds the document as an ast.Value directly (numbers are int64;
 // no JSON or reflection round trip).
 func (d *inputDoc) value() ast.Value {
+	var eff effective.Vector
+	if d.demand != nil {
+		eff = d.demand.Effective
+	}
+	after := sum(d.ns.Used, d.ns.Reserved, eff)
+	return ast.NewObject(
+		item("apiVersion", str(InputAPIVersion)),
+		item("kind", str(InputKind)),
+		item("operation", str(d.req.Operation)),
+		item("dryRun", ast.InternedTerm(d.req.DryRun)),
+		item("namespace", str(d.namespace)),
+		item("namespaceLabels", labelMap(d.ns.Labels)),
+		item("userInfo", d.userTerm()),
+		item("pod", d.podTerm()),
+		item("demand", d.demandTerm()),
+		item("namespaceUsage", ast.ObjectTerm(item("used", vector(d.ns.Used)), item("reserved", vector(d.ns.Reserved)),
+			item("after", vector(after)), item("limits", d.limitsTerm(after)), item("nativeRequestQuotas", d.nativeTerm()))),
+		item("capacity", ast.NewTerm(d.capacity)),
+		item("settings", ast.NewTerm(d.settings)),
+	)
+}
+
+// demandTerm is input.demand: the effective demand, the managed
+// containers, the unresolved ones and the errors of an invalid request.
+func (d *inputDoc) demandTerm() *ast.Term {
 	var eff, maxPerDevice effective.Vector
 	var cs, unresolved []*ast.Term
 	if d.demand != nil {
@@ -84,8 +110,15 @@ func (d *inputDoc) value() ast.Value {
 		errs[i] = ast.ObjectTerm(item("container", str(e.Container)), item("resource", str(e.Resource)),
 			item("value", str(e.Value)), item("reason", str(e.Reason)))
 	}
+	return ast.ObjectTerm(item("effective", vector(eff)), item("containers", ast.ArrayTerm(cs...)),
+		item("unresolved", ast.ArrayTerm(unresolved...)), item("errors", ast.ArrayTerm(errs...)),
+		item("maxPerDevice", vector(maxPerDevice)))
+}
+
+// limitsTerm is input.namespaceUsage.limits: each limited dimension with
+// the share of it the namespace uses after the pod.
+func (d *inputDoc) limitsTerm(after effective.Vector) *ast.Term {
 	limits := ast.NewObject()
-	after := sum(d.ns.Used, d.ns.Reserved, eff)
 	for _, l := range []struct {
 		dim   string
 		limit *ledger.Limit
@@ -97,37 +130,36 @@ func (d *inputDoc) value() ast.Value {
 				item("afterPercent", num(percent(l.after, l.limit.Value)))))
 		}
 	}
+	return ast.NewTerm(limits)
+}
+
+// nativeTerm is input.namespaceUsage.nativeRequestQuotas.
+func (d *inputDoc) nativeTerm() *ast.Term {
 	var native []*ast.Term
 	for _, q := range d.ns.Quotas {
 		for _, k := range q.NativeRequests {
 			native = append(native, ast.ObjectTerm(item("quota", str(q.Name)), item("key", str(k))))
 		}
 	}
-	pod := d.req.Pod
+	return ast.ArrayTerm(native...)
+}
+
+// userTerm is input.userInfo.
+func (d *inputDoc) userTerm() *ast.Term {
 	groups := make([]*ast.Term, len(d.req.User.Groups))
 	for i, g := range d.req.User.Groups {
 		groups[i] = str(g)
 	}
-	return ast.NewObject(
-		item("apiVersion", str(InputAPIVersion)),
-		item("kind", str(InputKind)),
-		item("operation", str(d.req.Operation)),
-		item("dryRun", ast.InternedTerm(d.req.DryRun)),
-		item("namespace", str(d.namespace)),
-		item("namespaceLabels", labelMap(d.ns.Labels)),
-		item("userInfo", ast.ObjectTerm(item("username", str(d.req.User.Username)), item("groups", ast.ArrayTerm(groups...)))),
-		item("pod", ast.ObjectTerm(item("name", str(pod.Name)), item("generateName", str(pod.GenerateName)), item("uid", str(string(pod.UID))),
-			item("labels", labelMap(pod.Labels)), item("annotations", labelMap(pod.Annotations)), item("nodeSelector", labelMap(pod.Spec.NodeSelector)),
-			item("priorityClassName", str(pod.Spec.PriorityClassName)), item("runtimeClassName", str(ptrString(pod.Spec.RuntimeClassName))),
-			item("schedulerName", str(pod.Spec.SchedulerName)))),
-		item("demand", ast.ObjectTerm(item("effective", vector(eff)), item("containers", ast.ArrayTerm(cs...)),
-			item("unresolved", ast.ArrayTerm(unresolved...)), item("errors", ast.ArrayTerm(errs...)),
-			item("maxPerDevice", vector(maxPerDevice)))),
-		item("namespaceUsage", ast.ObjectTerm(item("used", vector(d.ns.Used)), item("reserved", vector(d.ns.Reserved)),
-			item("after", vector(after)), item("limits", ast.NewTerm(limits)), item("nativeRequestQuotas", ast.ArrayTerm(native...)))),
-		item("capacity", ast.NewTerm(d.capacity)),
-		item("settings", ast.NewTerm(d.settings)),
-	)
+	return ast.ObjectTerm(item("username", str(d.req.User.Username)), item("groups", ast.ArrayTerm(groups...)))
+}
+
+// podTerm is input.pod.
+func (d *inputDoc) podTerm() *ast.Term {
+	pod := d.req.Pod
+	return ast.ObjectTerm(item("name", str(pod.Name)), item("generateName", str(pod.GenerateName)), item("uid", str(string(pod.UID))),
+		item("labels", labelMap(pod.Labels)), item("annotations", labelMap(pod.Annotations)), item("nodeSelector", labelMap(pod.Spec.NodeSelector)),
+		item("priorityClassName", str(pod.Spec.PriorityClassName)), item("runtimeClassName", str(ptrString(pod.Spec.RuntimeClassName))),
+		item("schedulerName", str(pod.Spec.SchedulerName)))
 }
 
 func ptrString(p *string) string {
@@ -200,10 +232,10 @@ func capacityValue(v *nodeView) (ast.Value, error) {
 }
 
 // settingsValue converts the settings the policies read.
-func settingsValue(c config.Configuration) (ast.Value, error) {
-	s := c.Devices
+func settingsValue(c *config.Configuration) (ast.Value, error) {
+	s := config.Settings(c)
 	unsat := UnsatisfiableDeny
-	if c.Admission.Unsatisfiable == config.UnsatisfiableWarn {
+	if *c.Admission.Unsatisfiable == configv1alpha1.UnsatisfiableWarn {
 		unsat = UnsatisfiableWarn
 	}
 	doc := map[string]any{
@@ -212,7 +244,7 @@ func settingsValue(c config.Configuration) (ast.Value, error) {
 			"gpumem-percentage": string(s.Names.MemoryPercentage), "gpucores": string(s.Names.Cores),
 		},
 		"memoryFactor":     s.Factor(),
-		"nearLimitPercent": c.Admission.NearLimitPercent,
+		"nearLimitPercent": *c.Admission.NearLimitPercent,
 		"unsatisfiable":    unsat,
 	}
 	val, err := ast.InterfaceToValue(doc)

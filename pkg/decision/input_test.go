@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,42 +150,30 @@ func TestInputMatchesItsSchema(t *testing.T) {
 	}
 }
 
-// flakySnapshotter reports a namespace unknown for its first calls.
-type flakySnapshotter struct {
-	*ledger.Ledger
-	unknownFor int64
-	calls      atomic.Int64
-}
-
-func (f *flakySnapshotter) Namespace(ns string) ledger.NamespaceSnapshot {
-	s := f.Ledger.Namespace(ns)
-	if f.calls.Add(1) <= f.unknownFor {
-		s.Labels, s.LabelsKnown = nil, false
-	}
-	return s
-}
-
 // TestNamespaceNotYetSeen: a pod in a namespace the watch has not
-// reported waits for it, and gets no decision (an error, so the API server
-// applies the failure policy) when it never comes: deciding with no labels
-// could admit what a label-based rule denies.
+// reported waits for it (woken when the watch reports it), and gets no
+// decision (an error, so the API server applies the failure policy) when it
+// never comes: deciding with no labels could admit what a label-based rule
+// denies.
 func TestNamespaceNotYetSeen(t *testing.T) {
-	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
-	testns.Known(l, "team-a")
 	pod := testpod.New("p").NS("team-a").App("c", testpod.GPU(1), testpod.Mem(1024)).Build()
 	t.Run("seen a moment later", func(t *testing.T) {
-		snap := &flakySnapshotter{Ledger: l, unknownFor: 3}
-		d, err := decision.New(engine(t), snap, config.Default(), logr.Discard())
+		l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
+		d, err := decision.New(engine(t), l, config.Default(), logr.Discard())
 		if err != nil {
 			t.Fatal(err)
 		}
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			testns.Known(l, "team-a")
+		}()
 		if res, err := d.Decide(context.Background(), decision.Request{Pod: pod}); err != nil || !res.Allowed {
 			t.Fatalf("decision %+v, %v", res, err)
 		}
 	})
 	t.Run("never seen", func(t *testing.T) {
-		snap := &flakySnapshotter{Ledger: l, unknownFor: 1 << 40}
-		d, err := decision.New(engine(t), snap, config.Default(), logr.Discard())
+		l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
+		d, err := decision.New(engine(t), l, config.Default(), logr.Discard())
 		if err != nil {
 			t.Fatal(err)
 		}

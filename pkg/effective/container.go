@@ -50,71 +50,123 @@ type Container struct {
 // (HAMi's mutating webhook makes such cards exclusive).
 func parseContainer(c *corev1.Container, role Role, s Settings, opt Options) (Container, []*FieldError) {
 	out := Container{Name: c.Name, Role: role}
-	var errs []*FieldError
-	get := func(name corev1.ResourceName, max int64) (int64, bool) {
-		src, q, ok := "limits", resource.Quantity{}, false
-		if q, ok = c.Resources.Limits[name]; !ok {
-			src = "requests"
-			q, ok = c.Resources.Requests[name]
-		}
-		if !ok {
-			return 0, false
-		}
-		out.Managed = true
-		v, err := quantityInt(q)
-		if err == nil && max > 0 && v > max {
-			err = fmt.Errorf("must be within 0..%d", max)
-		}
-		if err != nil {
-			errs = append(errs, &FieldError{Container: c.Name, Resource: string(name), Source: src, Value: q.String(), Reason: err.Error()})
-			return 0, false
-		}
-		return v, true
-	}
-	count, hasCount := get(s.Names.Count, 0)
-	mem, hasMem := get(s.Names.Memory, 0)
-	pct, hasPct := get(s.Names.MemoryPercentage, 100)
-	cores, hasCores := get(s.Names.Cores, 100)
-	if !out.Managed || len(errs) > 0 {
-		return out, errs
+	r := resourceReader{c: c}
+	count, hasCount := r.read(s.Names.Count, 0)
+	mem, hasMem := r.read(s.Names.Memory, 0)
+	pct, hasPct := r.read(s.Names.MemoryPercentage, 100)
+	cores, hasCores := r.read(s.Names.Cores, 100)
+	out.Managed = r.managed
+	if !out.Managed || len(r.errs) > 0 {
+		return out, r.errs
 	}
 	if !hasCount {
 		count = s.DefaultGPUNum
 	}
 	if !hasCores {
-		cores = s.DefaultCores
-		if s.ExclusiveCores && count > 0 && ((hasPct && pct == 100) || (!hasPct && !hasMem)) {
-			cores = 100
-		}
+		wholeDevice := (hasPct && pct == 100) || (!hasPct && !hasMem)
+		cores = defaultCores(s, count, wholeDevice)
 	}
 	out.Count, out.CoresPerDevice = count, cores
+	if fe := out.setMemory(mem, pct, s); fe != nil {
+		return out, []*FieldError{fe}
+	}
+	return out, out.setTotal(s, opt)
+}
+
+// resourceReader reads a container's managed resources, remembering whether
+// any was named and every value that could not be read.
+type resourceReader struct {
+	c       *corev1.Container
+	managed bool
+	errs    []*FieldError
+}
+
+// read returns the value of name, from the limits if they name it, else from
+// the requests; limit > 0 is the largest value allowed. It returns false when
+// neither names it or the value is invalid (recorded in r.errs).
+func (r *resourceReader) read(name corev1.ResourceName, limit int64) (int64, bool) {
+	q, src, ok := lookupResource(r.c, name)
+	if !ok {
+		return 0, false
+	}
+	r.managed = true
+	v, err := boundedInt(q, limit)
+	if err != nil {
+		r.errs = append(r.errs, &FieldError{Container: r.c.Name, Resource: string(name), Source: src, Value: q.String(), Reason: err.Error()})
+		return 0, false
+	}
+	return v, true
+}
+
+// lookupResource returns the quantity of name in c's limits, else in its
+// requests, and which of the two ("limits", "requests") holds it.
+func lookupResource(c *corev1.Container, name corev1.ResourceName) (resource.Quantity, string, bool) {
+	if q, ok := c.Resources.Limits[name]; ok {
+		return q, "limits", true
+	}
+	q, ok := c.Resources.Requests[name]
+	return q, "requests", ok
+}
+
+// boundedInt returns q as an integer, which must be at most limit when limit
+// is positive.
+func boundedInt(q resource.Quantity, limit int64) (int64, error) {
+	v, err := quantityInt(q)
+	if err == nil && limit > 0 && v > limit {
+		err = fmt.Errorf("must be within 0..%d", limit)
+	}
+	return v, err
+}
+
+// defaultCores is the per-device cores of a container that sets no gpucores:
+// Settings.DefaultCores, or 100 with Settings.ExclusiveCores when the
+// container asks for devices and its memory is the whole device.
+func defaultCores(s Settings, count int64, wholeDevice bool) int64 {
+	if s.ExclusiveCores && count > 0 && wholeDevice {
+		return 100
+	}
+	return s.DefaultCores
+}
+
+// setMemory sets the per-device memory from the gpumem (mem, times the
+// memory factor) or the percentage (pct) the container gave, else from the
+// defaults (defaultMemory, else the whole device). It returns an error when
+// mem times the memory factor overflows.
+func (c *Container) setMemory(mem, pct int64, s Settings) *FieldError {
 	switch {
 	case mem > 0:
 		perDev, ok := mulInt64(mem, s.Factor())
 		if !ok {
-			return out, []*FieldError{{Container: c.Name, Resource: string(s.Names.Memory), Value: fmt.Sprint(mem),
-				Reason: fmt.Sprintf("times memoryFactor %d does not fit in a 64-bit integer", s.Factor())}}
+			return &FieldError{Container: c.Name, Resource: string(s.Names.Memory), Value: fmt.Sprint(mem),
+				Reason: fmt.Sprintf("times memoryFactor %d does not fit in a 64-bit integer", s.Factor())}
 		}
-		out.MemPerDeviceMiB = perDev
+		c.MemPerDeviceMiB = perDev
 	case pct > 0:
-		out.MemPercent = pct
+		c.MemPercent = pct
 	case s.DefaultMemory > 0:
-		out.MemPerDeviceMiB = s.DefaultMemory
+		c.MemPerDeviceMiB = s.DefaultMemory
 	default:
-		out.MemPercent = 100
+		c.MemPercent = 100
 	}
-	memTotal, okMem := out.resolve(opt)
-	coreTotal, okCores := mulInt64(count, cores)
+	return nil
+}
+
+// setTotal resolves the memory (opt) and sets Total, count times per-device
+// in every dimension; it returns an error for each dimension that overflows.
+func (c *Container) setTotal(s Settings, opt Options) []*FieldError {
+	var errs []*FieldError
+	memTotal, okMem := c.resolve(opt)
+	coreTotal, okCores := mulInt64(c.Count, c.CoresPerDevice)
 	if !okMem {
-		errs = append(errs, &FieldError{Container: c.Name, Resource: string(s.Names.Memory), Value: fmt.Sprint(out.MemPerDeviceMiB),
-			Reason: fmt.Sprintf("MiB per device times %d devices does not fit in a 64-bit integer", count)})
+		errs = append(errs, &FieldError{Container: c.Name, Resource: string(s.Names.Memory), Value: fmt.Sprint(c.MemPerDeviceMiB),
+			Reason: fmt.Sprintf("MiB per device times %d devices does not fit in a 64-bit integer", c.Count)})
 	}
 	if !okCores {
-		errs = append(errs, &FieldError{Container: c.Name, Resource: string(s.Names.Cores), Value: fmt.Sprint(cores),
-			Reason: fmt.Sprintf("per device times %d devices does not fit in a 64-bit integer", count)})
+		errs = append(errs, &FieldError{Container: c.Name, Resource: string(s.Names.Cores), Value: fmt.Sprint(c.CoresPerDevice),
+			Reason: fmt.Sprintf("per device times %d devices does not fit in a 64-bit integer", c.Count)})
 	}
-	out.Total = Vector{GPU: count, MemMiB: memTotal, Cores: coreTotal}
-	return out, errs
+	c.Total = Vector{GPU: c.Count, MemMiB: memTotal, Cores: coreTotal}
+	return errs
 }
 
 // resolve sets the per-device memory of a percentage (against the devices

@@ -2,17 +2,21 @@
 // gpuadmit.io): the reservations every webhook replica shares, written with
 // the object's resourceVersion (compare and swap, as the in-tree
 // ResourceQuota admission commits quota status), so that several replicas
-// never admit the same free MiB twice.
+// never admit the same free MiB twice. The objects are the one owner of
+// the reservation state; the ledger holds none and is handed, with each
+// decision, the reservations to count.
 //
 // Admission of a GPU pod (Store.Admit) queues for the namespace's worker
-// (commit.go), which decides the reviews that queued together in order,
-// each counting the reservations of those before it, and writes them in one
-// status update; "allowed" is answered only after the write succeeded. A
-// conflict (another replica wrote first) re-reads the object and decides the
-// whole group again, within the reviews' deadlines. A review never replaces
-// a reservation, and an object holds at most MaxReservations; a review
-// denied only because of unconfirmed reservations waits for them, first in
-// the queue (settle.go).
+// (queue.go), which commits the reviews that queued together in rounds
+// (commit.go): load the object, tidy it (tidy.go), decide the reviews in
+// order through the Decider, each handed the reservations of the object
+// and of the reviews before it (decide.go), and write them in one status
+// update; the decision's result is returned only after the write
+// succeeded. A conflict (another replica wrote first) loads the object
+// again and decides the whole batch again, within the reviews' deadlines.
+// A review never replaces a reservation, and an object holds at most
+// MaxReservations; a review denied only because of unconfirmed
+// reservations waits for them, first in the queue (settle.go).
 //
 // A reservation's life in the object:
 //
@@ -24,19 +28,19 @@
 //	                         ▲ │ the pod exists unseen, or the read failed
 //	                         └─┘ read again later, backing off to recheckMax
 //
-// Each replica publishes how far its pod watch got in a Lease (progress.go);
-// a replica counts a reservation until its own watch recorded the pod; one
-// whose watch is behind removedResourceVersion waits before deciding.
-// Marks and removals ride on the namespace's next write (tidy), made by the
-// worker: an admission group's, or the cleaner's round (cleaner.go), which
-// also confirms absence by reading pods, confirmAfter after a reservation
-// was first seen (derived from the cluster's other validating webhooks:
-// window.go). Nothing ends on a timer; schedules
-// use each replica's own clock, never another's timestamps, so clock skew
-// does not matter. A deleted object's reservations are kept and written
-// back (repair.go). Each namespace has an owner among the replicas that
-// advertise an address (owner.go); the server forwards reviews to it to
-// spare conflicts.
+// How far every replica's pod watch got comes from the replicas' progress
+// Leases (Membership, pkg/membership); a replica counts a reservation
+// until its own watch recorded the pod (Countable), and one whose watch is
+// behind removedResourceVersion waits before deciding. Marks and removals
+// ride on the namespace's next write, made by the worker: an admission
+// batch's, or a tidy job of the cleaner's round (cleaner.go), which also
+// confirms absence by reading pods (absence.go), confirmAfter after a
+// reservation was first seen (derived from the cluster's other validating
+// webhooks: window.go). Nothing ends on a timer; schedules use each
+// replica's own clock, never another's timestamps, so clock skew does not
+// matter. A deleted object's reservations are kept and written back
+// (repair.go). A replica that was paused or cut off proves its view of a
+// namespace before deciding there again (fresh.go).
 //
 // What users read (kubectl get gpuusage: used, reserved and hard per
 // resource, printer columns, conditions) is written by the Summarizer

@@ -16,13 +16,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // reserve admits uid/name with demand unconditionally.
-func reserve(s *Store, ctx context.Context, uid, name string, demand effective.Vector) error {
-	return s.Admit(ctx, "ns", types.UID(uid), name, func() (Verdict, error) { return Verdict{Reserve: true, Demand: demand}, nil })
+func reserve(ctx context.Context, s *Store, uid, name string, demand effective.Vector) error {
+	return admitPod(ctx, s, "ns", types.UID(uid), name, func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: demand}, nil })
 }
 
 // TestReviewNeverReplacesReservation: a second review for a reserved pod's
@@ -36,9 +37,7 @@ func TestReviewNeverReplacesReservation(t *testing.T) {
 	ctx := t.Context()
 	c := fakeClient(t)
 	s, l, _, _ := newStore(t, c, "a")
-	var refusals []string
-	s.opts.OnRefused = func(r string) { refusals = append(refusals, r) }
-	if err := reserve(s, ctx, "u1", "p1", vec(1, 6144)); err != nil {
+	if err := reserve(ctx, s, "u1", "p1", vec(1, 6144)); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -51,7 +50,7 @@ func TestReviewNeverReplacesReservation(t *testing.T) {
 		{"the same review again (the API server's retry)", "u1", "p1", vec(1, 6144), ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			err := reserve(s, ctx, tt.uid, tt.pod, tt.demand)
+			err := reserve(ctx, s, tt.uid, tt.pod, tt.demand)
 			if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
 				t.Fatalf("error %v, want %q", err, tt.want)
 			}
@@ -62,11 +61,11 @@ func TestReviewNeverReplacesReservation(t *testing.T) {
 		})
 	}
 	l.UpsertPod(testpod.New("running").NS("ns").UID("u2").App("c", testpod.GPU(1), testpod.Mem(1024)).Build())
-	if err := reserve(s, ctx, "u2", "running", vec(1, 1024)); err == nil || !strings.Contains(err.Error(), "already a recorded pod") {
+	if err := reserve(ctx, s, "u2", "running", vec(1, 1024)); err == nil || !strings.Contains(err.Error(), "already a recorded pod") {
 		t.Fatalf("a review for a recorded pod's UID: %v", err)
 	}
-	if strings.Join(refusals, ",") != "duplicate,duplicate,duplicate" {
-		t.Errorf("refusals counted %q", refusals)
+	if got := metrics(s).list(&metrics(s).refused); got != "duplicate,duplicate,duplicate" {
+		t.Errorf("refusals counted %q", got)
 	}
 }
 
@@ -79,18 +78,18 @@ func TestReservationsPerNamespaceBounded(t *testing.T) {
 	s, l, _, _ := newStore(t, c, "a")
 	s.opts.MaxReservations = 3
 	for i := range 3 {
-		if err := reserve(s, ctx, fmt.Sprint("u", i), fmt.Sprint("p", i), vec(1, 1)); err != nil {
+		if err := reserve(ctx, s, fmt.Sprint("u", i), fmt.Sprint("p", i), vec(1, 1)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := reserve(s, ctx, "u3", "p3", vec(1, 1)); err == nil || !strings.Contains(err.Error(), "holds 3 reservations") ||
+	if err := reserve(ctx, s, "u3", "p3", vec(1, 1)); err == nil || !strings.Contains(err.Error(), "holds 3 reservations") ||
 		!strings.Contains(err.Error(), "maxPerNamespace") {
 		t.Fatalf("over the bound: %v", err)
 	}
 	l.UpsertPod(testpod.New("p0").NS("ns").UID("u0").App("c", testpod.GPU(1), testpod.Mem(1)).Build())
 	s.Clean(ctx) // marks p0 recorded
 	s.Clean(ctx) // every live replica (this one) passed it: removed
-	if err := reserve(s, ctx, "u3", "p3", vec(1, 1)); err != nil {
+	if err := reserve(ctx, s, "u3", "p3", vec(1, 1)); err != nil {
 		t.Fatalf("after one ended: %v", err)
 	}
 	if n := len(usage(t, c, "ns").Status.Reservations); n != 3 {
@@ -100,11 +99,11 @@ func TestReservationsPerNamespaceBounded(t *testing.T) {
 
 // fitsDecider decides like the built-in limit against limit MiB, and says
 // whether a denied pod would fit without the unconfirmed reservations.
-func fitsDecider(l *ledger.Ledger, limit, need int64, ok *bool) func() (Verdict, error) {
-	return func() (Verdict, error) {
-		snap := l.Namespace("ns")
+func fitsDecider(l *ledger.Ledger, limit, need int64, ok *bool) decideFn {
+	return func(req decision.Request) (verdict, error) {
+		snap := l.Namespace("ns", req.Reservations)
 		*ok = snap.Used.MemMiB+snap.Reserved.MemMiB+need <= limit
-		return Verdict{Reserve: *ok, Demand: vec(1, need),
+		return verdict{Reserve: *ok, Demand: vec(1, need),
 			Wait: !*ok && snap.Used.MemMiB+snap.Reserved.MemMiB-snap.Unconfirmed.MemMiB+need <= limit}, nil
 	}
 }
@@ -117,14 +116,13 @@ func fitsDecider(l *ledger.Ledger, limit, need int64, ok *bool) func() (Verdict,
 // be checked before the review's deadline, it is denied at once.
 func TestReviewWaitsForUnconfirmedReservations(t *testing.T) {
 	const confirmAfter = 300 * time.Millisecond
+	var ghostAt time.Time // before the ghost was reserved: its check is due confirmAfter after
 	setUp := func(t *testing.T, objs ...client.Object) (*Store, *ledger.Ledger, client.Client) {
 		c := fakeClient(t, objs...)
-		l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
-		w := &fakeWatch{}
-		w.rv.Store(1)
-		s := NewStore(c, c, l, w, Options{Replica: "a", Namespace: "gpuadmit-system", ConfirmAfter: confirmAfter,
+		ghostAt = time.Now()
+		s, l, _, _ := newStoreWith(t, c, "a", Options{ConfirmAfter: confirmAfter,
 			RecheckMax: 10 * time.Second, ReadsPerSecond: 10})
-		if err := reserve(s, t.Context(), "ghost", "ghost", vec(1, 8192)); err != nil {
+		if err := reserve(t.Context(), s, "ghost", "ghost", vec(1, 8192)); err != nil {
 			t.Fatal(err)
 		}
 		return s, l, c
@@ -134,21 +132,18 @@ func TestReviewWaitsForUnconfirmedReservations(t *testing.T) {
 		defer cancel()
 		var ok bool
 		start := time.Now()
-		err := s.Admit(ctx, "ns", "real", "real", fitsDecider(l, 10240, 4096, &ok))
+		err := admitPod(ctx, s, "ns", "real", "real", fitsDecider(l, 10240, 4096, &ok))
 		return ok, time.Since(start), err
 	}
 
 	t.Run("blocker absent: admitted in the write that removes it", func(t *testing.T) {
 		s, l, c := setUp(t)
-		var ended []string
-		s.opts.OnEnd = func(r string) { ended = append(ended, r) }
-		ghostAt := time.Now() // setUp reserved it just before: its check is due confirmAfter after it
 		ok, took, err := admit(s, l, 5*time.Second)
-		if err != nil || !ok || time.Since(ghostAt) < confirmAfter-10*time.Millisecond {
+		if err != nil || !ok || time.Since(ghostAt) < confirmAfter {
 			t.Fatalf("allowed %v after %s, error %v; want allowed once the ghost is due, about %s after it was reserved", ok, took, err, confirmAfter)
 		}
-		if rs := usage(t, c, "ns").Status.Reservations; len(rs) != 1 || rs[0].PodUID != "real" || strings.Join(ended, ",") != EndAbsent {
-			t.Fatalf("reservations %+v, ended %q; want real's alone, the ghost ended absent", rs, ended)
+		if rs := usage(t, c, "ns").Status.Reservations; len(rs) != 1 || rs[0].PodUID != "real" || metrics(s).list(&metrics(s).ended) != EndAbsent {
+			t.Fatalf("reservations %+v, ended %q; want real's alone, the ghost ended absent", rs, metrics(s).list(&metrics(s).ended))
 		}
 	})
 	t.Run("blocker is a real pod: denied", func(t *testing.T) {
@@ -169,9 +164,9 @@ func TestReviewWaitsForUnconfirmedReservations(t *testing.T) {
 	t.Run("blocker due after the deadline: denied at once", func(t *testing.T) {
 		s, l, _ := setUp(t)
 		s.opts.ConfirmAfter = time.Minute
-		s.mu.Lock()
-		clear(s.checks) // first seen now, so due in a minute
-		s.mu.Unlock()
+		s.absence.mu.Lock()
+		clear(s.absence.checks) // first seen now, so due in a minute
+		s.absence.mu.Unlock()
 		ok, took, err := admit(s, l, 5*time.Second)
 		if err != nil || ok || took > time.Second {
 			t.Fatalf("allowed %v after %s, error %v; want denied at once", ok, took, err)
@@ -241,11 +236,11 @@ func TestManyDueConfirmedWithOneList(t *testing.T) {
 	s, _, _, clk := newStore(t, c, "a")
 	s.opts.ReadsPerSecond = 2 // one list fits; eight reads would not
 	for i := range 8 {
-		if err := reserve(s, ctx, fmt.Sprint("u", i), fmt.Sprint("p", i), vec(1, 1)); err != nil {
+		if err := reserve(ctx, s, fmt.Sprint("u", i), fmt.Sprint("p", i), vec(1, 1)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	clk.now = clk.now.Add(2 * time.Second) // past confirmAfter
+	clk.SetTime(clk.Now().Add(2 * time.Second)) // past confirmAfter
 	if removed := s.Clean(ctx); removed != 7 || lists != 1 || gets != 0 {
 		t.Fatalf("removed %d with %d lists and %d reads; want 7 removed with one list", removed, lists, gets)
 	}

@@ -13,38 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 )
-
-// TestLivenessSigns: a late heartbeat (the process was paused) or a long
-// run of failed renewals makes the replica suspect since then; renewals
-// failing for a few seconds make it not connected.
-func TestLivenessSigns(t *testing.T) {
-	var l liveness
-	l.init()
-	l.epoch = l.epoch.Add(-time.Hour) // a process running for an hour
-	if l.suspectSince() != 0 || l.connected() != nil {
-		t.Fatal("a replica that has not started is suspect")
-	}
-	now := l.now()
-	l.lastBeat.Store(now - int64(2*time.Second)) // the beating goroutine last ran 2 s ago
-	if got := l.suspectSince(); got == 0 || got > now {
-		t.Fatalf("a late heartbeat: suspect since %d, want before %d", got, now)
-	}
-	l.lastBeat.Store(now)
-	l.pausedAt.Store(now)
-	if l.suspectSince() != now {
-		t.Fatal("a pause seen: not suspect since it")
-	}
-	l.lastRenew.Store(now - int64(4*time.Second))
-	if err := l.connected(); err == nil || !strings.Contains(err.Error(), "has not reached the API server") {
-		t.Fatalf("renewals failing for 4s: connected = %v", err)
-	}
-	l.pausedAt.Store(0)
-	l.lastRenew.Store(now - int64(6*time.Second))
-	if l.suspectSince() == 0 {
-		t.Fatal("renewals failing past staleAfter: not suspect")
-	}
-}
 
 // TestPausedReplicaProvesItsView: a replica that was paused decides in a
 // namespace only once its ledger knows every pod a fresh list of the
@@ -62,15 +32,20 @@ func TestPausedReplicaProvesItsView(t *testing.T) {
 		return cl.List(ctx, list, opts...)
 	}})
 	s, l, _, _ := newStore(t, c, "a")
-	s.progress.alive.pausedAt.Store(s.progress.alive.now())
+	members(s).mu.Lock()
+	members(s).suspect = time.Now() // paused a moment ago
+	members(s).mu.Unlock()
 	decided := false
-	err := s.Admit(context.Background(), "ns", "u1", "p1", func() (Verdict, error) { decided = true; return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
+	err := admitPod(context.Background(), s, "ns", "u1", "p1", func(req decision.Request) (verdict, error) {
+		decided = true
+		return verdict{Reserve: true, Demand: vec(1, 1)}, nil
+	})
 	if err == nil || decided || !strings.Contains(err.Error(), "has not delivered pod ns/admitted-meanwhile") {
 		t.Fatalf("pod unknown: err %v, decided %v", err, decided)
 	}
 	l.UpsertPod(testpod.New("admitted-meanwhile").NS("ns").UID("u-meanwhile").App("c", testpod.GPU(1), testpod.Mem(1024)).Build())
 	for i := range 2 {
-		if err := reserve(s, context.Background(), fmt.Sprint("u", i+2), fmt.Sprint("p", i+2), vec(1, 1)); err != nil {
+		if err := reserve(context.Background(), s, fmt.Sprint("u", i+2), fmt.Sprint("p", i+2), vec(1, 1)); err != nil {
 			t.Fatalf("pod known: %v", err)
 		}
 	}

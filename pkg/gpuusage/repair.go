@@ -1,10 +1,13 @@
 package gpuusage
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/resourceversion"
 )
 
 // A GPUUsage object deleted by hand while it held reservations must not
@@ -13,9 +16,22 @@ import (
 // object as last seen) for the namespace until an object holding them is
 // written again: decisions count them meanwhile, and the namespace's next
 // write (an admission's, or the cleaner's next round, which does not wait
-// for one) writes them back, recreating the object. A reservation kept this way
-// that another replica already ended is only counted once more until the
-// cleaner ends it again: never too few.
+// for one) writes them back, recreating the object. A reservation kept this
+// way that another replica already ended is only counted once more until
+// the cleaner ends it again: never too few.
+//
+//	object deleted with reservations ──▶ KEPT (counted, merged into every read)
+//	                                        │ a round writes the object with them
+//	                                        ▼
+//	                                     FORGOTTEN (the object holds them again)
+
+// lost are the kept reservations of deleted objects, by namespace.
+type lost struct {
+	mu sync.Mutex
+	m  map[string]gpuadmitv1.GPUUsageStatus
+}
+
+func (l *lost) init() { l.m = map[string]gpuadmitv1.GPUUsageStatus{} }
 
 // Deleted is the GPUUsage informer's delete handler.
 func (s *Store) Deleted(obj any) {
@@ -23,59 +39,61 @@ func (s *Store) Deleted(obj any) {
 		obj = d.Obj
 	}
 	u, ok := obj.(*gpuadmitv1.GPUUsage)
-	if !ok || len(u.Status.Reservations) == 0 || validate(u) != nil {
+	if !ok || len(u.Status.Reservations) == 0 || Validate(u) != nil {
 		return
 	}
 	s.opts.Log.Info("GPUUsage deleted while it held reservations: they are kept and the object is recreated",
 		"namespace", u.Namespace, "reservations", len(u.Status.Reservations))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lost[u.Namespace] = merged(s.lost[u.Namespace], u.Status)
+	s.lost.mu.Lock()
+	defer s.lost.mu.Unlock()
+	s.lost.m[u.Namespace] = merged(s.lost.m[u.Namespace], u.Status)
 }
 
-// merged adds to held the reservations of st it lacks, and keeps the
-// larger removedResourceVersion.
-func merged(held gpuadmitv1.GPUUsageStatus, st gpuadmitv1.GPUUsageStatus) gpuadmitv1.GPUUsageStatus {
-	have := make(map[string]bool, len(held.Reservations))
-	out := gpuadmitv1.GPUUsageStatus{RemovedResourceVersion: held.RemovedResourceVersion}
-	for _, r := range held.Reservations {
-		have[string(r.PodUID)] = true
-		out.Reservations = append(out.Reservations, r)
+// merge returns st with the kept reservations of ns merged in, and whether
+// there were any.
+func (l *lost) merge(ns string, st gpuadmitv1.GPUUsageStatus) (gpuadmitv1.GPUUsageStatus, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	kept, ok := l.m[ns]
+	if !ok {
+		return st, false
 	}
-	for _, r := range st.Reservations {
-		if !have[string(r.PodUID)] {
-			out.Reservations = append(out.Reservations, r)
-		}
+	return merged(st, kept), true
+}
+
+// forget drops the kept reservations of ns: an object holding them was
+// written.
+func (l *lost) forget(ns string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, ns)
+}
+
+// namespaces lists the namespaces with kept reservations.
+func (l *lost) namespaces() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.m))
+	for ns := range l.m {
+		out = append(out, ns)
 	}
-	a, _ := parseRV(out.RemovedResourceVersion)
-	if b, ok := parseRV(st.RemovedResourceVersion); ok && b > a {
-		out.RemovedResourceVersion = st.RemovedResourceVersion
-	}
-	out.ReservationCount = int32(len(out.Reservations))
 	return out
 }
 
-// withLost returns u (nil: no object) with the kept reservations of ns
-// merged in, and whether there were any; u itself is not changed.
-func (s *Store) withLost(ns string, u *gpuadmitv1.GPUUsage) (*gpuadmitv1.GPUUsage, bool) {
-	s.mu.Lock()
-	lost, ok := s.lost[ns]
-	s.mu.Unlock()
-	if !ok {
-		return u, false
+// merged adds to held the reservations of st it lacks, and keeps the
+// later removedResourceVersion.
+func merged(held, st gpuadmitv1.GPUUsageStatus) gpuadmitv1.GPUUsageStatus {
+	have := make(map[types.UID]bool, len(held.Reservations))
+	out := *held.DeepCopy()
+	for _, r := range held.Reservations {
+		have[r.PodUID] = true
 	}
-	if u == nil {
-		return &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gpuadmitv1.ObjectName}, Status: lost}, true
+	for _, r := range st.Reservations {
+		if !have[r.PodUID] {
+			out.Reservations = append(out.Reservations, r)
+		}
 	}
-	u = u.DeepCopy()
-	u.Status = merged(u.Status, lost)
-	return u, true
-}
-
-// restored forgets the kept reservations of ns: an object holding them
-// was written.
-func (s *Store) restored(ns string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.lost, ns)
+	out.RemovedResourceVersion = resourceversion.Max(out.RemovedResourceVersion, st.RemovedResourceVersion)
+	out.ReservationCount = int32(len(out.Reservations))
+	return out
 }

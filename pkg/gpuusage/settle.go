@@ -32,33 +32,34 @@ const (
 	recheckWait = 250 * time.Millisecond
 )
 
-// waitOrAnswer decides whether a review that fits without the unconfirmed
+// waitOrDecide decides whether a review that fits without the unconfirmed
 // reservations of st waits for them: only when every one of them is due to
-// be checked before the review's deadline (less waitMargin).
-func (s *Store) waitOrAnswer(a *admission, st *gpuadmitv1.GPUUsageStatus) (outcome, error) {
-	deadline, ok := a.ctx.Deadline()
+// be checked before the review's deadline (less waitMargin); else it is
+// decided (denied).
+func (s *Store) waitOrDecide(r *review, st *gpuadmitv1.GPUUsageStatus) (outcome, error) {
+	deadline, ok := r.ctx.Deadline()
 	if !ok {
-		return answered, nil // no deadline: never hold the queue
+		return decided, nil // no deadline: never hold the queue
 	}
 	left := time.Until(deadline) - waitMargin
 	if left <= 0 {
-		return answered, nil
+		return decided, nil
 	}
 	now := s.opts.Clock.Now()
 	var blockers []gpuadmitv1.Reservation
-	for _, r := range st.Reservations {
-		if r.RecordedResourceVersion != "" || s.ledger.Seen(r.PodUID) != "" {
-			continue // a pod some replica recorded: it exists
+	for _, b := range st.Reservations {
+		if b.PodUID == r.uid || b.RecordedResourceVersion != "" || s.ledger.Seen(b.PodUID) != "" {
+			continue // its own, or a pod some replica recorded: it exists
 		}
-		if s.dueAt(r.PodUID).Sub(now) > left {
-			return answered, nil
+		if s.dueAt(b.PodUID).Sub(now) > left {
+			return decided, nil
 		}
-		blockers = append(blockers, r)
+		blockers = append(blockers, b)
 	}
 	if len(blockers) == 0 {
-		return answered, nil
+		return decided, nil
 	}
-	a.blockers = blockers
+	r.blockers = blockers
 	return waiting, nil
 }
 
@@ -66,15 +67,15 @@ func (s *Store) waitOrAnswer(a *admission, st *gpuadmitv1.GPUUsageStatus) (outco
 // due (at most ReadsPerSecond at once) and returns to be decided again, or
 // waits until the next is due, recheckWait, or the review's deadline less
 // waitMargin, whichever comes first.
-func (s *Store) settle(ctx context.Context, ns string, a *admission) {
+func (s *Store) settle(ctx context.Context, ns string, w *review) {
 	now := s.opts.Clock.Now()
 	next := recheckWait
 	var due []gpuadmitv1.Reservation
-	for _, r := range a.blockers {
+	for _, r := range w.blockers {
 		switch wait := s.dueAt(r.PodUID).Sub(now); {
 		case wait > 0:
 			next = min(next, wait)
-		case !s.isAbsent(r.PodUID) && len(due) < max(s.opts.ReadsPerSecond, 1):
+		case !s.absence.isAbsent(r.PodUID) && len(due) < max(s.opts.ReadsPerSecond, 1):
 			due = append(due, r)
 		}
 	}
@@ -85,7 +86,7 @@ func (s *Store) settle(ctx context.Context, ns string, a *admission) {
 		s.confirmAbsent(ctx, ns, due)
 		return
 	}
-	if d, ok := a.ctx.Deadline(); ok {
+	if d, ok := w.ctx.Deadline(); ok {
 		next = min(next, max(time.Until(d)-waitMargin, 0))
 	}
 	t := time.NewTimer(next)
@@ -93,11 +94,5 @@ func (s *Store) settle(ctx context.Context, ns string, a *admission) {
 	select {
 	case <-ctx.Done():
 	case <-t.C:
-	}
-}
-
-func (s *Store) refused(reason string) {
-	if s.opts.OnRefused != nil {
-		s.opts.OnRefused(reason)
 	}
 }

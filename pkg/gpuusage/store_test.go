@@ -14,71 +14,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
-	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
-
-// These tests drive the store with controller-runtime's fake client, which
-// keeps resourceVersions and refuses stale writes like the API server does;
-// tests/ha runs the same code on a real one with three replicas.
-
-type fakeWatch struct{ rv atomic.Uint64 }
-
-func (w *fakeWatch) PodsResourceVersion() string {
-	if v := w.rv.Load(); v > 0 {
-		return strconv.FormatUint(v, 10)
-	}
-	return ""
-}
-
-type clock struct{ now time.Time }
-
-func (c *clock) Now() time.Time { return c.now }
-
-func scheme(t *testing.T) *runtime.Scheme {
-	t.Helper()
-	s := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(s), gpuadmitv1.AddToScheme(s)); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func newStore(t *testing.T, c client.Client, replica string) (*Store, *ledger.Ledger, *fakeWatch, *clock) {
-	t.Helper()
-	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
-	w := &fakeWatch{}
-	w.rv.Store(1)
-	clk := &clock{now: time.Unix(1000, 0)}
-	s := NewStore(c, c, l, w, Options{Replica: replica, Namespace: "gpuadmit-system", ConfirmAfter: time.Second,
-		RecheckMax: 4 * time.Second, ReadsPerSecond: 10, Clock: clk})
-	return s, l, w, clk
-}
-
-func fakeClient(t *testing.T, objs ...client.Object) client.WithWatch {
-	return fake.NewClientBuilder().WithScheme(scheme(t)).WithStatusSubresource(&gpuadmitv1.GPUUsage{}).WithObjects(objs...).Build()
-}
-
-func usage(t *testing.T, c client.Client, ns string) *gpuadmitv1.GPUUsage {
-	t.Helper()
-	u := &gpuadmitv1.GPUUsage{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: gpuadmitv1.ObjectName}, u); err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
-
-func vec(g, m int64) effective.Vector { return effective.Vector{GPU: g, MemMiB: m} }
 
 // TestAdmitCommitsBeforeAllowed: an admission creates the namespace's
 // object and writes the reservation; the decision sees the reservations
@@ -87,16 +32,16 @@ func TestAdmitCommitsBeforeAllowed(t *testing.T) {
 	c := fakeClient(t)
 	a, la, _, _ := newStore(t, c, "a")
 	b, lb, _, _ := newStore(t, c, "b")
-	decideFits := func(l *ledger.Ledger, limit int64) func() (Verdict, error) {
-		return func() (Verdict, error) {
-			s := l.Namespace("ns")
-			return Verdict{Reserve: s.Used.MemMiB+s.Reserved.MemMiB+8192 <= limit, Demand: vec(1, 8192)}, nil
+	decideFits := func(l *ledger.Ledger, limit int64) decideFn {
+		return func(req decision.Request) (verdict, error) {
+			s := l.Namespace("ns", req.Reservations)
+			return verdict{Reserve: s.Used.MemMiB+s.Reserved.MemMiB+8192 <= limit, Demand: vec(1, 8192)}, nil
 		}
 	}
 	ctx := context.Background()
 	for i, st := range []*Store{a, b, a} {
 		l := map[*Store]*ledger.Ledger{a: la, b: lb}[st]
-		if err := st.Admit(ctx, "ns", types.UID(strconv.Itoa(i)), "p"+strconv.Itoa(i), decideFits(l, 24576)); err != nil {
+		if err := admitPod(ctx, st, "ns", types.UID(strconv.Itoa(i)), "p"+strconv.Itoa(i), decideFits(l, 24576)); err != nil {
 			t.Fatalf("admission %d: %v", i, err)
 		}
 	}
@@ -105,9 +50,9 @@ func TestAdmitCommitsBeforeAllowed(t *testing.T) {
 	}
 	// The quota is full: a fourth decision sees three reservations and denies; nothing is written.
 	var saw int64
-	err := b.Admit(ctx, "ns", "3", "p3", func() (Verdict, error) {
-		saw = lb.Namespace("ns").Reserved.MemMiB
-		return Verdict{Reserve: false, Demand: vec(1, 8192)}, nil
+	err := admitPod(ctx, b, "ns", "3", "p3", func(req decision.Request) (verdict, error) {
+		saw = lb.Namespace("ns", req.Reservations).Reserved.MemMiB
+		return verdict{Reserve: false, Demand: vec(1, 8192)}, nil
 	})
 	if err != nil || saw != 3*8192 || len(usage(t, c, "ns").Status.Reservations) != 3 {
 		t.Fatalf("denial: err %v, saw %d MiB reserved, want 24576 and nothing written", err, saw)
@@ -118,7 +63,6 @@ func TestAdmitCommitsBeforeAllowed(t *testing.T) {
 // (another replica wrote first) re-reads the object and decides again; a
 // review whose context ends gives up with an error, never "allowed".
 func TestAdmitRetriesOnConflict(t *testing.T) {
-	var conflicts atomic.Int64
 	inject := &atomic.Int64{}
 	inject.Store(2)
 	base := fakeClient(t, &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName}})
@@ -129,16 +73,18 @@ func TestAdmitRetriesOnConflict(t *testing.T) {
 		return cl.SubResource(sub).Update(ctx, obj, opts...)
 	}})
 	s, _, _, _ := newStore(t, c, "a")
-	s.opts.OnConflict = func() { conflicts.Add(1) }
 	decisions := 0
-	err := s.Admit(context.Background(), "ns", "u", "p", func() (Verdict, error) { decisions++; return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
-	if err != nil || decisions != 3 || conflicts.Load() != 2 || len(usage(t, base, "ns").Status.Reservations) != 1 {
-		t.Fatalf("err %v, %d decisions, %d conflicts", err, decisions, conflicts.Load())
+	err := admitPod(context.Background(), s, "ns", "u", "p", func(req decision.Request) (verdict, error) {
+		decisions++
+		return verdict{Reserve: true, Demand: vec(1, 1)}, nil
+	})
+	if err != nil || decisions != 3 || metrics(s).conflicts.Load() != 2 || len(usage(t, base, "ns").Status.Reservations) != 1 {
+		t.Fatalf("err %v, %d decisions, %d conflicts", err, decisions, metrics(s).conflicts.Load())
 	}
 	inject.Store(1 << 30)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	err = s.Admit(ctx, "ns", "v", "q", func() (Verdict, error) { return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
+	err = admitPod(ctx, s, "ns", "v", "q", func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: vec(1, 1)}, nil })
 	if err == nil || !strings.Contains(err.Error(), "gave up after") {
 		t.Fatalf("endless conflicts: %v, want an error", err)
 	}
@@ -150,7 +96,7 @@ func TestMalformedObjectFailsClosed(t *testing.T) {
 	u := &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
 		Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{{PodUID: "x"}, {PodUID: "x"}}}}
 	s, _, _, _ := newStore(t, fakeClient(t, u), "a")
-	err := s.Admit(context.Background(), "ns", "u", "p", func() (Verdict, error) { return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
+	err := admitPod(context.Background(), s, "ns", "u", "p", func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: vec(1, 1)}, nil })
 	if err == nil || !strings.Contains(err.Error(), "GPUUsage ns/usage: pod x is reserved twice") {
 		t.Fatalf("malformed object: %v", err)
 	}
@@ -166,12 +112,15 @@ func TestCaughtUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	decided := false
-	err := s.Admit(ctx, "ns", "u", "p", func() (Verdict, error) { decided = true; return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
+	err := admitPod(ctx, s, "ns", "u", "p", func(req decision.Request) (verdict, error) {
+		decided = true
+		return verdict{Reserve: true, Demand: vec(1, 1)}, nil
+	})
 	if err == nil || decided || !strings.Contains(err.Error(), "is behind the reservations other replicas removed") {
 		t.Fatalf("behind: err %v, decided %v", err, decided)
 	}
 	go func() { time.Sleep(30 * time.Millisecond); w.rv.Store(60) }()
-	if err := s.Admit(context.Background(), "ns", "u", "p", func() (Verdict, error) { return Verdict{Reserve: true, Demand: vec(1, 1)}, nil }); err != nil {
+	if err := admitPod(context.Background(), s, "ns", "u", "p", func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: vec(1, 1)}, nil }); err != nil {
 		t.Fatalf("caught up: %v", err)
 	}
 }
@@ -198,14 +147,14 @@ func TestClean(t *testing.T) {
 		t.Fatalf("after the first round: %+v", st.Reservations)
 	}
 	// Another live replica is at 60: rec stays.
-	clk.now = clk.now.Add(time.Hour) // a long time: nothing lapses on its own
-	s.progress.observed["gpuadmit-replica-b"] = &observation{resourceVersion: "1", at: clk.now, progress: 60, known: true}
+	clk.SetTime(clk.Now().Add(time.Hour)) // a long time: nothing lapses on its own
+	members(s).set("b", "60")
 	s.Clean(ctx)
 	st = usage(t, c, "ns").Status
 	if len(st.Reservations) != 2 || st.Reservations[0].PodUID != "exists" || st.Reservations[1].PodUID != "rec" {
 		t.Fatalf("after an hour: %+v; want gone removed (absent), exists and rec kept", st.Reservations)
 	}
-	s.progress.observed["gpuadmit-replica-b"].progress = 75
+	members(s).set("b", "75")
 	s.Clean(ctx)
 	st = usage(t, c, "ns").Status
 	if len(st.Reservations) != 1 || st.Reservations[0].PodUID != "exists" || st.RemovedResourceVersion != "70" {
@@ -248,9 +197,9 @@ func TestDeletedObjectIsRepaired(t *testing.T) {
 	w.rv.Store(10) // past removedResourceVersion 5
 	deleteIt(c, s)
 	var saw int64
-	if err := s.Admit(ctx, "ns", "new", "new", func() (Verdict, error) {
-		saw = l.Namespace("ns").Reserved.MemMiB
-		return Verdict{Reserve: true, Demand: vec(1, 500)}, nil
+	if err := admitPod(ctx, s, "ns", "new", "new", func(req decision.Request) (verdict, error) {
+		saw = l.Namespace("ns", req.Reservations).Reserved.MemMiB
+		return verdict{Reserve: true, Demand: vec(1, 500)}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +222,7 @@ func TestDeletedObjectIsRepaired(t *testing.T) {
 	deleteIt(c, s)
 	other, _, ow, _ := newStore(t, c, "b") // never saw the object
 	ow.rv.Store(10)
-	if err := other.Admit(ctx, "ns", "b1", "b1", func() (Verdict, error) { return Verdict{Reserve: true, Demand: vec(1, 1)}, nil }); err != nil {
+	if err := admitPod(ctx, other, "ns", "b1", "b1", func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: vec(1, 1)}, nil }); err != nil {
 		t.Fatal(err)
 	}
 	s.Clean(ctx)
@@ -281,8 +230,8 @@ func TestDeletedObjectIsRepaired(t *testing.T) {
 		t.Fatalf("merged into the object another replica recreated: %s", uids(u))
 	}
 	s.Clean(ctx) // nothing left to repair: no write
-	if len(s.lost) != 0 {
-		t.Fatalf("kept reservations not forgotten after the repair: %v", s.lost)
+	if ns := s.lost.namespaces(); len(ns) != 0 {
+		t.Fatalf("kept reservations not forgotten after the repair: %v", ns)
 	}
 }
 
@@ -330,10 +279,10 @@ func TestConcurrentAdmissionsAreGroupedAndExact(t *testing.T) {
 		r := rs[i%2]
 		reviews.Go(func() {
 			ok := false
-			err := r.s.Admit(t.Context(), "ns", types.UID(fmt.Sprintf("u%03d", i)), fmt.Sprintf("p%03d", i), func() (Verdict, error) {
-				snap := r.l.Namespace("ns")
+			err := admitPod(t.Context(), r.s, "ns", types.UID(fmt.Sprintf("u%03d", i)), fmt.Sprintf("p%03d", i), func(req decision.Request) (verdict, error) {
+				snap := r.l.Namespace("ns", req.Reservations)
 				ok = snap.Used.MemMiB+snap.Reserved.MemMiB+1024 <= limit
-				return Verdict{Reserve: ok, Demand: vec(1, 1024)}, nil
+				return verdict{Reserve: ok, Demand: vec(1, 1024)}, nil
 			})
 			switch {
 			case err != nil:
@@ -370,13 +319,16 @@ func TestQueuedReviewHonoursItsDeadline(t *testing.T) {
 	s, _, _, _ := newStore(t, c, "a")
 	first := make(chan error, 1)
 	go func() {
-		first <- s.Admit(context.Background(), "ns", "u1", "p1", func() (Verdict, error) { return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
+		first <- admitPod(context.Background(), s, "ns", "u1", "p1", func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: vec(1, 1)}, nil })
 	}()
 	time.Sleep(20 * time.Millisecond) // the first review's write is in flight
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	decided := false
-	err := s.Admit(ctx, "ns", "u2", "p2", func() (Verdict, error) { decided = true; return Verdict{Reserve: true, Demand: vec(1, 1)}, nil })
+	err := admitPod(ctx, s, "ns", "u2", "p2", func(req decision.Request) (verdict, error) {
+		decided = true
+		return verdict{Reserve: true, Demand: vec(1, 1)}, nil
+	})
 	close(release)
 	if err == nil || decided || !strings.Contains(err.Error(), "waiting for the earlier decisions in namespace ns") {
 		t.Fatalf("queued review: err %v, decided %v", err, decided)

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
@@ -28,16 +30,23 @@ import (
 type Summarizer struct {
 	Client client.Client // reads GPUUsage from the informer cache, writes to the API server
 	Ledger *ledger.Ledger
+	// Reservations are those the namespaces' objects hold (*Store).
+	Reservations Reservations
 	// Every is how often the ledger is compared with the objects (default
 	// 250ms); MinGap the least time between two writes of one namespace
 	// (default 1s).
 	Every, MinGap time.Duration
-	Clock         ledger.Clock
+	Clock         clock.PassiveClock
 	// OnWrite, when set, counts the status writes.
 	OnWrite func()
 	Log     logr.Logger
 
 	last map[string]time.Time
+}
+
+// Reservations lists the reservations each namespace's object holds.
+type Reservations interface {
+	Reserved(ctx context.Context) (map[string][]ledger.Reservation, error)
 }
 
 // Start compares and writes until ctx ends; the server runs it on the
@@ -50,7 +59,7 @@ func (s *Summarizer) Start(ctx context.Context) error {
 		s.MinGap = time.Second
 	}
 	if s.Clock == nil {
-		s.Clock = wallClock{}
+		s.Clock = clock.RealClock{}
 	}
 	s.last = map[string]time.Time{}
 	s.Log.Info("elected: writing the GPUUsage summaries")
@@ -81,48 +90,52 @@ func (s *Summarizer) Round(ctx context.Context) int {
 	for i := range list.Items {
 		existing[list.Items[i].Namespace] = &list.Items[i]
 	}
-	snap := s.Ledger.Snapshot()
-	names := s.Ledger.Settings().Names
-	now := s.Clock.Now()
-	wrote := 0
-	consider := func(ns string, n ledger.NamespaceSnapshot) {
-		u := existing[ns]
-		var old gpuadmitv1.GPUUsageStatus
-		if u != nil {
-			old = u.Status
-		}
-		want := summarize(n, names, old.Conditions, now)
-		if u != nil && sameSummary(old, want) {
-			return
-		}
-		if now.Sub(s.last[ns]) < s.MinGap {
-			return
-		}
-		if err := s.write(ctx, ns, u, want); err != nil {
-			if !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err) {
-				s.Log.Error(err, "writing the GPUUsage summary", "namespace", ns)
-			}
-			return
-		}
-		s.last[ns] = now
-		wrote++
+	pending, err := s.Reservations.Reserved(ctx)
+	if err != nil {
+		s.Log.Error(err, "listing the reservations")
+		return 0
 	}
-	for ns, n := range snap.Namespaces {
-		consider(ns, n)
-	}
+	snap := s.Ledger.Snapshot(pending)
 	for ns := range existing { // nothing left in the ledger: zeros
 		if _, ok := snap.Namespaces[ns]; !ok {
-			consider(ns, ledger.NamespaceSnapshot{Namespace: ns})
+			snap.Namespaces[ns] = ledger.NamespaceSnapshot{Namespace: ns}
+		}
+	}
+	now := s.Clock.Now()
+	wrote := 0
+	for ns, n := range snap.Namespaces {
+		if s.consider(ctx, existing[ns], n, now) {
+			s.last[ns] = now
+			wrote++
 		}
 	}
 	for ns := range s.last {
-		if _, ok := existing[ns]; !ok {
-			if _, ok := snap.Namespaces[ns]; !ok {
-				delete(s.last, ns)
-			}
+		if _, ok := snap.Namespaces[ns]; !ok {
+			delete(s.last, ns)
 		}
 	}
 	return wrote
+}
+
+// consider writes the summary of n into u (nil: the namespace has no
+// object yet) when it changed and the namespace's last write is MinGap
+// old, and reports whether it wrote.
+func (s *Summarizer) consider(ctx context.Context, u *gpuadmitv1.GPUUsage, n ledger.NamespaceSnapshot, now time.Time) bool {
+	var old gpuadmitv1.GPUUsageStatus
+	if u != nil {
+		old = u.Status
+	}
+	want := summarize(n, s.Ledger.Settings().Names, old.Conditions, now)
+	if (u != nil && sameSummary(old, want)) || now.Sub(s.last[n.Namespace]) < s.MinGap {
+		return false
+	}
+	if err := s.write(ctx, n.Namespace, u, want); err != nil {
+		if !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err) {
+			s.Log.Error(err, "writing the GPUUsage summary", "namespace", n.Namespace)
+		}
+		return false
+	}
+	return true
 }
 
 // write sets the summary fields of ns's object (creating the object when
@@ -218,15 +231,18 @@ func listed(items []string) string {
 	return fmt.Sprintf("%s; and %d more", strings.Join(items[:5], "; "), len(items)-5)
 }
 
+func sameResource(x, y gpuadmitv1.ResourceUsage) bool {
+	return x.Resource == y.Resource && x.Used == y.Used && x.Reserved == y.Reserved && x.ResourceQuota == y.ResourceQuota &&
+		ptr.Equal(x.Hard, y.Hard)
+}
+
 // sameSummary compares the summary fields (conditions without their times).
 func sameSummary(a, b gpuadmitv1.GPUUsageStatus) bool {
 	if a.Summary != b.Summary || len(a.Resources) != len(b.Resources) || len(a.Conditions) != len(b.Conditions) {
 		return false
 	}
 	for i := range a.Resources {
-		x, y := a.Resources[i], b.Resources[i]
-		if x.Resource != y.Resource || x.Used != y.Used || x.Reserved != y.Reserved || x.ResourceQuota != y.ResourceQuota ||
-			(x.Hard == nil) != (y.Hard == nil) || (x.Hard != nil && *x.Hard != *y.Hard) {
+		if !sameResource(a.Resources[i], b.Resources[i]) {
 			return false
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,9 +38,9 @@ func TestSummarize(t *testing.T) {
 	l.UpsertQuota(testquota.New("ns", "broken", map[string]string{"limits.nvidia.com/gpucores": "1.5"}))
 	l.UpsertPod(testpod.New("a").NS("ns").UID("a").Init("load", testpod.GPU(1), testpod.Mem(20480)).App("srv", testpod.GPU(1), testpod.Mem(10240)).InitRunning("load").Build())
 	l.UpsertPod(testpod.New("pct").NS("ns").UID("pct").App("c", testpod.GPU(1), testpod.MemPct(50)).Build())
-	l.SetReservations("ns", []ledger.Reservation{{UID: "r", Name: "r", Demand: effective.Vector{GPU: 1, MemMiB: 1024}}})
+	pending := []ledger.Reservation{{UID: "r", Name: "r", Demand: effective.Vector{GPU: 1, MemMiB: 1024}}}
 	now := time.Unix(1000, 0)
-	st := summarize(l.Namespace("ns"), effective.DefaultSettings().Names, nil, now)
+	st := summarize(l.Namespace("ns", pending), effective.DefaultSettings().Names, nil, now)
 
 	if st.Summary != (gpuadmitv1.Summary{GPU: "2/4", GPUMem: "20480/24576", GPUCores: "0/0"}) {
 		t.Errorf("summary %+v", st.Summary)
@@ -57,7 +59,7 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("PodsValid %+v", c)
 	}
 	// A condition keeps its transition time while its status stays.
-	later := summarize(l.Namespace("ns"), effective.DefaultSettings().Names, st.Conditions, now.Add(time.Hour))
+	later := summarize(l.Namespace("ns", pending), effective.DefaultSettings().Names, st.Conditions, now.Add(time.Hour))
 	if c := condition(later, gpuadmitv1.ConditionQuotasValid); !c.LastTransitionTime.Time.Equal(now) {
 		t.Errorf("transition time moved without a change: %v", c.LastTransitionTime)
 	}
@@ -82,15 +84,17 @@ func TestSummarizerWritesOnlyChangesAtMostOncePerGap(t *testing.T) {
 	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
 	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "8192"}))
 	l.UpsertQuota(testquota.New("other", "q", map[string]string{"limits.nvidia.com/gpu": "2"}))
-	clk := &clock{now: time.Unix(1000, 0)}
-	s := &Summarizer{Client: c, Ledger: l, MinGap: time.Second, Clock: clk, Log: logr.Discard()}
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	s := &Summarizer{Client: c, Ledger: l, Reservations: reserved{"ns": {{UID: "r", Name: "r", Demand: vec(1, 1024)}}},
+		MinGap: time.Second, Clock: clk, Log: logr.Discard()}
 	ctx := context.Background()
 
 	if n := s.Round(ctx); n != 2 || patches.Load() != 2 {
 		t.Fatalf("first round wrote %d (%d patches), want both namespaces", n, patches.Load())
 	}
 	u := usage(t, base, "ns")
-	if u.Status.Summary.GPUMem != "0/8192" || len(u.Status.Reservations) != 1 || u.Status.Reservations[0].PodUID != "r" {
+	if u.Status.Summary.GPUMem != "0/8192" || len(u.Status.Reservations) != 1 || u.Status.Reservations[0].PodUID != "r" ||
+		u.Status.Resources[1].Reserved != 1024 {
 		t.Fatalf("after the first write: %+v", u.Status)
 	}
 	if got := usage(t, base, "other").Status.Summary.GPU; got != "0/2" {
@@ -100,12 +104,17 @@ func TestSummarizerWritesOnlyChangesAtMostOncePerGap(t *testing.T) {
 		t.Fatalf("nothing changed, yet %d written", n)
 	}
 	l.UpsertPod(testpod.New("p").NS("ns").UID("p").App("c", testpod.GPU(1), testpod.Mem(4096)).Build())
-	clk.now = clk.now.Add(500 * time.Millisecond)
+	clk.SetTime(clk.Now().Add(500 * time.Millisecond))
 	if n := s.Round(ctx); n != 0 {
 		t.Fatalf("written again within MinGap")
 	}
-	clk.now = clk.now.Add(600 * time.Millisecond)
+	clk.SetTime(clk.Now().Add(600 * time.Millisecond))
 	if n := s.Round(ctx); n != 1 || usage(t, base, "ns").Status.Summary.GPUMem != "4096/8192" {
 		t.Fatalf("the change was not written after MinGap: %d, %q", n, usage(t, base, "ns").Status.Summary.GPUMem)
 	}
 }
+
+// reserved are fixed reservations by namespace.
+type reserved map[string][]ledger.Reservation
+
+func (r reserved) Reserved(context.Context) (map[string][]ledger.Reservation, error) { return r, nil }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 )
 
 // TestWorkersEndAndRestartBetweenReviews: with namespace workers that end
@@ -27,10 +29,10 @@ func TestWorkersEndAndRestartBetweenReviews(t *testing.T) {
 		wg.Go(func() {
 			time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond) // arrive around workers' ends
 			ok := false
-			err := s.Admit(t.Context(), "ns", types.UID(fmt.Sprintf("u%03d", i)), fmt.Sprintf("p%03d", i), func() (Verdict, error) {
-				snap := l.Namespace("ns")
+			err := admitPod(t.Context(), s, "ns", types.UID(fmt.Sprintf("u%03d", i)), fmt.Sprintf("p%03d", i), func(req decision.Request) (verdict, error) {
+				snap := l.Namespace("ns", req.Reservations)
 				ok = snap.Used.MemMiB+snap.Reserved.MemMiB+1024 <= fits*1024
-				return Verdict{Reserve: ok, Demand: vec(1, 1024)}, nil
+				return verdict{Reserve: ok, Demand: vec(1, 1024)}, nil
 			})
 			switch {
 			case err != nil:
@@ -46,9 +48,9 @@ func TestWorkersEndAndRestartBetweenReviews(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		s.qmu.Lock()
-		left := len(s.queues)
-		s.qmu.Unlock()
+		s.queues.mu.Lock()
+		left := len(s.queues.m)
+		s.queues.mu.Unlock()
 		if left == 0 {
 			break
 		}

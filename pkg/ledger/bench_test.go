@@ -103,14 +103,14 @@ func BenchmarkNamespaceSnapshot(b *testing.B) {
 	l := benchLedger(b, 10_000)
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = l.Namespace("team-7")
+		_ = l.Namespace("team-7", nil)
 		_ = l.Capacity()
 	}
 }
 
-// BenchmarkSetReservations: the mirror of a namespace's reservations,
-// refreshed before each decision.
-func BenchmarkSetReservations(b *testing.B) {
+// BenchmarkNamespaceSnapshotReserved: the same with eight reservations of
+// the namespace to count.
+func BenchmarkNamespaceSnapshotReserved(b *testing.B) {
 	l := benchLedger(b, 10_000)
 	rs := make([]Reservation, 8)
 	for i := range rs {
@@ -118,7 +118,7 @@ func BenchmarkSetReservations(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		l.SetReservations("team-7", rs)
+		_ = l.Namespace("team-7", rs)
 	}
 }
 
@@ -168,7 +168,7 @@ func Benchmark100kPodsListed(b *testing.B) {
 		b.StopTimer()
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
-		if st := l.Snapshot().Stats; st.Pods != n {
+		if st := l.Snapshot(nil).Stats; st.Pods != n {
 			b.Fatalf("%d pods recorded, want %d", st.Pods, n)
 		}
 		b.ReportMetric(elapsed.Seconds(), "s/100kpods")

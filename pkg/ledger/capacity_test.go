@@ -61,7 +61,7 @@ func TestNodeCapacity(t *testing.T) {
 				t.Errorf("got %+v", n)
 			}
 			if tt.wantProblem {
-				if p := l.Snapshot().Problems; len(p) != 1 || p[0].Kind != ProblemNode || p[0].Key != tt.wantSource {
+				if p := l.Snapshot(nil).Problems; len(p) != 1 || p[0].Kind != ProblemNode || p[0].Key != tt.wantSource {
 					t.Errorf("snapshot problems = %v", p)
 				}
 			}
@@ -110,30 +110,30 @@ func TestPercentagesFollowTheNodes(t *testing.T) {
 	bound := testpod.New("bound").NS("ns").App("a", gpu(1), pct(50)).Node("n1").Build()
 	l.UpsertPod(pending)
 	l.UpsertPod(bound)
-	s := l.Namespace("ns")
+	s := l.Namespace("ns", nil)
 	if s.Used != vec(2, 0, 0) || len(s.Unresolved) != 2 || s.Unresolved[0].Pod != "bound" || s.Unresolved[0].Containers[0] != "a" {
 		t.Fatalf("before any node is known: used %v unresolved %v; want 2 GPUs, memory unresolved for both", s.Used, s.Unresolved)
 	}
 	l.UpsertNode(testnode.WithDevices("n1", nil, dev("GPU-1", 24576), dev("GPU-2", 81920)))
-	if s = l.Namespace("ns"); s.Used != vec(2, 2*40960, 0) || len(s.Unresolved) != 0 {
+	if s = l.Namespace("ns", nil); s.Used != vec(2, 2*40960, 0) || len(s.Unresolved) != 0 {
 		t.Fatalf("node known: used %v unresolved %v; want 50%% of 81920 for both", s.Used, s.Unresolved)
 	}
 	l.UpsertNode(testnode.WithDevices("n2", map[string]string{"gpu": "h200"}, dev("GPU-3", 143771)))
-	if s = l.Namespace("ns"); s.Used.MemMiB != 2*71885 {
+	if s = l.Namespace("ns", nil); s.Used.MemMiB != 2*71885 {
 		t.Fatalf("a larger node appeared: used %d MiB, want 2 × 71885 (both may land on n2, as far as their specs say)", s.Used.MemMiB)
 	}
 	l.UpsertNode(testnode.WithDevices("n1", nil, dev("GPU-1", 24576)))
-	if s = l.Namespace("ns"); s.Used.MemMiB != 2*71885 {
+	if s = l.Namespace("ns", nil); s.Used.MemMiB != 2*71885 {
 		t.Fatalf("n1 shrank: used %d MiB, want 2 × 71885 (n2 is still the largest)", s.Used.MemMiB)
 	}
 	l.DeleteNode("n1")
 	l.DeleteNode("n2")
-	if s = l.Namespace("ns"); s.Used.MemMiB != 2*40960 || len(s.Unresolved) != 0 || len(s.Problems) != 2 || s.Problems[0].Kind != ProblemCharge {
+	if s = l.Namespace("ns", nil); s.Used.MemMiB != 2*40960 || len(s.Unresolved) != 0 || len(s.Problems) != 2 || s.Problems[0].Kind != ProblemCharge {
 		t.Fatalf("nodes gone: used %v unresolved %v problems %v; want both still charged the 40960 MiB first resolved, and reported", s.Used, s.Unresolved, s.Problems)
 	}
 	l.DeletePod(bound)
 	l.DeletePod(pending)
-	if st := l.Snapshot().Stats; st.Pods != 0 || st.Nodes != 0 || st.Namespaces != 0 {
+	if st := l.Snapshot(nil).Stats; st.Pods != 0 || st.Nodes != 0 || st.Namespaces != 0 {
 		t.Errorf("everything deleted, stats %+v", st)
 	}
 }
@@ -168,7 +168,7 @@ func TestPendingWholeCardPodsAreCharged(t *testing.T) {
 			p := tt.pod.Build()
 			l.UpsertPod(p)
 			defer l.DeletePod(p)
-			if got := l.Namespace("ns").Used; got != tt.want {
+			if got := l.Namespace("ns", nil).Used; got != tt.want {
 				t.Errorf("used %v, want %v", got, tt.want)
 			}
 		})
@@ -179,12 +179,12 @@ func TestDeviceUsageOfUnannouncedDevices(t *testing.T) {
 	l := newLedger(t)
 	l.UpsertPod(testpod.New("p").NS("ns").App("a", gpu(1), mem(1000)).Node("n9").Devices("GPU-z,NVIDIA,1000,10:;").
 		AppRunning("a").Build())
-	d := l.Snapshot().Nodes["n9"].Devices["GPU-z"]
+	d := l.Snapshot(nil).Nodes["n9"].Devices["GPU-z"]
 	if d.Capacity != nil || d.Used != vec(1, 1000, 10) {
 		t.Errorf("got %+v, want usage without capacity", d)
 	}
 	l.UpsertNode(testnode.WithDevices("n9", nil, dev("GPU-z", 24576)))
-	if d := l.Snapshot().Nodes["n9"].Devices["GPU-z"]; d.Capacity == nil || d.Capacity.MemMiB != 24576 || d.Used.MemMiB != 1000 {
+	if d := l.Snapshot(nil).Nodes["n9"].Devices["GPU-z"]; d.Capacity == nil || d.Capacity.MemMiB != 24576 || d.Used.MemMiB != 1000 {
 		t.Errorf("got %+v, want capacity 24576 and usage 1000", d)
 	}
 }

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr/testr"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,11 +17,6 @@ var (
 	pct   = testpod.MemPct
 	cores = testpod.Cores
 )
-
-// fakeClock is a settable clock.
-type fakeClock struct{ now time.Time }
-
-func (c *fakeClock) Now() time.Time { return c.now }
 
 func newLedger(t testing.TB) *Ledger {
 	opts := Options{Settings: effective.DefaultSettings()}
@@ -62,5 +56,5 @@ func stored(l *Ledger, uid string) (effective.State, effective.Vector, map[strin
 
 // deviceUsed returns one device's usage.
 func deviceUsed(l *Ledger, node, uuid string) effective.Vector {
-	return l.Snapshot().Nodes[node].Devices[uuid].Used
+	return l.Snapshot(nil).Nodes[node].Devices[uuid].Used
 }

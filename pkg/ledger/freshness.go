@@ -5,15 +5,18 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpuadmit/gpuadmit/pkg/resourceversion"
 )
 
 // FreshnessOptions configure how a Feed decides that a watch is stale: it
@@ -32,7 +35,7 @@ type FreshnessOptions struct {
 	// ProbeTimeout bounds one probe (default ProbeEvery, at most 5s).
 	ProbeTimeout time.Duration
 	// Clock tells the time (default the wall clock).
-	Clock Clock
+	Clock clock.PassiveClock
 }
 
 // freshness tracks, per watched resource, whether the watch keeps up with
@@ -60,7 +63,7 @@ type watchState struct {
 
 type rvAt struct {
 	at time.Time
-	rv uint64
+	rv string
 }
 
 // newFreshness checks the watches of watched, each a function returning how
@@ -76,7 +79,7 @@ func newFreshness(client kubernetes.Interface, opts FreshnessOptions, log logr.L
 		opts.ProbeTimeout = min(opts.ProbeEvery, 5*time.Second)
 	}
 	if opts.Clock == nil {
-		opts.Clock = realClock{}
+		opts.Clock = clock.RealClock{}
 	}
 	f := &freshness{opts: opts, log: log, resources: map[string]*watchState{}}
 	for name := range watched {
@@ -146,19 +149,35 @@ func (f *freshness) record(resource string, now time.Time, probed string, probeE
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w := f.resources[resource]
+	w.observe(now, probed, probeErr)
+	judged := w.trim(now.Add(-f.opts.StaleAfter))
+	stale := w.staleness(resource, now, watched, judged, f.opts.StaleAfter)
+	f.logChange(resource, w.stale, stale)
+	w.stale = stale
+	sum := f.staleLocked()
+	f.summary.Store(&sum)
+}
+
+// observe records the outcome of a probe started at now: since when the API
+// server has been failing, or the resourceVersion it reported (when valid).
+func (w *watchState) observe(now time.Time, probed string, probeErr error) {
 	if probeErr != nil {
 		if w.failingSince.IsZero() {
 			w.failingSince = now
 		}
 		w.lastErr = probeErr
-	} else {
-		w.failingSince, w.lastErr = time.Time{}, nil
-		if rv, err := strconv.ParseUint(probed, 10, 64); err == nil {
-			w.probes = append(w.probes, rvAt{at: now, rv: rv})
-		}
+		return
 	}
-	// Keep the newest probe old enough to judge by, and the younger ones.
-	cut := now.Add(-f.opts.StaleAfter)
+	w.failingSince, w.lastErr = time.Time{}, nil
+	if resourceversion.Valid(probed) {
+		w.probes = append(w.probes, rvAt{at: now, rv: probed})
+	}
+}
+
+// trim keeps the newest probe old enough to judge by (taken at or before
+// cut), and the younger ones. It reports whether there is one to judge by,
+// then w.probes[0].
+func (w *watchState) trim(cut time.Time) bool {
 	judge := -1
 	for i, p := range w.probes {
 		if !p.at.After(cut) {
@@ -168,23 +187,32 @@ func (f *freshness) record(resource string, now time.Time, probed string, probeE
 	if judge > 0 {
 		w.probes = w.probes[judge:]
 	}
-	stale := ""
-	if wrv, err := strconv.ParseUint(watched, 10, 64); err == nil && judge >= 0 && wrv < w.probes[0].rv {
-		stale = fmt.Sprintf("%s: the watch is at resourceVersion %d, behind the %d the API server reported %s ago",
-			resource, wrv, w.probes[0].rv, now.Sub(w.probes[0].at).Round(time.Second))
+	return judge >= 0
+}
+
+// staleness returns why the watch of resource is stale at now ("" when
+// fresh): the API server has not answered for staleAfter, or the watch is
+// behind the probe judged by (judged: w.probes[0]).
+func (w *watchState) staleness(resource string, now time.Time, watched string, judged bool, staleAfter time.Duration) string {
+	if !w.failingSince.IsZero() && now.Sub(w.failingSince) >= staleAfter {
+		return fmt.Sprintf("%s: the API server has not answered for %s: %v", resource, now.Sub(w.failingSince).Round(time.Second), w.lastErr)
 	}
-	if !w.failingSince.IsZero() && now.Sub(w.failingSince) >= f.opts.StaleAfter {
-		stale = fmt.Sprintf("%s: the API server has not answered for %s: %v", resource, now.Sub(w.failingSince).Round(time.Second), w.lastErr)
+	if resourceversion.Valid(watched) && judged && resourceversion.Newer(w.probes[0].rv, watched) {
+		return fmt.Sprintf("%s: the watch is at resourceVersion %s, behind the %s the API server reported %s ago",
+			resource, watched, w.probes[0].rv, now.Sub(w.probes[0].at).Round(time.Second))
 	}
+	return ""
+}
+
+// logChange logs a watch of resource turning stale or fresh again (before
+// and after are its staleness reasons, "" when fresh).
+func (f *freshness) logChange(resource, before, after string) {
 	switch {
-	case stale != "" && w.stale == "":
-		f.log.Info("watch is stale: deletions and quota changes are not seen; admitted pods stay reserved until seen", "problem", stale)
-	case stale == "" && w.stale != "":
+	case after != "" && before == "":
+		f.log.Info("watch is stale: deletions and quota changes are not seen; admitted pods stay reserved until seen", "problem", after)
+	case after == "" && before != "":
 		f.log.Info("watch is fresh again", "resource", resource)
 	}
-	w.stale = stale
-	sum := f.staleLocked()
-	f.summary.Store(&sum)
 }
 
 // stale joins the reasons of the stale watches ("" when all are fresh).

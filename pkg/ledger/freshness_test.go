@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/go-logr/logr"
 )
 
@@ -15,12 +17,12 @@ import (
 // keeps a quiet watch fresh), or when the API server has not answered for
 // StaleAfter; it is fresh again once it catches up.
 func TestFreshness(t *testing.T) {
-	clk := &fakeClock{now: time.Unix(1000, 0)}
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
 	f := &freshness{opts: FreshnessOptions{StaleAfter: 3 * time.Minute, Clock: clk}, log: logr.Discard(),
 		resources: map[string]*watchState{"pods": {}, "nodes": {}}}
 	step := func(d time.Duration, resource, probed string, err error, watched string) {
-		clk.now = clk.now.Add(d)
-		f.record(resource, clk.now, probed, err, watched)
+		clk.SetTime(clk.Now().Add(d))
+		f.record(resource, clk.Now(), probed, err, watched)
 	}
 	// A quiet cluster: the API server moves on (other objects change), the
 	// pod watch follows through bookmarks about once a minute.

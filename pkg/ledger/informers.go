@@ -163,6 +163,12 @@ func (f *Feed) Stale() string { return f.freshness.stale() }
 // in the ledger).
 func (f *Feed) PodsResourceVersion() string { return f.pods.resourceVersion() }
 
+// WaitForPods returns once the ledger got to resourceVersion rv in the pod
+// watch (PodsResourceVersion), or with ctx's error.
+func (f *Feed) WaitForPods(ctx context.Context, rv string) error {
+	return f.pods.progress.wait(ctx, rv)
+}
+
 // Freshness reports, per watched resource, whether it is stale (for metrics).
 func (f *Feed) Freshness() map[string]bool { return f.freshness.perResource() }
 

@@ -35,7 +35,7 @@ func TestTombstones(t *testing.T) {
 		{"pod tombstone with the last known object", func(l *Ledger) {
 			PodHandler(l, testr.New(t)).OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a/llm-server", Obj: pod})
 		}, func(t *testing.T, l *Ledger) {
-			if s := l.Namespace("team-a"); !s.Used.IsZero() || s.Pods != 0 {
+			if s := l.Namespace("team-a", nil); !s.Used.IsZero() || s.Pods != 0 {
 				t.Errorf("used %v in %d pods after the tombstone", s.Used, s.Pods)
 			}
 		}},
@@ -43,14 +43,14 @@ func TestTombstones(t *testing.T) {
 			stale := seedPod().InitTerminated("convert-weights", 0).AppRunning("server").Build()
 			PodHandler(l, testr.New(t)).OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a/llm-server", Obj: stale})
 		}, func(t *testing.T, l *Ledger) {
-			if s := l.Namespace("team-a"); !s.Used.IsZero() || deviceUsed(l, "node1", "GPU-0") != (effective.Vector{}) {
+			if s := l.Namespace("team-a", nil); !s.Used.IsZero() || deviceUsed(l, "node1", "GPU-0") != (effective.Vector{}) {
 				t.Errorf("used %v after the tombstone", s.Used)
 			}
 		}},
 		{"pod tombstone carrying only the key", func(l *Ledger) {
 			PodHandler(l, testr.New(t)).OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a/llm-server"})
 		}, func(t *testing.T, l *Ledger) {
-			if s := l.Namespace("team-a"); !s.Used.IsZero() {
+			if s := l.Namespace("team-a", nil); !s.Used.IsZero() {
 				t.Errorf("used %v after the tombstone", s.Used)
 			}
 		}},
@@ -64,7 +64,7 @@ func TestTombstones(t *testing.T) {
 		{"quota tombstone", func(l *Ledger) {
 			QuotaHandler(l, testr.New(t)).OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a/q2", Obj: &corev1.ResourceQuota{}})
 		}, func(t *testing.T, l *Ledger) {
-			if lim := l.Namespace("team-a").Limits.MemMiB; lim == nil || lim.Quota != "q1" || lim.Value != 40000 {
+			if lim := l.Namespace("team-a", nil).Limits.MemMiB; lim == nil || lim.Quota != "q1" || lim.Value != 40000 {
 				t.Errorf("limit after deleting q2: %+v, want q1's 40000", lim)
 			}
 		}},
@@ -76,7 +76,7 @@ func TestTombstones(t *testing.T) {
 			QuotaHandler(l, testr.New(t)).OnAdd(testquota.New("team-a", "q1", map[string]string{"limits.nvidia.com/gpumem": "40000"}), true)
 			QuotaHandler(l, testr.New(t)).OnAdd(testquota.New("team-a", "q2", map[string]string{"limits.nvidia.com/gpumem": "24576"}), true)
 			PodHandler(l, testr.New(t)).OnAdd(pod, true)
-			if s := l.Namespace("team-a"); s.Used.MemMiB != 20480 {
+			if s := l.Namespace("team-a", nil); s.Used.MemMiB != 20480 {
 				t.Fatalf("setup: used %d", s.Used.MemMiB)
 			}
 			tt.deleted(l)
@@ -183,8 +183,8 @@ func TestFeedWithFakeClientset(t *testing.T) {
 		t.Fatalf("before start, not synced: %q", got)
 	}
 	feed.Start(ctx)
-	eventually(t, ctx, "synced", feed.Synced)
-	s := l.Namespace("team-a")
+	eventually(ctx, t, "synced", feed.Synced)
+	s := l.Namespace("team-a", nil)
 	if s.Used.MemMiB != 20480 || s.Limits.MemMiB == nil || s.Limits.MemMiB.Value != 24576 || s.Limits.GPU == nil {
 		t.Fatalf("after sync: %+v", s)
 	}
@@ -198,32 +198,32 @@ func TestFeedWithFakeClientset(t *testing.T) {
 	if _, err := client.CoreV1().Namespaces().Update(ctx, relabelled, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, "namespace relabelled", func() bool { return l.Namespace("team-a").Labels["gpu-tier"] == "gold" })
+	eventually(ctx, t, "namespace relabelled", func() bool { return l.Namespace("team-a", nil).Labels["gpu-tier"] == "gold" })
 
 	done := seedPod().InitTerminated("convert-weights", 0).AppRunning("server").Build()
 	if _, err := client.CoreV1().Pods("team-a").UpdateStatus(ctx, done, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, "init finished: 10240 MiB", func() bool { return l.Namespace("team-a").Used.MemMiB == 10240 })
+	eventually(ctx, t, "init finished: 10240 MiB", func() bool { return l.Namespace("team-a", nil).Used.MemMiB == 10240 })
 
 	if err := client.CoreV1().ResourceQuotas("team-a").Delete(ctx, "other", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, "quota deleted, the other kept", func() bool {
-		lim := l.Namespace("team-a").Limits
+	eventually(ctx, t, "quota deleted, the other kept", func() bool {
+		lim := l.Namespace("team-a", nil).Limits
 		return lim.GPU == nil && lim.MemMiB != nil && lim.MemMiB.Value == 24576
 	})
 
 	if err := client.CoreV1().Pods("team-a").Delete(ctx, "llm-server", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, "pod deleted", func() bool { return l.Namespace("team-a").Pods == 0 })
+	eventually(ctx, t, "pod deleted", func() bool { return l.Namespace("team-a", nil).Pods == 0 })
 	if got := deviceUsed(l, "node1", "GPU-0"); !got.IsZero() {
 		t.Errorf("device usage after delete: %v", got)
 	}
 }
 
-func eventually(t *testing.T, ctx context.Context, what string, cond func() bool) {
+func eventually(ctx context.Context, t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for !cond() {
 		select {

@@ -2,23 +2,14 @@ package ledger
 
 import (
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
-
-// Clock tells the time; reservations are checked against it.
-type Clock interface {
-	Now() time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
 
 // Options configure a Ledger.
 type Options struct {
@@ -27,24 +18,20 @@ type Options struct {
 	// Log receives problems (invalid pods, malformed annotations, bad quota
 	// values). The zero value discards.
 	Log logr.Logger
-	// Clock schedules reservation checks; nil uses the wall clock.
-	Clock Clock
 }
 
 // Ledger is the usage ledger. All methods are safe for concurrent use.
 type Ledger struct {
 	settings effective.Settings
 	log      logr.Logger
-	clock    Clock
 
-	mu           sync.RWMutex
-	pods         map[types.UID]*podRecord
-	invalid      map[types.UID]*invalidPod
-	byName       map[podName]types.UID
-	namespaces   map[string]*namespace
-	nodes        map[string]*node
-	reservations map[types.UID]*reservation
-	capacity     *Capacity // built lazily from nodes; nil when stale
+	mu         sync.RWMutex
+	pods       map[types.UID]*podRecord
+	invalid    map[types.UID]*invalidPod
+	byName     map[podName]types.UID
+	namespaces map[string]*namespace
+	nodes      map[string]*node
+	capacity   *Capacity // built lazily from nodes; nil when stale
 	// sized are the pods whose demand depends on device sizes (memory
 	// percentages, whole devices): re-derived when capacity changes.
 	sized map[types.UID]*podRecord
@@ -57,6 +44,9 @@ type Ledger struct {
 	// nsLabels are the labels of every namespace the watch reported
 	// (namespace.go); each map is immutable.
 	nsLabels map[string]map[string]string
+	// nsChanged is closed and replaced when a namespace's labels change
+	// (WaitForNamespace).
+	nsChanged chan struct{}
 }
 
 // podName is a pod's namespace and name (the informer's key).
@@ -64,42 +54,37 @@ type podName struct{ namespace, name string }
 
 // namespace is the per-namespace state.
 type namespace struct {
-	used         effective.Vector
-	pods         int
-	unresolved   map[types.UID]*podRecord
-	invalid      map[types.UID]*invalidPod
-	warned       map[types.UID]*podRecord
-	reservations map[types.UID]*reservation
-	quotas       map[string]*quota
+	used       effective.Vector
+	pods       int
+	unresolved map[types.UID]*podRecord
+	invalid    map[types.UID]*invalidPod
+	warned     map[types.UID]*podRecord
+	quotas     map[string]*quota
 }
 
 func (n *namespace) empty() bool {
 	return n.pods == 0 && n.used.IsZero() && len(n.unresolved) == 0 && len(n.invalid) == 0 &&
-		len(n.warned) == 0 && len(n.reservations) == 0 && len(n.quotas) == 0
+		len(n.warned) == 0 && len(n.quotas) == 0
 }
 
 // New returns an empty ledger.
 func New(opts Options) *Ledger {
 	l := &Ledger{
-		settings:     opts.Settings,
-		log:          opts.Log,
-		clock:        opts.Clock,
-		seen:         map[types.UID]string{},
-		known:        map[types.UID]struct{}{},
-		pods:         map[types.UID]*podRecord{},
-		invalid:      map[types.UID]*invalidPod{},
-		byName:       map[podName]types.UID{},
-		namespaces:   map[string]*namespace{},
-		nodes:        map[string]*node{},
-		reservations: map[types.UID]*reservation{},
-		sized:        map[types.UID]*podRecord{},
-		nsLabels:     map[string]map[string]string{},
+		settings:   opts.Settings,
+		log:        opts.Log,
+		seen:       map[types.UID]string{},
+		known:      map[types.UID]struct{}{},
+		pods:       map[types.UID]*podRecord{},
+		invalid:    map[types.UID]*invalidPod{},
+		byName:     map[podName]types.UID{},
+		namespaces: map[string]*namespace{},
+		nodes:      map[string]*node{},
+		sized:      map[types.UID]*podRecord{},
+		nsLabels:   map[string]map[string]string{},
+		nsChanged:  make(chan struct{}),
 	}
 	if l.log.GetSink() == nil {
 		l.log = logr.Discard()
-	}
-	if l.clock == nil {
-		l.clock = realClock{}
 	}
 	return l
 }
@@ -118,8 +103,8 @@ func podUID(pod *corev1.Pod) types.UID {
 
 // UpsertPod records the pod's current target (an add, an update, a resync or
 // a relist: all the same). The previous record of the pod, and of an older
-// pod with the same namespace and name, is replaced; a reservation under the
-// pod's UID turns into the record.
+// pod with the same namespace and name, is replaced; from now on a
+// reservation under the pod's UID does not count (Seen).
 func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	uid := podUID(pod)
 	d := l.derive(pod, effective.Options{}) // pure work outside the lock
@@ -147,11 +132,9 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 		// The pod was deleted and recreated while the watch was down: the
 		// relist only shows the new one.
 		l.removeLocked(other)
-		l.releaseLocked(other)
 		delete(l.seen, other)
 		delete(l.known, other)
 	}
-	l.releaseLocked(uid)
 	l.applyLocked(uid, key, d)
 }
 
@@ -172,7 +155,6 @@ func (l *Ledger) ReplacePods(pods []*corev1.Pod) {
 	for uid := range l.seen {
 		if !listed[uid] {
 			l.removeLocked(uid)
-			l.releaseLocked(uid)
 			delete(l.seen, uid)
 		}
 	}
@@ -202,13 +184,12 @@ func (l *Ledger) Knows(uid types.UID) bool {
 }
 
 // DeletePod removes the pod's record (what is stored, whatever the object
-// says) and any reservation under its UID.
+// says).
 func (l *Ledger) DeletePod(pod *corev1.Pod) {
 	uid := podUID(pod)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.removeLocked(uid)
-	l.releaseLocked(uid)
 	delete(l.seen, uid)
 	delete(l.known, uid)
 }
@@ -220,7 +201,6 @@ func (l *Ledger) DeletePodByName(ns, name string) {
 	defer l.mu.Unlock()
 	if uid, ok := l.byName[podName{ns, name}]; ok {
 		l.removeLocked(uid)
-		l.releaseLocked(uid)
 		delete(l.seen, uid)
 		delete(l.known, uid)
 	}
@@ -252,7 +232,7 @@ func (l *Ledger) applyLocked(uid types.UID, key podName, d derivation) {
 		}
 	}
 	if after := l.problemOfLocked(uid); after != nil && (before == nil || before.Message != after.Message) {
-		l.log.Info("pod GPU usage: problem", "pod", key.namespace+"/"+key.name, "problem", after.Message)
+		l.log.Info("pod GPU usage: problem", "pod", klog.KRef(key.namespace, key.name), "problem", after.Message)
 	}
 }
 
@@ -311,11 +291,10 @@ func (l *Ledger) ns(name string) *namespace {
 	n := l.namespaces[name]
 	if n == nil {
 		n = &namespace{
-			unresolved:   map[types.UID]*podRecord{},
-			invalid:      map[types.UID]*invalidPod{},
-			warned:       map[types.UID]*podRecord{},
-			reservations: map[types.UID]*reservation{},
-			quotas:       map[string]*quota{},
+			unresolved: map[types.UID]*podRecord{},
+			invalid:    map[types.UID]*invalidPod{},
+			warned:     map[types.UID]*podRecord{},
+			quotas:     map[string]*quota{},
 		}
 		l.namespaces[name] = n
 	}

@@ -28,7 +28,7 @@ func TestSeedScenarios3And4(t *testing.T) {
 	}
 
 	l.UpsertPod(seedPod().InitRunning("convert-weights").Build())
-	s := l.Namespace("team-a")
+	s := l.Namespace("team-a", nil)
 	if s.Used != vec(1, 20480, 0) || deviceUsed(l, "node1", "GPU-0") != vec(1, 20480, 0) {
 		t.Fatalf("init running: used %v, device %v; want 20480 MiB for both", s.Used, deviceUsed(l, "node1", "GPU-0"))
 	}
@@ -40,7 +40,7 @@ func TestSeedScenarios3And4(t *testing.T) {
 	}
 
 	l.UpsertPod(seedPod().InitTerminated("convert-weights", 0).AppRunning("server").Build())
-	s = l.Namespace("team-a")
+	s = l.Namespace("team-a", nil)
 	if s.Used != vec(1, 10240, 0) || deviceUsed(l, "node1", "GPU-0") != vec(1, 10240, 0) {
 		t.Fatalf("init done: used %v, device %v; want 10240 MiB for both", s.Used, deviceUsed(l, "node1", "GPU-0"))
 	}
@@ -141,14 +141,14 @@ func TestLifecycle(t *testing.T) {
 				if state != st.state || used.MemMiB != st.nsMem {
 					t.Errorf("step %d: stored state %q, %d MiB; want %q, %d MiB", i, state, used.MemMiB, st.state, st.nsMem)
 				}
-				if got := l.Namespace("ns").Used.MemMiB; got != st.nsMem {
+				if got := l.Namespace("ns", nil).Used.MemMiB; got != st.nsMem {
 					t.Errorf("step %d: namespace used %d MiB, want %d", i, got, st.nsMem)
 				}
 				gotDevs := map[string]int64{}
 				for id, v := range devs {
 					gotDevs[id] = v.MemMiB
 				}
-				for id := range l.Snapshot().Nodes["n1"].Devices {
+				for id := range l.Snapshot(nil).Nodes["n1"].Devices {
 					if got, want := deviceUsed(l, "n1", id).MemMiB, st.devices[id]; got != want {
 						t.Errorf("step %d: device %s sum %d MiB, want %d", i, id, got, want)
 					}
@@ -176,7 +176,7 @@ func TestRelistAfterRestart(t *testing.T) {
 		for _, i := range order {
 			l.UpsertPod(pods[i])
 		}
-		if got := l.Namespace("team-a").Used.MemMiB; got != 10240+9000 {
+		if got := l.Namespace("team-a", nil).Used.MemMiB; got != 10240+9000 {
 			t.Errorf("order %v: used %d MiB, want %d (steady 10240 + full 9000)", order, got, 10240+9000)
 		}
 		if state, _, _ := stored(l, string(pods[0].UID)); state != effective.StateSteady {
@@ -186,7 +186,7 @@ func TestRelistAfterRestart(t *testing.T) {
 		for _, p := range pods {
 			l.UpsertPod(p)
 		}
-		if got := l.Namespace("team-a").Used.MemMiB; got != 10240+9000 {
+		if got := l.Namespace("team-a", nil).Used.MemMiB; got != 10240+9000 {
 			t.Errorf("order %v: after relist used %d MiB, want %d", order, got, 10240+9000)
 		}
 	}
@@ -199,7 +199,7 @@ func TestRecreatedWithSameName(t *testing.T) {
 	l := newLedger(t)
 	l.UpsertPod(seedPod().UID("old").InitRunning("convert-weights").Build())
 	l.UpsertPod(seedPod().UID("new").InitTerminated("convert-weights", 0).AppRunning("server").Build())
-	if s := l.Namespace("team-a"); s.Used.MemMiB != 10240 || s.Pods != 1 {
+	if s := l.Namespace("team-a", nil); s.Used.MemMiB != 10240 || s.Pods != 1 {
 		t.Errorf("used %d MiB in %d pods, want 10240 in 1", s.Used.MemMiB, s.Pods)
 	}
 	if got := deviceUsed(l, "node1", "GPU-0").MemMiB; got != 10240 {
@@ -213,21 +213,21 @@ func TestInvalidAndNonGPUPods(t *testing.T) {
 	l.UpsertPod(bad)
 	l.UpsertPod(testpod.New("cpu").NS("ns").App("a", testpod.CPU("2")).Build())
 	l.UpsertPod(testpod.New("badannot").NS("ns").App("a", gpu(1), mem(100)).Node("n1").Devices("GPU-a,NVIDIA,x,0:;").Build())
-	s := l.Namespace("ns")
+	s := l.Namespace("ns", nil)
 	if s.Used != vec(1, 100, 0) || s.Pods != 1 {
 		t.Errorf("used %v in %d pods, want only the pod with the bad annotation (1 GPU, 100 MiB)", s.Used, s.Pods)
 	}
 	if len(s.Problems) != 2 || s.Problems[0].Name != "bad" || s.Problems[1].Name != "badannot" {
 		t.Fatalf("problems = %v, want the invalid pod and the unreadable annotation", s.Problems)
 	}
-	if st := l.Snapshot().Stats; st.InvalidPods != 1 || st.Pods != 1 {
+	if st := l.Snapshot(nil).Stats; st.InvalidPods != 1 || st.Pods != 1 {
 		t.Errorf("stats = %+v, want 1 invalid, 1 recorded", st)
 	}
-	if len(l.Snapshot().Nodes) != 0 {
-		t.Errorf("nodes = %v, want no device usage from an unreadable annotation", l.Snapshot().Nodes)
+	if len(l.Snapshot(nil).Nodes) != 0 {
+		t.Errorf("nodes = %v, want no device usage from an unreadable annotation", l.Snapshot(nil).Nodes)
 	}
 	l.DeletePod(bad)
-	if s := l.Namespace("ns"); len(s.Problems) != 1 {
+	if s := l.Namespace("ns", nil); len(s.Problems) != 1 {
 		t.Errorf("after deleting the invalid pod: problems = %v, want 1", s.Problems)
 	}
 }

@@ -28,7 +28,7 @@ func TestPodsWithoutManagedResourcesAsMetadata(t *testing.T) {
 	l := newLedger(t)
 	h := PodHandler(l, testr.New(t))
 	h.OnAdd(slim(seedPod().UID("uid-gpu").InitRunning("convert-weights")), true)
-	if s := l.Namespace("team-a"); s.Used.MemMiB != 20480 || s.Pods != 1 {
+	if s := l.Namespace("team-a", nil); s.Used.MemMiB != 20480 || s.Pods != 1 {
 		t.Fatalf("the GPU pod is not charged: %+v", s.Used)
 	}
 	other := slim(testpod.New("web").NS("team-a").UID("uid-web").App("c", testpod.CPU("1")))
@@ -37,12 +37,12 @@ func TestPodsWithoutManagedResourcesAsMetadata(t *testing.T) {
 	}
 	h.OnAdd(other, false)
 	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a/web", Obj: other})
-	if s := l.Namespace("team-a"); s.Used.MemMiB != 20480 || s.Pods != 1 {
+	if s := l.Namespace("team-a", nil); s.Used.MemMiB != 20480 || s.Pods != 1 {
 		t.Fatalf("another pod's add and tombstone changed the charge: %+v, %d pods", s.Used, s.Pods)
 	}
 	// The relist shows llm-server recreated without GPUs (another UID).
 	h.OnUpdate(nil, slim(testpod.New("llm-server").NS("team-a").UID("uid-cpu").App("c", testpod.CPU("1"))))
-	if s := l.Namespace("team-a"); !s.Used.IsZero() || s.Pods != 0 || !deviceUsed(l, "node1", "GPU-0").IsZero() {
+	if s := l.Namespace("team-a", nil); !s.Used.IsZero() || s.Pods != 0 || !deviceUsed(l, "node1", "GPU-0").IsZero() {
 		t.Fatalf("the replaced GPU pod is still charged: %+v, %d pods", s.Used, s.Pods)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +47,6 @@ func TestModelLedgerEqualsRecomputation(t *testing.T) {
 
 type model struct {
 	r        *rand.Rand
-	clk      *fakeClock
 	l        *Ledger
 	pods     map[types.UID]*corev1.Pod
 	byName   map[string]types.UID
@@ -58,9 +56,10 @@ type model struct {
 	nodeDevs map[string][]string
 	devMem   map[string]map[string]int64 // oracle: device memory by node and UUID when the annotation is valid
 	quotas   map[string]*corev1.ResourceQuota
-	resv     map[types.UID]reservation // oracle for reservations
-	floor    map[types.UID]int64       // oracle: the device size each pod was first resolved against
-	next     int                       // UID sequence
+	pending  map[string][]Reservation // the reservations handed in, by namespace
+	seen     map[types.UID]bool       // oracle: GPU pods the watch delivered and has not seen go
+	floor    map[types.UID]int64      // oracle: the device size each pod was first resolved against
+	next     int                      // UID sequence
 	memo     map[memoKey]derivation
 	podH     toolscache.ResourceEventHandlerFuncs
 	nodeH    toolscache.ResourceEventHandlerFuncs
@@ -78,13 +77,12 @@ var (
 )
 
 func newModel(seed uint64) *model {
-	clk := &fakeClock{now: time.Unix(1_000_000, 0)}
-	l := New(Options{Settings: effective.DefaultSettings(), Clock: clk})
+	l := New(Options{Settings: effective.DefaultSettings()})
 	return &model{
-		r: rand.New(rand.NewPCG(seed, seed*7919)), clk: clk, l: l,
+		r: rand.New(rand.NewPCG(seed, seed*7919)), l: l,
 		pods: map[types.UID]*corev1.Pod{}, byName: map[string]types.UID{}, old: map[types.UID]*corev1.Pod{},
 		nodes: map[string]*corev1.Node{}, nodeMem: map[string]int64{}, nodeDevs: map[string][]string{}, devMem: map[string]map[string]int64{},
-		quotas: map[string]*corev1.ResourceQuota{}, resv: map[types.UID]reservation{}, memo: map[memoKey]derivation{},
+		quotas: map[string]*corev1.ResourceQuota{}, pending: map[string][]Reservation{}, seen: map[types.UID]bool{}, memo: map[memoKey]derivation{},
 		floor: map[types.UID]int64{},
 		podH:  PodHandler(l, logr.Discard()), nodeH: NodeHandler(l, logr.Discard()), quotaH: QuotaHandler(l, logr.Discard()),
 	}
@@ -127,13 +125,13 @@ func (m *model) step() string {
 		}
 	case k < 70:
 		if p := m.pick(); p != nil {
-			delete(m.resv, p.UID)
+			m.deliver(p)
 			m.podH.OnUpdate(p, p) // duplicate
 			return "duplicate"
 		}
 	case k < 76:
 		if p := m.pick(); p != nil && m.old[p.UID] != nil {
-			delete(m.resv, p.UID)
+			m.deliver(p)
 			m.podH.OnUpdate(m.old[p.UID], p) // stale old object
 			return "stale-old"
 		}
@@ -146,12 +144,9 @@ func (m *model) step() string {
 	case k < 92:
 		m.quota()
 		return "quota"
-	case k < 98:
+	default:
 		m.reserve()
 		return "reserve"
-	default:
-		m.clk.now = m.clk.now.Add(time.Duration(m.r.IntN(20)) * time.Second)
-		return "tick"
 	}
 	return "noop"
 }
@@ -203,27 +198,34 @@ func (m *model) create() string {
 		} else { // deleted and recreated while the watch was down: the relist shows an update
 			old := m.pods[prev]
 			if m.holds(old) { // the ledger replaces the pod it holds under that name
-				delete(m.resv, prev)
+				delete(m.seen, prev)
 			}
 			delete(m.pods, prev)
 			delete(m.old, prev)
 			m.pods[p.UID], m.byName[ns+"/"+name] = p, p.UID
-			delete(m.resv, p.UID)
+			m.deliver(p)
 			m.podH.OnUpdate(old, p)
 			return "recreate-unseen"
 		}
 		op = "recreate"
 	}
 	m.pods[p.UID], m.byName[ns+"/"+name] = p, p.UID
-	delete(m.resv, p.UID)
+	m.deliver(p)
 	m.podH.OnAdd(p, false)
 	return op
 }
 
 func (m *model) update(prev, p *corev1.Pod) {
 	m.old[p.UID], m.pods[p.UID] = prev, p
-	delete(m.resv, p.UID)
+	m.deliver(p)
 	m.podH.OnUpdate(prev, p)
+}
+
+// deliver notes that the watch delivers p.
+func (m *model) deliver(p *corev1.Pod) {
+	if m.l.settings.Requests(p) {
+		m.seen[p.UID] = true
+	}
 }
 
 func (m *model) remove(p *corev1.Pod) {
@@ -235,7 +237,7 @@ func (m *model) remove(p *corev1.Pod) {
 	key := p.Namespace + "/" + p.Name
 	kind := m.r.IntN(4)
 	if kind != 1 || holds { // a tombstone without the object finds the pod by name only
-		delete(m.resv, p.UID)
+		delete(m.seen, p.UID)
 	}
 	switch kind {
 	case 0:
@@ -261,7 +263,7 @@ func (m *model) holds(p *corev1.Pod) bool {
 
 func (m *model) relist() {
 	for _, p := range m.pods {
-		delete(m.resv, p.UID)
+		m.deliver(p)
 		m.podH.OnUpdate(p, p)
 	}
 	for _, n := range m.nodes {
@@ -275,7 +277,7 @@ func (m *model) relist() {
 			delete(m.pods, p.UID)
 			delete(m.byName, p.Namespace+"/"+p.Name)
 			delete(m.old, p.UID)
-			delete(m.resv, p.UID)
+			delete(m.seen, p.UID)
 			m.podH.OnDelete(toolscache.DeletedFinalStateUnknown{Key: p.Namespace + "/" + p.Name, Obj: p})
 		}
 	}

@@ -3,7 +3,6 @@ package ledger
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -184,7 +183,7 @@ func (m *model) quota() {
 	m.quotaH.OnAdd(q, false)
 }
 
-// reserve replaces the mirrored reservations of a namespace, as a read of
+// reserve replaces the reservations handed in for a namespace, as a read of
 // its GPUUsage object does: UIDs of pods about to be created, of pods the
 // ledger knows (never counted twice), and of pods that never come.
 func (m *model) reserve() {
@@ -200,35 +199,26 @@ func (m *model) reserve() {
 				uid = p.UID
 			}
 		}
-		rs = append(rs, Reservation{UID: uid, Name: fmt.Sprintf("p%d", m.r.IntN(16)), Demand: vec(1, int64(m.r.IntN(20000)), 0)})
+		rs = append(rs, Reservation{UID: uid, Name: fmt.Sprintf("p%d", m.r.IntN(16)), Demand: vec(1, int64(m.r.IntN(20000)), 0),
+			Unconfirmed: m.r.IntN(2) == 0})
 	}
-	m.l.SetReservations(ns, rs)
-	for uid, r := range m.resv {
-		if r.namespace == ns {
-			delete(m.resv, uid)
-		}
-	}
-	for _, r := range rs {
-		if p, known := m.pods[r.UID]; known && m.l.settings.Requests(p) {
-			continue
-		}
-		if old, ok := m.resv[r.UID]; ok && old.namespace != ns {
-			delete(m.resv, r.UID)
-		}
-		m.resv[r.UID] = reservation{uid: r.UID, namespace: ns, name: r.Name, demand: r.Demand}
-	}
+	m.pending[ns] = rs
 }
 
-// shadowed reports whether a recorded (or invalid) pod of another UID holds
-// the reservation's name: then the reservation does not count.
-func (m *model) shadowed(r reservation) bool {
+// counts reports whether a reservation handed in for ns counts: the watch
+// has not delivered a GPU pod of its UID (that it has not seen go), and no
+// recorded (or invalid) pod of another UID holds its name.
+func (m *model) counts(ns string, r Reservation) bool {
+	if m.seen[r.UID] {
+		return false
+	}
 	for _, p := range m.pods {
-		if p.Namespace == r.namespace && p.Name == r.name && p.UID != r.uid {
+		if p.Namespace == ns && p.Name == r.Name && p.UID != r.UID {
 			d := m.oracle(p)
-			return d.rec != nil || d.invalid != nil
+			return d.rec == nil && d.invalid == nil
 		}
 	}
-	return false
+	return true
 }
 
 // oracle derives a pod's record from the object and the world's nodes, as
@@ -297,7 +287,7 @@ func (m *model) held() map[string]bool {
 // current objects.
 func (m *model) check() error {
 	type nsWant struct {
-		used, reserved              effective.Vector
+		used, reserved, unconfirmed effective.Vector
 		pods, unresolved, resvCount int
 	}
 	want := map[string]*nsWant{}
@@ -331,20 +321,25 @@ func (m *model) check() error {
 			devs[d.rec.node][du.uuid], _ = devs[d.rec.node][du.uuid].Add(du.used)
 		}
 	}
-	for _, r := range m.resv {
-		if !m.shadowed(r) {
-			w := get(r.namespace)
-			w.reserved, _ = w.reserved.Add(r.demand)
-			w.resvCount++
+	for ns, rs := range m.pending {
+		for _, r := range rs {
+			if m.counts(ns, r) {
+				w := get(ns)
+				w.reserved, _ = w.reserved.Add(r.Demand)
+				w.resvCount++
+				if r.Unconfirmed {
+					w.unconfirmed, _ = w.unconfirmed.Add(r.Demand)
+				}
+			}
 		}
 	}
-	snap := m.l.Snapshot()
+	snap := m.l.Snapshot(m.pending)
 	if snap.Stats.Pods != recs || snap.Stats.InvalidPods != invalid {
 		return fmt.Errorf("stats %+v, want %d pods and %d invalid", snap.Stats, recs, invalid)
 	}
 	for _, ns := range union(want, snap.Namespaces) {
 		w, g := get(ns), snap.Namespaces[ns]
-		got := nsWant{used: g.Used, reserved: g.Reserved, pods: g.Pods, unresolved: len(g.Unresolved), resvCount: g.Reservations}
+		got := nsWant{used: g.Used, reserved: g.Reserved, unconfirmed: g.Unconfirmed, pods: g.Pods, unresolved: len(g.Unresolved), resvCount: g.Reservations}
 		if got != *w {
 			return fmt.Errorf("namespace %s: ledger %+v, recomputed %+v", ns, got, *w)
 		}
@@ -353,6 +348,9 @@ func (m *model) check() error {
 		}
 		if err := m.checkLimits(ns, g.Limits); err != nil {
 			return err
+		}
+		if one := m.l.Namespace(ns, m.pending[ns]); one.Reserved != g.Reserved || one.Used != g.Used {
+			return fmt.Errorf("namespace %s: Namespace %v/%v, Snapshot %v/%v", ns, one.Used, one.Reserved, g.Used, g.Reserved)
 		}
 	}
 	for _, node := range union(devs, snap.Nodes) {
@@ -397,10 +395,9 @@ func (m *model) checkLimits(ns string, got Limits) error {
 	return nil
 }
 
-// checkRebuilt compares the ledger with one rebuilt from the current objects
-// (reservations aside: a rebuilt ledger has none).
+// checkRebuilt compares the ledger with one rebuilt from the current objects.
 func (m *model) checkRebuilt() error {
-	fresh := New(Options{Settings: effective.DefaultSettings(), Clock: m.clk})
+	fresh := New(Options{Settings: effective.DefaultSettings()})
 	var feed []func()
 	for _, p := range m.pods {
 		feed = append(feed, func() { fresh.UpsertPod(p) })
@@ -415,7 +412,7 @@ func (m *model) checkRebuilt() error {
 	for _, f := range feed {
 		f()
 	}
-	a, b := withoutReservations(m.l.Snapshot()), withoutReservations(fresh.Snapshot())
+	a, b := m.l.Snapshot(nil), fresh.Snapshot(nil)
 	// A pod charged at what its admission resolved, above what the nodes now
 	// say, is charged less by a ledger that never saw its admission: never
 	// more.
@@ -434,23 +431,15 @@ func (m *model) checkRebuilt() error {
 	return nil
 }
 
+// withoutHeld returns ps without the charge problems and the problems of the
+// held namespaces; nil when none is left, so that a snapshot whose only
+// problems were dropped compares equal to one that had none.
 func withoutHeld(ps []Problem, held map[string]bool) []Problem {
-	return slices.DeleteFunc(slices.Clone(ps), func(p Problem) bool { return p.Kind == ProblemCharge || held[p.Namespace] })
-}
-
-func withoutReservations(s Snapshot) Snapshot {
-	s.Stats.Reservations, s.Stats.Namespaces = 0, 0
-	out := maps.Clone(s.Namespaces)
-	for name, ns := range out {
-		ns.Reserved, ns.Reservations = effective.Vector{}, 0
-		if ns.Used.IsZero() && ns.Pods == 0 && len(ns.Quotas) == 0 && len(ns.Problems) == 0 && len(ns.Unresolved) == 0 {
-			delete(out, name)
-			continue
-		}
-		out[name] = ns
+	out := slices.DeleteFunc(slices.Clone(ps), func(p Problem) bool { return p.Kind == ProblemCharge || held[p.Namespace] })
+	if len(out) == 0 {
+		return nil
 	}
-	s.Namespaces = out
-	return s
+	return out
 }
 
 func nonNegative(vs ...effective.Vector) error {

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
 	"maps"
 
@@ -27,6 +28,27 @@ func (l *Ledger) UpsertNamespace(ns *corev1.Namespace) {
 		return
 	}
 	l.nsLabels[ns.Name] = maps.Clone(labels)
+	close(l.nsChanged)
+	l.nsChanged = make(chan struct{})
+}
+
+// WaitForNamespace returns once the namespace watch reported namespace ns
+// (its labels are known), or with ctx's error.
+func (l *Ledger) WaitForNamespace(ctx context.Context, ns string) error {
+	for {
+		l.mu.RLock()
+		_, known := l.nsLabels[ns]
+		changed := l.nsChanged
+		l.mu.RUnlock()
+		if known {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
 }
 
 // DeleteNamespace forgets the namespace's labels.

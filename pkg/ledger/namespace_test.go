@@ -14,37 +14,37 @@ import (
 
 func TestNamespaceLabels(t *testing.T) {
 	l := New(Options{})
-	if s := l.Namespace("team-a"); s.LabelsKnown || s.Labels != nil {
+	if s := l.Namespace("team-a", nil); s.LabelsKnown || s.Labels != nil {
 		t.Fatalf("unknown namespace: %+v", s)
 	}
 	ns := testns.New("team-a", map[string]string{"gpu-tier": "bronze"})
 	l.UpsertNamespace(ns)
-	s := l.Namespace("team-a")
+	s := l.Namespace("team-a", nil)
 	if !s.LabelsKnown || !maps.Equal(s.Labels, map[string]string{"gpu-tier": "bronze"}) {
 		t.Fatalf("after upsert: known %v, labels %v", s.LabelsKnown, s.Labels)
 	}
 	// The ledger keeps its own copy: the informer's object may change.
 	ns.Labels["gpu-tier"] = "gold"
-	if got := l.Namespace("team-a").Labels["gpu-tier"]; got != "bronze" {
+	if got := l.Namespace("team-a", nil).Labels["gpu-tier"]; got != "bronze" {
 		t.Errorf("the caller's map changed the ledger: %q", got)
 	}
 	// A snapshot handed out earlier keeps its labels when they change.
 	l.UpsertNamespace(testns.New("team-a", map[string]string{"gpu-tier": "silver"}))
-	if s.Labels["gpu-tier"] != "bronze" || l.Namespace("team-a").Labels["gpu-tier"] != "silver" {
-		t.Errorf("old snapshot %v, new %v", s.Labels, l.Namespace("team-a").Labels)
+	if s.Labels["gpu-tier"] != "bronze" || l.Namespace("team-a", nil).Labels["gpu-tier"] != "silver" {
+		t.Errorf("old snapshot %v, new %v", s.Labels, l.Namespace("team-a", nil).Labels)
 	}
 	l.UpsertNamespace(testns.New("team-b", nil))
-	if s := l.Namespace("team-b"); !s.LabelsKnown || s.Labels == nil || len(s.Labels) != 0 {
+	if s := l.Namespace("team-b", nil); !s.LabelsKnown || s.Labels == nil || len(s.Labels) != 0 {
 		t.Errorf("a namespace without labels: known %v, labels %#v", s.LabelsKnown, s.Labels)
 	}
 	l.DeleteNamespace("team-a")
-	if s := l.Namespace("team-a"); s.LabelsKnown {
+	if s := l.Namespace("team-a", nil); s.LabelsKnown {
 		t.Errorf("deleted namespace still known: %+v", s)
 	}
 	// Usage and labels are independent: a namespace with pods but no
 	// Namespace event is not known.
 	l.UpsertQuota(&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "team-c", Name: "q"}})
-	if l.Namespace("team-c").LabelsKnown {
+	if l.Namespace("team-c", nil).LabelsKnown {
 		t.Error("a quota made the namespace known")
 	}
 }
@@ -68,15 +68,15 @@ func TestNamespaceHandlerAndTransform(t *testing.T) {
 		t.Error("transform of a Pod: no error")
 	}
 	h.OnAdd(sn, true)
-	if !l.Namespace("team-a").LabelsKnown {
+	if !l.Namespace("team-a", nil).LabelsKnown {
 		t.Fatal("add not applied")
 	}
 	h.OnUpdate(sn, testns.New("team-a", map[string]string{"a": "2"}))
-	if got := l.Namespace("team-a").Labels["a"]; got != "2" {
+	if got := l.Namespace("team-a", nil).Labels["a"]; got != "2" {
 		t.Errorf("update: label a = %q", got)
 	}
 	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a", Obj: sn})
-	if l.Namespace("team-a").LabelsKnown {
+	if l.Namespace("team-a", nil).LabelsKnown {
 		t.Error("tombstone not applied")
 	}
 	h.OnAdd("not a namespace", false) // logged, ignored

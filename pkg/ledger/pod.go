@@ -65,18 +65,10 @@ func (l *Ledger) derive(pod *corev1.Pod, opt effective.Options) derivation {
 	if err != nil {
 		return derivation{invalid: podProblem(pod, err)}
 	}
-	var warning *Problem
-	var assign effective.Assignment
-	if pod.Spec.NodeName != "" { // device usage counts once the pod is bound and assigned
-		if assign, err = devices.PodAssignment(pod); err != nil {
-			warning = podProblem(pod, fmt.Errorf("device usage not recorded: %w", err))
-			assign = nil
-		}
-	}
-	t, err := effective.TargetOf(pod, d, assign)
-	if err != nil && assign != nil {
-		warning = podProblem(pod, fmt.Errorf("device usage not recorded: %w", err))
-		t, err = effective.TargetOf(pod, d, nil)
+	assign, warning := boundAssignment(pod)
+	t, assignErr, err := targetOf(pod, d, assign)
+	if assignErr != nil {
+		warning = podProblem(pod, fmt.Errorf("device usage not recorded: %w", assignErr))
 	}
 	if err != nil {
 		return derivation{invalid: podProblem(pod, err)}
@@ -84,6 +76,43 @@ func (l *Ledger) derive(pod *corev1.Pod, opt effective.Options) derivation {
 	if t.Stage.State == effective.StateZero {
 		return derivation{}
 	}
+	rec := newPodRecord(pod, d, t, warning)
+	if rec.pod == nil && rec.used.IsZero() && len(rec.devices) == 0 && rec.warning == nil {
+		return derivation{}
+	}
+	return derivation{rec: rec}
+}
+
+// boundAssignment returns the device assignment of pod once it is bound
+// (device usage counts from then on): nil before binding, or nil and a
+// warning when the assignment cannot be read.
+func boundAssignment(pod *corev1.Pod) (effective.Assignment, *Problem) {
+	if pod.Spec.NodeName == "" {
+		return nil, nil
+	}
+	assign, err := devices.PodAssignment(pod)
+	if err != nil {
+		return nil, podProblem(pod, fmt.Errorf("device usage not recorded: %w", err))
+	}
+	return assign, nil
+}
+
+// targetOf returns the target of pod with its device assignment; when the
+// assignment does not fit the pod, it returns the target without device
+// usage and, as assignErr, why the assignment was dropped.
+func targetOf(pod *corev1.Pod, d *effective.Demand, assign effective.Assignment) (t effective.Target, assignErr, err error) {
+	t, err = effective.TargetOf(pod, d, assign)
+	if err != nil && assign != nil {
+		assignErr = err
+		t, err = effective.TargetOf(pod, d, nil)
+	}
+	return t, assignErr, err
+}
+
+// newPodRecord is the record of pod charged for target t of demand d, with
+// the devices it uses, the pod kept when the demand depends on device sizes,
+// and the counted containers whose memory is unresolved.
+func newPodRecord(pod *corev1.Pod, d *effective.Demand, t effective.Target, warning *Problem) *podRecord {
 	rec := &podRecord{
 		namespace: pod.Namespace,
 		name:      pod.Name,
@@ -106,10 +135,7 @@ func (l *Ledger) derive(pod *corev1.Pod, opt effective.Options) derivation {
 			rec.unresolved = append(rec.unresolved, c.Name)
 		}
 	}
-	if rec.pod == nil && rec.used.IsZero() && len(rec.devices) == 0 && rec.warning == nil {
-		return derivation{}
-	}
-	return derivation{rec: rec}
+	return rec
 }
 
 // deriveLocked is derive for a pod whose demand depends on device sizes

@@ -3,8 +3,6 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -34,7 +32,7 @@ type podFeed struct {
 	sink       Sink
 	log        logr.Logger
 	// progress is the resourceVersion the ledger holds every pod event up to.
-	progress atomic.Uint64
+	progress progress
 	// delay holds every event after the initial list back (fault injection
 	// for tests; 0 in production).
 	delay time.Duration
@@ -43,6 +41,7 @@ type podFeed struct {
 
 func newPodFeed(client kubernetes.Interface, sink Sink, transform toolscache.TransformFunc, delay time.Duration, log logr.Logger) *podFeed {
 	f := &podFeed{sink: sink, log: log, delay: delay}
+	f.progress.init()
 	lw := toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return client.CoreV1().Pods("").List(ctx, o)
@@ -78,7 +77,7 @@ func (f *podFeed) resourceVersion() string {
 	if !f.HasSynced() {
 		return ""
 	}
-	return strconv.FormatUint(f.progress.Load(), 10)
+	return f.progress.get()
 }
 
 // process applies one popped item. The initial list is never held back, so
@@ -105,14 +104,14 @@ func (f *podFeed) process(obj any, isInInitialList bool) error {
 }
 
 // delta returns what applying d does and the resourceVersion the ledger is
-// at once it is done (0: unknown, progress stays).
-func (f *podFeed) delta(d toolscache.Delta) (func(), uint64) {
+// at once it is done ("": unknown, progress stays).
+func (f *podFeed) delta(d toolscache.Delta) (func(), string) {
 	switch d.Type {
 	case toolscache.ReplacedAll:
 		info, ok := d.Object.(toolscache.ReplacedAllInfo)
 		if !ok {
 			f.log.Error(errUnexpected, "pod feed: a list", "type", fmt.Sprintf("%T", d.Object))
-			return nil, 0
+			return nil, ""
 		}
 		pods := make([]*corev1.Pod, 0, len(info.Objects))
 		for _, o := range info.Objects {
@@ -120,36 +119,29 @@ func (f *podFeed) delta(d toolscache.Delta) (func(), uint64) {
 				pods = append(pods, p)
 			}
 		}
-		return func() { f.sink.ReplacePods(pods) }, parseResourceVersion(info.ResourceVersion)
+		return func() { f.sink.ReplacePods(pods) }, info.ResourceVersion
 	case toolscache.Bookmark:
 		info, _ := d.Object.(toolscache.BookmarkInfo)
-		return func() {}, parseResourceVersion(info.ResourceVersion)
+		return func() {}, info.ResourceVersion
 	case toolscache.Deleted:
 		p := asPod(d.Object, f.log)
 		if p == nil {
-			return nil, 0
+			return nil, ""
 		}
-		return func() { f.sink.DeletePod(p) }, parseResourceVersion(p.ResourceVersion)
+		return func() { f.sink.DeletePod(p) }, p.ResourceVersion
 	case toolscache.Added, toolscache.Updated, toolscache.Replaced, toolscache.Sync:
 		p := asPod(d.Object, f.log)
 		if p == nil {
-			return nil, 0
+			return nil, ""
 		}
-		return func() { f.sink.UpsertPod(p) }, parseResourceVersion(p.ResourceVersion)
+		return func() { f.sink.UpsertPod(p) }, p.ResourceVersion
 	}
-	return nil, 0
+	return nil, ""
 }
 
 // advance moves the progress to rv (never back: a list's resourceVersion
 // may be older than the last event of a watch that broke).
-func (f *podFeed) advance(rv uint64) {
-	for {
-		cur := f.progress.Load()
-		if rv <= cur || f.progress.CompareAndSwap(cur, rv) {
-			return
-		}
-	}
-}
+func (f *podFeed) advance(rv string) { f.progress.advance(rv) }
 
 // delayed applies the held-back events in order.
 func (f *podFeed) delayed(ctx context.Context) {
@@ -177,11 +169,4 @@ func asPod(obj any, log logr.Logger) *corev1.Pod {
 	}
 	log.Error(errUnexpected, "pod feed", "type", fmt.Sprintf("%T", obj))
 	return nil
-}
-
-// parseResourceVersion reads a resourceVersion as the integer etcd makes
-// it (0 when it is not one).
-func parseResourceVersion(rv string) uint64 {
-	n, _ := strconv.ParseUint(rv, 10, 64)
-	return n
 }

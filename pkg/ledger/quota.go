@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
@@ -37,7 +38,7 @@ func (l *Ledger) UpsertQuota(rq *corev1.ResourceQuota) {
 	}
 	if !slices.Equal(before, q.problems) { // log changes, not every status update of the quota
 		for _, p := range q.problems {
-			l.log.Info("ResourceQuota value not usable: the dimension is blocked", "quota", rq.Namespace+"/"+rq.Name,
+			l.log.Info("ResourceQuota value not usable: the dimension is blocked", "quota", klog.KObj(rq),
 				"key", p.Key, "value", p.Value, "problem", p.Message)
 		}
 	}

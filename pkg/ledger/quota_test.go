@@ -75,7 +75,7 @@ func TestQuotaLimits(t *testing.T) {
 			for _, name := range tt.delete {
 				l.DeleteQuota("ns", name)
 			}
-			ns := l.Namespace("ns")
+			ns := l.Namespace("ns", nil)
 			got := want{gpu: show(ns.Limits.GPU), mem: show(ns.Limits.MemMiB), cores: show(ns.Limits.Cores),
 				problems: len(ns.Problems), native: len(ns.NativeRequestQuotas)}
 			if got != tt.want {
@@ -94,20 +94,20 @@ func TestQuotaUpdateAndDelete(t *testing.T) {
 	l := newLedger(t)
 	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1000"}))
 	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "2000"}))
-	if got := l.Namespace("ns").Limits.MemMiB; got == nil || got.Value != 2000 {
+	if got := l.Namespace("ns", nil).Limits.MemMiB; got == nil || got.Value != 2000 {
 		t.Fatalf("after update: %+v, want 2000", got)
 	}
 	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.cpu": "1"}))
-	if got := l.Namespace("ns").Limits.MemMiB; got != nil {
+	if got := l.Namespace("ns", nil).Limits.MemMiB; got != nil {
 		t.Fatalf("after removing the key: %+v, want no limit", got)
 	}
 	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1000"}))
 	l.DeleteQuota("ns", "q")
 	l.DeleteQuota("ns", "q") // twice: harmless
-	if got := l.Namespace("ns").Limits; got != (Limits{}) {
+	if got := l.Namespace("ns", nil).Limits; got != (Limits{}) {
 		t.Fatalf("after delete: %+v, want none", got)
 	}
-	if st := l.Snapshot().Stats; st.Namespaces != 0 {
+	if st := l.Snapshot(nil).Stats; st.Namespaces != 0 {
 		t.Errorf("an empty namespace must be forgotten, stats %+v", st)
 	}
 }

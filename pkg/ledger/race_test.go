@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testnode"
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
@@ -20,8 +19,7 @@ import (
 // snapshots and reservations in parallel (run it with -race). Once every
 // pod is deleted the ledger must be empty: no usage leaked in between.
 func TestRaceEventsSnapshotsReservations(t *testing.T) {
-	clk := &lockedClock{now: time.Unix(0, 0)}
-	l := New(Options{Settings: effective.DefaultSettings(), Clock: clk})
+	l := New(Options{Settings: effective.DefaultSettings()})
 	const writers, podsPerWriter, rounds = 4, 20, 30
 	var writing, background sync.WaitGroup
 	stop := make(chan struct{})
@@ -72,20 +70,19 @@ func TestRaceEventsSnapshotsReservations(t *testing.T) {
 			}
 		}
 	})
-	background.Go(func() { // the webhook: snapshot, then reserve
+	background.Go(func() { // the webhook: snapshot with the namespace's reservations
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
 				return
 			default:
 			}
-			s := l.Namespace("ns0")
-			if s.Used.MemMiB < 0 || s.Reserved.MemMiB < 0 {
-				t.Errorf("negative snapshot %+v", s)
+			pending := []Reservation{{UID: types.UID(fmt.Sprintf("r%d", i%50)), Name: fmt.Sprintf("p0-%d", i%20), Demand: vec(1, 1000, 0)}}
+			s := l.Namespace("ns0", pending)
+			if s.Used.MemMiB < 0 || s.Reserved.MemMiB < 0 || s.Reservations > 1 {
+				t.Errorf("snapshot %+v", s)
 			}
 			_ = l.Capacity().MaxDeviceMemMiBFor(testpod.New("p").App("a", gpu(1)).Build())
-			l.SetReservations("ns0", []Reservation{{UID: types.UID(fmt.Sprintf("r%d", i%50)), Name: fmt.Sprintf("p0-%d", i%20), Demand: vec(1, 1000, 0)}})
-			clk.advance(10 * time.Millisecond)
 		}
 	})
 	background.Go(func() {
@@ -95,46 +92,26 @@ func TestRaceEventsSnapshotsReservations(t *testing.T) {
 				return
 			default:
 			}
-			_ = l.Snapshot()
+			_ = l.Snapshot(nil)
 		}
 	})
 	writing.Wait()
 	close(stop)
 	background.Wait()
-	clk.advance(time.Hour)
-	l.SetReservations("ns0", nil) // the object read after its pods were recorded or confirmed absent
-	st := l.Snapshot().Stats
+	st := l.Snapshot(nil).Stats
 	if st.Pods != 0 || st.Reservations != 0 || st.InvalidPods != 0 {
 		t.Fatalf("after deleting every pod: %+v", st)
 	}
-	for ns, s := range l.Snapshot().Namespaces {
+	for ns, s := range l.Snapshot(nil).Namespaces {
 		if !s.Used.IsZero() {
 			t.Errorf("namespace %s leaked %v", ns, s.Used)
 		}
 	}
-	for node, n := range l.Snapshot().Nodes {
+	for node, n := range l.Snapshot(nil).Nodes {
 		for id, d := range n.Devices {
 			if !d.Used.IsZero() {
 				t.Errorf("node %s device %s leaked %v", node, id, d.Used)
 			}
 		}
 	}
-}
-
-// lockedClock is a clock goroutines may advance.
-type lockedClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *lockedClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *lockedClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }

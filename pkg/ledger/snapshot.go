@@ -14,9 +14,8 @@ type NamespaceSnapshot struct {
 	Namespace string `json:"namespace"`
 	// Used is the sum of the stored effective demands of the namespace's pods.
 	Used effective.Vector `json:"used"`
-	// Reserved is the sum of the reservations of admitted pods the watch has
-	// not recorded yet (a reservation whose name a recorded pod of another
-	// UID holds does not count).
+	// Reserved is the sum of the reservations handed in that count: admitted
+	// pods the watch has not recorded yet (reservation.go).
 	Reserved effective.Vector `json:"reserved"`
 	// Unconfirmed is the part of Reserved whose pods no replica has
 	// recorded yet (Reservation.Unconfirmed).
@@ -130,30 +129,23 @@ func sortProblems(ps []Problem) {
 }
 
 // Namespace returns a snapshot of one namespace (zero usage and no limits
-// for a namespace the ledger does not know).
-func (l *Ledger) Namespace(ns string) NamespaceSnapshot {
+// for a namespace the ledger does not know), counting the reservations of
+// pending it has not recorded (reservation.go).
+func (l *Ledger) Namespace(ns string, pending []Reservation) NamespaceSnapshot {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.namespaceLocked(ns)
+	return l.namespaceLocked(ns, pending)
 }
 
-func (l *Ledger) namespaceLocked(name string) NamespaceSnapshot {
+func (l *Ledger) namespaceLocked(name string, pending []Reservation) NamespaceSnapshot {
 	s := NamespaceSnapshot{Namespace: name}
 	s.Labels, s.LabelsKnown = l.nsLabels[name]
+	l.countLocked(&s, pending)
 	n := l.namespaces[name]
 	if n == nil {
 		return s
 	}
 	s.Used, s.Pods = n.used, n.pods
-	for _, r := range n.reservations {
-		if !l.shadowedLocked(r) {
-			s.Reserved, _ = s.Reserved.Add(r.demand)
-			s.Reservations++
-			if r.unconfirmed {
-				s.Unconfirmed, _ = s.Unconfirmed.Add(r.demand)
-			}
-		}
-	}
 	s.Limits, s.Quotas, s.Problems = n.limits()
 	for _, q := range s.Quotas {
 		for _, k := range q.NativeRequests {
@@ -197,8 +189,10 @@ type DeviceUsage struct {
 
 // Stats are the ledger's sizes.
 type Stats struct {
-	Pods         int `json:"pods"`
-	InvalidPods  int `json:"invalidPods"`
+	Pods        int `json:"pods"`
+	InvalidPods int `json:"invalidPods"`
+	// Reservations counts the reservations a Snapshot counted (0 in Stats:
+	// the ledger holds none).
 	Reservations int `json:"reservations"`
 	Namespaces   int `json:"namespaces"`
 	Nodes        int `json:"nodes"`
@@ -208,18 +202,24 @@ type Stats struct {
 func (l *Ledger) Stats() Stats {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return Stats{Pods: len(l.pods), InvalidPods: len(l.invalid), Reservations: len(l.reservations),
-		Namespaces: len(l.namespaces), Nodes: len(l.nodes)}
+	return Stats{Pods: len(l.pods), InvalidPods: len(l.invalid), Namespaces: len(l.namespaces), Nodes: len(l.nodes)}
 }
 
-// Snapshot copies the whole ledger: every namespace and every node that has
-// GPU devices or device usage.
-func (l *Ledger) Snapshot() Snapshot {
+// Snapshot copies the whole ledger: every namespace (those of pending, the
+// reservations by namespace, included) and every node that has GPU devices
+// or device usage.
+func (l *Ledger) Snapshot(pending map[string][]Reservation) Snapshot {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	s := Snapshot{Namespaces: make(map[string]NamespaceSnapshot, len(l.namespaces)), Nodes: map[string]NodeUsage{}}
 	for name := range l.namespaces {
-		ns := l.namespaceLocked(name)
+		s.Namespaces[name] = NamespaceSnapshot{}
+	}
+	for name := range pending {
+		s.Namespaces[name] = NamespaceSnapshot{}
+	}
+	for name := range s.Namespaces {
+		ns := l.namespaceLocked(name, pending[name])
 		s.Namespaces[name] = ns
 		s.Problems = append(s.Problems, ns.Problems...)
 		s.Stats.Reservations += ns.Reservations

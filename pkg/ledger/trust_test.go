@@ -57,25 +57,25 @@ func TestChargeNeverDrops(t *testing.T) {
 			l := newLedger(t)
 			l.UpsertNode(full)
 			l.UpsertPod(whole().Build())
-			if got := l.Namespace("team-a").Used; got != vec(1, h200, 100) {
+			if got := l.Namespace("team-a", nil).Used; got != vec(1, h200, 100) {
 				t.Fatalf("before: charged %v, want the whole H200", got)
 			}
 			tt.attack(l)
-			s := l.Namespace("team-a")
+			s := l.Namespace("team-a", nil)
 			if s.Used != vec(1, h200, 100) {
 				t.Errorf("after: charged %v, want still %v", s.Used, vec(1, h200, 100))
 			}
 			if len(s.Problems) != 1 || s.Problems[0].Kind != ProblemCharge || !strings.Contains(s.Problems[0].Message, tt.report) {
 				t.Errorf("problems %v, want one of kind charge saying %q", s.Problems, tt.report)
 			}
-			for id, d := range l.Snapshot().Nodes["n1"].Devices {
+			for id, d := range l.Snapshot(nil).Nodes["n1"].Devices {
 				if id != "GPU-h200" && !d.Used.IsZero() {
 					t.Errorf("device %s charged %v: the first assignment counts", id, d.Used)
 				}
 			}
 			// The lifecycle still ends the charge.
 			l.UpsertPod(whole().Phase(corev1.PodSucceeded).Build())
-			if got := l.Namespace("team-a").Used; !got.IsZero() {
+			if got := l.Namespace("team-a", nil).Used; !got.IsZero() {
 				t.Errorf("after the pod succeeded: charged %v, want nothing", got)
 			}
 		})
@@ -97,15 +97,15 @@ func TestLegitimateReassignment(t *testing.T) {
 	l.UpsertPod(base("u1").Devices("GPU-a,NVIDIA,8192,0:;").Build()) // pending: HAMi's first try
 	l.UpsertPod(base("u1").Devices("GPU-b,NVIDIA,8192,0:;").Build()) // re-scheduled
 	l.UpsertPod(base("u1").Devices("GPU-b,NVIDIA,8192,0:;").Node("n1").Build())
-	if used := deviceUsed(l, "n1", "GPU-b"); used != vec(1, 8192, 0) || len(l.Namespace("ns").Problems) != 0 {
-		t.Fatalf("bound after a re-schedule: GPU-b %v, problems %v; want the assignment at binding, unreported", used, l.Namespace("ns").Problems)
+	if used := deviceUsed(l, "n1", "GPU-b"); used != vec(1, 8192, 0) || len(l.Namespace("ns", nil).Problems) != 0 {
+		t.Fatalf("bound after a re-schedule: GPU-b %v, problems %v; want the assignment at binding, unreported", used, l.Namespace("ns", nil).Problems)
 	}
 	l.UpsertPod(base("u1").Devices("GPU-a,NVIDIA,8192,0:;").Node("n1").Build()) // an edit after binding
-	if used := deviceUsed(l, "n1", "GPU-b"); used != vec(1, 8192, 0) || len(l.Namespace("ns").Problems) != 1 {
-		t.Fatalf("edited: GPU-b %v, problems %v", used, l.Namespace("ns").Problems)
+	if used := deviceUsed(l, "n1", "GPU-b"); used != vec(1, 8192, 0) || len(l.Namespace("ns", nil).Problems) != 1 {
+		t.Fatalf("edited: GPU-b %v, problems %v", used, l.Namespace("ns", nil).Problems)
 	}
 	l.UpsertPod(base("u1").Devices("GPU-b,NVIDIA,8192,0:;").Node("n1").Build()) // restored
-	if p := l.Namespace("ns").Problems; len(p) != 0 {
+	if p := l.Namespace("ns", nil).Problems; len(p) != 0 {
 		t.Fatalf("restored: problems %v, want none", p)
 	}
 	l.DeletePod(base("u1").Build())

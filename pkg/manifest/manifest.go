@@ -78,6 +78,7 @@ func Read(r io.Reader) (*Objects, error) {
 	}
 }
 
+// add adds the object (or, for a List, every item) of raw, read at where.
 func (o *Objects) add(raw json.RawMessage, where string) error {
 	var h header
 	if err := json.Unmarshal(raw, &h); err != nil {
@@ -87,51 +88,69 @@ func (o *Objects) add(raw json.RawMessage, where string) error {
 		return fmt.Errorf("%s: not a Kubernetes object: missing \"kind\"", where)
 	}
 	if strings.HasSuffix(h.Kind, "List") && h.Items != nil {
-		for i, item := range h.Items {
-			if err := o.add(item, fmt.Sprintf("%s, %s item %d", where, h.Kind, i)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return o.addItems(h, where)
 	}
-	id := fmt.Sprintf("%s (%s %s)", where, h.Kind, name(h.Metadata.Namespace, h.Metadata.Name))
+	if err := o.addObject(raw, h); err != nil {
+		return fmt.Errorf("%s (%s %s): %w", where, h.Kind, name(h.Metadata.Namespace, h.Metadata.Name), err)
+	}
+	return nil
+}
+
+// addItems adds every item of the List h, read at where.
+func (o *Objects) addItems(h header, where string) error {
+	for i, item := range h.Items {
+		if err := o.add(item, fmt.Sprintf("%s, %s item %d", where, h.Kind, i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addObject decodes raw, an object of the kind h names, into the list of
+// its kind; objects of other kinds are counted as skipped.
+func (o *Objects) addObject(raw json.RawMessage, h header) error {
 	core := h.APIVersion == "v1"
 	switch {
 	case core && h.Kind == "Pod":
-		w, err := podOf(raw)
-		if err != nil {
-			return fmt.Errorf("%s: %w", id, err)
-		}
-		w.Kind, w.Name, w.Namespace, w.Replicas = "Pod", w.Pod.Name, w.Pod.Namespace, 1
-		o.Pods = append(o.Pods, w.Pod)
-		o.Workloads = append(o.Workloads, w)
+		return o.addPod(raw)
 	case workloadKind(h.APIVersion, h.Kind):
 		w, err := workloadOf(raw, h)
 		if err != nil {
-			return fmt.Errorf("%s: %w", id, err)
+			return err
 		}
 		o.Workloads = append(o.Workloads, w)
 	case core && h.Kind == "Node":
-		n := &corev1.Node{}
-		if err := json.Unmarshal(raw, n); err != nil {
-			return fmt.Errorf("%s: %w", id, err)
-		}
-		o.Nodes = append(o.Nodes, n)
+		return appendDecoded(raw, &o.Nodes)
 	case core && h.Kind == "ResourceQuota":
-		q := &corev1.ResourceQuota{}
-		if err := json.Unmarshal(raw, q); err != nil {
-			return fmt.Errorf("%s: %w", id, err)
-		}
-		o.Quotas = append(o.Quotas, q)
+		return appendDecoded(raw, &o.Quotas)
 	case core && h.Kind == "Namespace":
-		n := &corev1.Namespace{}
-		if err := json.Unmarshal(raw, n); err != nil {
-			return fmt.Errorf("%s: %w", id, err)
-		}
-		o.Namespaces = append(o.Namespaces, n)
+		return appendDecoded(raw, &o.Namespaces)
 	default:
 		o.Skipped++
 	}
+	return nil
+}
+
+// addPod adds the Pod of raw to the pods and, as a workload of one replica,
+// to the workloads.
+func (o *Objects) addPod(raw json.RawMessage) error {
+	w, err := podOf(raw)
+	if err != nil {
+		return err
+	}
+	w.Kind, w.Name, w.Namespace, w.Replicas = "Pod", w.Pod.Name, w.Pod.Namespace, 1
+	o.Pods = append(o.Pods, w.Pod)
+	o.Workloads = append(o.Workloads, w)
+	return nil
+}
+
+// appendDecoded decodes raw into a new T and appends it to list.
+func appendDecoded[T any](raw json.RawMessage, list *[]*T) error {
+	v := new(T)
+	if err := json.Unmarshal(raw, v); err != nil {
+		return err
+	}
+	*list = append(*list, v)
 	return nil
 }
 
@@ -180,7 +199,7 @@ func checkPodQuantities(raw json.RawMessage) (map[quantityKey]string, error) {
 				for res, v := range part.vals {
 					s := strings.TrimSpace(strings.Trim(string(bytes.TrimSpace(v)), `"`))
 					if _, err := resource.ParseQuantity(s); err != nil {
-						return nil, fmt.Errorf("container %q: resources.%s[%q] %s: not a quantity (%v)", c.Name, part.field, res, v, err)
+						return nil, fmt.Errorf("container %q: resources.%s[%q] %s: not a quantity (%w)", c.Name, part.field, res, v, err)
 					}
 					written[quantityKey{c.Name, part.field, res}] = s
 				}

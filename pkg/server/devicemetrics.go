@@ -31,7 +31,7 @@ func (c *deviceCollector) Collect(ch chan<- prometheus.Metric) {
 	emit := func(v int64, node, uuid, model, resource, typ string) {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(v), node, uuid, model, resource, typ)
 	}
-	for node, nu := range c.ledger.Snapshot().Nodes {
+	for node, nu := range c.ledger.Snapshot(nil).Nodes {
 		for uuid, d := range nu.Devices {
 			model := ""
 			if d.Capacity != nil {

@@ -26,7 +26,7 @@ import (
 const ForwardedHeader = "X-Gpuadmit-Forwarded"
 
 // forwarder sends the validating review of a GPU pod to the replica that
-// owns the pod's namespace (gpuusage.Progress.Owner), so that one replica
+// owns the pod's namespace (membership.Members.Owner), so that one replica
 // writes each namespace's GPUUsage and replicas do not conflict on it.
 // Anything that goes wrong (the owner is gone, slow, not ready, or serves
 // another certificate) falls back to deciding here: forwarding saves
@@ -37,19 +37,24 @@ const ForwardedHeader = "X-Gpuadmit-Forwarded"
 // same certificate, presented as this replica's client certificate, proves
 // to the owner that the review comes from a replica.
 type forwarder struct {
-	owner func(ns string) (addr string, self bool)
-	// fallback is the address of the live replica next in ns's order after
-	// this one ("" for none).
-	fallback func(ns string) string
-	leaf     func() ([]byte, error) // the certificate this replica serves
-	ready    func() error
-	names    [][]byte // the managed resource names, quoted as JSON keys
-	client   *http.Client
-	log      logr.Logger
-	results  *prometheus.CounterVec
+	owners  owners
+	leaf    func() ([]byte, error) // the certificate this replica serves
+	ready   func() error
+	names   [][]byte // the managed resource names, quoted as JSON keys
+	client  *http.Client
+	log     logr.Logger
+	results *prometheus.CounterVec
 }
 
-func newForwarder(reg prometheus.Registerer, owner func(string) (string, bool), cert func() (*tls.Certificate, error), minTLS uint16,
+// owners name the replica a namespace's reviews go to (*membership.Members).
+type owners interface {
+	// Owner is the replica that owns ns (self: this one).
+	Owner(ns string) (addr string, self bool)
+	// Fallback is the replica that would own ns without this one ("": none).
+	Fallback(ns string) string
+}
+
+func newForwarder(reg prometheus.Registerer, owners owners, cert func() (*tls.Certificate, error), minTLS uint16,
 	ready func() error, names effective.ResourceNames, log logr.Logger) (*forwarder, error) {
 	leaf := func() ([]byte, error) {
 		c, err := cert()
@@ -61,7 +66,7 @@ func newForwarder(reg prometheus.Registerer, owner func(string) (string, bool), 
 		}
 		return c.Certificate[0], nil
 	}
-	f := &forwarder{owner: owner, leaf: leaf, ready: ready, log: log,
+	f := &forwarder{owners: owners, leaf: leaf, ready: ready, log: log,
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuadmit_reviews_forwarded_total",
 			Help: "Validating reviews of GPU pods sent to the replica that owns their namespace, by result: answered (by the owner), fallback (decided here instead)."},
 			[]string{"result"})}
@@ -148,12 +153,12 @@ func (f *forwarder) target(body []byte) (string, bool) {
 	if json.Unmarshal(body, &review) != nil || review.Request.Operation != "CREATE" || review.Request.Namespace == "" {
 		return "", false // decided (or refused as malformed) here
 	}
-	addr, self := f.owner(review.Request.Namespace)
-	if self && f.ready() != nil && f.fallback != nil {
+	addr, self := f.owners.Owner(review.Request.Namespace)
+	if self && f.ready() != nil {
 		// This replica owns the namespace but cannot decide (cut off from
 		// the API server, or proving its view after a pause): the next
 		// replica in the namespace's order decides instead of a refusal.
-		addr = f.fallback(review.Request.Namespace)
+		addr = f.owners.Fallback(review.Request.Namespace)
 		return addr, addr != ""
 	}
 	return addr, !self && addr != ""

@@ -67,7 +67,7 @@ func TestForwarding(t *testing.T) {
 	var ownerOf atomic.Value
 	ownerOf.Store(ownerAddr)
 	f, err := newForwarder(prometheus.NewRegistry(),
-		func(string) (string, bool) { a := ownerOf.Load().(string); return a, a == "" },
+		ownersFunc(func(string) (string, bool) { a := ownerOf.Load().(string); return a, a == "" }),
 		func() (*tls.Certificate, error) { return &served, nil }, tls.VersionTLS13,
 		func() error { return nil }, effective.DefaultSettings().Names, logr.Discard())
 	if err != nil {
@@ -129,7 +129,7 @@ func TestForwarding(t *testing.T) {
 // answers a forwarded review 503 (the sender decides itself) instead of
 // refusing the pod.
 func TestForwardedReviewRefusedWhenNotReady(t *testing.T) {
-	f, err := newForwarder(prometheus.NewRegistry(), func(string) (string, bool) { return "", true },
+	f, err := newForwarder(prometheus.NewRegistry(), ownersFunc(func(string) (string, bool) { return "", true }),
 		func() (*tls.Certificate, error) { return nil, nil }, tls.VersionTLS13, func() error { return errors.New("the Pod watches have not synced yet") },
 		effective.DefaultSettings().Names, logr.Discard())
 	if err != nil {
@@ -143,3 +143,9 @@ func TestForwardedReviewRefusedWhenNotReady(t *testing.T) {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 }
+
+// ownersFunc names owners with a function, and no fallback.
+type ownersFunc func(ns string) (string, bool)
+
+func (f ownersFunc) Owner(ns string) (string, bool) { return f(ns) }
+func (ownersFunc) Fallback(string) string           { return "" }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 
 // registerStateMetrics registers gauges read at scrape time: the ledger's
 // sizes, the policy engine's status and the watches' freshness.
-func registerStateMetrics(reg prometheus.Registerer, l *ledger.Ledger, e *policy.Engine, feed *ledger.Feed) error {
+func registerStateMetrics(reg prometheus.Registerer, l *ledger.Ledger, e *policy.Engine, feed *ledger.Feed, store reservations) error {
 	stat := func(f func(ledger.Stats) int) func() float64 {
 		return func() float64 { return float64(f(l.Stats())) }
 	}
@@ -23,10 +24,11 @@ func registerStateMetrics(reg prometheus.Registerer, l *ledger.Ledger, e *policy
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gpuadmit_ledger_namespaces",
 			Help: "Namespaces with GPU usage, reservations or GPU quotas in the ledger."}, stat(func(s ledger.Stats) int { return s.Namespaces })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gpuadmit_ledger_reservations",
-			Help: "Reservations of admitted pods the watch has not recorded yet."}, stat(func(s ledger.Stats) int { return s.Reservations })),
+			Help: "Reservations of admitted pods, in the namespaces' GPUUsage objects, that this replica counts (its watch has not recorded them yet)."},
+			func() float64 { return float64(counted(store)) }),
 		&freshnessCollector{feed: feed, desc: prometheus.NewDesc("gpuadmit_feed_stale",
 			"1 when the watch of a resource has delivered nothing for longer than it should (see the server's log).", []string{"resource"}, nil)},
-		newNamespaceCollector(l),
+		newNamespaceCollector(l, store),
 		newDeviceCollector(l),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "gpuadmit_policy_active",
 			Help: "1 when a policy set is active."}, func() float64 {
@@ -51,6 +53,26 @@ func registerStateMetrics(reg prometheus.Registerer, l *ledger.Ledger, e *policy
 		}
 	}
 	return nil
+}
+
+// reservations lists the reservations of the namespaces' objects
+// (*gpuusage.Store).
+type reservations interface {
+	Reserved(ctx context.Context) (map[string][]ledger.Reservation, error)
+}
+
+// counted is how many reservations of store's this replica counts (-1
+// when they cannot be read).
+func counted(store reservations) int {
+	pending, err := store.Reserved(context.Background())
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, rs := range pending {
+		n += len(rs)
+	}
+	return n
 }
 
 // policyMetrics count policy reloads by result.
@@ -139,19 +161,15 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 	return m, nil
 }
 
-func (m *serverMetrics) reservationEnded(reason string) {
-	m.reservationsEnded.WithLabelValues(reason).Inc()
-}
+// storeMetrics counts what the reservation store does (gpuusage.Metrics).
+type storeMetrics struct{ m *serverMetrics }
 
-func (m *serverMetrics) reservationConflict() { m.reservationConflicts.Inc() }
-
-func (m *serverMetrics) reservationRefused(reason string) {
-	m.reservationsRefused.WithLabelValues(reason).Inc()
+func (s storeMetrics) Ended(reason string)   { s.m.reservationsEnded.WithLabelValues(reason).Inc() }
+func (s storeMetrics) Conflict()             { s.m.reservationConflicts.Inc() }
+func (s storeMetrics) Refused(reason string) { s.m.reservationsRefused.WithLabelValues(reason).Inc() }
+func (s storeMetrics) Wrote(took time.Duration, reviews int) {
+	s.m.writes.Observe(took.Seconds())
+	s.m.groups.Observe(float64(reviews))
 }
 
 func (m *serverMetrics) summaryWritten() { m.summaries.Inc() }
-
-func (m *serverMetrics) wrote(took time.Duration, group int) {
-	m.writes.Observe(took.Seconds())
-	m.groups.Observe(float64(group))
-}

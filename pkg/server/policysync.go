@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/gpuadmit/gpuadmit/pkg/policysource"
 	"github.com/gpuadmit/gpuadmit/policy"
@@ -164,8 +165,7 @@ func (p *policySync) reload(ctx context.Context, cms []*corev1.ConfigMap) error 
 	st := p.engine.Status()
 	status := "active: revision " + st.Revision
 	if err != nil {
-		p.metrics.reloads.WithLabelValues("rejected").Inc()
-		p.log.Error(err, "policy set rejected; the previous set stays active", "activeRevision", st.Revision)
+		p.metrics.reloads.WithLabelValues("rejected").Inc() // the engine logs the rejection
 		if st.Revision == "" {
 			// Nothing good was ever loaded: run the built-in policies.
 			if berr := p.engine.Load(ctx); berr != nil {
@@ -175,8 +175,7 @@ func (p *policySync) reload(ctx context.Context, cms []*corev1.ConfigMap) error 
 		}
 		status = fmt.Sprintf("rejected: %s; still active: revision %s", truncate(err.Error(), 1000), st.Revision)
 	} else {
-		p.metrics.reloads.WithLabelValues("activated").Inc()
-		p.log.Info("policy set active", "revision", st.Revision, "modules", len(st.Modules), "tests", st.Tests)
+		p.metrics.reloads.WithLabelValues("activated").Inc() // the engine logs the activation
 	}
 	p.annotate(ctx, cms, status)
 	return nil
@@ -190,7 +189,7 @@ func (p *policySync) annotate(ctx context.Context, cms []*corev1.ConfigMap, stat
 		}
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{PolicyStatusAnnotation: status}}})
 		if _, err := p.kube.CoreV1().ConfigMaps(cm.Namespace).Patch(ctx, cm.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			p.log.Error(err, "writing the policy status annotation", "configmap", cm.Namespace+"/"+cm.Name)
+			p.log.Error(err, "writing the policy status annotation", "configmap", klog.KObj(cm))
 		}
 	}
 }

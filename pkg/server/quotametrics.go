@@ -1,6 +1,9 @@
 package server
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
@@ -31,12 +34,13 @@ const (
 //     ""): at most namespaces × 4 + 1 series.
 type namespaceCollector struct {
 	ledger   *ledger.Ledger
+	store    reservations
 	quota    *prometheus.Desc
 	problems *prometheus.Desc
 }
 
-func newNamespaceCollector(l *ledger.Ledger) *namespaceCollector {
-	return &namespaceCollector{ledger: l,
+func newNamespaceCollector(l *ledger.Ledger, store reservations) *namespaceCollector {
+	return &namespaceCollector{ledger: l, store: store,
 		quota: prometheus.NewDesc("gpuadmit_resourcequota",
 			"A namespace's tightest limit (hard, with the ResourceQuota that sets it; 0 while its value is invalid), what its recorded pods use (used) and what admitted pods not yet recorded hold (reserved), per managed resource; memory in MiB.",
 			[]string{"namespace", "resourcequota", "resource", "type"}, nil),
@@ -53,7 +57,12 @@ func (c *namespaceCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *namespaceCollector) Collect(ch chan<- prometheus.Metric) {
 	names := c.ledger.Settings().Names
-	snap := c.ledger.Snapshot()
+	pending, err := c.store.Reserved(context.Background())
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.quota, fmt.Errorf("reading the reservations: %w", err))
+		return
+	}
+	snap := c.ledger.Snapshot(pending)
 	for ns, s := range snap.Namespaces {
 		for _, r := range []struct {
 			name           string

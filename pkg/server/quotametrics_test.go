@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"strings"
@@ -42,9 +43,6 @@ func (w world) ledger() *ledger.Ledger {
 	}
 	for _, p := range w.pods {
 		l.UpsertPod(p.Build())
-	}
-	for ns, rs := range w.reservations {
-		l.SetReservations(ns, rs)
 	}
 	for _, n := range w.after {
 		l.UpsertNode(n)
@@ -159,7 +157,7 @@ func TestResourceQuotaMetric(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newNamespaceCollector(tt.world.ledger())
+			c := newNamespaceCollector(tt.world.ledger(), fixedReservations(tt.world.reservations))
 			if tt.want == nil {
 				tt.want = map[string]float64{}
 			}
@@ -211,7 +209,7 @@ func TestLedgerProblemsMetric(t *testing.T) {
 			}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			compareSeries(t, gathered(t, newNamespaceCollector(tt.world.ledger()), "gpuadmit_ledger_problems"), tt.want)
+			compareSeries(t, gathered(t, newNamespaceCollector(tt.world.ledger(), fixedReservations(tt.world.reservations)), "gpuadmit_ledger_problems"), tt.want)
 		})
 	}
 }
@@ -227,7 +225,7 @@ func TestNamespaceCollectorBounds(t *testing.T) {
 		w.pods = append(w.pods, testpod.New("p").NS(ns).App("main", testpod.GPU(1), testpod.Mem(1024)).AppRunning("main"))
 	}
 	w.pods = append(w.pods, testpod.New("p").NS("unlimited").App("main", testpod.GPU(1), testpod.Mem(1024)).AppRunning("main"))
-	c := newNamespaceCollector(w.ledger())
+	c := newNamespaceCollector(w.ledger(), fixedReservations(w.reservations))
 	if n := testutil.CollectAndCount(c, "gpuadmit_resourcequota"); n != 3*3*3 {
 		t.Errorf("gpuadmit_resourcequota has %d series, want 27 (3 limited namespaces × 3 resources × 3 types)", n)
 	}
@@ -241,4 +239,11 @@ func TestNamespaceCollectorBounds(t *testing.T) {
 	for _, p := range problems {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
+}
+
+// fixedReservations are the reservations of the namespaces' objects.
+type fixedReservations map[string][]ledger.Reservation
+
+func (f fixedReservations) Reserved(context.Context) (map[string][]ledger.Reservation, error) {
+	return f, nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
@@ -32,6 +34,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/membership"
 	"github.com/gpuadmit/gpuadmit/pkg/webhookserver"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
@@ -46,8 +49,9 @@ const (
 // deployment (ports, certificates, names). Zero wiring values take the
 // defaults noted.
 type Options struct {
-	// Config is gpuadmit's configuration (config.Load, or config.Default()).
-	Config config.Configuration
+	// Config is gpuadmit's configuration, defaulted (config.Load; nil:
+	// config.Default()).
+	Config *config.Configuration
 	// Namespace is the server's own namespace: policy ConfigMaps and the
 	// certificate Secret live there.
 	Namespace string
@@ -95,7 +99,7 @@ type Options struct {
 	// /metrics (TokenReview, SubjectAccessReview).
 	MetricsInsecure bool
 	// Clock is this replica's clock (default the wall clock; a test skews it).
-	Clock ledger.Clock
+	Clock clock.PassiveClock
 	// WatchDelay holds back every watch event this long (fault injection
 	// for tests: a lagging replica); 0 in production.
 	WatchDelay time.Duration
@@ -112,6 +116,7 @@ type Server struct {
 	Ledger  *ledger.Ledger
 	Engine  *policy.Engine
 	Store   *gpuusage.Store
+	members *membership.Members
 	feed    *ledger.Feed
 	usage   toolscache.InformerSynced
 	rotator *certs.Rotator
@@ -129,51 +134,78 @@ type Server struct {
 // New wires a server against the API server of cfg. Nothing runs until Start.
 func New(cfg *rest.Config, opts Options) (*Server, error) {
 	opts = withDefaults(opts)
-	// Every allowed GPU pod costs a write (its reservation): client-side
-	// throttling must not queue reviews (the API server's priority and
-	// fairness protects it).
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = max(cfg.QPS, 500), max(cfg.Burst, 1000)
-	if err := opts.Config.Validate(); err != nil {
-		return nil, err
+	if errs := config.Validate(opts.Config); len(errs) > 0 {
+		return nil, errs.ToAggregate()
 	}
-	adm := opts.Config.Admission
+	// Every allowed GPU pod costs a write (its reservation): the client's
+	// rate is the configuration's (clientConnection).
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = *opts.Config.ClientConnection.QPS, int(*opts.Config.ClientConnection.Burst)
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	s := &Server{opts: opts}
-	if opts.CertDir == "" {
-		s.rotator = certs.NewRotator(kube, certs.Options{
-			Namespace: opts.Namespace, SecretName: opts.CertSecret, DNSNames: opts.CertDNSNames, IPs: opts.CertIPs,
-			MutatingWebhooks: nonEmpty(opts.MutatingWebhook), ValidatingWebhooks: nonEmpty(opts.ValidatingWebhook),
-			CheckEvery: opts.CertCheckEvery,
-			Log:        opts.Log.WithName("certs"),
-		})
+	if err := s.certificates(kube); err != nil {
+		return nil, err
 	}
-	if s.rotator != nil {
-		s.certificate = s.rotator.GetCertificate
-	} else {
+	if err := s.manager(cfg); err != nil {
+		return nil, err
+	}
+	if s.metrics, err = newServerMetrics(opts.Registry); err != nil {
+		return nil, err
+	}
+	if err := s.watches(cfg); err != nil {
+		return nil, err
+	}
+	s.Engine = policy.New(policy.Options{Log: opts.Log.WithName("policy"), EvalTimeout: opts.Config.Admission.PolicyEvaluationTimeout.Duration})
+	if err := s.wire(kube); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// certificates sets up the serving certificate: the rotator's (a CA of
+// its own in CertSecret), or the files of CertDir.
+func (s *Server) certificates(kube kubernetes.Interface) error {
+	opts := s.opts
+	if opts.CertDir != "" {
+		var err error
 		if s.certFiles, err = certwatcher.New(filepath.Join(opts.CertDir, "tls.crt"), filepath.Join(opts.CertDir, "tls.key")); err != nil {
-			return nil, fmt.Errorf("serving certificate: %w", err)
+			return fmt.Errorf("serving certificate: %w", err)
 		}
 		s.certificate = s.certFiles.GetCertificate
+		return nil
 	}
+	s.rotator = certs.NewRotator(kube, certs.Options{
+		Namespace: opts.Namespace, SecretName: opts.CertSecret, DNSNames: opts.CertDNSNames, IPs: opts.CertIPs,
+		MutatingWebhooks: nonEmpty(opts.MutatingWebhook), ValidatingWebhooks: nonEmpty(opts.ValidatingWebhook),
+		CheckEvery: opts.CertCheckEvery,
+		Log:        opts.Log.WithName("certs"),
+	})
+	s.certificate = s.rotator.GetCertificate
+	return nil
+}
+
+// manager builds the controller-runtime manager with the bounded webhook
+// server (pkg/webhookserver).
+func (s *Server) manager(cfg *rest.Config) error {
+	opts := s.opts
 	hooks, err := webhookserver.New(webhookserver.Options{
 		Host: opts.Host, Port: opts.Port, GetCertificate: s.certificate, MinVersion: opts.TLSMinVersion,
 		Clients:    webhookserver.Clients{CAFile: opts.ClientCAFile, CommonNames: opts.ClientCommonNames},
 		PeerHeader: ForwardedHeader,
 		// A review's handler is bounded by reviewTimeout; the answer must
 		// still be written after it.
-		Limits:          webhookserver.Limits{MaxBodyBytes: admission.MaxReviewBytes, WriteTimeout: adm.ReviewTimeout + 5*time.Second},
+		Limits:          webhookserver.Limits{MaxBodyBytes: admission.MaxReviewBytes, WriteTimeout: opts.Config.Admission.ReviewTimeout.Duration + 5*time.Second},
 		ShutdownTimeout: opts.ShutdownTimeout, Registry: opts.Registry, Log: opts.Log.WithName("webhook-server"),
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), gpuadmitv1.AddToScheme(scheme)); err != nil {
-		return nil, fmt.Errorf("scheme: %w", err)
+		return fmt.Errorf("scheme: %w", err)
 	}
 	s.mgr, err = ctrl.NewManager(cfg, manager.Options{
 		Scheme: scheme,
@@ -181,7 +213,7 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 		// progress Leases only; pods are read from the API server directly.
 		Cache: ctrlcache.Options{ByObject: map[client.Object]ctrlcache.ByObject{
 			&coordinationv1.Lease{}: {Namespaces: map[string]ctrlcache.Config{opts.Namespace: {}},
-				Label: labels.SelectorFromSet(labels.Set{gpuusage.ProgressLabel: "true"})},
+				Label: labels.SelectorFromSet(labels.Set{membership.ProgressLabel: "true"})},
 		}},
 		Logger:                  opts.Log,
 		Metrics:                 s.metricsOptions(),
@@ -193,87 +225,94 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 		WebhookServer: hooks,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("manager: %w", err)
+		return fmt.Errorf("manager: %w", err)
 	}
-	if s.metrics, err = newServerMetrics(opts.Registry); err != nil {
-		return nil, err
-	}
-	s.Ledger = ledger.New(ledger.Options{Settings: opts.Config.Devices, Log: opts.Log.WithName("ledger"), Clock: opts.Clock})
+	return nil
+}
+
+// watches builds the ledger and the watches that feed it, and the
+// replica's membership (pkg/membership).
+func (s *Server) watches(cfg *rest.Config) error {
+	opts := s.opts
+	adm := opts.Config.Admission
+	s.Ledger = ledger.New(ledger.Options{Settings: config.Settings(opts.Config), Log: opts.Log.WithName("ledger")})
 	// The watches list and watch built-in types only: in protobuf, the API
 	// server's own encoding, decoding costs a fraction of JSON's (a relist
 	// of 100k pods is most of a cold start).
 	feedKube, err := kubernetes.NewForConfig(ledger.ProtobufConfig(cfg))
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
+		return fmt.Errorf("kubernetes client: %w", err)
 	}
 	s.feed, err = ledger.NewFeed(feedKube, s.Ledger, ledger.FeedOptions{Log: opts.Log.WithName("feed"), Delay: opts.WatchDelay,
-		Freshness: ledger.FreshnessOptions{ProbeEvery: adm.Watches.ProbeEvery, StaleAfter: adm.Watches.StaleAfter, Clock: opts.Clock}})
+		Freshness: ledger.FreshnessOptions{ProbeEvery: adm.Watches.ProbeEvery.Duration, StaleAfter: adm.Watches.StaleAfter.Duration, Clock: opts.Clock}})
 	if err != nil {
-		return nil, fmt.Errorf("informers: %w", err)
+		return fmt.Errorf("informers: %w", err)
 	}
+	s.members = membership.New(s.mgr.GetClient(), membership.Options{Namespace: opts.Namespace, Replica: opts.Replica,
+		Watch: s.feed, Clock: opts.Clock, Log: opts.Log.WithName("membership")})
+	return nil
+}
+
+// reservations builds the store of the GPUUsage objects, deciding with dec.
+func (s *Server) reservations(dec gpuusage.Decider) error {
+	opts := s.opts
+	r := opts.Config.Admission.Reservations
 	usage, err := s.mgr.GetCache().GetInformer(context.Background(), &gpuadmitv1.GPUUsage{}, ctrlcache.BlockUntilSynced(false))
 	if err != nil {
-		return nil, fmt.Errorf("the GPUUsage resource (is its CRD installed?): %w", err)
+		return fmt.Errorf("the GPUUsage resource (is its CRD installed?): %w", err)
 	}
 	s.usage = usage.HasSynced
-	s.Store = gpuusage.NewStore(s.mgr.GetClient(), s.mgr.GetAPIReader(), s.Ledger, s.feed, gpuusage.Options{
-		Replica: opts.Replica, Namespace: opts.Namespace, Clock: opts.Clock,
-		ConfirmAfter: adm.Reservations.ConfirmAfter, RecheckMax: adm.Reservations.RecheckMax, ReadsPerSecond: adm.Reservations.ReadsPerSecond,
-		MaxReservations: adm.Reservations.MaxPerNamespace, OwnWebhookConfiguration: opts.ValidatingWebhook, OnRefused: s.metrics.reservationRefused,
-		Advertise: s.advertise,
-		OnEnd:     s.metrics.reservationEnded, OnConflict: s.metrics.reservationConflict, OnWrite: s.metrics.wrote, Log: opts.Log.WithName("gpuusage")})
-	if _, err := usage.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: s.Store.Deleted}); err != nil {
-		return nil, fmt.Errorf("watching GPUUsage deletions: %w", err)
+	s.Store = gpuusage.NewStore(gpuusage.Parts{Client: s.mgr.GetClient(), API: s.mgr.GetAPIReader(), Ledger: s.Ledger, Watch: s.feed,
+		Members: s.members, Decider: dec, Metrics: storeMetrics{s.metrics}},
+		gpuusage.Options{Replica: opts.Replica, Clock: opts.Clock, ConfirmAfter: r.ConfirmAfter.Duration, RecheckMax: r.RecheckMax.Duration,
+			ReadsPerSecond: int(*r.ReadsPerSecond), MaxReservations: int(*r.MaxPerNamespace), OwnWebhookConfiguration: opts.ValidatingWebhook,
+			Log: opts.Log.WithName("gpuusage")})
+	if _, err := usage.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: s.Store.Changed,
+		UpdateFunc: func(_, obj any) { s.Store.Changed(obj) }, DeleteFunc: s.Store.Deleted}); err != nil {
+		return fmt.Errorf("watching GPUUsage: %w", err)
 	}
-	s.Engine = policy.New(policy.Options{Log: opts.Log.WithName("policy"), EvalTimeout: adm.PolicyEvaluationTimeout})
-	if err := s.wire(kube); err != nil {
-		return nil, err
+	return nil
+}
+
+// DefaultOptions are the wiring defaults, in one place: the webhook's
+// flags show them, and New sets them where Options leaves a zero value
+// (but the webhook configurations' names: empty patches no caBundle).
+func DefaultOptions() Options {
+	return Options{
+		Namespace: "gpuadmit-system", Port: 9443, MetricsAddr: ":8080", ProbeAddr: ":8081",
+		CertSecret: "gpuadmit-webhook-tls", CertCheckEvery: 10 * time.Second,
+		MutatingWebhook: "gpuadmit", ValidatingWebhook: "gpuadmit",
+		ShutdownTimeout: 10 * time.Second, TLSMinVersion: tls.VersionTLS13,
 	}
-	return s, nil
 }
 
 func withDefaults(o Options) Options {
-	config.SetDefaults(&o.Config)
-
-	if o.Port == 0 {
-		o.Port = 9443
+	d := DefaultOptions()
+	if o.Config == nil {
+		o.Config = config.Default()
 	}
-	if o.MetricsAddr == "" {
-		o.MetricsAddr = ":8080"
-	}
-	if o.ProbeAddr == "" {
-		o.ProbeAddr = ":8081"
-	}
-	if o.ShutdownTimeout <= 0 {
-		o.ShutdownTimeout = 10 * time.Second
-	}
+	o.Namespace = cmp.Or(o.Namespace, d.Namespace)
+	o.Port = cmp.Or(o.Port, d.Port)
+	o.MetricsAddr = cmp.Or(o.MetricsAddr, d.MetricsAddr)
+	o.ProbeAddr = cmp.Or(o.ProbeAddr, d.ProbeAddr)
+	o.CertSecret = cmp.Or(o.CertSecret, d.CertSecret)
+	o.CertCheckEvery = cmp.Or(o.CertCheckEvery, d.CertCheckEvery)
+	o.ShutdownTimeout = cmp.Or(o.ShutdownTimeout, d.ShutdownTimeout)
+	o.TLSMinVersion = cmp.Or(o.TLSMinVersion, d.TLSMinVersion)
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
 	}
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
 	}
-	if o.Namespace == "" {
-		o.Namespace = "gpuadmit-system"
-	}
-	if o.CertSecret == "" {
-		o.CertSecret = "gpuadmit-webhook-tls"
-	}
 	if o.Replica == "" {
 		o.Replica, _ = os.Hostname()
 	}
 	if o.Clock == nil {
-		o.Clock = wallClock{}
-	}
-	if o.TLSMinVersion == 0 {
-		o.TLSMinVersion = tls.VersionTLS13
+		o.Clock = clock.RealClock{}
 	}
 	return o
 }
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
 
 func nonEmpty(s string) []string {
 	if s == "" {

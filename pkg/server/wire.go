@@ -8,54 +8,94 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrladmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpuadmit/gpuadmit/pkg/admission"
-	"github.com/gpuadmit/gpuadmit/pkg/config"
+	configv1alpha1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 )
 
-// wire registers the handlers, the runnables and the probes.
+// wire builds the decision and the reservation store, and registers the
+// handlers, the runnables, the metrics and the probes.
 func (s *Server) wire(kube kubernetes.Interface) error {
-	am, err := admission.NewMetrics(s.opts.Registry)
-	if err != nil {
-		return err
-	}
-	if err := registerStateMetrics(s.opts.Registry, s.Ledger, s.Engine, s.feed); err != nil {
-		return err
-	}
-	pm, err := newPolicyMetrics(s.opts.Registry)
-	if err != nil {
-		return err
-	}
 	dec, err := decision.New(s.Engine, s.Ledger, s.opts.Config, s.opts.Log.WithName("decision"))
 	if err != nil {
 		return err
 	}
+	if err := s.reservations(dec); err != nil {
+		return err
+	}
+	if err := registerStateMetrics(s.opts.Registry, s.Ledger, s.Engine, s.feed, s.Store); err != nil {
+		return err
+	}
+	if err := s.handlers(dec); err != nil {
+		return err
+	}
+	if err := s.runnables(kube); err != nil {
+		return err
+	}
+	if err := s.mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("healthz: %w", err)
+	}
+	if err := s.mgr.AddReadyzCheck("gpuadmit", func(*http.Request) error { return s.NotReady() }); err != nil {
+		return fmt.Errorf("readyz: %w", err)
+	}
+	return s.mgr.AddReadyzCheck("webhook", s.mgr.GetWebhookServer().StartedChecker())
+}
+
+// handlers registers the mutating and validating handlers; with an
+// advertised address, the validating reviews of GPU pods go to their
+// namespace's owner first.
+func (s *Server) handlers(dec *decision.Decider) error {
+	am, err := admission.NewMetrics(s.opts.Registry)
+	if err != nil {
+		return err
+	}
 	hooks := s.mgr.GetWebhookServer()
+	requestLog := func(name string) func(logr.Logger, *ctrladmission.Request) logr.Logger {
+		return func(_ logr.Logger, req *ctrladmission.Request) logr.Logger {
+			return ctrladmission.DefaultLogConstructor(s.opts.Log.WithName(name), req)
+		}
+	}
 	hooks.Register(MutatePath, s.draining(detached(&ctrladmission.Webhook{Handler: &admission.Mutator{
-		Gate: annotateGate{s}, Demand: dec, Metrics: am, Log: s.opts.Log.WithName("mutate")}, RecoverPanic: ptr(true)}, s.opts.Config.Admission.ReviewTimeout)))
+		Gate: annotateGate{s}, Demand: dec, Metrics: am}, RecoverPanic: ptr.To(true), LogConstructor: requestLog("mutate")},
+		s.opts.Config.Admission.ReviewTimeout.Duration)))
 	var validate http.Handler = &admission.PodReviews{Webhook: &ctrladmission.Webhook{Handler: &admission.Validator{
-		Gate: s, Decider: dec, Reserver: s.Store, Metrics: am, Log: s.opts.Log.WithName("validate")}, RecoverPanic: ptr(true)}}
+		Gate: s, GPUPods: dec, Reserver: s.Store, Metrics: am}, RecoverPanic: ptr.To(true), LogConstructor: requestLog("validate")}}
 	if s.opts.AdvertiseAddress != "" {
-		fwd, err := newForwarder(s.opts.Registry, s.Store.Progress().Owner, s.servingCertificate, s.opts.TLSMinVersion, s.NotReady,
+		fwd, err := newForwarder(s.opts.Registry, s.members, s.servingCertificate, s.opts.TLSMinVersion, s.NotReady,
 			s.Ledger.Settings().Names, s.opts.Log.WithName("forward"))
 		if err != nil {
 			return err
 		}
-		fwd.fallback = s.Store.Progress().Fallback
 		validate = fwd.wrap(validate)
 	}
-	hooks.Register(ValidatePath, s.draining(detached(validate, s.opts.Config.Admission.ReviewTimeout)))
+	hooks.Register(ValidatePath, s.draining(detached(validate, s.opts.Config.Admission.ReviewTimeout.Duration)))
+	return nil
+}
+
+// runnables adds what runs on every replica (the watches, the membership,
+// the store's cleaner, the policy sync, the advertised address, the
+// certificates) and, on the elected replica, the summary writer.
+func (s *Server) runnables(kube kubernetes.Interface) error {
+	pm, err := newPolicyMetrics(s.opts.Registry)
+	if err != nil {
+		return err
+	}
 	runnables := []manager.Runnable{
 		manager.RunnableFunc(func(ctx context.Context) error { s.feed.Start(ctx); <-ctx.Done(); return nil }),
+		s.members,
 		s.Store,
-		&policySync{kube: kube, engine: s.Engine, namespace: s.opts.Namespace, selector: s.opts.Config.Policy.ConfigMapSelector,
-			dir: s.opts.Config.Policy.Directory, log: s.opts.Log.WithName("policy-sync"), metrics: pm},
+		&policySync{kube: kube, engine: s.Engine, namespace: s.opts.Namespace, selector: *s.opts.Config.Policy.ConfigMapSelector,
+			dir: *s.opts.Config.Policy.Directory, log: s.opts.Log.WithName("policy-sync"), metrics: pm},
+		manager.RunnableFunc(s.advertise),
 	}
 	if s.rotator != nil {
 		runnables = append(runnables, s.rotator)
@@ -70,19 +110,13 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	}
 	// The summaries users read (kubectl get gpuusage) have one writer: the
 	// replica elected through the Lease gpuadmit-usage-status.
-	summary := &gpuusage.Summarizer{Client: s.mgr.GetClient(), Ledger: s.Ledger, Clock: s.opts.Clock,
+	summary := &gpuusage.Summarizer{Client: s.mgr.GetClient(), Ledger: s.Ledger, Reservations: s.Store, Clock: s.opts.Clock,
 		OnWrite: s.metrics.summaryWritten, Log: s.opts.Log.WithName("summary")}
 	if err := s.mgr.Add(&elected{run: summary.Start, kube: kube, namespace: s.opts.Namespace, name: LeaderElectionID,
 		identity: s.opts.Replica, log: s.opts.Log.WithName("summary")}); err != nil {
 		return fmt.Errorf("adding the summarizer: %w", err)
 	}
-	if err := s.mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return fmt.Errorf("healthz: %w", err)
-	}
-	if err := s.mgr.AddReadyzCheck("gpuadmit", func(*http.Request) error { return s.NotReady() }); err != nil {
-		return fmt.Errorf("readyz: %w", err)
-	}
-	return s.mgr.AddReadyzCheck("webhook", hooks.StartedChecker())
+	return nil
 }
 
 // everyReplica runs a runnable on every replica, elected or not.
@@ -90,14 +124,26 @@ type everyReplica struct{ manager.Runnable }
 
 func (everyReplica) NeedLeaderElection() bool { return false }
 
-// advertise is the address published for the other replicas to forward
-// reviews to: AdvertiseAddress while this replica can decide, else "".
-func (s *Server) advertise() string {
-	if s.opts.AdvertiseAddress == "" || s.NotReady() != nil {
-		return ""
+// advertise tells the membership, until ctx ends, the address where this
+// replica takes reviews forwarded by the others: AdvertiseAddress while it
+// can decide, else "" (so that the others stop forwarding to it).
+func (s *Server) advertise(ctx context.Context) error {
+	if s.opts.AdvertiseAddress == "" {
+		return nil
 	}
-	return s.opts.AdvertiseAddress
+	wait.UntilWithContext(ctx, func(context.Context) {
+		addr := ""
+		if s.NotReady() == nil {
+			addr = s.opts.AdvertiseAddress
+		}
+		s.members.Advertise(addr)
+	}, advertiseEvery)
+	return nil
 }
+
+// advertiseEvery is how often the advertised address follows readiness
+// (the membership publishes it every second).
+const advertiseEvery = 250 * time.Millisecond
 
 // servingCertificate is the certificate this replica serves, which it also
 // presents as a client to the other replicas.
@@ -132,18 +178,18 @@ func (s *Server) Blocked() error {
 	if !s.usage() {
 		return errors.New("the GPUUsage watch has not synced yet, so other replicas' reservations are unknown")
 	}
-	if err := s.Store.Progress().Announced(); err != nil {
+	if err := s.members.Announced(); err != nil {
 		return err
 	}
-	if err := s.Store.Progress().Connected(); err != nil {
+	if err := s.members.Connected(); err != nil {
 		return err
 	}
 	if st := s.Engine.Status(); st.Revision == "" {
 		return fmt.Errorf("no policy set is active (last error: %s)", st.LastError)
 	}
-	if s.opts.Config.Admission.StaleFeed == config.StaleFeedDeny {
+	if *s.opts.Config.Admission.StaleFeed == configv1alpha1.StaleFeedDeny {
 		if stale := s.feed.Stale(); stale != "" {
-			return fmt.Errorf("a watch is stale and admission.staleFeed is %s: %s", config.StaleFeedDeny, stale)
+			return fmt.Errorf("a watch is stale and admission.staleFeed is %s: %s", configv1alpha1.StaleFeedDeny, stale)
 		}
 	}
 	return nil
@@ -197,8 +243,6 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	return nil
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // detached serves h with a request context that the server's shutdown does
 // not cancel (controller-runtime derives request contexts from the

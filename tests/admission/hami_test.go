@@ -55,7 +55,7 @@ func testZeroIsTheWholeCard(t *testing.T, c *local.Cluster) {
 		local.MustContain(t, tc.name, err.Error(), "pod needs 24576 MiB", "20480 MiB used", "limit 24576 MiB",
 			`container "app" takes the whole device: 1 x 24576 MiB`)
 	}
-	if s := c.Server.Ledger.Namespace("zeros"); s.Used.MemMiB != 20480 || s.Reservations != 0 {
+	if s := c.Namespace("zeros"); s.Used.MemMiB != 20480 || s.Reservations != 0 {
 		t.Errorf("denied pods were charged: used %d MiB, %d reservations", s.Used.MemMiB, s.Reservations)
 	}
 }
@@ -97,6 +97,6 @@ func testPendingSharesAreCharged(t *testing.T, c *local.Cluster) {
 		if admitted != tc.want {
 			t.Errorf("%s: %d of 10 pending pods admitted, want exactly %d", tc.ns, admitted, tc.want)
 		}
-		t.Logf("%s: %d of 10 admitted; ledger %+v", tc.ns, admitted, c.Server.Ledger.Namespace(tc.ns).Used)
+		t.Logf("%s: %d of 10 admitted; ledger %+v", tc.ns, admitted, c.Namespace(tc.ns).Used)
 	}
 }

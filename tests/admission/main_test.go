@@ -56,7 +56,7 @@ func TestAdmission(t *testing.T) {
 			local.MustContain(t, tc.name, stdout+stderr, tc.want...)
 		}
 		time.Sleep(200 * time.Millisecond) // a charge would have shown by now
-		if s := c.Server.Ledger.Namespace("dry"); !s.Used.IsZero() || s.Reservations != 0 {
+		if s := c.Namespace("dry"); !s.Used.IsZero() || s.Reservations != 0 {
 			t.Errorf("dry-run charged the namespace: used %s, %d reservations", s.Used, s.Reservations)
 		}
 	})

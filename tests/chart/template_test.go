@@ -382,7 +382,7 @@ func TestResourceNamesHaveOneSource(t *testing.T) {
 	if err != nil || len(ignored) > 0 {
 		t.Fatalf("the rendered configuration is not one the server accepts: %v (ignored %v)\n%s", err, ignored, cfgYAML)
 	}
-	n := cfg.Devices.Names
+	n := config.Settings(cfg).Names
 	want := []string{string(n.Count), string(n.Memory), string(n.MemoryPercentage), string(n.Cores)}
 	if want[0] != "example.com/vgpu" || want[1] != "example.com/vmem" {
 		t.Fatalf("the configuration names %v", want)

@@ -255,7 +255,7 @@ func configMap(name string, labels, data map[string]string) *corev1.ConfigMap {
 // install creates gpuadmit's ConfigMaps and restarts the webhook with cfg,
 // their configuration; when the test ends, it deletes them and restarts
 // the webhook with the suite's defaults.
-func (s *suite) install(t *testing.T, cfg config.Configuration, cms ...*corev1.ConfigMap) {
+func (s *suite) install(t *testing.T, cfg *config.Configuration, cms ...*corev1.ConfigMap) {
 	t.Helper()
 	api := s.c.Kube.CoreV1().ConfigMaps(local.Namespace)
 	restart := func(ctx context.Context, o server.Options) error {

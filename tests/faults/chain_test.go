@@ -27,7 +27,7 @@ func probeDryRuns(t *testing.T, c *local.Cluster) {
 	const ns, limit = "f-dry", 20 * 1024
 	seed(t, c, ns, limit)
 	k := fastClient(t, c)
-	var real, dry creates.Tally
+	var actual, dry creates.Tally
 	var wg sync.WaitGroup
 	for i := range 200 {
 		wg.Go(func() {
@@ -38,14 +38,14 @@ func probeDryRuns(t *testing.T, c *local.Cluster) {
 				return
 			}
 			_, err := k.CoreV1().Pods(ns).Create(t.Context(), p, metav1.CreateOptions{})
-			real.Record(err)
+			actual.Record(err)
 		})
 	}
 	wg.Wait()
 	got := settle(t, c, ns, limit)
-	t.Logf("real creates: %s; dry-runs: %s; recount %d MiB in %d pods", &real, &dry, got.Used.MemMiB, got.Pods)
-	if real.Admitted.Load() != 20 || got.Pods != 20 || len(real.Other)+len(dry.Other) > 0 {
-		t.Fatalf("want exactly 20 real pods admitted and no other failure; real %v, dry %v", real.Other, dry.Other)
+	t.Logf("real creates: %s; dry-runs: %s; recount %d MiB in %d pods", &actual, &dry, got.Used.MemMiB, got.Pods)
+	if actual.Admitted.Load() != 20 || got.Pods != 20 || len(actual.Other)+len(dry.Other) > 0 {
+		t.Fatalf("want exactly 20 real pods admitted and no other failure; real %v, dry %v", actual.Other, dry.Other)
 	}
 }
 
@@ -79,7 +79,7 @@ func probeNativeQuota(t *testing.T, c *local.Cluster) {
 		tl.Record(err)
 	}
 	start := time.Now()
-	waitFor(t, "the refused creates' reservations end", func() bool { return c.Server.Ledger.Namespace(ns).Reservations == 0 })
+	waitFor(t, "the refused creates' reservations end", func() bool { return c.Namespace(ns).Reservations == 0 })
 	blocked := time.Since(start)
 	got := settle(t, c, ns, limit)
 	t.Logf("%s; refused by the native pods quota after gpuadmit admitted them: %d; their reservations held the namespace for %s; recount %d MiB",
@@ -148,7 +148,7 @@ func probeSecondWebhook(t *testing.T, c *local.Cluster) {
 		refusedByOther++
 	}
 	start := time.Now()
-	waitFor(t, "the refused creates' reservations end", func() bool { return c.Server.Ledger.Namespace(ns).Reservations == 0 })
+	waitFor(t, "the refused creates' reservations end", func() bool { return c.Namespace(ns).Reservations == 0 })
 	blocked := time.Since(start)
 	if err := c.Kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, "cost-center", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func probeAlreadyExists(t *testing.T, c *local.Cluster) {
 	if _, err := c.Kube.CoreV1().Pods(ns).Create(ctx, creates.GPUPod(ns, "x", "", 1024), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "x recorded", func() bool { s := c.Server.Ledger.Namespace(ns); return s.Pods == 1 && s.Reservations == 0 })
+	waitFor(t, "x recorded", func() bool { s := c.Namespace(ns); return s.Pods == 1 && s.Reservations == 0 })
 	exists := 0
 	for range 23 {
 		_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, creates.GPUPod(ns, "x", "", 1024), metav1.CreateOptions{})

@@ -13,11 +13,14 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1alpha1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
+
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
-	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
@@ -26,8 +29,8 @@ import (
 // second so that probes stay short.
 func options(c *local.Cluster) server.Options {
 	o := c.Options()
-	o.Config.Admission.Reservations.ConfirmAfter = time.Second
-	o.Config.Admission.Watches = config.Watches{ProbeEvery: time.Second, StaleAfter: 4 * time.Second}
+	o.Config.Admission.Reservations.ConfirmAfter = &metav1.Duration{Duration: time.Second}
+	o.Config.Admission.Watches = &configv1alpha1.Watches{ProbeEvery: &metav1.Duration{Duration: time.Second}, StaleAfter: &metav1.Duration{Duration: 4 * time.Second}}
 	return o
 }
 
@@ -60,7 +63,7 @@ func settle(t *testing.T, c *local.Cluster, ns string, limitMiB int64) ledger.Na
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := c.Server.Ledger.Namespace(ns)
+		got := c.Namespace(ns)
 		if got.Used == want.Used && got.Pods == want.Pods && got.Reservations == 0 {
 			if want.Used.MemMiB > limitMiB {
 				t.Fatalf("%s: the live pods use %d MiB, over the %d MiB limit", ns, want.Used.MemMiB, limitMiB)
@@ -81,7 +84,7 @@ func seed(t *testing.T, c *local.Cluster, ns string, limitMiB int64) {
 	if err := c.Seed(t.Context(), ns, fmt.Sprint(limitMiB)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ns+": quota known", func() bool { s := c.Server.Ledger.Namespace(ns); return s.Limits.MemMiB != nil })
+	waitFor(t, ns+": quota known", func() bool { s := c.Namespace(ns); return s.Limits.MemMiB != nil })
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -79,7 +79,7 @@ func probeColdStart(t *testing.T, c *local.Cluster) {
 	if _, err := k.CoreV1().Pods(ns).Create(ctx, creates.GPUPod(ns, "full", "", limit), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the namespace is full", func() bool { s := c.Server.Ledger.Namespace(ns); return s.Pods == 1 && s.Reservations == 0 })
+	waitFor(t, "the namespace is full", func() bool { s := c.Namespace(ns); return s.Pods == 1 && s.Reservations == 0 })
 
 	if err := c.StopWebhook(); err != nil {
 		t.Fatal(err)
@@ -135,7 +135,9 @@ func probeColdStart(t *testing.T, c *local.Cluster) {
 func probeStalledWatch(t *testing.T, c *local.Cluster) {
 	const ns, limit = "f-stall", 10 * 1024
 	ctx := t.Context()
-	proxy, restore := throughProxy(t, c, func(r *local.WebhookRun) { r.Options.Config.Admission.ReviewTimeout = 2 * time.Second })
+	proxy, restore := throughProxy(t, c, func(r *local.WebhookRun) {
+		r.Options.Config.Admission.ReviewTimeout = &metav1.Duration{Duration: 2 * time.Second}
+	})
 	defer restore()
 	seed(t, c, ns, limit)
 	create := func(name string, tl *creates.Tally) {
@@ -146,7 +148,7 @@ func probeStalledWatch(t *testing.T, c *local.Cluster) {
 	for i := range 2 {
 		create(fmt.Sprintf("before-%d", i), &before)
 	}
-	waitFor(t, "2 pods recorded", func() bool { s := c.Server.Ledger.Namespace(ns); return s.Pods == 2 && s.Reservations == 0 })
+	waitFor(t, "2 pods recorded", func() bool { s := c.Namespace(ns); return s.Pods == 2 && s.Reservations == 0 })
 
 	proxy.Stall()
 	stalled := time.Now()
@@ -161,7 +163,7 @@ func probeStalledWatch(t *testing.T, c *local.Cluster) {
 	stallFor := time.Since(stalled)
 	proxy.Reset()
 	proxy.Resume()
-	waitFor(t, "the deletion seen after the reset", func() bool { return c.Server.Ledger.Namespace(ns).Pods == 1 })
+	waitFor(t, "the deletion seen after the reset", func() bool { return c.Namespace(ns).Pods == 1 })
 	for i := range 3 {
 		create(fmt.Sprintf("after-%d", i), &after)
 	}

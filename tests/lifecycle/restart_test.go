@@ -24,7 +24,7 @@ func plainPod(ns, name string) *corev1.Pod {
 // containers finished starts at steady state.
 func testStopRestart(t *testing.T, c *local.Cluster) {
 	ctx := t.Context()
-	steady := c.Server.Ledger.Namespace(local.TeamA).Used
+	steady := c.Namespace(local.TeamA).Used
 	if err := c.StopWebhook(); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func testStopRestart(t *testing.T, c *local.Cluster) {
 	}
 	// Ready means synced: the rebuilt ledger must already be at steady state
 	// (llm-server counts its 10 GiB app, not its finished 20 GiB init).
-	got := c.Server.Ledger.Namespace(local.TeamA)
+	got := c.Namespace(local.TeamA)
 	if got.Used != steady || got.Used.MemMiB != 22528 {
 		t.Fatalf("after restart team-a uses %s, want the steady %s (22528 MiB)", got.Used, steady)
 	}

@@ -46,7 +46,7 @@ func (u *undoRegisterer) MustRegister(cs ...prometheus.Collector) {
 
 func (u *undoRegisterer) undo() {
 	for _, c := range u.done {
-		u.Registerer.Unregister(c)
+		u.Unregister(c)
 	}
 }
 

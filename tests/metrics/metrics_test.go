@@ -109,7 +109,7 @@ func TestMetrics(t *testing.T) {
 			want := map[string]float64{}
 			names := c.Server.Ledger.Settings().Names
 			for _, ns := range slices.Sorted(maps.Keys(quotas)) {
-				s := c.Server.Ledger.Namespace(ns)
+				s := c.Namespace(ns)
 				for _, r := range []struct {
 					name           corev1.ResourceName
 					limit          *ledger.Limit
@@ -144,7 +144,7 @@ func TestMetrics(t *testing.T) {
 		eventually(t, url, token, "gpuadmit_device", func() map[string]float64 {
 			want := map[string]float64{}
 			names := c.Server.Ledger.Settings().Names
-			for uuid, d := range c.Server.Ledger.Snapshot().Nodes[metricsNode].Devices {
+			for uuid, d := range c.Server.Ledger.Snapshot(nil).Nodes[metricsNode].Devices {
 				if d.Capacity == nil {
 					t.Fatalf("device %s: no capacity in the ledger", uuid)
 				}

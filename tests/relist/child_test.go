@@ -100,7 +100,7 @@ func start(ctx context.Context, kubeconfig string, protobuf bool) (*coldStart, e
 	engine := policy.New(policy.Options{})
 	loaded := make(chan error, 1)
 	go func() { loaded <- engine.Load(ctx) }()
-	l := ledger.New(ledger.Options{Settings: gpuadmit.Devices})
+	l := ledger.New(ledger.Options{Settings: config.Settings(gpuadmit)})
 	feed, err := ledger.NewFeed(kube, l, ledger.FeedOptions{Freshness: ledger.FreshnessOptions{ProbeEvery: -1}})
 	if err != nil {
 		return nil, err

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
 	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
 	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
@@ -40,8 +43,8 @@ func TestForgedReviewFloodIsBounded(t *testing.T) {
 	const bound, reviews = 100, 300
 	c := local.ForTest(t, manifests, func(c *local.Cluster) *server.Options {
 		o := c.Options()
-		o.Config.Admission.Reservations.ConfirmAfter = 10 * time.Second
-		o.Config.Admission.Reservations.MaxPerNamespace = bound
+		o.Config.Admission.Reservations.ConfirmAfter = &metav1.Duration{Duration: 10 * time.Second}
+		o.Config.Admission.Reservations.MaxPerNamespace = ptr.To[int32](bound)
 		return &o
 	})
 	ctx := t.Context()

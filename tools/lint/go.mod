@@ -2,10 +2,7 @@ module github.com/gpuadmit/gpuadmit/tools/lint
 
 go 1.26.0
 
-require (
-	github.com/golangci/golangci-lint/v2 v2.15.0
-	honnef.co/go/tools v0.8.2
-)
+require github.com/golangci/golangci-lint/v2 v2.15.0
 
 require (
 	4d63.com/gocheckcompilerdirectives v1.4.0 // indirect
@@ -215,6 +212,7 @@ require (
 	gopkg.in/ini.v1 v1.67.0 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
+	honnef.co/go/tools v0.8.2 // indirect
 	mvdan.cc/gofumpt v0.12.0 // indirect
 	mvdan.cc/unparam v0.0.0-20260823230713-2fa3d841b0c8 // indirect
 )

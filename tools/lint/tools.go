@@ -1,12 +1,10 @@
 //go:build tools
 
-// Package lint pins the linters `make lint` runs: golangci-lint (which
+// Package lint pins the linter `make lint` runs: golangci-lint, which
 // bundles staticcheck, govet, revive, gocritic, depguard and the rest that
-// .golangci.yml at the repository root enables) and the standalone
-// staticcheck binary.
+// .golangci.yml at the repository root enables.
 package lint
 
 import (
 	_ "github.com/golangci/golangci-lint/v2/cmd/golangci-lint"
-	_ "honnef.co/go/tools/cmd/staticcheck"
 )

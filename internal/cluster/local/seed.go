@@ -119,6 +119,17 @@ func (c *Cluster) CreatePod(ctx context.Context, p *corev1.Pod) error {
 	return err
 }
 
+// Namespace is the running server's view of ns: its ledger's snapshot,
+// counting the reservations of the GPUUsage objects as the server reads
+// them (Reservations -1 when they cannot be read).
+func (c *Cluster) Namespace(ns string) ledger.NamespaceSnapshot {
+	pending, err := c.Server.Store.Reserved(context.Background())
+	if err != nil {
+		return ledger.NamespaceSnapshot{Namespace: ns, Reservations: -1}
+	}
+	return c.Server.Ledger.Namespace(ns, pending[ns])
+}
+
 // WaitLedger waits until the running server's ledger snapshot of ns
 // satisfies ok, and returns it.
 func (c *Cluster) WaitLedger(ctx context.Context, ns string, ok func(ledger.NamespaceSnapshot) bool) (ledger.NamespaceSnapshot, error) {
@@ -127,7 +138,7 @@ func (c *Cluster) WaitLedger(ctx context.Context, ns string, ok func(ledger.Name
 		if c.Server == nil {
 			return ledger.NamespaceSnapshot{}, fmt.Errorf("no webhook server is running")
 		}
-		s := c.Server.Ledger.Namespace(ns)
+		s := c.Namespace(ns)
 		if ok(s) {
 			return s, nil
 		}
@@ -169,5 +180,5 @@ func (c *Cluster) Recount(ctx context.Context, ns string) (ledger.NamespaceSnaps
 	for i := range pods.Items {
 		l.UpsertPod(&pods.Items[i])
 	}
-	return l.Namespace(ns), nil
+	return l.Namespace(ns, nil), nil
 }

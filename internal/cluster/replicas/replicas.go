@@ -209,7 +209,7 @@ func (c *Cluster) WaitReady(ctx context.Context, i int) error {
 		select {
 		case e := <-r.exited:
 			r.exited <- e
-			return fmt.Errorf("%s exited before it was ready: %v; the end of its log:\n%s", r.Name, e, tail(r.Log, 15))
+			return exitedEarly(r, e)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
@@ -218,6 +218,15 @@ func (c *Cluster) WaitReady(ctx context.Context, i int) error {
 			return fmt.Errorf("%s not ready after 60s: %w (log %s)", r.Name, err, r.Log)
 		}
 	}
+}
+
+// exitedEarly is the error of replica r that exited with e (nil: status 0)
+// before it was ready.
+func exitedEarly(r *Replica, e error) error {
+	if e == nil {
+		return fmt.Errorf("%s exited before it was ready: <nil>; the end of its log:\n%s", r.Name, tail(r.Log, 15))
+	}
+	return fmt.Errorf("%s exited before it was ready: %w; the end of its log:\n%s", r.Name, e, tail(r.Log, 15))
 }
 
 // Kill kills replica i (SIGKILL) and waits for it.
@@ -236,7 +245,10 @@ func (c *Cluster) signal(i int, sig syscall.Signal) error {
 		return err
 	}
 	select {
-	case <-r.exited:
+	case err := <-r.exited:
+		// How sig ended it (signal: killed, or its status after the
+		// drain) is what was asked for, not a failure.
+		_ = err
 	case <-time.After(30 * time.Second):
 		return fmt.Errorf("%s did not exit within 30s of %s", r.Name, sig)
 	}

@@ -110,7 +110,10 @@ func (c *Cluster) WaitDrained(ctx context.Context, ns string, within time.Durati
 			return time.Since(start), nil
 		}
 		if time.Since(start) > within {
-			return 0, fmt.Errorf("%s: %d reservations still held after %s (%v)", ns, n, within, err)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %d reservations still held after %s (%w)", ns, n, within, err)
+			}
+			return 0, fmt.Errorf("%s: %d reservations still held after %s (<nil>)", ns, n, within)
 		}
 		select {
 		case <-ctx.Done():

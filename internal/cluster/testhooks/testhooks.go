@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"k8s.io/utils/clock"
+
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
@@ -42,6 +43,8 @@ func arg(name string, d time.Duration) string { return fmt.Sprintf("--%s=%s", na
 // skewed is the wall clock moved by its duration.
 type skewed time.Duration
 
-var _ ledger.Clock = skewed(0)
+var _ clock.PassiveClock = skewed(0)
 
 func (s skewed) Now() time.Time { return time.Now().Add(time.Duration(s)) }
+
+func (s skewed) Since(t time.Time) time.Duration { return s.Now().Sub(t) }

@@ -28,90 +28,143 @@ func Play(ctx context.Context, c *local.Cluster, examples string, out io.Writer)
 	if err != nil {
 		return err
 	}
-	limit := quota.Limits.MemMiB.Value
-	file := func(f string) string { return filepath.Join(examples, f) }
-	s1, s2, s4 := file("scenario1-init30-app4.yaml"), file("scenario2-init20-app10.yaml"), file("scenario4-app12.yaml")
-	oversize, err := demandOf(s1)
+	p, err := newPlay(c, examples, quota.Limits.MemMiB.Value)
 	if err != nil {
 		return err
 	}
-	server, err := demandOf(s2)
+	if err := p.scenario1(ctx, out); err != nil {
+		return err
+	}
+	if err := p.scenario2(ctx, out); err != nil {
+		return err
+	}
+	if err := p.scenario3(ctx, out); err != nil {
+		return err
+	}
+	used, err := p.scenario4(ctx, out)
 	if err != nil {
 		return err
 	}
-	small, err := demandOf(s4)
-	if err != nil {
-		return err
-	}
+	return usageTable(ctx, c, fmt.Sprintf("%d/%d", used, p.limit), out)
+}
 
-	// 1: init 30 GiB + app 4 GiB against a 24 GiB quota.
-	msg, err := apply(ctx, c, s1, false)
+// play is what the scenarios share: the cluster, team-a's memory limit,
+// and the example pods' files and demands.
+type play struct {
+	c     *local.Cluster
+	limit int64
+	// s1, s2 and s4 are the files of scenarios 1, 2 and 4 (3 applies s4
+	// too); oversize, server and small their pods' demands.
+	s1, s2, s4              string
+	oversize, server, small podDemand
+}
+
+// newPlay reads the demands of the example pods in examples.
+func newPlay(c *local.Cluster, examples string, limit int64) (*play, error) {
+	file := func(f string) string { return filepath.Join(examples, f) }
+	p := &play{c: c, limit: limit,
+		s1: file("scenario1-init30-app4.yaml"), s2: file("scenario2-init20-app10.yaml"), s4: file("scenario4-app12.yaml")}
+	var err error
+	if p.oversize, err = demandOf(p.s1); err != nil {
+		return nil, err
+	}
+	if p.server, err = demandOf(p.s2); err != nil {
+		return nil, err
+	}
+	if p.small, err = demandOf(p.s4); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// scenario1: init 30 GiB + app 4 GiB against a 24 GiB quota.
+func (p *play) scenario1(ctx context.Context, out io.Writer) error {
+	oversize := p.oversize
+	msg, err := apply(ctx, p.c, p.s1, false)
 	if err != nil {
 		return fmt.Errorf("scenario 1: %w", err)
 	}
-	if need := fmt.Sprintf("pod needs %d MiB", oversize.eff); !strings.Contains(msg, need) || oversize.eff <= limit {
-		return fmt.Errorf("scenario 1: the denial %q does not say %q, or %d MiB fits the %d MiB limit", msg, need, oversize.eff, limit)
+	if need := fmt.Sprintf("pod needs %d MiB", oversize.eff); !strings.Contains(msg, need) || oversize.eff <= p.limit {
+		return fmt.Errorf("scenario 1: the denial %q does not say %q, or %d MiB fits the %d MiB limit", msg, need, oversize.eff, p.limit)
 	}
 	fmt.Fprintf(out, "scenario 1: denied %s (init %d MiB + app %d MiB): %s\n", oversize.name, oversize.init, oversize.app, msg)
+	return nil
+}
 
-	// 2: init 20 GiB, then app 10 GiB: needs 20 GiB, not 30.
-	if _, err := apply(ctx, c, s2, true); err != nil {
+// scenario2: init 20 GiB, then app 10 GiB: needs 20 GiB, not 30.
+func (p *play) scenario2(ctx context.Context, out io.Writer) error {
+	server := p.server
+	if _, err := apply(ctx, p.c, p.s2, true); err != nil {
 		return fmt.Errorf("scenario 2: %w", err)
 	}
-	ann, _, err := c.Kubectl(ctx, nil, "get", "pod", "-n", local.TeamA, server.name, "-o", `jsonpath={.metadata.annotations.gpuadmit\.io/effective}`)
+	ann, _, err := p.c.Kubectl(ctx, nil, "get", "pod", "-n", local.TeamA, server.name, "-o", `jsonpath={.metadata.annotations.gpuadmit\.io/effective}`)
 	if err != nil {
 		return fmt.Errorf("scenario 2: reading the annotation: %w", err)
 	}
 	var annotated effective.Vector
-	if err := json.Unmarshal([]byte(ann), &annotated); err != nil || annotated.MemMiB != server.eff || server.eff != max(server.init, server.app) {
-		return fmt.Errorf("scenario 2: annotated %q (%v), computed max(%d, %d) = %d MiB", ann, err, server.app, server.init, server.eff)
+	if err := json.Unmarshal([]byte(ann), &annotated); err != nil {
+		return fmt.Errorf("scenario 2: annotated %q (%w), computed max(%d, %d) = %d MiB", ann, err, server.app, server.init, server.eff)
+	}
+	if annotated.MemMiB != server.eff || server.eff != max(server.init, server.app) {
+		return fmt.Errorf("scenario 2: annotated %q (<nil>), computed max(%d, %d) = %d MiB", ann, server.app, server.init, server.eff)
 	}
 	fmt.Fprintf(out, "scenario 2: allowed %s (init %d MiB, then app %d MiB): effective demand max(%d, %d) = %d MiB, annotated gpuadmit.io/effective=%s\n",
 		server.name, server.init, server.app, server.app, server.init, annotated.MemMiB, ann)
+	return nil
+}
 
-	// 3: the pod is bound and its init container runs: the ledger records the init peak.
-	if err := c.Bind(ctx, local.TeamA, server.name, local.NodeName); err != nil {
+// scenario3: the pod is bound and its init container runs: the ledger
+// records the init peak.
+func (p *play) scenario3(ctx context.Context, out io.Writer) error {
+	server, small := p.server, p.small
+	if err := p.c.Bind(ctx, local.TeamA, server.name, local.NodeName); err != nil {
 		return err
 	}
-	if err := c.InitRunning(ctx, local.TeamA, server.name); err != nil {
+	if err := p.c.InitRunning(ctx, local.TeamA, server.name); err != nil {
 		return err
 	}
-	s, err := c.WaitLedger(ctx, local.TeamA, func(s ledger.NamespaceSnapshot) bool {
+	s, err := p.c.WaitLedger(ctx, local.TeamA, func(s ledger.NamespaceSnapshot) bool {
 		return s.Reservations == 0 && s.Used.MemMiB == server.eff
 	})
 	if err != nil {
 		return fmt.Errorf("scenario 3: %w", err)
 	}
-	denied, err := apply(ctx, c, s4, false)
+	denied, err := apply(ctx, p.c, p.s4, false)
 	if err != nil {
 		return fmt.Errorf("scenario 3: a %d MiB pod while the init runs: %w", small.eff, err)
 	}
 	fmt.Fprintf(out, "scenario 3: recorded %d MiB for %s while %s's init container %s runs on %s (not %d+%d = %d); a %d MiB pod is denied meanwhile: %s\n",
 		s.Used.MemMiB, local.TeamA, server.name, server.initName, local.NodeName, server.init, server.app, server.init+server.app, small.eff, denied)
+	return nil
+}
 
-	// 4: the init container exits 0: the record shrinks to the app's demand.
-	if err := c.InitsDone(ctx, local.TeamA, server.name); err != nil {
-		return err
+// scenario4: the init container exits 0: the record shrinks to the app's
+// demand, and the small pod fits beside it. It returns the MiB team-a uses
+// then.
+func (p *play) scenario4(ctx context.Context, out io.Writer) (int64, error) {
+	server, small := p.server, p.small
+	if err := p.c.InitsDone(ctx, local.TeamA, server.name); err != nil {
+		return 0, err
 	}
-	shrunk, err := c.WaitLedger(ctx, local.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Used.MemMiB == server.app })
+	shrunk, err := p.c.WaitLedger(ctx, local.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Used.MemMiB == server.app })
 	if err != nil {
-		return fmt.Errorf("scenario 4: %w", err)
+		return 0, fmt.Errorf("scenario 4: %w", err)
 	}
-	if _, err := apply(ctx, c, s4, true); err != nil {
-		return fmt.Errorf("scenario 4: %w", err)
+	if _, err := apply(ctx, p.c, p.s4, true); err != nil {
+		return 0, fmt.Errorf("scenario 4: %w", err)
 	}
-	s, err = c.WaitLedger(ctx, local.TeamA, func(s ledger.NamespaceSnapshot) bool {
+	s, err := p.c.WaitLedger(ctx, local.TeamA, func(s ledger.NamespaceSnapshot) bool {
 		return s.Reservations == 0 && s.Pods == 2
 	})
 	if err != nil {
-		return fmt.Errorf("scenario 4: %w", err)
+		return 0, fmt.Errorf("scenario 4: %w", err)
 	}
-	if s.Used.MemMiB != shrunk.Used.MemMiB+small.eff || s.Used.MemMiB > limit {
-		return fmt.Errorf("scenario 4: team-a uses %d MiB, want %d + %d within %d", s.Used.MemMiB, shrunk.Used.MemMiB, small.eff, limit)
+	if s.Used.MemMiB != shrunk.Used.MemMiB+small.eff || s.Used.MemMiB > p.limit {
+		return 0, fmt.Errorf("scenario 4: team-a uses %d MiB, want %d + %d within %d", s.Used.MemMiB, shrunk.Used.MemMiB, small.eff, p.limit)
 	}
 	fmt.Fprintf(out, "scenario 4: allowed %s (%d MiB) after %s exited 0: %s shrank to %d MiB, %s now uses %d of %d MiB\n",
-		small.name, small.eff, server.initName, server.name, shrunk.Used.MemMiB, local.TeamA, s.Used.MemMiB, limit)
-	return usageTable(ctx, c, fmt.Sprintf("%d/%d", s.Used.MemMiB, limit), out)
+		small.name, small.eff, server.initName, server.name, shrunk.Used.MemMiB, local.TeamA, s.Used.MemMiB, p.limit)
+	return s.Used.MemMiB, nil
 }
 
 // usageTable prints what `kubectl get gpuusage -n team-a` shows once its
@@ -125,7 +178,10 @@ func usageTable(ctx context.Context, c *local.Cluster, gpumem string, out io.Wri
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kubectl get gpuusage -n %s: GPUMEM is %q after 10s, want %q (%v)", local.TeamA, got, gpumem, err)
+			if err != nil {
+				return fmt.Errorf("kubectl get gpuusage -n %s: GPUMEM is %q after 10s, want %q (%w)", local.TeamA, got, gpumem, err)
+			}
+			return fmt.Errorf("kubectl get gpuusage -n %s: GPUMEM is %q after 10s, want %q (<nil>)", local.TeamA, got, gpumem)
 		}
 		select {
 		case <-ctx.Done():

@@ -1,4 +1,4 @@
-package gpuusage
+package membership
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // administrator may even have deleted the drained GPUUsage object (and
 // with it removedResourceVersion, the other guard). Such a replica proves,
 // before its next decision in a namespace, that its ledger knows every pod
-// a fresh read of the namespace lists (Store.proveFresh): a pod admitted
+// a fresh read of the namespace lists (gpuusage's proof): a pod admitted
 // and recorded by the others while it was away is then counted; until
 // then it decides nothing there.
 //
@@ -46,6 +46,25 @@ type liveness struct {
 }
 
 func (l *liveness) init() { l.epoch = time.Now() }
+
+// Connected says why this replica cannot reach the API server (its Lease
+// renewals have failed for a few seconds), or nil: it then stops being
+// ready and refuses at once, since it could not write a reservation.
+func (p *Members) Connected() error { return p.alive.connected() }
+
+// SuspectSince is when this replica last became suspect (a pause, or
+// renewals failing), on the monotonic clock; the zero time if never. A
+// namespace proved after it may be decided in again.
+func (p *Members) SuspectSince() time.Time {
+	since := p.alive.suspectSince()
+	if since == 0 {
+		return time.Time{}
+	}
+	return p.alive.epoch.Add(time.Duration(since))
+}
+
+// Now is the monotonic time SuspectSince is compared with.
+func (p *Members) Now() time.Time { return p.alive.epoch.Add(time.Duration(p.alive.now())) }
 
 func (l *liveness) now() int64 { return int64(time.Since(l.epoch)) }
 

@@ -1,9 +1,8 @@
-package gpuusage
+package membership
 
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -11,9 +10,10 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/resourceversion"
 )
 
 // Labels and annotations of the progress Leases.
@@ -39,52 +39,79 @@ const (
 	renewTimeout = 2 * time.Second
 )
 
-// Progress publishes how far this replica's pod watch got (a Lease in the
+// PodWatch reports how far the replica's pod watch got (*ledger.Feed).
+type PodWatch interface {
+	PodsResourceVersion() string
+}
+
+// Options configure Members.
+type Options struct {
+	// Namespace is the server's namespace, where the Leases live; Replica
+	// names this replica (its Lease is gpuadmit-replica-<Replica>).
+	Namespace, Replica string
+	// Watch is this replica's pod watch, whose progress the Lease publishes.
+	Watch PodWatch
+	// Clock tells this replica's time (nil: the wall clock).
+	Clock clock.PassiveClock
+	Log   logr.Logger
+}
+
+// Members publishes how far this replica's pod watch got (a Lease in the
 // server's namespace, renewed every second) and tells how far every live
-// replica's did. Liveness is judged by when this replica saw another's
-// Lease change, on its own clock: no timestamps are compared across
-// replicas, so clock skew does not matter.
-type Progress struct {
+// replica's did, which replica owns a namespace, and whether this process
+// kept running and reaching the API server (liveness.go). Liveness of the
+// others is judged by when this replica saw their Lease change, on its own
+// clock: no timestamps are compared across replicas, so clock skew does not
+// matter.
+type Members struct {
 	client    client.Client
 	namespace string
 	replica   string
-	clock     ledger.Clock
+	clock     clock.PassiveClock
 	watch     PodWatch
 	log       logr.Logger
-	// advertise returns the address to publish now ("" while not ready).
-	advertise func() string
 
 	mu        sync.Mutex
 	observed  map[string]*observation
 	published time.Time // the first successful renewal, by this replica's clock
-	// advertised is the address the last renewal published ("" none).
+	// advertised is where this replica takes forwarded reviews ("" none;
+	// Advertise).
 	advertised string
 
 	// alive tells whether this process kept running and reaching the API
-	// server (pause.go).
+	// server (liveness.go).
 	alive liveness
 }
 
 type observation struct {
 	resourceVersion string // of the Lease
 	at              time.Time
-	progress        uint64
-	known           bool
+	progress        string // "" when the Lease publishes none (not synced yet)
 	address         string
 }
 
-func newProgress(c client.Client, namespace, replica string, clock ledger.Clock, watch PodWatch, advertise func() string, log logr.Logger) *Progress {
-	p := &Progress{client: c, namespace: namespace, replica: replica, clock: clock, watch: watch, advertise: advertise, log: log,
-		observed: map[string]*observation{}}
+// New returns the membership of one replica; Start runs it.
+func New(c client.Client, opts Options) *Members {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Log.GetSink() == nil {
+		opts.Log = logr.Discard()
+	}
+	p := &Members{client: c, namespace: opts.Namespace, replica: opts.Replica, clock: opts.Clock, watch: opts.Watch,
+		log: opts.Log, observed: map[string]*observation{}}
 	p.alive.init()
 	return p
 }
 
-func (p *Progress) leaseName(replica string) string { return "gpuadmit-replica-" + replica }
+// NeedLeaderElection is false: every replica runs its membership.
+func (p *Members) NeedLeaderElection() bool { return false }
+
+func (p *Members) leaseName(replica string) string { return "gpuadmit-replica-" + replica }
 
 // Start renews this replica's Lease and reads the others' until ctx ends,
 // then deletes its Lease so that the others stop waiting for it.
-func (p *Progress) Start(ctx context.Context) error {
+func (p *Members) Start(ctx context.Context) error {
 	go p.alive.beat(ctx, p.log)
 	t := time.NewTicker(renewEvery)
 	defer t.Stop()
@@ -123,7 +150,7 @@ func (p *Progress) Start(ctx context.Context) error {
 }
 
 // renew writes this replica's progress.
-func (p *Progress) renew(ctx context.Context) error {
+func (p *Members) renew(ctx context.Context) error {
 	rv := p.watch.PodsResourceVersion()
 	if rv == "" {
 		return nil // not synced yet: publish nothing (a Lease without progress holds removals back)
@@ -156,7 +183,7 @@ func (p *Progress) renew(ctx context.Context) error {
 }
 
 // observe reads the other replicas' Leases.
-func (p *Progress) observe(ctx context.Context) error {
+func (p *Members) observe(ctx context.Context) error {
 	var leases coordinationv1.LeaseList
 	if err := p.client.List(ctx, &leases, client.InNamespace(p.namespace), client.MatchingLabels{ProgressLabel: "true"}); err != nil {
 		return err
@@ -173,9 +200,8 @@ func (p *Progress) observe(ctx context.Context) error {
 		if o != nil && o.resourceVersion == l.ResourceVersion {
 			continue
 		}
-		rv, err := strconv.ParseUint(l.Annotations[PodsResourceVersionAnnotation], 10, 64)
-		p.observed[name] = &observation{resourceVersion: l.ResourceVersion, at: now, progress: rv, known: err == nil,
-			address: l.Annotations[AddressAnnotation]}
+		p.observed[name] = &observation{resourceVersion: l.ResourceVersion, at: now,
+			progress: l.Annotations[PodsResourceVersionAnnotation], address: l.Annotations[AddressAnnotation]}
 	}
 	for name := range p.observed {
 		if !present[name] {
@@ -193,7 +219,7 @@ const announceFor = renewEvery + time.Second
 
 // Announced says why this replica may not decide yet (nil once the others
 // know it).
-func (p *Progress) Announced() error {
+func (p *Members) Announced() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
@@ -206,36 +232,30 @@ func (p *Progress) Announced() error {
 	return nil
 }
 
-// Connected says why this replica cannot reach the API server (its Lease
-// renewals have failed for a few seconds), or nil: it then stops being
-// ready and refuses at once, since it could not write a reservation.
-func (p *Progress) Connected() error { return p.alive.connected() }
-
-// MinLive returns the least progress over the live replicas, this one
-// included; ok is false while one of them has not published any.
-func (p *Progress) MinLive() (uint64, bool) {
-	own, ok := parseRV(p.watch.PodsResourceVersion())
-	if !ok {
-		return 0, false
+// MinLive returns the least pod-watch progress over the live replicas,
+// this one included; ok is false while one of them has not published any.
+func (p *Members) MinLive() (string, bool) {
+	least := p.watch.PodsResourceVersion()
+	if !resourceversion.Valid(least) {
+		return "", false
 	}
 	now := p.clock.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	least := own
 	for name, o := range p.observed {
 		if name == p.leaseName(p.replica) || now.Sub(o.at) >= leaseDuration {
 			continue
 		}
-		if !o.known {
-			return 0, false
+		if !resourceversion.Valid(o.progress) {
+			return "", false
 		}
-		least = min(least, o.progress)
+		least = resourceversion.Min(least, o.progress)
 	}
 	return least, true
 }
 
 // Live lists the replicas this one considers live (for logs and tests).
-func (p *Progress) Live() []string {
+func (p *Members) Live() []string {
 	now := p.clock.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -248,4 +268,4 @@ func (p *Progress) Live() []string {
 	return out
 }
 
-func (o *observation) String() string { return fmt.Sprintf("%d at %s", o.progress, o.at) }
+func (o *observation) String() string { return fmt.Sprintf("%s at %s", o.progress, o.at) }

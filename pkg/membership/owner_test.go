@@ -1,4 +1,4 @@
-package gpuusage
+package membership
 
 import (
 	"fmt"
@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
-func progressOf(replica, addr string, clk *clock, others map[string]string) *Progress {
-	p := newProgress(nil, "gpuadmit-system", replica, clk, nil, func() string { return addr }, logr.Discard())
-	p.address()
+func membersOf(replica, addr string, clk *clocktesting.FakePassiveClock, others map[string]string) *Members {
+	p := New(nil, Options{Namespace: "gpuadmit-system", Replica: replica, Clock: clk, Log: logr.Discard()})
+	p.Advertise(addr)
 	for name, a := range others {
-		p.observed[p.leaseName(name)] = &observation{at: clk.now, address: a, known: true}
+		p.observed[p.leaseName(name)] = &observation{at: clk.Now(), address: a}
 	}
 	return p
 }
@@ -21,9 +22,9 @@ func progressOf(replica, addr string, clk *clock, others map[string]string) *Pro
 // namespaces spread over the replicas, and a replica that advertises no
 // address, or whose Lease stopped changing, owns nothing.
 func TestOwner(t *testing.T) {
-	clk := &clock{now: time.Unix(1000, 0)}
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
 	addrs := map[string]string{"a": "10.0.0.1:9443", "b": "10.0.0.2:9443", "c": "10.0.0.3:9443"}
-	replicas := map[string]*Progress{}
+	replicas := map[string]*Members{}
 	for name, addr := range addrs {
 		others := map[string]string{}
 		for n, a := range addrs {
@@ -31,7 +32,7 @@ func TestOwner(t *testing.T) {
 				others[n] = a
 			}
 		}
-		replicas[name] = progressOf(name, addr, clk, others)
+		replicas[name] = membersOf(name, addr, clk, others)
 	}
 	owned := map[string]int{}
 	for i := range 300 {
@@ -53,15 +54,15 @@ func TestOwner(t *testing.T) {
 	// c stops advertising (not ready), then b's Lease stops changing.
 	p := replicas["a"]
 	p.observed[p.leaseName("c")].address = ""
-	clk.now = clk.now.Add(ownerStale)
-	p.observed[p.leaseName("c")].at = clk.now
+	clk.SetTime(clk.Now().Add(ownerStale))
+	p.observed[p.leaseName("c")].at = clk.Now()
 	for i := range 100 {
 		if got, self := p.Owner(fmt.Sprintf("team-%d", i)); !self || got != addrs["a"] {
 			t.Fatalf("with b stale and c not ready, a must own everything; got %s", got)
 		}
 	}
 	// A replica that advertises nothing decides everything itself.
-	if _, self := progressOf("d", "", clk, addrs).Owner("team-1"); !self {
+	if _, self := membersOf("d", "", clk, addrs).Owner("team-1"); !self {
 		t.Fatal("a replica without an address forwarded")
 	}
 }
@@ -71,10 +72,10 @@ func TestOwner(t *testing.T) {
 // which), for as long as the others' Leases were seen change within
 // leaseDuration (a replica cut off from the API server sees no change).
 func TestFallback(t *testing.T) {
-	clk := &clock{now: time.Unix(1000, 0)}
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
 	addrs := map[string]string{"a": "10.0.0.1:9443", "b": "10.0.0.2:9443", "c": "10.0.0.3:9443"}
-	a := progressOf("a", addrs["a"], clk, map[string]string{"b": addrs["b"], "c": addrs["c"]})
-	without := progressOf("b", addrs["b"], clk, map[string]string{"c": addrs["c"]}) // the cluster without a
+	a := membersOf("a", addrs["a"], clk, map[string]string{"b": addrs["b"], "c": addrs["c"]})
+	without := membersOf("b", addrs["b"], clk, map[string]string{"c": addrs["c"]}) // the cluster without a
 	for i := range 100 {
 		ns := fmt.Sprintf("team-%d", i)
 		if _, self := a.Owner(ns); !self {
@@ -85,7 +86,7 @@ func TestFallback(t *testing.T) {
 			t.Fatalf("%s: a falls back to %s, the cluster without a owns it on %s", ns, got, want)
 		}
 	}
-	clk.now = clk.now.Add(leaseDuration)
+	clk.SetTime(clk.Now().Add(leaseDuration))
 	if got := a.Fallback("team-1"); got != "" {
 		t.Fatalf("no Lease seen change for leaseDuration: fallback %s, want none", got)
 	}

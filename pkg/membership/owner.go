@@ -1,4 +1,4 @@
-package gpuusage
+package membership
 
 import (
 	"hash/fnv"
@@ -14,21 +14,25 @@ import (
 // owner (one saw a Lease change that another has not yet) only conflict
 // more for a moment; nothing depends on them agreeing.
 
-// address returns the address to publish now, and keeps it for Owner.
-func (p *Progress) address() string {
-	addr := ""
-	if p.advertise != nil {
-		addr = p.advertise()
-	}
+// Advertise sets the address this replica takes forwarded reviews at ("":
+// none, while it cannot decide): the server tells it when its readiness
+// changes, the next renewal publishes it, and Owner counts it.
+func (p *Members) Advertise(addr string) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.advertised = addr
-	p.mu.Unlock()
-	return addr
+}
+
+// address is the address to publish.
+func (p *Members) address() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.advertised
 }
 
 // Owner returns the address of the replica that owns namespace ns, and
 // whether that is this replica (also when no replica advertises one).
-func (p *Progress) Owner(ns string) (addr string, self bool) {
+func (p *Members) Owner(ns string) (addr string, self bool) {
 	now := p.clock.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -52,7 +56,7 @@ func (p *Progress) Owner(ns string) (addr string, self bool) {
 // were this one gone: the best of the others that advertised an address
 // within leaseDuration (a replica cut off from the API server cannot see
 // the Leases change, so the last it saw is what it has); "" for none.
-func (p *Progress) Fallback(ns string) string {
+func (p *Members) Fallback(ns string) string {
 	now := p.clock.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -1,0 +1,193 @@
+package gpuusage
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+)
+
+// A reservation nobody recorded is checked confirmAfter after this replica
+// first saw it (window.go), by reading its pod; while the pod exists
+// unseen, or the read fails, it is read again later, backing off to
+// RecheckMax. The schedules use this replica's own clock only.
+
+// absence is this replica's schedule of absence checks and the pods a read
+// found absent (tidy removes their reservations).
+type absence struct {
+	mu     sync.Mutex
+	checks map[types.UID]*check
+	absent map[types.UID]bool
+}
+
+type check struct {
+	at     time.Time
+	checks int
+}
+
+func (a *absence) init() {
+	a.checks = map[types.UID]*check{}
+	a.absent = map[types.UID]bool{}
+}
+
+func (a *absence) isAbsent(uid types.UID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.absent[uid]
+}
+
+func (a *absence) markAbsent(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.absent[uid] = true
+}
+
+// forget drops the schedules of reservations no longer present.
+func (a *absence) forget(present map[types.UID]bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for uid := range a.checks {
+		if !present[uid] {
+			delete(a.checks, uid)
+		}
+	}
+	for uid := range a.absent {
+		if !present[uid] {
+			delete(a.absent, uid)
+		}
+	}
+}
+
+// dueAt is when the absence of uid's pod is to be checked next:
+// confirmAfter after this replica first saw the reservation, then backing
+// off to RecheckMax while the pod exists unseen.
+func (s *Store) dueAt(uid types.UID) time.Time {
+	now := s.opts.Clock.Now()
+	s.absence.mu.Lock()
+	defer s.absence.mu.Unlock()
+	c := s.absence.checks[uid]
+	if c == nil {
+		c = &check{at: now.Add(s.confirmAfter())}
+		s.absence.checks[uid] = c
+	}
+	return c.at
+}
+
+// checked schedules the next check of uid after one was made now.
+func (s *Store) checked(uid types.UID) {
+	now := s.opts.Clock.Now()
+	s.absence.mu.Lock()
+	defer s.absence.mu.Unlock()
+	c := s.absence.checks[uid]
+	if c == nil {
+		c = &check{}
+		s.absence.checks[uid] = c
+	}
+	c.checks++
+	c.at = now.Add(min(s.confirmAfter()<<min(c.checks, 5), s.opts.RecheckMax))
+}
+
+// confirmDue confirms the absence of u's due reservations nobody recorded,
+// with at most budget reads, and returns how many it made.
+func (s *Store) confirmDue(ctx context.Context, u *gpuadmitv1.GPUUsage, budget int) int {
+	now := s.opts.Clock.Now()
+	var due []gpuadmitv1.Reservation
+	for _, r := range u.Status.Reservations {
+		if r.RecordedResourceVersion == "" && s.ledger.Seen(r.PodUID) == "" && !s.dueAt(r.PodUID).After(now) {
+			due = append(due, r)
+		}
+	}
+	if len(due) > listAbove && budget > 0 {
+		budget = len(due) // one list reads them all
+	}
+	due = due[:min(len(due), budget)]
+	for _, r := range due {
+		s.checked(r.PodUID)
+	}
+	return s.confirmAbsent(ctx, u.Namespace, due)
+}
+
+// listAbove: more due reservations than this in one namespace are
+// confirmed with one list of the namespace's pods (metadata only) instead
+// of a read each (a flood of forged reviews leaves hundreds).
+const listAbove = 4
+
+// confirmAbsent reads the pods of rs (by name, in parallel; or, for more
+// than listAbove, with one list), notes those that do not exist (not
+// found, or the name holds a pod of another UID) for tidy to remove, and
+// returns how many reads it made. A pod that exists (no watch recorded it
+// yet) or a failed read keeps the reservation.
+func (s *Store) confirmAbsent(ctx context.Context, ns string, rs []gpuadmitv1.Reservation) int {
+	if len(rs) > listAbove {
+		s.confirmAbsentByList(ctx, ns, rs)
+		return 1
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var gone []string
+	for _, r := range rs {
+		wg.Go(func() {
+			if !s.podAbsent(ctx, ns, r) {
+				return
+			}
+			s.absence.markAbsent(r.PodUID)
+			mu.Lock()
+			gone = append(gone, r.PodName)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(gone) > 0 {
+		s.opts.Log.Info("reservations end: their pods do not exist (creates that failed after admission, or reviews not sent by the API server)",
+			"namespace", ns, "pods", gone)
+	}
+	return len(rs)
+}
+
+// podAbsent reads r's pod: absent when not found, or when its name holds a
+// pod of another UID.
+func (s *Store) podAbsent(ctx context.Context, ns string, r gpuadmitv1.Reservation) bool {
+	if r.PodName == "" { // a review without a name (never from an API server): nothing to read
+		return true
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	p := &corev1.Pod{}
+	err := s.api.Get(rctx, client.ObjectKey{Namespace: ns, Name: r.PodName}, p)
+	return apierrors.IsNotFound(err) || (err == nil && p.UID != r.PodUID)
+}
+
+// confirmAbsentByList lists the namespace's pods (metadata only, from the
+// API server) and notes the reservations of rs whose pod is not among them.
+func (s *Store) confirmAbsentByList(ctx context.Context, ns string, rs []gpuadmitv1.Reservation) {
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := s.api.List(lctx, pods, client.InNamespace(ns)); err != nil {
+		s.opts.Log.Error(err, "listing pods to confirm reservations absent", "namespace", ns)
+		return
+	}
+	exists := make(map[types.UID]bool, len(pods.Items))
+	for _, p := range pods.Items {
+		exists[p.UID] = true
+	}
+	gone := 0
+	for _, r := range rs {
+		if !exists[r.PodUID] {
+			s.absence.markAbsent(r.PodUID)
+			gone++
+		}
+	}
+	if gone > 0 {
+		s.opts.Log.Info("reservations end: their pods do not exist (creates that failed after admission, or reviews not sent by the API server)",
+			"namespace", ns, "reservations", gone)
+	}
+}

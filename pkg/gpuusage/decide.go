@@ -1,0 +1,109 @@
+package gpuusage
+
+import (
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+)
+
+// decideInOrder decides each review still undecided against st (the
+// object's status as this round will write it), adding the reservations to
+// st, and stops at the first review that waits. It returns how many
+// reservations it added.
+func (s *Store) decideInOrder(ns string, reviews []*review, st *gpuadmitv1.GPUUsageStatus, conflicts int) int {
+	for _, r := range reviews {
+		r.outcome, r.result, r.err, r.blockers = undecided, decision.Result{}, nil, nil
+	}
+	n := 0
+	for _, r := range reviews {
+		if err := r.ctx.Err(); err != nil {
+			r.outcome, r.err = failed, err // answered already: nothing to decide
+			if conflicts > 0 {
+				r.err = gaveUp(ns, conflicts, err)
+			}
+			continue
+		}
+		r.outcome, r.err = s.decideOne(ns, r, st)
+		switch r.outcome {
+		case waiting:
+			return n
+		case reserving:
+			n++
+		}
+	}
+	return n
+}
+
+// decideOne decides r with the reservations of st it must count, refusing
+// what a forged or repeated review could use to take or shrink a
+// reservation, and adds r's reservation to st.
+func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUUsageStatus) (outcome, error) {
+	if s.ledger.Seen(r.uid) != "" {
+		s.metrics.Refused(RefusedDuplicate)
+		return failed, fmt.Errorf("pod UID %s is already a recorded pod of namespace %s: a create review for it is not the API server's; nothing is reserved", r.uid, ns)
+	}
+	req := r.req
+	// Decided as if an earlier review of this pod had not reserved.
+	req.Reservations = s.countable(*st, r.uid)
+	res, err := s.decider.Decide(r.ctx, req)
+	r.result = res
+	prior := slices.IndexFunc(st.Reservations, func(x gpuadmitv1.Reservation) bool { return x.PodUID == r.uid })
+	switch {
+	case err != nil:
+		return failed, err
+	case !res.Allowed && res.FitsWithoutUnconfirmed:
+		return s.waitOrDecide(r, st)
+	case !reserves(req, res):
+		return decided, nil
+	case prior >= 0:
+		return s.again(ns, r, st.Reservations[prior], res.Effective)
+	case s.opts.MaxReservations > 0 && len(st.Reservations) >= s.opts.MaxReservations:
+		s.metrics.Refused(RefusedLimit)
+		return failed, fmt.Errorf("GPUUsage %s/%s holds %d reservations of admitted pods that the watches have not recorded yet, its limit (admission.reservations.maxPerNamespace); "+
+			"they end as their pods are recorded or found absent: create the pod again shortly", ns, gpuadmitv1.ObjectName, len(st.Reservations))
+	}
+	st.Reservations = append(st.Reservations, gpuadmitv1.Reservation{PodUID: r.uid, PodName: podName(req),
+		Demand: demandOf(res.Effective), Writer: s.opts.Replica, AdmittedAt: metav1.NewTime(s.opts.Clock.Now())})
+	s.dueAt(r.uid) // its absence check is scheduled from now
+	return reserving, nil
+}
+
+// reserves reports whether res admits a pod whose demand is to be
+// reserved: allowed, not a dry run, not a pod without demand.
+func reserves(req decision.Request, res decision.Result) bool {
+	return res.Allowed && !res.Effective.IsZero() && !req.DryRun
+}
+
+func podName(req decision.Request) string {
+	if req.Pod == nil {
+		return ""
+	}
+	return req.Pod.Name
+}
+
+// countable returns the reservations of st this replica counts, but the
+// one of pod except.
+func (s *Store) countable(st gpuadmitv1.GPUUsageStatus, except types.UID) []ledger.Reservation {
+	rs := Countable(st, s.watch.PodsResourceVersion())
+	return slices.DeleteFunc(rs, func(r ledger.Reservation) bool { return r.UID == except })
+}
+
+// again answers a second review of a pod already reserved: the API
+// server's retry of the same review (same name, same demand) is allowed
+// with the reservation it has; anything else is refused, and the
+// reservation stays as it was.
+func (s *Store) again(ns string, r *review, prior gpuadmitv1.Reservation, demand effective.Vector) (outcome, error) {
+	if prior.PodName == podName(r.req) && vectorOf(prior.Demand) == demand {
+		return decided, nil
+	}
+	s.metrics.Refused(RefusedDuplicate)
+	return failed, fmt.Errorf("pod UID %s is already reserved in GPUUsage %s/%s as pod %q with %s; a review for the same UID with pod %q and %s is refused (a review never replaces a reservation)",
+		r.uid, ns, gpuadmitv1.ObjectName, prior.PodName, vectorOf(prior.Demand), podName(r.req), demand)
+}

@@ -1,0 +1,49 @@
+package gpuusage
+
+import (
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/resourceversion"
+)
+
+// tidy applies to st what this replica knows, as the first step of every
+// round:
+//
+//	reserved, this ledger recorded the pod ──▶ marked (recordedResourceVersion: the pod's)
+//	marked, every live replica's watch passed the mark ──▶ removed (removedResourceVersion advances)
+//	unmarked, a read confirmed the pod absent ──▶ removed
+//
+// It returns the reasons of the changes (EndRecorded, EndAbsent; "" for a
+// mark), counted once the write succeeded.
+func (s *Store) tidy(st *gpuadmitv1.GPUUsageStatus) (changes []string) {
+	least, live := s.members.MinLive()
+	kept := st.Reservations[:0:0]
+	for _, r := range st.Reservations {
+		switch seen := s.ledger.Seen(r.PodUID); {
+		case r.RecordedResourceVersion != "":
+			if live && resourceversion.AtLeast(least, r.RecordedResourceVersion) {
+				changes = append(changes, EndRecorded)
+				st.RemovedResourceVersion = resourceversion.Max(st.RemovedResourceVersion, r.RecordedResourceVersion)
+				continue
+			}
+		case seen != "":
+			r.RecordedResourceVersion = s.recordedAt(seen)
+			changes = append(changes, "") // changed, nothing ended
+		case s.absence.isAbsent(r.PodUID):
+			changes = append(changes, EndAbsent)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	st.Reservations = kept
+	return changes
+}
+
+// recordedAt is the resourceVersion to publish for a pod this ledger
+// recorded: the pod's own, or (for an object without one) how far the pod
+// watch got.
+func (s *Store) recordedAt(seen string) string {
+	if resourceversion.Valid(seen) {
+		return seen
+	}
+	return s.watch.PodsResourceVersion()
+}
