@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/big"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	configv1alpha1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
@@ -158,15 +160,8 @@ func (d *inputDoc) podTerm() *ast.Term {
 	pod := d.req.Pod
 	return ast.ObjectTerm(item("name", str(pod.Name)), item("generateName", str(pod.GenerateName)), item("uid", str(string(pod.UID))),
 		item("labels", labelMap(pod.Labels)), item("annotations", labelMap(pod.Annotations)), item("nodeSelector", labelMap(pod.Spec.NodeSelector)),
-		item("priorityClassName", str(pod.Spec.PriorityClassName)), item("runtimeClassName", str(ptrString(pod.Spec.RuntimeClassName))),
+		item("priorityClassName", str(pod.Spec.PriorityClassName)), item("runtimeClassName", str(ptr.Deref(pod.Spec.RuntimeClassName, ""))),
 		item("schedulerName", str(pod.Spec.SchedulerName)))
-}
-
-func ptrString(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }
 
 // sum adds vectors, saturating at math.MaxInt64 instead of overflowing.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,8 +65,6 @@ func annotations(kv map[string]*string) []byte {
 	}
 	return b
 }
-
-func ptr(s string) *string { return &s }
 
 // TestAnnotationGuards installs the chart with guards.hamiPodAnnotations and
 // guards.nodeDeviceAnnotations on and acts, through impersonation, as a
@@ -172,10 +172,10 @@ func TestAnnotationGuards(t *testing.T) {
 		do     func() error
 	}{
 		{podGuard, func() error {
-			return patchPod(alice, annotations(map[string]*string{"hami.io/vgpu-devices-allocated": ptr("")}), dryRun)
+			return patchPod(alice, annotations(map[string]*string{"hami.io/vgpu-devices-allocated": ptr.To("")}), dryRun)
 		}},
 		{nodeGuard, func() error {
-			return patchNode(kubelet1, "n1", annotations(map[string]*string{"gpuadmit.io/gpu-devices": ptr("[]")}), dryRun)
+			return patchNode(kubelet1, "n1", annotations(map[string]*string{"gpuadmit.io/gpu-devices": ptr.To("[]")}), dryRun)
 		}},
 	} {
 		deadline := time.Now().Add(30 * time.Second)
@@ -201,19 +201,19 @@ func TestAnnotationGuards(t *testing.T) {
 	}{
 		// Pods.
 		{name: "edit user rewrites hami.io/vgpu-devices-allocated", do: func() error {
-			return patchPod(alice, annotations(map[string]*string{"hami.io/vgpu-devices-allocated": ptr(forged)}), none)
+			return patchPod(alice, annotations(map[string]*string{"hami.io/vgpu-devices-allocated": ptr.To(forged)}), none)
 		}, policy: podGuard, wantErr: "alice may not change the annotation hami.io/vgpu-devices-allocated of pod team-a/p" + podWriters},
 		{name: "edit user removes hami.io/bind-phase", do: func() error {
 			return patchPod(alice, annotations(map[string]*string{"hami.io/bind-phase": nil}), none)
 		}, policy: podGuard, wantErr: "alice may not change the annotation hami.io/bind-phase of pod team-a/p" + podWriters},
 		{name: "edit user adds hami.io/vgpu-devices-to-allocate", do: func() error {
-			return patchPod(alice, annotations(map[string]*string{"hami.io/vgpu-devices-to-allocate": ptr(forged)}), none)
+			return patchPod(alice, annotations(map[string]*string{"hami.io/vgpu-devices-to-allocate": ptr.To(forged)}), none)
 		}, policy: podGuard, wantErr: "alice may not change the annotation hami.io/vgpu-devices-to-allocate of pod team-a/p"},
 		{name: "edit user rewrites hami.io/vgpu-node through pods/status", do: func() error {
-			return patchPod(alice, annotations(map[string]*string{"hami.io/vgpu-node": ptr("n2")}), none, "status")
+			return patchPod(alice, annotations(map[string]*string{"hami.io/vgpu-node": ptr.To("n2")}), none, "status")
 		}, policy: podGuard, wantErr: "alice may not change the annotation hami.io/vgpu-node of pod team-a/p"},
 		{name: "edit user changes another annotation", do: func() error {
-			return patchPod(alice, annotations(map[string]*string{"team.example/owner": ptr("alice")}), none)
+			return patchPod(alice, annotations(map[string]*string{"team.example/owner": ptr.To("alice")}), none)
 		}},
 		{name: "edit user creates a pod carrying an assignment", do: func() error {
 			_, err := alice.CoreV1().Pods(team).Create(ctx, pod("forged", map[string]string{"hami.io/vgpu-devices-allocated": forged}), metav1.CreateOptions{})
@@ -224,25 +224,25 @@ func TestAnnotationGuards(t *testing.T) {
 			return err
 		}},
 		{name: "HAMi's scheduler writes the assignment", do: func() error {
-			return patchPod(scheduler, annotations(map[string]*string{"hami.io/vgpu-devices-allocated": ptr("GPU-1,NVIDIA,40960,50:;"),
-				"hami.io/vgpu-devices-to-allocate": ptr("GPU-1,NVIDIA,40960,50:;")}), none)
+			return patchPod(scheduler, annotations(map[string]*string{"hami.io/vgpu-devices-allocated": ptr.To("GPU-1,NVIDIA,40960,50:;"),
+				"hami.io/vgpu-devices-to-allocate": ptr.To("GPU-1,NVIDIA,40960,50:;")}), none)
 		}},
 		{name: "HAMi's device plugin ends the bind phase", do: func() error {
-			return patchPod(plugin, annotations(map[string]*string{"hami.io/bind-phase": ptr("success"), "hami.io/vgpu-devices-to-allocate": ptr(";")}), none)
+			return patchPod(plugin, annotations(map[string]*string{"hami.io/bind-phase": ptr.To("success"), "hami.io/vgpu-devices-to-allocate": ptr.To(";")}), none)
 		}},
 		{name: "an administrator edits the assignment", do: func() error {
-			return patchPod(admin, annotations(map[string]*string{"hami.io/vgpu-time": ptr("1")}), none)
+			return patchPod(admin, annotations(map[string]*string{"hami.io/vgpu-time": ptr.To("1")}), none)
 		}},
 
 		// Nodes.
 		{name: "kubelet rewrites its Node's gpuadmit.io/gpu-devices", do: func() error {
-			return patchNode(kubelet1, "n1", annotations(map[string]*string{"gpuadmit.io/gpu-devices": ptr("[]")}), none)
+			return patchNode(kubelet1, "n1", annotations(map[string]*string{"gpuadmit.io/gpu-devices": ptr.To("[]")}), none)
 		}, policy: nodeGuard, wantErr: "system:node:n1 may not change the annotation gpuadmit.io/gpu-devices of Node n1" + devicesWriters},
 		{name: "kubelet removes it through nodes/status", do: func() error {
 			return patchNode(kubelet1, "n1", annotations(map[string]*string{"gpuadmit.io/gpu-devices": nil}), none, "status")
 		}, policy: nodeGuard, wantErr: "system:node:n1 may not change the annotation gpuadmit.io/gpu-devices of Node n1"},
 		{name: "kubelet rewrites HAMi's register", do: func() error {
-			return patchNode(kubelet1, "n1", annotations(map[string]*string{"hami.io/node-nvidia-register": ptr("GPU-1,10,1,100,NVIDIA-H100,0,true:")}), none)
+			return patchNode(kubelet1, "n1", annotations(map[string]*string{"hami.io/node-nvidia-register": ptr.To("GPU-1,10,1,100,NVIDIA-H100,0,true:")}), none)
 		}, policy: nodeGuard, wantErr: "system:node:n1 may not change the annotation hami.io/node-nvidia-register of Node n1" + hamiNodeWriters},
 		{name: "kubelet updates its labels, other annotations and status", do: func() error {
 			if err := patchNode(kubelet1, "n1", []byte(`{"metadata":{"labels":{"topology.kubernetes.io/zone":"z1"},"annotations":{"node.alpha.kubernetes.io/ttl":"0"}}}`), none); err != nil {
@@ -260,29 +260,29 @@ func TestAnnotationGuards(t *testing.T) {
 			return err
 		}},
 		{name: "the agent on n1 writes n1", do: func() error {
-			return patchNode(agent1, "n1", annotations(map[string]*string{"gpuadmit.io/gpu-devices": ptr("[]")}), none)
+			return patchNode(agent1, "n1", annotations(map[string]*string{"gpuadmit.io/gpu-devices": ptr.To("[]")}), none)
 		}},
 		{name: "the agent on n2 writes n1", do: func() error {
-			return patchNode(agent2, "n1", annotations(map[string]*string{"gpuadmit.io/gpu-devices": ptr(`[{"uuid":"GPU-9"}]`)}), none)
+			return patchNode(agent2, "n1", annotations(map[string]*string{"gpuadmit.io/gpu-devices": ptr.To(`[{"uuid":"GPU-9"}]`)}), none)
 		}, policy: nodeGuard, wantErr: agentUser + " may not change the annotation gpuadmit.io/gpu-devices of Node n1" + devicesWriters},
 		{name: "the agent without a pod-bound token writes n1", do: func() error {
-			return patchNode(agentUnbound, "n1", annotations(map[string]*string{"gpuadmit.io/gpu-devices": ptr(`[{"uuid":"GPU-9"}]`)}), none)
+			return patchNode(agentUnbound, "n1", annotations(map[string]*string{"gpuadmit.io/gpu-devices": ptr.To(`[{"uuid":"GPU-9"}]`)}), none)
 		}, policy: nodeGuard, wantErr: agentUser + " may not change the annotation gpuadmit.io/gpu-devices of Node n1"},
 		{name: "the agent on n1 writes HAMi's register", do: func() error {
 			return patchNode(agent1, "n1", annotations(map[string]*string{"hami.io/node-nvidia-register": nil}), none)
 		}, policy: nodeGuard, wantErr: agentUser + " may not change the annotation hami.io/node-nvidia-register of Node n1"},
 		{name: "HAMi's device plugin registers and answers the handshake", do: func() error {
-			return patchNode(plugin, "n1", annotations(map[string]*string{"hami.io/node-nvidia-register": ptr("GPU-1,10,81920,100,NVIDIA-H100,0,true:"),
-				"hami.io/node-handshake": ptr("Reported 2026-01-01 00:00:00")}), none)
+			return patchNode(plugin, "n1", annotations(map[string]*string{"hami.io/node-nvidia-register": ptr.To("GPU-1,10,81920,100,NVIDIA-H100,0,true:"),
+				"hami.io/node-handshake": ptr.To("Reported 2026-01-01 00:00:00")}), none)
 		}},
 		{name: "HAMi's scheduler requests the handshake", do: func() error {
-			return patchNode(scheduler, "n1", annotations(map[string]*string{"hami.io/node-handshake": ptr("Requesting_2026-01-01 00:01:00")}), none)
+			return patchNode(scheduler, "n1", annotations(map[string]*string{"hami.io/node-handshake": ptr.To("Requesting_2026-01-01 00:01:00")}), none)
 		}},
 		{name: "HAMi's device plugin writes gpuadmit.io/gpu-devices", do: func() error {
 			return patchNode(plugin, "n1", annotations(map[string]*string{"gpuadmit.io/gpu-devices": nil}), none)
 		}, policy: nodeGuard, wantErr: hamiPlugin + " may not change the annotation gpuadmit.io/gpu-devices of Node n1"},
 		{name: "an administrator writes both", do: func() error {
-			return patchNode(admin, "n2", annotations(map[string]*string{"gpuadmit.io/gpu-devices": ptr("[]"), "hami.io/node-nvidia-register": nil}), none)
+			return patchNode(admin, "n2", annotations(map[string]*string{"gpuadmit.io/gpu-devices": ptr.To("[]"), "hami.io/node-nvidia-register": nil}), none)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

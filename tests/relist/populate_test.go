@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"k8s.io/utils/ptr"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +55,7 @@ func pod(i, nodes int) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: nsName(i),
 		Labels: map[string]string{"app": "app-" + strconv.Itoa(i%50), "pod-template-hash": "5d8f7c9b6", "team": nsName(i)},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app-5d8f7c9b6",
-			UID: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i%50)), Controller: ptr(true)}}}}
+			UID: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i%50)), Controller: ptr.To(true)}}}}
 	app := corev1.Container{Name: "app", Image: "registry.example/app:1.2.3",
 		Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 		Resources:      corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": resource.MustParse("500m"), "memory": resource.MustParse("1Gi")}},
@@ -74,8 +76,6 @@ func pod(i, nodes int) *corev1.Pod {
 			LocalObjectReference: corev1.LocalObjectReference{Name: "app-config"}}}}}}
 	return p
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // populate creates the namespaces, a GPU ResourceQuota in each, the nodes
 // and the pods, with workers concurrent creates.
