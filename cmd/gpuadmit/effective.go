@@ -119,7 +119,7 @@ func refOf(w *manifest.Workload) objectRef {
 
 // effectiveOf computes the effective demand of one pod of w; invalid values
 // are named as the manifest wrote them.
-func effectiveOf(w *manifest.Workload, s effective.Settings, devMem int64) (effectiveOutput, error) {
+func effectiveOf(w *manifest.Workload, s effective.Family, devMem int64) (effectiveOutput, error) {
 	d, err := effective.Compute(w.Pod, s, effective.Options{DeviceMemoryMiB: devMem})
 	var inv *effective.InvalidError
 	if errors.As(err, &inv) {

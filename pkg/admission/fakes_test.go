@@ -24,10 +24,10 @@ import (
 type computeDemand struct{}
 
 func (computeDemand) Demand(pod *corev1.Pod) (*effective.Demand, error) {
-	if !effective.DefaultSettings().Requests(pod) {
+	if !effective.Nvidia().Requests(pod) {
 		return nil, nil
 	}
-	return effective.Compute(pod, effective.DefaultSettings(), effective.Options{DeviceMemoryMiB: 24576})
+	return effective.Compute(pod, effective.Nvidia(), effective.Options{DeviceMemoryMiB: 24576})
 }
 
 // quotaDecider allows while used+reserved+demand fits limit (MiB), reading
@@ -41,7 +41,7 @@ type quotaDecider struct {
 }
 
 func (d *quotaDecider) Requests(pod *corev1.Pod) bool {
-	return effective.DefaultSettings().Requests(pod)
+	return effective.Nvidia().Requests(pod)
 }
 
 func (d *quotaDecider) Decide(_ context.Context, req decision.Request) (decision.Result, error) {

@@ -158,7 +158,7 @@ func TestHAMiChartConfigs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := config.Settings(cfg); got != effective.DefaultSettings() {
+			if got := config.Settings(cfg); got != effective.Nvidia() {
 				t.Errorf("settings = %+v, want HAMi's defaults", got)
 			}
 			for _, w := range tt.want {
@@ -290,7 +290,7 @@ func TestHAMiConfigPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if config.Settings(cfg) != effective.DefaultSettings() || !slices.Contains(ignored, "nvidia.deviceSplitCount") ||
+	if config.Settings(cfg) != effective.Nvidia() || !slices.Contains(ignored, "nvidia.deviceSplitCount") ||
 		*cfg.Devices.HAMiConfigPath != "testdata/hami-chart-v2.10.yaml" {
 		t.Fatalf("settings %+v, ignored %q", config.Settings(cfg), ignored)
 	}
@@ -309,7 +309,7 @@ func TestDefaultsInOnePlace(t *testing.T) {
 	}
 	if *c.Admission.NearLimitPercent != 90 || c.Admission.Reservations.ConfirmAfter.Duration != 0 || *c.Admission.Reservations.MaxPerNamespace != 500 ||
 		*c.Policy.ConfigMapSelector != "gpuadmit.io/policy=true" || *c.Admission.Unsatisfiable != "Deny" || *c.ClientConnection.QPS != 500 ||
-		config.Settings(c) != effective.DefaultSettings() {
+		config.Settings(c) != effective.Nvidia() {
 		t.Errorf("defaults: %s", dump(c))
 	}
 }

@@ -8,9 +8,9 @@ import (
 
 // Settings are how a defaulted configuration's devices section reads a
 // container's request.
-func Settings(c *Configuration) effective.Settings {
+func Settings(c *Configuration) effective.Family {
 	n := c.Devices.Nvidia
-	return effective.Settings{
+	return effective.Family{
 		Names: effective.ResourceNames{
 			Count:            corev1.ResourceName(*n.ResourceCountName),
 			Memory:           corev1.ResourceName(*n.ResourceMemoryName),

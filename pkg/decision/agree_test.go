@@ -30,7 +30,7 @@ func TestMutateValidateLedgerAgree(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	sizes := []int64{16384, 24576, 40960, 81920, 143771}
 	for cluster := range 200 {
-		l := ledger.New(ledger.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+		l := ledger.New(ledger.Options{Settings: effective.Nvidia(), Log: logr.Discard()})
 		testns.Known(l, "ns")
 		nodes := 1 + r.IntN(5)
 		for i := range nodes {

@@ -25,7 +25,7 @@ import (
 // and n GPU pods (sidecar, init, app; half of them past their init).
 func benchLedger(b *testing.B, n int) *ledger.Ledger {
 	b.Helper()
-	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+	l := ledger.New(ledger.Options{Settings: effective.Nvidia(), Log: logr.Discard()})
 	for i := range 1000 {
 		l.UpsertNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i),
 			Labels: map[string]string{"zone": fmt.Sprint(i % 3)},

@@ -90,7 +90,7 @@ type Evaluator interface {
 // Decider makes admission decisions. It is safe for concurrent use.
 type Decider struct {
 	policy   Evaluator
-	settings effective.Settings
+	settings effective.Family
 	snap     Snapshotter
 	log      logr.Logger
 

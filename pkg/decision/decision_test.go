@@ -150,7 +150,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := ledger.New(ledger.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+			l := ledger.New(ledger.Options{Settings: effective.Nvidia(), Log: logr.Discard()})
 			testns.Known(l, "default", "team-a", "team-b")
 			for _, n := range tt.nodes {
 				l.UpsertNode(n)
@@ -203,7 +203,7 @@ func TestDecide(t *testing.T) {
 
 // TestCapacityChangeSeen: the cached view of all nodes follows node changes.
 func TestCapacityChangeSeen(t *testing.T) {
-	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
+	l := ledger.New(ledger.Options{Settings: effective.Nvidia()})
 	testns.Known(l, "a")
 	l.UpsertNode(testnode.WithGPUs("n1", nil, 24576))
 	d, err := decision.New(engine(t), l, config.Default(), logr.Discard())
@@ -229,7 +229,7 @@ func TestCapacityChangeSeen(t *testing.T) {
 }
 
 func TestDecideErrors(t *testing.T) {
-	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
+	l := ledger.New(ledger.Options{Settings: effective.Nvidia()})
 	testns.Known(l, "default")
 	tests := []struct {
 		name    string
@@ -284,7 +284,7 @@ func TestFitsWithoutUnconfirmed(t *testing.T) {
 		{"too large even without them", []ledger.Reservation{{UID: "g", Name: "g", Demand: effective.Vector{GPU: 1, MemMiB: 8192}, Unconfirmed: true}}, 12288, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			l := ledger.New(ledger.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+			l := ledger.New(ledger.Options{Settings: effective.Nvidia(), Log: logr.Discard()})
 			testns.Known(l, "team-a")
 			l.UpsertQuota(quota)
 			d, err := decision.New(e, l, config.Default(), logr.Discard())

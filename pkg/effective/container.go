@@ -44,11 +44,11 @@ type Container struct {
 //
 // The HAMi rules (pkg/device/nvidia in HAMi): a zero gpumem or gpumem
 // percentage is "unset", so the container gets defaultMemory or the whole
-// device, never 0 MiB; and, with Settings.ExclusiveCores, a container whose
+// device, never 0 MiB; and, with Family.ExclusiveCores, a container whose
 // memory is the whole device by omission (no gpumem, no percentage) or by a
 // percentage of 100, and that sets no gpucores, gets 100 cores per device
 // (HAMi's mutating webhook makes such cards exclusive).
-func parseContainer(c *corev1.Container, role Role, s Settings, opt Options) (Container, []*FieldError) {
+func parseContainer(c *corev1.Container, role Role, s Family, opt Options) (Container, []*FieldError) {
 	out := Container{Name: c.Name, Role: role}
 	r := resourceReader{c: c}
 	count, hasCount := r.read(s.Names.Count, 0)
@@ -119,9 +119,9 @@ func boundedInt(q resource.Quantity, limit int64) (int64, error) {
 }
 
 // defaultCores is the per-device cores of a container that sets no gpucores:
-// Settings.DefaultCores, or 100 with Settings.ExclusiveCores when the
+// Family.DefaultCores, or 100 with Family.ExclusiveCores when the
 // container asks for devices and its memory is the whole device.
-func defaultCores(s Settings, count int64, wholeDevice bool) int64 {
+func defaultCores(s Family, count int64, wholeDevice bool) int64 {
 	if s.ExclusiveCores && count > 0 && wholeDevice {
 		return 100
 	}
@@ -132,7 +132,7 @@ func defaultCores(s Settings, count int64, wholeDevice bool) int64 {
 // memory factor) or the percentage (pct) the container gave, else from the
 // defaults (defaultMemory, else the whole device). It returns an error when
 // mem times the memory factor overflows.
-func (c *Container) setMemory(mem, pct int64, s Settings) *FieldError {
+func (c *Container) setMemory(mem, pct int64, s Family) *FieldError {
 	switch {
 	case mem > 0:
 		perDev, ok := mulInt64(mem, s.Factor())
@@ -153,7 +153,7 @@ func (c *Container) setMemory(mem, pct int64, s Settings) *FieldError {
 
 // setTotal resolves the memory (opt) and sets Total, count times per-device
 // in every dimension; it returns an error for each dimension that overflows.
-func (c *Container) setTotal(s Settings, opt Options) []*FieldError {
+func (c *Container) setTotal(s Family, opt Options) []*FieldError {
 	var errs []*FieldError
 	memTotal, okMem := c.resolve(opt)
 	coreTotal, okCores := mulInt64(c.Count, c.CoresPerDevice)

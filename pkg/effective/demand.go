@@ -72,7 +72,7 @@ type Options struct {
 // Compute parses every container of pod and computes its effective demand.
 // Invalid requests yield an *InvalidError listing every offending container,
 // resource and value; no invalid quantity is ever read as zero.
-func Compute(pod *corev1.Pod, s Settings, opt Options) (*Demand, error) {
+func Compute(pod *corev1.Pod, s Family, opt Options) (*Demand, error) {
 	spec := &pod.Spec
 	d := &Demand{Containers: make([]Container, 0, len(spec.InitContainers)+len(spec.Containers)), inits: len(spec.InitContainers)}
 	var errs []*FieldError

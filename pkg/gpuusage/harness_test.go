@@ -163,7 +163,7 @@ func newStore(t *testing.T, c client.Client, replica string) (*Store, *ledger.Le
 
 func newStoreWith(t *testing.T, c client.Client, replica string, opts Options) (*Store, *ledger.Ledger, *fakeWatch, *clocktesting.FakePassiveClock) {
 	t.Helper()
-	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
+	l := ledger.New(ledger.Options{Settings: effective.Nvidia()})
 	w := &fakeWatch{}
 	w.rv.Store(1)
 	opts.Replica = replica

@@ -19,7 +19,7 @@ var (
 )
 
 func newLedger(t testing.TB) *Ledger {
-	opts := Options{Settings: effective.DefaultSettings()}
+	opts := Options{Settings: effective.Nvidia()}
 	if tt, ok := t.(*testing.T); ok {
 		opts.Log = testr.New(tt)
 	}

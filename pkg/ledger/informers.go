@@ -22,7 +22,7 @@ import (
 
 // Sink receives the objects the feed watches; *Ledger implements it.
 type Sink interface {
-	Settings() effective.Settings
+	Settings() effective.Family
 	UpsertPod(*corev1.Pod)
 	DeletePod(*corev1.Pod)
 	ReplacePods([]*corev1.Pod)

@@ -88,7 +88,7 @@ func TestTombstones(t *testing.T) {
 // TestTransformKeepsWhatTheLedgerReads: the slim object yields exactly the
 // same record as the full one, and drops what the ledger never reads.
 func TestTransformKeepsWhatTheLedgerReads(t *testing.T) {
-	s := effective.DefaultSettings()
+	s := effective.Nvidia()
 	tr := PodTransform(s)
 	pods := []*corev1.Pod{
 		seedPod().InitRunning("convert-weights").Build(),
@@ -145,7 +145,7 @@ func TestTransformKeepsWhatTheLedgerReads(t *testing.T) {
 		t.Errorf("node transform: %+v, %v", n, err)
 	}
 	q := testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1", "requests.nvidia.com/gpu": "2", "limits.cpu": "3", "pods": "9"})
-	out, err = QuotaTransform(effective.DefaultSettings())(q)
+	out, err = QuotaTransform(effective.Nvidia())(q)
 	if qq := out.(*corev1.ResourceQuota); err != nil || len(qq.Spec.Hard) != 2 {
 		t.Errorf("quota transform kept %v, %v", qq.Spec.Hard, err)
 	}

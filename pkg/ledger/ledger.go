@@ -14,7 +14,7 @@ import (
 // Options configure a Ledger.
 type Options struct {
 	// Settings are the resource names and defaults used to read requests.
-	Settings effective.Settings
+	Settings effective.Family
 	// Log receives problems (invalid pods, malformed annotations, bad quota
 	// values). The zero value discards.
 	Log logr.Logger
@@ -22,7 +22,7 @@ type Options struct {
 
 // Ledger is the usage ledger. All methods are safe for concurrent use.
 type Ledger struct {
-	settings effective.Settings
+	settings effective.Family
 	log      logr.Logger
 
 	mu         sync.RWMutex
@@ -90,7 +90,7 @@ func New(opts Options) *Ledger {
 }
 
 // Settings returns the settings the ledger reads requests with.
-func (l *Ledger) Settings() effective.Settings { return l.settings }
+func (l *Ledger) Settings() effective.Family { return l.settings }
 
 // podUID is the key of a pod: its UID, or namespace/name for objects that
 // have none (hand-written manifests).

@@ -237,7 +237,7 @@ func TestInvalidAndNonGPUPods(t *testing.T) {
 func TestProblemsAreLoggedOnce(t *testing.T) {
 	var lines []string
 	log := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{})
-	l := New(Options{Settings: effective.DefaultSettings(), Log: log})
+	l := New(Options{Settings: effective.Nvidia(), Log: log})
 	bad := testpod.New("bad").NS("ns").App("a", testpod.Res(testpod.GPUName, "0.5"))
 	for range 3 {
 		l.UpsertPod(bad.Build())

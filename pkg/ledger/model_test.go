@@ -77,7 +77,7 @@ var (
 )
 
 func newModel(seed uint64) *model {
-	l := New(Options{Settings: effective.DefaultSettings()})
+	l := New(Options{Settings: effective.Nvidia()})
 	return &model{
 		r: rand.New(rand.NewPCG(seed, seed*7919)), l: l,
 		pods: map[types.UID]*corev1.Pod{}, byName: map[string]types.UID{}, old: map[types.UID]*corev1.Pod{},

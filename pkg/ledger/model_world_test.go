@@ -397,7 +397,7 @@ func (m *model) checkLimits(ns string, got Limits) error {
 
 // checkRebuilt compares the ledger with one rebuilt from the current objects.
 func (m *model) checkRebuilt() error {
-	fresh := New(Options{Settings: effective.DefaultSettings()})
+	fresh := New(Options{Settings: effective.Nvidia()})
 	var feed []func()
 	for _, p := range m.pods {
 		feed = append(feed, func() { fresh.UpsertPod(p) })

@@ -66,7 +66,7 @@ func TestQuotaLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := effective.DefaultSettings()
+			s := effective.Nvidia()
 			s.MemoryFactor = tt.factor
 			l := New(Options{Settings: s})
 			for name, hard := range tt.quotas {

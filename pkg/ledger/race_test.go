@@ -19,7 +19,7 @@ import (
 // snapshots and reservations in parallel (run it with -race). Once every
 // pod is deleted the ledger must be empty: no usage leaked in between.
 func TestRaceEventsSnapshotsReservations(t *testing.T) {
-	l := New(Options{Settings: effective.DefaultSettings()})
+	l := New(Options{Settings: effective.Nvidia()})
 	const writers, podsPerWriter, rounds = 4, 20, 30
 	var writing, background sync.WaitGroup
 	stop := make(chan struct{})

@@ -34,7 +34,7 @@ import (
 // replicas of a Deployment have the same containers, and pods at the same
 // stage the same statuses): the informer's objects are read-only, so sharing
 // is safe, and it halves the memory of 100k pods.
-func PodTransform(s effective.Settings) toolscache.TransformFunc {
+func PodTransform(s effective.Family) toolscache.TransformFunc {
 	t := &podSlimmer{settings: s, containers: newInterner[[]corev1.Container](), statuses: newInterner[[]corev1.ContainerStatus]()}
 	return func(obj any) (any, error) {
 		switch p := obj.(type) {
@@ -48,7 +48,7 @@ func PodTransform(s effective.Settings) toolscache.TransformFunc {
 }
 
 type podSlimmer struct {
-	settings   effective.Settings
+	settings   effective.Family
 	containers *interner[[]corev1.Container]
 	statuses   *interner[[]corev1.ContainerStatus]
 }
@@ -114,7 +114,7 @@ func (t *podSlimmer) slimContainers(cs []corev1.Container) []corev1.Container {
 	})
 }
 
-func managedOnly(rl corev1.ResourceList, s effective.Settings) corev1.ResourceList {
+func managedOnly(rl corev1.ResourceList, s effective.Family) corev1.ResourceList {
 	var out corev1.ResourceList
 	for name, q := range rl {
 		if s.Managed(name) {
@@ -218,7 +218,7 @@ func NodeTransform(obj any) (any, error) {
 
 // QuotaTransform slims ResourceQuotas to their identity and the spec.hard
 // keys limits.<managed> and requests.<managed>.
-func QuotaTransform(s effective.Settings) toolscache.TransformFunc {
+func QuotaTransform(s effective.Family) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		switch q := obj.(type) {
 		case *corev1.ResourceQuota:

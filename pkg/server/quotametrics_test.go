@@ -21,7 +21,7 @@ import (
 
 // world is what a ledger is fed: nodes, quotas, pods, then reservations.
 type world struct {
-	settings     *effective.Settings // nil: the defaults
+	settings     *effective.Family // nil: the defaults
 	nodes        []*corev1.Node
 	quotas       []*corev1.ResourceQuota
 	pods         []*testpod.Builder
@@ -30,7 +30,7 @@ type world struct {
 }
 
 func (w world) ledger() *ledger.Ledger {
-	s := effective.DefaultSettings()
+	s := effective.Nvidia()
 	if w.settings != nil {
 		s = *w.settings
 	}
@@ -109,7 +109,7 @@ const (
 )
 
 func TestResourceQuotaMetric(t *testing.T) {
-	kib := effective.DefaultSettings()
+	kib := effective.Nvidia()
 	kib.MemoryFactor = 1024 // the memory resource counts GiB
 	for _, tt := range []struct {
 		name  string

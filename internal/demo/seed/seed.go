@@ -213,7 +213,7 @@ func demandOf(file string) (podDemand, error) {
 		return podDemand{}, fmt.Errorf("%s: want one Pod, found %d", file, len(objs.Pods))
 	}
 	pod := objs.Pods[0]
-	d, err := effective.Compute(pod, effective.DefaultSettings(), effective.Options{})
+	d, err := effective.Compute(pod, effective.Nvidia(), effective.Options{})
 	if err != nil {
 		return podDemand{}, fmt.Errorf("%s: %w", file, err)
 	}

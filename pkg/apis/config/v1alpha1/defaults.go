@@ -61,7 +61,7 @@ func SetDefaults_Configuration(c *Configuration) {
 // setDefaultsNvidia sets HAMi's own defaults (effective.DefaultSettings:
 // its chart's device-config.yaml).
 func setDefaultsNvidia(n *NvidiaDevices) {
-	d := effective.DefaultSettings()
+	d := effective.Nvidia()
 	setDefault(&n.ResourceCountName, string(d.Names.Count))
 	setDefault(&n.ResourceMemoryName, string(d.Names.Memory))
 	setDefault(&n.ResourceMemoryPercentageName, string(d.Names.MemoryPercentage))

@@ -14,8 +14,9 @@ type ResourceNames struct {
 	Cores            corev1.ResourceName
 }
 
-// Settings control how container requests are read (HAMi's nvidia device config).
-type Settings struct {
+// Family is one device family: the resource names of one HAMi device backend
+// and how a container's request of them is read (HAMi's booking rules).
+type Family struct {
 	Names ResourceNames
 	// DefaultMemory is the per-device memory in MiB of a container that sets
 	// neither memory nor a memory percentage; 0 means the whole device.
@@ -33,9 +34,9 @@ type Settings struct {
 	ExclusiveCores bool
 }
 
-// DefaultSettings returns HAMi's defaults.
-func DefaultSettings() Settings {
-	return Settings{
+// Nvidia returns the nvidia family with HAMi's defaults.
+func Nvidia() Family {
+	return Family{
 		Names: ResourceNames{
 			Count:            "nvidia.com/gpu",
 			Memory:           "nvidia.com/gpumem",
@@ -51,7 +52,7 @@ func DefaultSettings() Settings {
 }
 
 // Factor returns the memory factor in effect (0 means 1).
-func (s Settings) Factor() int64 {
+func (s Family) Factor() int64 {
 	if s.MemoryFactor == 0 {
 		return 1
 	}
@@ -59,13 +60,13 @@ func (s Settings) Factor() int64 {
 }
 
 // Managed reports whether name is one of the managed resource names.
-func (s Settings) Managed(name corev1.ResourceName) bool {
+func (s Family) Managed(name corev1.ResourceName) bool {
 	n := s.Names
 	return name == n.Count || name == n.Memory || name == n.MemoryPercentage || name == n.Cores
 }
 
 // Validate checks the settings; errors name the HAMi configuration key.
-func (s Settings) Validate() error {
+func (s Family) Validate() error {
 	names := []struct {
 		key string
 		val corev1.ResourceName
@@ -101,7 +102,7 @@ func (s Settings) Validate() error {
 // Requests reports whether any container of pod names a managed resource in
 // its limits or requests: the one test of "is this a GPU pod" (a pod that
 // does not is never charged and takes the admission fast path).
-func (s Settings) Requests(pod *corev1.Pod) bool {
+func (s Family) Requests(pod *corev1.Pod) bool {
 	for _, list := range [2][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
 			r := &list[i].Resources
