@@ -34,7 +34,7 @@ func (w world) ledger() *ledger.Ledger {
 	if w.settings != nil {
 		s = *w.settings
 	}
-	l := ledger.New(ledger.Options{Settings: s})
+	l := ledger.New(ledger.Options{Families: []effective.Family{s}})
 	for _, n := range w.nodes {
 		l.UpsertNode(n)
 	}
@@ -124,7 +124,7 @@ func TestResourceQuotaMetric(t *testing.T) {
 				pods: []*testpod.Builder{testpod.New("train").NS("a").App("main", testpod.GPU(1), testpod.Mem(10240), testpod.Cores(30)).
 					AppRunning("main")},
 				reservations: map[string][]ledger.Reservation{"a": {{UID: "uid-a-next", Name: "next",
-					Demand: effective.Vector{GPU: 1, MemMiB: 4096, Cores: 10}}}},
+					Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 4096, Cores: 10})}}},
 			},
 			want: map[string]float64{
 				rq("a", "gpu-quota", gpuRes, "hard"): 2, rq("a", "gpu-quota", gpuRes, "used"): 1, rq("a", "gpu-quota", gpuRes, "reserved"): 1,

@@ -35,6 +35,7 @@ func SetDefaults_Configuration(c *Configuration) {
 	c.Devices = orNew(c.Devices)
 	c.Devices.Nvidia = orNew(c.Devices.Nvidia)
 	setDefaultsNvidia(c.Devices.Nvidia)
+	setDefaultsSections(c.Devices)
 	a := orNew(c.Admission)
 	c.Admission = a
 	setDefault(&a.NearLimitPercent, DefaultNearLimitPercent)
