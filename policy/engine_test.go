@@ -19,22 +19,27 @@ import (
 )
 
 // input is a PolicyInput (docs/policy-input.md): pod "name" needs 30 GiB in
-// a namespace limited to 24 GiB, on a cluster without known GPU nodes.
+// a namespace limited to 24 GiB, on a cluster without known GPU nodes. The
+// nvidia family's demand, usage and settings are at the first level and
+// under families.
 func input(t testing.TB, name string) ast.Value {
 	t.Helper()
+	const demand = `"effective": {"gpu": 1, "gpumem": 30720, "gpucores": 0}, "unresolved": [],
+		"maxPerDevice": {"gpu": 1, "gpumem": 30720, "gpucores": 0},
+		"containers": [{"name": "c", "role": "app", "gpu": 1, "gpumemPerDevice": 30720, "gpumemPercent": 0,
+			"gpucoresPerDevice": 0, "unresolved": false, "total": {"gpu": 1, "gpumem": 30720, "gpucores": 0}}]`
+	const usage = `"used": {"gpu": 0, "gpumem": 0, "gpucores": 0}, "reserved": {"gpu": 0, "gpumem": 0, "gpucores": 0},
+		"after": {"gpu": 1, "gpumem": 30720, "gpucores": 0},
+		"limits": {"gpumem": {"value": 24576, "quota": "q", "key": "limits.nvidia.com/gpumem", "afterPercent": 125}}`
+	const settings = `"resourceNames": {"gpu": "nvidia.com/gpu", "gpumem": "nvidia.com/gpumem",
+		"gpumem-percentage": "nvidia.com/gpumem-percentage", "gpucores": "nvidia.com/gpucores"}, "memoryFactor": 1`
 	return ast.MustParseTerm(`{
 		"apiVersion": "gpuadmit.io/v1alpha1", "kind": "PolicyInput", "operation": "CREATE", "dryRun": false,
 		"namespace": "team-a", "pod": {"name": "` + name + `"},
-		"demand": {"effective": {"gpu": 1, "gpumem": 30720, "gpucores": 0}, "unresolved": [], "errors": [],
-			"containers": [{"name": "c", "role": "app", "gpu": 1, "gpumemPerDevice": 30720, "gpumemPercent": 0,
-				"gpucoresPerDevice": 0, "unresolved": false, "total": {"gpu": 1, "gpumem": 30720, "gpucores": 0}}]},
-		"namespaceUsage": {"used": {"gpu": 0, "gpumem": 0, "gpucores": 0}, "reserved": {"gpu": 0, "gpumem": 0, "gpucores": 0},
-			"after": {"gpu": 1, "gpumem": 30720, "gpucores": 0},
-			"limits": {"gpumem": {"value": 24576, "quota": "q", "key": "limits.nvidia.com/gpumem", "afterPercent": 125}},
-			"nativeRequestQuotas": []},
+		"demand": {` + demand + `, "errors": [], "families": {"nvidia": {` + demand + `}}},
+		"namespaceUsage": {` + usage + `, "nativeRequestQuotas": [], "families": {"nvidia": {` + usage + `}}},
 		"capacity": {"gpuNodes": 0, "eligibleNodes": 0, "maxDevicesPerNode": 0, "shapes": []},
-		"settings": {"resourceNames": {"gpu": "nvidia.com/gpu", "gpumem": "nvidia.com/gpumem",
-			"gpumem-percentage": "nvidia.com/gpumem-percentage", "gpucores": "nvidia.com/gpucores"},
+		"settings": {` + settings + `, "families": {"nvidia": {` + settings + `}},
 			"nearLimitPercent": 90, "unsatisfiable": "deny"}}`).Value
 }
 

@@ -47,21 +47,77 @@ base := complete({
 		"largestDevice": {"node": "node1", "gpumem": 24576, "gpucores": 100},
 		"shapes": [a10],
 	},
-	"settings": {"resourceNames": names, "nearLimitPercent": 90, "unsatisfiable": "deny"},
+	"settings": {
+		"resourceNames": names, "memoryFactor": 1,
+		"families": {"nvidia": {"resourceNames": names, "memoryFactor": 1}},
+		"nearLimitPercent": 90, "unsatisfiable": "deny",
+	},
 })
 
 # complete derives what the decision package derives: namespaceUsage.after
-# (used + reserved + the pod's demand) and each limit's afterPercent.
-complete(inp) := object.union(inp, {"namespaceUsage": {
+# (used + reserved + the pod's demand) and each limit's afterPercent, for
+# the first-level (nvidia) fields and for every family under families; and
+# the nvidia family's entries under demand.families and
+# namespaceUsage.families, copied from the first-level fields (present when
+# the pod names nvidia resources or the namespace uses, reserves or limits
+# them, as in the decision package). Other families' entries are kept.
+complete(inp) := object.union(object.remove(inp, ["demand", "namespaceUsage"]), {
+	"demand": object.union(object.remove(inp.demand, ["families"]), {"families": demand_families(inp.demand)}),
+	"namespaceUsage": object.union(object.remove(inp.namespaceUsage, ["after", "limits", "families"]), object.union(
+		family_usage(inp.namespaceUsage, inp.demand.effective),
+		{"families": usage_families(inp)},
+	)),
+})
+
+# family_usage is the derived part of one family's usage: after and the
+# limits with their afterPercent.
+family_usage(u, eff) := {
 	"after": {dim: a |
 		some dim in ["gpu", "gpumem", "gpucores"]
-		a := (inp.namespaceUsage.used[dim] + inp.namespaceUsage.reserved[dim]) + inp.demand.effective[dim]
+		a := (u.used[dim] + u.reserved[dim]) + eff[dim]
 	},
 	"limits": {dim: object.union(l, {"afterPercent": percent(a, l.value)}) |
-		some dim, l in inp.namespaceUsage.limits
-		a := (inp.namespaceUsage.used[dim] + inp.namespaceUsage.reserved[dim]) + inp.demand.effective[dim]
+		some dim, l in u.limits
+		a := (u.used[dim] + u.reserved[dim]) + eff[dim]
 	},
-}})
+}
+
+zero := vec(0, 0, 0)
+
+demand_families(d) := object.union(
+	{f: fd | some f, fd in object.get(d, "families", {}); f != "nvidia"},
+	nvidia_demand(d),
+)
+
+nvidia_demand(d) := {"nvidia": {
+	"effective": d.effective, "containers": d.containers,
+	"unresolved": d.unresolved, "maxPerDevice": d.maxPerDevice,
+}} if {
+	count(d.containers) > 0
+} else := {}
+
+usage_families(inp) := object.union(
+	{f: object.union(u, family_usage(u, object.get(inp.demand, ["families", f, "effective"], zero))) |
+		some f, u in object.get(inp.namespaceUsage, "families", {})
+		f != "nvidia"
+	},
+	nvidia_usage(inp),
+)
+
+nvidia_usage(inp) := {"nvidia": object.union(
+	{"used": inp.namespaceUsage.used, "reserved": inp.namespaceUsage.reserved},
+	family_usage(inp.namespaceUsage, inp.demand.effective),
+)} if {
+	nvidia_in_view(inp)
+} else := {}
+
+nvidia_in_view(inp) if count(inp.demand.containers) > 0
+
+nvidia_in_view(inp) if inp.namespaceUsage.used != zero
+
+nvidia_in_view(inp) if inp.namespaceUsage.reserved != zero
+
+nvidia_in_view(inp) if count(inp.namespaceUsage.limits) > 0
 
 percent(a, v) := floor((a * 100) / v) if v > 0
 
@@ -87,5 +143,52 @@ with_capacity(inp, capacity) := object.union(inp, {"capacity": capacity})
 
 with_settings(inp, settings) := object.union(inp, {"settings": object.union(inp.settings, settings)})
 
-# without_limits drops every quota limit (object.union would merge them).
-without_limits(inp) := json.patch(inp, [{"op": "replace", "path": "/namespaceUsage/limits", "value": {}}])
+# without_limits drops every nvidia quota limit (object.union would merge
+# them).
+without_limits(inp) := complete(json.patch(inp, [{"op": "replace", "path": "/namespaceUsage/limits", "value": {}}]))
+
+# A second device family: Huawei's Ascend 910B2 as HAMi's ascend backend
+# names it (no memory percentage resource).
+ascend_names := {
+	"gpu": "huawei.com/Ascend910B2",
+	"gpumem": "huawei.com/Ascend910B2-memory",
+	"gpumem-percentage": "",
+	"gpucores": "huawei.com/Ascend910B2-core",
+}
+
+npu_limit(v, key) := {"value": v, "quota": "npu-quota", "key": key}
+
+# with_family adds family f to inp: the pod's demand in it (effective and
+# containers; none for a family the pod does not name), the namespace's
+# usage of it (used, reserved, limits; zeros and no limits unless given) and
+# the family's settings.
+with_family(inp, f, names, eff, containers, usage) := complete(object.union(inp, {
+	"demand": {"families": family_demand(f, eff, containers)},
+	"namespaceUsage": {"families": {f: object.union({"used": zero, "reserved": zero, "limits": {}}, usage)}},
+	"settings": {"families": {f: {"resourceNames": names, "memoryFactor": 1}}},
+}))
+
+family_demand(f, eff, containers) := {f: {
+	"effective": eff, "containers": containers, "unresolved": [],
+	"maxPerDevice": vec(
+		max([c.gpu | some c in containers]),
+		max([c.gpumemPerDevice | some c in containers]),
+		max([c.gpucoresPerDevice | some c in containers]),
+	),
+}} if {
+	count(containers) > 0
+} else := {}
+
+# with_ascend is inp with the pod asking for one Ascend NPU with 32768 MiB
+# and 50 cores, in a namespace whose npu-quota limits the Ascend memory to
+# 65536 MiB; usage adds to or replaces the namespace's Ascend usage.
+with_ascend(inp, usage) := with_family(inp, "ascend-910B2", ascend_names, vec(1, 32768, 50), [container("npu", "app", 1, 32768, 50)], object.union(
+	{"limits": {"gpumem": npu_limit(65536, "limits.huawei.com/Ascend910B2-memory")}},
+	usage,
+))
+
+# no_nvidia is base without any nvidia demand or limit: the pod names only
+# the families with_family adds.
+no_nvidia := without_limits(complete(object.union(base, {"demand": {
+	"effective": zero, "containers": [], "unresolved": [], "maxPerDevice": zero,
+}})))

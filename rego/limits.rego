@@ -14,31 +14,33 @@ units := {"gpu": "", "gpumem": " MiB", "gpucores": ""}
 # afterPercent, so the policies compare instead of doing arithmetic.
 deny contains msg if {
 	input.operation == "CREATE"
-	some dim, limit in input.namespaceUsage.limits
-	input.namespaceUsage.after[dim] > limit.value
-	input.demand.effective[dim] > 0
+	some family, usage in input.namespaceUsage.families
+	some dim, limit in usage.limits
+	usage.after[dim] > limit.value
+	demand := input.demand.families[family]
+	demand.effective[dim] > 0
 	u := units[dim]
 	msg := sprintf("namespace %q: %s: pod needs %d%s, %d%s used + %d%s reserved, limit %d%s (ResourceQuota %q %s)%s", [
-		input.namespace, input.settings.resourceNames[dim],
-		input.demand.effective[dim], u,
-		input.namespaceUsage.used[dim], u,
-		input.namespaceUsage.reserved[dim], u,
-		limit.value, u, limit.quota, limit.key, concat("", [invalid_note(limit), device_note(dim)]),
+		input.namespace, input.settings.families[family].resourceNames[dim],
+		demand.effective[dim], u,
+		usage.used[dim], u,
+		usage.reserved[dim], u,
+		limit.value, u, limit.quota, limit.key, concat("", [invalid_note(limit), device_note(demand, dim)]),
 	])
 }
 
 # device_note names, for a memory denial, the containers whose memory is a
 # share of a device (a percentage, or the whole device when no memory is set
 # or it is 0, as HAMi books it) and what that resolved to, so the user sees
-# why a pod without an explicit gpumem needs so much.
-device_note("gpumem") := concat("", [note |
-	some c in input.demand.containers
+# why a pod without an explicit memory request needs so much.
+device_note(demand, "gpumem") := concat("", [note |
+	some c in demand.containers
 	c.gpumemPercent > 0
 	not c.unresolved
 	note := sprintf("; container %q takes %s", [c.name, share(c)])
 ])
 
-device_note(dim) := "" if dim != "gpumem"
+device_note(_, dim) := "" if dim != "gpumem"
 
 share(c) := sprintf("the whole device: %d x %d MiB (gpumem unset or 0 books the whole card, as in HAMi)", [c.gpu, c.gpumemPerDevice]) if {
 	c.gpumemPercent == 100
@@ -50,14 +52,15 @@ else := ""
 
 warn contains msg if {
 	input.operation == "CREATE"
-	some dim, limit in input.namespaceUsage.limits
+	some family, usage in input.namespaceUsage.families
+	some dim, limit in usage.limits
 	input.settings.nearLimitPercent > 0 # 0: never warn
 	limit.afterPercent >= input.settings.nearLimitPercent
-	a := input.namespaceUsage.after[dim]
+	a := usage.after[dim]
 	a <= limit.value
-	input.demand.effective[dim] > 0
+	input.demand.families[family].effective[dim] > 0
 	msg := sprintf("namespace %q: %s will be at %d %% of its limit after this pod (%d of %d%s, ResourceQuota %q)", [
-		input.namespace, input.settings.resourceNames[dim],
+		input.namespace, input.settings.families[family].resourceNames[dim],
 		limit.afterPercent, a, limit.value, units[dim], limit.quota,
 	])
 }

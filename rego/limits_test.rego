@@ -79,3 +79,59 @@ test_whole_card_named_in_the_denial if {
 }
 
 without_capacity_checks(inp) := with_capacity(inp, {"gpuNodes": 0, "eligibleNodes": 0, "maxDevicesPerNode": 0, "shapes": []})
+
+# A second family's limits are checked as nvidia's, with its own resource
+# names in the messages.
+test_second_family_over_its_memory_limit_denied if {
+	inp := with_ascend(no_nvidia, {"used": vec(1, 40960, 0)})
+	builtin.deny == {`namespace "team-a": huawei.com/Ascend910B2-memory: pod needs 32768 MiB, 40960 MiB used + 0 MiB reserved, limit 65536 MiB (ResourceQuota "npu-quota" limits.huawei.com/Ascend910B2-memory)`} with input as inp
+	count(builtin.warn) == 0 with input as inp
+}
+
+test_second_family_within_its_limit_allowed if {
+	inp := with_ascend(no_nvidia, {"used": vec(1, 16384, 0)})
+	count(builtin.deny) == 0 with input as inp
+	count(builtin.warn) == 0 with input as inp
+}
+
+test_second_family_count_and_cores_limits if {
+	inp := with_ascend(no_nvidia, {"used": vec(2, 0, 100), "reserved": vec(1, 0, 0), "limits": {
+		"gpu": npu_limit(3, "limits.huawei.com/Ascend910B2"),
+		"gpucores": npu_limit(120, "limits.huawei.com/Ascend910B2-core"),
+	}})
+	builtin.deny == {
+		`namespace "team-a": huawei.com/Ascend910B2: pod needs 1, 2 used + 1 reserved, limit 3 (ResourceQuota "npu-quota" limits.huawei.com/Ascend910B2)`,
+		`namespace "team-a": huawei.com/Ascend910B2-core: pod needs 50, 100 used + 0 reserved, limit 120 (ResourceQuota "npu-quota" limits.huawei.com/Ascend910B2-core)`,
+	} with input as inp
+}
+
+# A pod asking for nvidia and Ascend devices is denied once, for the family
+# that is over its limit; the other family's limit does not count for it.
+test_only_the_family_over_its_limit_denied if {
+	ascend_over := with_ascend(fits, {"used": vec(1, 40960, 0)})
+	builtin.deny == {`namespace "team-a": huawei.com/Ascend910B2-memory: pod needs 32768 MiB, 40960 MiB used + 0 MiB reserved, limit 65536 MiB (ResourceQuota "npu-quota" limits.huawei.com/Ascend910B2-memory)`} with input as ascend_over
+	count(builtin.warn) == 0 with input as ascend_over
+
+	nvidia_over := with_ascend(with_usage(fits, {"used": vec(1, 8192, 0)}), {})
+	builtin.deny == {`namespace "team-a": nvidia.com/gpumem: pod needs 20480 MiB, 8192 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem)`} with input as nvidia_over
+}
+
+test_second_family_near_limit_warns if {
+	# 28672 + 32768 = 61440 is 93 % of 65536.
+	inp := with_ascend(fits, {"used": vec(1, 28672, 0)})
+	count(builtin.deny) == 0 with input as inp
+	builtin.warn == {`namespace "team-a": huawei.com/Ascend910B2-memory will be at 93 % of its limit after this pod (61440 of 65536 MiB, ResourceQuota "npu-quota")`} with input as inp
+	count(builtin.warn) == 0 with input as with_settings(inp, {"nearLimitPercent": 95})
+}
+
+test_family_the_pod_does_not_name_is_not_checked if {
+	# The namespace is over its Ascend memory limit already, but this pod
+	# asks for nvidia devices only.
+	inp := with_family(fits, "ascend-910B2", ascend_names, zero, [], {
+		"used": vec(3, 98304, 0),
+		"limits": {"gpumem": npu_limit(65536, "limits.huawei.com/Ascend910B2-memory")},
+	})
+	inp.namespaceUsage.families["ascend-910B2"].after.gpumem > 65536
+	count(builtin.deny) == 0 with input as inp
+	count(builtin.warn) == 0 with input as inp
+}

@@ -24,3 +24,20 @@ deny contains msg if {
 		input.settings.resourceNames.gpumem,
 	])
 }
+
+# The same for every other device family: a share of a device (or a whole
+# device) of a family no node the pod could run on announces (HAMi's
+# register annotation of that family) cannot be counted, so it is denied
+# rather than admitted at 0 MiB.
+deny contains msg if {
+	input.operation == "CREATE"
+	some family, demand in input.demand.families
+	names := input.settings.families[family].resourceNames
+	names.gpu != input.settings.resourceNames.gpu # the first family is above
+	some name in demand.unresolved
+	some c in demand.containers
+	c.name == name
+	msg := sprintf("namespace %q: pod %q: container %q needs %d %% of the memory of each of its %d %s device(s), but no node it could run on announces the memory of its %s devices (HAMi's register annotation), so the request cannot be counted in MiB against the namespace's limits; set %s explicitly or check the nodes' device registration", [
+		input.namespace, input.pod.name, c.name, c.gpumemPercent, c.gpu, names.gpu, family, names.gpumem,
+	])
+}

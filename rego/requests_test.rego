@@ -3,23 +3,23 @@ package gpuadmit.builtin_test
 import data.gpuadmit.builtin
 
 test_invalid_request_denied_naming_container_resource_value if {
-	inp := object.union(fits, {"demand": {"effective": vec(0, 0, 0), "containers": [], "unresolved": [], "errors": [
+	inp := complete(object.union(fits, {"demand": {"effective": vec(0, 0, 0), "containers": [], "unresolved": [], "errors": [
 		{"container": "app", "resource": "nvidia.com/gpu", "value": "1500m", "reason": "must be a whole number"},
 		{"container": "side", "resource": "nvidia.com/gpucores", "value": "150", "reason": "must be within 0..100"},
-	]}})
+	]}}))
 	builtin.deny == {
 		`namespace "team-a": pod "llm": container "app": nvidia.com/gpu "1500m": must be a whole number`,
 		`namespace "team-a": pod "llm": container "side": nvidia.com/gpucores "150": must be within 0..100`,
 	} with input as inp
 }
 
-unresolved_input := object.union(
+unresolved_input := complete(object.union(
 	with_capacity(fits, {"gpuNodes": 0, "eligibleNodes": 0, "maxDevicesPerNode": 0, "shapes": []}),
 	{"demand": {
 		"effective": vec(1, 0, 0), "unresolved": ["nb"], "errors": [],
 		"containers": [object.union(container("nb", "app", 1, 0, 0), {"gpumemPercent": 50, "unresolved": true})],
 	}},
-)
+))
 
 test_unresolved_percentage_denied_with_explanation if {
 	builtin.deny == {`namespace "team-a": pod "llm": container "nb" needs 50 % of the memory of each of its 1 device(s) (nvidia.com/gpumem-percentage, or the whole device when no nvidia.com/gpumem is set), but no GPU node it could run on announces its device memory, so the request cannot be counted in MiB against the namespace's limits; set nvidia.com/gpumem in MiB or check the nodes' gpuadmit.io/gpu-devices annotations`} with input as unresolved_input
@@ -35,8 +35,23 @@ test_update_of_unresolved_pod_not_denied if {
 }
 
 test_update_with_invalid_request_denied if {
-	inp := object.union(fits, {"operation": "UPDATE", "demand": {"errors": [
+	inp := complete(object.union(fits, {"operation": "UPDATE", "demand": {"errors": [
 		{"container": "app", "resource": "nvidia.com/gpu", "value": "-1", "reason": "must not be negative"},
-	]}})
+	]}}))
 	builtin.deny == {`namespace "team-a": pod "llm": container "app": nvidia.com/gpu "-1": must not be negative`} with input as inp
+}
+
+# A whole Ascend NPU no node announces the memory of: denied, naming the
+# family's resources, never admitted at 0 MiB.
+unresolved_npu := object.union(no_nvidia, {"demand": {"families": {"ascend-910B2": {
+	"effective": vec(1, 0, 0), "unresolved": ["npu"], "maxPerDevice": vec(1, 0, 0),
+	"containers": [object.union(container("npu", "app", 1, 0, 0), {"gpumemPercent": 100, "unresolved": true})],
+}}}, "settings": {"families": {"ascend-910B2": {"resourceNames": ascend_names, "memoryFactor": 1}}}})
+
+test_unresolved_other_family_denied if {
+	builtin.deny == {`namespace "team-a": pod "llm": container "npu" needs 100 % of the memory of each of its 1 huawei.com/Ascend910B2 device(s), but no node it could run on announces the memory of its ascend-910B2 devices (HAMi's register annotation), so the request cannot be counted in MiB against the namespace's limits; set huawei.com/Ascend910B2-memory explicitly or check the nodes' device registration`} with input as unresolved_npu
+}
+
+test_unresolved_first_family_denied_once if {
+	count(builtin.deny) == 1 with input as unresolved_input
 }

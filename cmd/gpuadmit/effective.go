@@ -13,8 +13,17 @@ import (
 )
 
 // effectiveOutput is the command-line contract's JSON for `gpuadmit
-// effective` of one Pod (docs/design.md).
+// effective` of one Pod (docs/design.md): the first family's (nvidia's)
+// demand at the first level, as before families, and every other family the
+// pod asks for under families, by name, in the same shape.
 type effectiveOutput struct {
+	familyEffective
+	Families map[string]familyEffective `json:"families,omitempty"`
+}
+
+// familyEffective is one family's effective demand, its containers and
+// those whose memory is unresolved.
+type familyEffective struct {
 	Effective  effective.Vector  `json:"effective"`
 	Containers []containerOutput `json:"containers"`
 	Unresolved []string          `json:"unresolved"`
@@ -42,6 +51,9 @@ type effectiveObject struct {
 type containerOutput struct {
 	Name string         `json:"name"`
 	Role effective.Role `json:"role"`
+	// Family names the family of a container listed under families (the
+	// first level's containers are the first family's and carry none).
+	Family string `json:"family,omitempty"`
 	effective.Vector
 }
 
@@ -57,7 +69,9 @@ func (c *cli) effectiveCmd() *cobra.Command {
 		Long: `Print the effective GPU demand of each pod of the manifests: the maximum of
 its steady state and its init-container peak, per container role. -f
 repeats and takes directories (-R: with their subdirectories), as in
-kubectl; the objects of all are printed together.`,
+kubectl; the objects of all are printed together. The nvidia family's
+demand is at the first level; that of every other device family the
+configuration governs and the pod asks for is under "families", by name.`,
 		Example: `  gpuadmit effective -f pod.yaml
   kubectl get deploy vllm -o yaml | gpuadmit effective -f -
   gpuadmit effective -f a.yaml -f manifests/ -R`,
@@ -90,7 +104,7 @@ func (c *cli) effective(in manifestFlags, cfgPath string, devMem int64) error {
 	var out effectiveObjects
 	var errs []error
 	for _, w := range objs.Workloads {
-		o, err := effectiveOf(w, config.Settings(cfg), devMem)
+		o, err := effectiveOf(w, config.Families(cfg), devMem)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", w.Kind, w.Name, err))
 			continue
@@ -117,10 +131,23 @@ func refOf(w *manifest.Workload) objectRef {
 	return objectRef{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Replicas: w.Replicas}
 }
 
-// effectiveOf computes the effective demand of one pod of w; invalid values
-// are named as the manifest wrote them.
-func effectiveOf(w *manifest.Workload, s effective.Settings, devMem int64) (effectiveOutput, error) {
-	d, err := effective.Compute(w.Pod, s, effective.Options{DeviceMemoryMiB: devMem})
+// effectiveOf computes the effective demand of one pod of w in each family
+// of fams (the first at the first level of the output, whether the pod asks
+// for it or not); invalid values are named as the manifest wrote them.
+// devMem resolves the first family's memory percentages and whole devices
+// only: the other families' device sizes are not known here.
+func effectiveOf(w *manifest.Workload, fams []effective.Family, devMem int64) (effectiveOutput, error) {
+	primary := fams[0]
+	opts := map[string]effective.Options{primary.Name: {DeviceMemoryMiB: devMem}}
+	ds, err := effective.ComputeAll(w.Pod, fams, opts)
+	if err == nil && ds.Of(primary.Name) == nil {
+		// The pod asks for none of the first family: its containers are
+		// still listed, with zero demands, as before families.
+		var d *effective.Demand
+		if d, err = effective.Compute(w.Pod, primary, opts[primary.Name]); err == nil {
+			ds = append(effective.Demands{d}, ds...)
+		}
+	}
 	var inv *effective.InvalidError
 	if errors.As(err, &inv) {
 		inv.AsWritten(w.Written)
@@ -128,16 +155,60 @@ func effectiveOf(w *manifest.Workload, s effective.Settings, devMem int64) (effe
 	if err != nil {
 		return effectiveOutput{}, err
 	}
-	out := effectiveOutput{Effective: d.Effective, Containers: make([]containerOutput, 0, len(d.Containers)), Unresolved: []string{}}
+	return effectiveReport(ds, primary.Name), nil
+}
+
+// effectiveReport renders demands in the command-line contract's shape:
+// the demand of family primary at the first level (zero with no containers
+// when ds lacks it), every other family's under families, with only the
+// containers that name that family.
+func effectiveReport(ds effective.Demands, primary string) effectiveOutput {
+	var out effectiveOutput
+	if d := ds.Of(primary); d != nil {
+		out.familyEffective = familyReport(d, false)
+	} else {
+		out.familyEffective = familyEffective{Containers: []containerOutput{}, Unresolved: []string{}}
+	}
+	for _, d := range ds {
+		if d.Family == primary {
+			continue
+		}
+		if out.Families == nil {
+			out.Families = map[string]familyEffective{}
+		}
+		out.Families[d.Family] = familyReport(d, true)
+	}
+	return out
+}
+
+// familyReport is one family's part of the output; other (a family under
+// families) lists only the containers naming the family, each with its
+// family's name.
+func familyReport(d *effective.Demand, other bool) familyEffective {
+	out := familyEffective{Effective: d.Effective, Containers: make([]containerOutput, 0, len(d.Containers)), Unresolved: []string{}}
 	for _, c := range d.Containers {
-		out.Containers = append(out.Containers, containerOutput{Name: c.Name, Role: c.Role, Vector: c.Total})
-		if c.Unresolved {
+		if other && !c.Managed {
+			continue
+		}
+		co := containerOutput{Name: c.Name, Role: c.Role, Vector: c.Total}
+		if other {
+			co.Family = d.Family
+		}
+		out.Containers = append(out.Containers, co)
+		if !c.Unresolved {
+			continue
+		}
+		if other {
+			out.Unresolved = append(out.Unresolved, fmt.Sprintf(
+				"container %q: memory is %d%% of a device of family %s whose size is unknown; its gpumem is not counted",
+				c.Name, c.MemPercent, d.Family))
+		} else {
 			out.Unresolved = append(out.Unresolved, fmt.Sprintf(
 				"container %q: memory is %d%% of a device whose size is unknown (pass --device-memory MiB); its gpumem is not counted",
 				c.Name, c.MemPercent))
 		}
 	}
-	return out, nil
+	return out
 }
 
 // loadConfig reads the configuration file (every default when path is

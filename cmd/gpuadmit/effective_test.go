@@ -44,9 +44,18 @@ func TestEffectiveCommand(t *testing.T) {
 		{name: "garbage input", args: []string{"effective", "-f", "-"}, stdin: "{{{", wantCode: 2, wantErrSub: "document 1: not valid YAML or JSON"},
 		{name: "bad config", args: []string{"effective", "-f", "../../examples/pods/scenario2-init20-app10.yaml", "--config", "../../examples/pods/invalid.yaml"},
 			wantCode: 2, wantErrSub: `apiVersion "v1", kind "Pod": want apiVersion config.gpuadmit.io/v1alpha1, kind Configuration`},
+		// HAMi pkg/device/ascend GenerateResourceRequests: 20000 MiB rounds up to the 910B2's vir12_3c_32g template (32768).
+		{name: "a pod of an NVIDIA GPU and an Ascend NPU is charged to both families",
+			args:       []string{"effective", "-f", "../../examples/pods/ascend-910b2-and-nvidia.yaml", "--config", "../../pkg/config/testdata/hami-chart-rendered.yaml"},
+			wantErrSub: "config keys gpuadmit does not read (ignored): metax.sgpuTopologyAware, nvidia.deviceCoreScaling,",
+			wantOut: `{"effective":{"gpu":1,"gpumem":8192,"gpucores":0},"containers":[
+				{"name":"convert","role":"init","gpu":1,"gpumem":8192,"gpucores":0},
+				{"name":"serve","role":"app","gpu":0,"gpumem":0,"gpucores":0}],"unresolved":[],
+				"families":{"ascend-910B2":{"effective":{"gpu":1,"gpumem":32768,"gpucores":0},
+				"containers":[{"name":"serve","role":"app","family":"ascend-910B2","gpu":1,"gpumem":32768,"gpucores":0}],"unresolved":[]}}}`},
 		{name: "HAMi's chart-rendered device config loads, one warning line names the ignored keys",
 			args:       []string{"effective", "-f", "../../examples/pods/scenario2-init20-app10.yaml", "--config", "../../pkg/config/testdata/hami-chart-v2.10.yaml"},
-			wantErrSub: "gpuadmit: warning: ../../pkg/config/testdata/hami-chart-v2.10.yaml: config keys gpuadmit does not read (ignored): amd, awsneuron, biren, cambricon,",
+			wantErrSub: "gpuadmit: warning: ../../pkg/config/testdata/hami-chart-v2.10.yaml: config keys gpuadmit does not read (ignored): metax.sgpuTopologyAware, mthreads.memoryPerCard, nvidia.deviceCoreScaling,",
 			wantOut: `{"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"containers":[
 				{"name":"convert-weights","role":"init","gpu":1,"gpumem":20480,"gpucores":0},
 				{"name":"server","role":"app","gpu":1,"gpumem":10240,"gpucores":0}],"unresolved":[]}`},

@@ -12,15 +12,40 @@ import (
 )
 
 // evalOutput is the command-line contract's JSON for `gpuadmit eval` of
-// one Pod (docs/design.md).
+// one Pod (docs/design.md): the first family's (nvidia's) effective demand
+// at the first level, as before families, every other family's the pod
+// asks for under families, by name.
 type evalOutput struct {
 	Allowed   bool             `json:"allowed"`
 	Effective effective.Vector `json:"effective"`
 	Denials   []string         `json:"denials"`
 	Warnings  []string         `json:"warnings"`
+	// Families are the other families' demands.
+	Families map[string]evalFamily `json:"families,omitempty"`
 	// Explanation is given with --explain: the rule behind each message and
 	// the namespace's limits against its usage after the pod.
 	Explanation *decision.Explanation `json:"explanation,omitempty"`
+}
+
+// evalFamily is one family's part of eval's output.
+type evalFamily struct {
+	Effective effective.Vector `json:"effective"`
+}
+
+// evalEffective splits a decision's demand into the first level's (family
+// primary) and the other families'.
+func evalEffective(u effective.Usage, primary string) (effective.Vector, map[string]evalFamily) {
+	var fams map[string]evalFamily
+	for _, f := range u.Families() {
+		if f == primary || u.Of(f).IsZero() {
+			continue
+		}
+		if fams == nil {
+			fams = map[string]evalFamily{}
+		}
+		fams[f] = evalFamily{Effective: u.Of(f)}
+	}
+	return u.Of(primary), fams
 }
 
 // evalObjects is the output for a manifest that is not exactly one Pod:
@@ -30,6 +55,8 @@ type evalObjects struct {
 	// Allowed: every pod of every object would be admitted.
 	Allowed bool         `json:"allowed"`
 	Objects []evalObject `json:"objects"`
+	// primary is the family at the first level of each object's demand.
+	primary string
 }
 
 type evalObject struct {
@@ -57,7 +84,9 @@ the reservations of its GPUUsage objects): allowed, effective demand,
 denials, warnings. -f repeats and takes directories (-R: with their
 subdirectories), as in kubectl. The pods of all the manifests, and of a
 workload, are decided one after the other, each admitted one counted
-before the next. Exits 1 when a pod is denied.
+before the next. Exits 1 when a pod is denied. The effective demand is
+the nvidia family's; that of every other device family the pod asks for
+is under "families" (a FAMILY column in the table).
 
 Reading the cluster, eval decides as the webhook installed there does:
 with its configuration (the ConfigMap gpuadmit-config in

@@ -63,7 +63,7 @@ func (e *evaluation) run(ctx context.Context, in manifestFlags, stdin io.Reader)
 	if err := e.prepare(ctx); err != nil {
 		return evalObjects{}, false, err
 	}
-	out := evalObjects{Allowed: true}
+	out := evalObjects{Allowed: true, primary: e.decider.Families()[0].Name}
 	for _, w := range objs.Workloads {
 		o, err := e.object(ctx, w)
 		if err != nil {
@@ -86,7 +86,7 @@ func (e *evaluation) loadState(ctx context.Context, objs *manifest.Objects) erro
 		}
 	}
 	var err error
-	if e.ledger, e.reserved, err = e.source.ledger(ctx, config.Settings(e.setup.cfg), namespaces, true); err != nil {
+	if e.ledger, e.reserved, err = e.source.ledger(ctx, config.Families(e.setup.cfg), namespaces, true); err != nil {
 		return err
 	}
 	for _, ns := range namespaces {
@@ -170,7 +170,8 @@ func (e *evaluation) object(ctx context.Context, w *manifest.Workload) (evalObje
 			o.Explanation = res.Explanation // of the pod whose messages are shown
 		}
 		if i == 0 {
-			o.Effective, o.Warnings = res.Effective, res.Warnings
+			o.Effective, o.Families = evalEffective(res.Effective, e.decider.Families()[0].Name)
+			o.Warnings = res.Warnings
 			notConsulted, err := e.notConsulted(ctx, p)
 			if err != nil {
 				return o, err

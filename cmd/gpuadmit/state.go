@@ -27,7 +27,7 @@ type source interface {
 	// ResourceQuotas. namespaces are those the command reports on (nil:
 	// every one); reserve also reads their GPUUsage reservations, by
 	// namespace (a dump has none).
-	ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]ledger.Reservation, error)
+	ledger(ctx context.Context, fams []effective.Family, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]ledger.Reservation, error)
 	// user is who the requests come from (input.userInfo).
 	user(ctx context.Context) (decision.UserInfo, error)
 	// gpuadmit is the client that reads gpuadmit's own configuration and
@@ -55,14 +55,14 @@ func (dump) namespace() (string, error) { return "default", nil }
 
 func (dump) gpuadmit() (kubernetes.Interface, error) { return nil, nil }
 
-func (d dump) ledger(_ context.Context, s effective.Settings, _ []string, _ bool) (*ledger.Ledger, map[string][]ledger.Reservation, error) {
-	l, err := loadState(d.path, d.stdin, s, logr.Discard())
+func (d dump) ledger(_ context.Context, fams []effective.Family, _ []string, _ bool) (*ledger.Ledger, map[string][]ledger.Reservation, error) {
+	l, err := loadState(d.path, d.stdin, fams, logr.Discard())
 	return l, nil, err
 }
 
 // loadState reads a cluster dump ('kubectl get -o yaml' of Pods, Nodes and
 // ResourceQuotas) and builds the usage ledger from it.
-func loadState(path string, stdin io.Reader, s effective.Settings, log logr.Logger) (*ledger.Ledger, error) {
+func loadState(path string, stdin io.Reader, fams []effective.Family, log logr.Logger) (*ledger.Ledger, error) {
 	objs, err := manifest.ReadFile(path, stdin)
 	if err != nil {
 		return nil, err
@@ -70,14 +70,14 @@ func loadState(path string, stdin io.Reader, s effective.Settings, log logr.Logg
 	if len(objs.Pods)+len(objs.Nodes)+len(objs.Quotas)+len(objs.Namespaces) == 0 {
 		return nil, fmt.Errorf("%s: no Pod, Node, ResourceQuota or Namespace found (%d other objects)", path, objs.Skipped)
 	}
-	return ledgerOf(objs, s, log), nil
+	return ledgerOf(objs, fams, log), nil
 }
 
 // ledgerOf builds the usage ledger from a dump's or the cluster's objects:
 // namespaces (their labels), then nodes (their devices resolve memory percentages), then quotas,
 // then pods.
-func ledgerOf(objs *manifest.Objects, s effective.Settings, log logr.Logger) *ledger.Ledger {
-	l := ledger.New(ledger.Options{Settings: s, Log: log})
+func ledgerOf(objs *manifest.Objects, fams []effective.Family, log logr.Logger) *ledger.Ledger {
+	l := ledger.New(ledger.Options{Families: fams, Log: log})
 	for _, ns := range objs.Namespaces {
 		l.UpsertNamespace(ns)
 	}
@@ -133,7 +133,7 @@ func (l live) client() (kubernetes.Interface, error) {
 
 func (l live) gpuadmit() (kubernetes.Interface, error) { return l.client() }
 
-func (l live) ledger(ctx context.Context, s effective.Settings, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]ledger.Reservation, error) {
+func (l live) ledger(ctx context.Context, fams []effective.Family, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]ledger.Reservation, error) {
 	cfg, err := l.config()
 	if err != nil {
 		return nil, nil, err
@@ -149,7 +149,7 @@ func (l live) ledger(ctx context.Context, s effective.Settings, namespaces []str
 	for _, w := range st.Warnings {
 		l.warn(w)
 	}
-	led := ledgerOf(st.Objects, s, logr.Discard())
+	led := ledgerOf(st.Objects, fams, logr.Discard())
 	if !reserve {
 		return led, nil, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
 // newTable is a writer of kubectl-style columns (kubectl's tabwriter
@@ -26,15 +27,44 @@ func ofLimit(used int64, limit *int64) string {
 	return fmt.Sprintf("%d/%d", used, *limit)
 }
 
+// orDash is s, or "-" when s is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 // printUsage writes `usage -o table`: a row per namespace (used/limit),
-// then, when there are GPU nodes, a row per device (used/capacity).
+// then, when there are GPU nodes, a row per device (used/capacity). When a
+// namespace uses, reserves or limits a family other than the first, a
+// FAMILY column tells them apart and each namespace has a row per family.
 func printUsage(w io.Writer, u usageOutput) error {
 	t := newTable(w)
-	fmt.Fprintln(t, "NAMESPACE\tPODS\tGPU\tGPUMEM(MiB)\tGPUCORES")
+	byFamily := false
+	for _, ns := range u.Namespaces {
+		byFamily = byFamily || len(ns.Families) > 0
+	}
+	if !byFamily {
+		fmt.Fprintln(t, "NAMESPACE\tPODS\tGPU\tGPUMEM(MiB)\tGPUCORES")
+	} else {
+		fmt.Fprintln(t, "NAMESPACE\tFAMILY\tPODS\tGPU\tGPUMEM(MiB)\tGPUCORES")
+	}
 	for _, name := range slices.Sorted(maps.Keys(u.Namespaces)) {
 		ns := u.Namespaces[name]
-		fmt.Fprintf(t, "%s\t%d\t%s\t%s\t%s\n", name, ns.Pods,
-			ofLimit(ns.Used.GPU, ns.Limits.GPU), ofLimit(ns.Used.MemMiB, ns.Limits.MemMiB), ofLimit(ns.Used.Cores, ns.Limits.Cores))
+		cells := func(used effective.Vector, l usageLimits) string {
+			return fmt.Sprintf("%d\t%s\t%s\t%s", ns.Pods, ofLimit(used.GPU, l.GPU), ofLimit(used.MemMiB, l.MemMiB), ofLimit(used.Cores, l.Cores))
+		}
+		if !byFamily {
+			fmt.Fprintf(t, "%s\t%s\n", name, cells(ns.Used, ns.Limits))
+			continue
+		}
+		if len(ns.Families) == 0 || !ns.Used.IsZero() || ns.Limits != (usageLimits{}) {
+			fmt.Fprintf(t, "%s\t%s\t%s\n", name, orDash(u.primary), cells(ns.Used, ns.Limits))
+		}
+		for _, f := range slices.Sorted(maps.Keys(ns.Families)) {
+			fmt.Fprintf(t, "%s\t%s\t%s\n", name, f, cells(ns.Families[f].Used, ns.Families[f].Limits))
+		}
 	}
 	if err := t.Flush(); err != nil {
 		return err
@@ -64,14 +94,42 @@ func printUsage(w io.Writer, u usageOutput) error {
 // warnings.
 func printEval(w io.Writer, out evalObjects) error {
 	t := newTable(w)
-	fmt.Fprintln(t, "KIND\tNAMESPACE\tNAME\tALLOWED\tADMITTED\tGPU\tGPUMEM(MiB)\tGPUCORES")
+	byFamily := false
 	for _, o := range out.Objects {
-		fmt.Fprintf(t, "%s\t%s\t%s\t%t\t%d/%d\t%d\t%d\t%d\n", o.Kind, o.evaluatedIn, o.Name, o.Allowed,
-			o.Admitted, max(o.Replicas, 0), o.Effective.GPU, o.Effective.MemMiB, o.Effective.Cores)
+		byFamily = byFamily || len(o.Families) > 0
+	}
+	if !byFamily {
+		fmt.Fprintln(t, "KIND\tNAMESPACE\tNAME\tALLOWED\tADMITTED\tGPU\tGPUMEM(MiB)\tGPUCORES")
+	} else {
+		fmt.Fprintln(t, "KIND\tNAMESPACE\tNAME\tALLOWED\tADMITTED\tFAMILY\tGPU\tGPUMEM(MiB)\tGPUCORES")
+	}
+	for _, o := range out.Objects {
+		object := fmt.Sprintf("%s\t%s\t%s\t%t\t%d/%d", o.Kind, o.evaluatedIn, o.Name, o.Allowed, o.Admitted, max(o.Replicas, 0))
+		demand := func(v effective.Vector) string { return fmt.Sprintf("%d\t%d\t%d", v.GPU, v.MemMiB, v.Cores) }
+		if !byFamily {
+			fmt.Fprintf(t, "%s\t%s\n", object, demand(o.Effective))
+			continue
+		}
+		if len(o.Families) == 0 || !o.Effective.IsZero() {
+			fmt.Fprintf(t, "%s\t%s\t%s\n", object, orDash(out.primary), demand(o.Effective))
+		}
+		for _, f := range slices.Sorted(maps.Keys(o.Families)) {
+			fmt.Fprintf(t, "%s\t%s\t%s\n", object, f, demand(o.Families[f].Effective))
+		}
 	}
 	if err := t.Flush(); err != nil {
 		return err
 	}
+	if notes := evalNotes(out); len(notes) > 0 {
+		_, err := fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n"))
+		return err
+	}
+	return nil
+}
+
+// evalNotes are the lines under `eval -o table`'s rows: each object's
+// denials and warnings, then the explanations.
+func evalNotes(out evalObjects) []string {
 	var notes []string
 	for _, o := range out.Objects {
 		for _, d := range o.Denials {
@@ -87,11 +145,7 @@ func printEval(w io.Writer, out evalObjects) error {
 			notes = append(notes, explanationLines(o.Explanation)...)
 		}
 	}
-	if len(notes) > 0 {
-		_, err := fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n"))
-		return err
-	}
-	return nil
+	return notes
 }
 
 // explanationLines says, for each message, the rule that produced it and

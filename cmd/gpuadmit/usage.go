@@ -18,15 +18,32 @@ type usageOutput struct {
 	Namespaces map[string]usageNamespace `json:"namespaces"`
 	Nodes      map[string]usageNode      `json:"nodes"`
 	Problems   []string                  `json:"problems,omitempty"`
+	// primary is the family at the first level of each namespace.
+	primary string
 }
 
+// usageNamespace is one namespace: the first family's (nvidia's) usage and
+// limits at the first level, as before families, and every other family
+// the namespace uses, reserves or limits under families, by name.
 type usageNamespace struct {
 	Used   effective.Vector `json:"used"`
 	Limits usageLimits      `json:"limits"`
 	Pods   int              `json:"pods"`
-	// Quotas are the limits of each ResourceQuota (Limits is the tightest).
+	// Quotas are the limits of each ResourceQuota (Limits is the tightest);
+	// a quota that limits other families only is under theirs alone.
 	Quotas     map[string]usageLimits `json:"quotas,omitempty"`
 	Unresolved []string               `json:"unresolved,omitempty"`
+	Families   map[string]usageFamily `json:"families,omitempty"`
+}
+
+// usageFamily is one family's usage in a namespace: used, reserved (by
+// admitted pods the watch has not recorded yet), the tightest limits and
+// the limits of each ResourceQuota that limits the family.
+type usageFamily struct {
+	Used     effective.Vector       `json:"used"`
+	Reserved effective.Vector       `json:"reserved"`
+	Limits   usageLimits            `json:"limits"`
+	Quotas   map[string]usageLimits `json:"quotas,omitempty"`
 }
 
 // usageLimits: a limit that is not set is absent; memory is MiB.
@@ -61,7 +78,9 @@ func (c *cli) usageCmd() *cobra.Command {
 		Long: `Show GPU usage per namespace, with the limits of its ResourceQuotas, and
 per device of each GPU node, from the Pods, Nodes and ResourceQuotas of a
 'kubectl get -o yaml' dump (--state), or of the cluster when --state is not
-given. -n shows one namespace only.
+given. -n shows one namespace only. The nvidia family is at the first
+level of each namespace; every other device family a namespace uses or
+limits is under "families" (a FAMILY column in the table).
 
 Reading the cluster, it reads the webhook's configuration too (the ConfigMap
 gpuadmit-config of --gpuadmit-namespace: resource names, memoryFactor),
@@ -106,11 +125,12 @@ func (c *cli) usage(cmd *cobra.Command, state string, f setupFlags, output strin
 	if ns != "" {
 		scope = []string{ns}
 	}
-	l, _, err := src.ledger(cmd.Context(), config.Settings(st.cfg), scope, false)
+	fams := config.Families(st.cfg)
+	l, _, err := src.ledger(cmd.Context(), fams, scope, false)
 	if err != nil {
 		return err
 	}
-	out := usageReport(l.Snapshot(nil), ns)
+	out := usageReport(l.Snapshot(nil), ns, fams[0].Name)
 	for _, p := range out.Problems {
 		warn(p)
 	}
@@ -126,24 +146,27 @@ func (c *cli) usage(cmd *cobra.Command, state string, f setupFlags, output strin
 }
 
 // usageReport renders a ledger snapshot in the command-line contract's
-// shape; when only is set, its namespaces are that one alone (with no usage
+// shape, family primary at the first level of each namespace; when only is set, its namespaces are that one alone (with no usage
 // and no limits if the snapshot lacks it) and its problems those of that
 // namespace and of nodes.
-func usageReport(s ledger.Snapshot, only string) usageOutput {
-	out := usageOutput{Namespaces: map[string]usageNamespace{}, Nodes: map[string]usageNode{}}
+func usageReport(s ledger.Snapshot, only, primary string) usageOutput {
+	out := usageOutput{Namespaces: map[string]usageNamespace{}, Nodes: map[string]usageNode{}, primary: primary}
 	if only != "" {
 		ns := s.Namespaces[only]
 		s.Namespaces = map[string]ledger.NamespaceSnapshot{only: ns}
 		s.Problems = slices.DeleteFunc(s.Problems, func(p ledger.Problem) bool { return p.Namespace != "" && p.Namespace != only })
 	}
 	for name, ns := range s.Namespaces {
-		u := usageNamespace{Used: ns.Used, Limits: limitsOf(ns.Limits), Pods: ns.Pods}
+		u := usageNamespace{Used: ns.Used.Of(primary), Limits: limitsOf(ns.Limits[primary]), Pods: ns.Pods}
 		for _, q := range ns.Quotas {
-			if u.Quotas == nil {
-				u.Quotas = map[string]usageLimits{}
+			if _, limited := q.Limits[primary]; limited || len(q.Limits) == 0 {
+				if u.Quotas == nil {
+					u.Quotas = map[string]usageLimits{}
+				}
+				u.Quotas[q.Name] = limitsOf(q.Limits[primary])
 			}
-			u.Quotas[q.Name] = limitsOf(q.Limits)
 		}
+		u.Families = familiesOf(ns, primary)
 		for _, p := range ns.Unresolved {
 			u.Unresolved = append(u.Unresolved, fmt.Sprintf(
 				"pod %s: containers %q: memory is a percentage of a device of unknown size; not counted in used.gpumem", p.Pod, p.Containers))
@@ -165,6 +188,52 @@ func usageReport(s ledger.Snapshot, only string) usageOutput {
 		out.Problems = append(out.Problems, p.String())
 	}
 	return out
+}
+
+// familiesOf is the usage of every family but primary that ns uses,
+// reserves or limits (nil when none).
+func familiesOf(ns ledger.NamespaceSnapshot, primary string) map[string]usageFamily {
+	var out map[string]usageFamily
+	for _, f := range namespaceFamilies(ns) {
+		if f == primary {
+			continue
+		}
+		uf := usageFamily{Used: ns.Used.Of(f), Reserved: ns.Reserved.Of(f), Limits: limitsOf(ns.Limits[f])}
+		for _, q := range ns.Quotas {
+			if l, ok := q.Limits[f]; ok {
+				if uf.Quotas == nil {
+					uf.Quotas = map[string]usageLimits{}
+				}
+				uf.Quotas[q.Name] = limitsOf(l)
+			}
+		}
+		if out == nil {
+			out = map[string]usageFamily{}
+		}
+		out[f] = uf
+	}
+	return out
+}
+
+// namespaceFamilies are the families ns uses, reserves or limits, sorted.
+func namespaceFamilies(ns ledger.NamespaceSnapshot) []string {
+	set := map[string]bool{}
+	for _, u := range []effective.Usage{ns.Used, ns.Reserved, ns.Unconfirmed} {
+		for f, v := range u {
+			if !v.IsZero() {
+				set[f] = true
+			}
+		}
+	}
+	for f := range ns.Limits {
+		set[f] = true
+	}
+	for _, q := range ns.Quotas {
+		for f := range q.Limits {
+			set[f] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
 }
 
 func limitsOf(l ledger.Limits) usageLimits {

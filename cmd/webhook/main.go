@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2/textlogger"
@@ -114,10 +115,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "webhook: %v\n", err)
 		return 2
 	}
-	n := config.Settings(opts.Config).Names
+	var resources, families []string
+	for _, f := range config.Families(opts.Config) {
+		families = append(families, f.Name)
+		for _, r := range []corev1.ResourceName{f.Names.Count, f.Names.Memory, f.Names.MemoryPercentage, f.Names.Cores} {
+			if r != "" {
+				resources = append(resources, string(r))
+			}
+		}
+	}
 	log.Info("starting", "namespace", opts.Namespace, "port", opts.Port, "policySelector", *opts.Config.Policy.ConfigMapSelector,
-		"selfManagedCerts", opts.CertDir == "", "resources", strings.Join([]string{string(n.Count), string(n.Memory),
-			string(n.MemoryPercentage), string(n.Cores)}, ","))
+		"selfManagedCerts", opts.CertDir == "", "families", strings.Join(families, ","), "resources", strings.Join(resources, ","))
 	return serve(ctx, srv, *f.drainFor, log)
 }
 

@@ -23,11 +23,11 @@ import (
 // defaults and a 24 GiB device for percentages.
 type computeDemand struct{}
 
-func (computeDemand) Demand(pod *corev1.Pod) (*effective.Demand, error) {
-	if !effective.DefaultSettings().Requests(pod) {
+func (computeDemand) Demand(pod *corev1.Pod) (effective.Demands, error) {
+	if !effective.Nvidia().Requests(pod) {
 		return nil, nil
 	}
-	return effective.Compute(pod, effective.DefaultSettings(), effective.Options{DeviceMemoryMiB: 24576})
+	return effective.ComputeAll(pod, []effective.Family{effective.Nvidia()}, map[string]effective.Options{"nvidia": {DeviceMemoryMiB: 24576}})
 }
 
 // quotaDecider allows while used+reserved+demand fits limit (MiB), reading
@@ -41,7 +41,7 @@ type quotaDecider struct {
 }
 
 func (d *quotaDecider) Requests(pod *corev1.Pod) bool {
-	return effective.DefaultSettings().Requests(pod)
+	return effective.Nvidia().Requests(pod)
 }
 
 func (d *quotaDecider) Decide(_ context.Context, req decision.Request) (decision.Result, error) {
@@ -61,12 +61,13 @@ func (d *quotaDecider) Decide(_ context.Context, req decision.Request) (decision
 	}
 	used := d.ledger.used(pod.Namespace)
 	time.Sleep(50 * time.Microsecond) // widen the race window a lock must close
-	if used+dem.Effective.MemMiB > d.limit {
-		return decision.Result{Effective: dem.Effective, Denials: []string{"namespace " + pod.Namespace + " over its nvidia.com/gpumem limit"},
-			Exceeded: []decision.LimitCheck{{Resource: "nvidia.com/gpumem", Used: used, Pod: dem.Effective.MemMiB, After: used + dem.Effective.MemMiB,
+	eff := dem.Effective()
+	if mem := eff.Of("nvidia").MemMiB; used+mem > d.limit {
+		return decision.Result{Effective: eff, Denials: []string{"namespace " + pod.Namespace + " over its nvidia.com/gpumem limit"},
+			Exceeded: []decision.LimitCheck{{Family: "nvidia", Resource: "nvidia.com/gpumem", Used: used, Pod: mem, After: used + mem,
 				Limit: d.limit, Quota: "q", Exceeded: true}}}, nil
 	}
-	return decision.Result{Allowed: true, Effective: dem.Effective, Warnings: []string{"w1"}}, nil
+	return decision.Result{Allowed: true, Effective: eff, Warnings: []string{"w1"}}, nil
 }
 
 // fakeLedger records reservations; like gpuusage.Store it decides the
@@ -75,13 +76,13 @@ type fakeLedger struct {
 	decider *quotaDecider
 	order   sync.Mutex // held across decide and reserve
 	mu      sync.Mutex
-	res     map[types.UID]effective.Vector
+	res     map[types.UID]effective.Usage
 	ns      map[types.UID]string
 	fail    bool
 }
 
 func newFakeLedger() *fakeLedger {
-	return &fakeLedger{res: map[types.UID]effective.Vector{}, ns: map[types.UID]string{}}
+	return &fakeLedger{res: map[types.UID]effective.Usage{}, ns: map[types.UID]string{}}
 }
 
 // Admit decides and, when allowed with a demand, records the reservation
@@ -116,7 +117,7 @@ func (l *fakeLedger) used(ns string) int64 {
 	var n int64
 	for uid, v := range l.res {
 		if l.ns[uid] == ns {
-			n += v.MemMiB
+			n += v.Of("nvidia").MemMiB
 		}
 	}
 	return n

@@ -64,12 +64,12 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) (admission.
 		return admission.Allowed("").WithWarnings(fmt.Sprintf("gpuadmit: effective demand not annotated: %v", err)), reasonError
 	case d == nil:
 		return admission.Allowed(""), reasonNonGPU
-	case len(d.Unresolved) > 0:
+	case len(d.Unresolved()) > 0:
 		return admission.Allowed("").WithWarnings(fmt.Sprintf(
 			"gpuadmit: %s not annotated: memory of containers %s is a percentage of a device of unknown size",
-			EffectiveAnnotation, strings.Join(d.Unresolved, ", "))), reasonUnresolved
+			EffectiveAnnotation, strings.Join(unresolved(d), ", "))), reasonUnresolved
 	}
-	want, err := json.Marshal(d.Effective)
+	want, err := json.Marshal(annotationOf(d))
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("gpuadmit: encoding the annotation: %w", err)), reasonError
 	}
@@ -77,6 +77,37 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) (admission.
 		return admission.Allowed(""), reasonUnchanged
 	}
 	return patched(annotationPatch(pod.Annotations == nil, string(want))), reasonGPU
+}
+
+// annotationValue is the annotation's JSON: the first family's (nvidia)
+// effective demand at the top level, every other family's under families.
+type annotationValue struct {
+	effective.Vector
+	Families map[string]effective.Vector `json:"families,omitempty"`
+}
+
+func annotationOf(d effective.Demands) annotationValue {
+	var a annotationValue
+	for _, dm := range d {
+		if dm.Family == "nvidia" {
+			a.Vector = dm.Effective
+			continue
+		}
+		if a.Families == nil {
+			a.Families = map[string]effective.Vector{}
+		}
+		a.Families[dm.Family] = dm.Effective
+	}
+	return a
+}
+
+// unresolved names every family's containers whose memory is unresolved.
+func unresolved(d effective.Demands) []string {
+	var out []string
+	for _, dm := range d {
+		out = append(out, dm.Unresolved...)
+	}
+	return out
 }
 
 // gate refuses a review of a GPU pod while g is blocked (callers let a pod

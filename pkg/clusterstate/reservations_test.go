@@ -51,13 +51,13 @@ func TestReservations(t *testing.T) {
 				return []runtime.Object{usage(t, reservation("u1", 1024, ""), reservation("u2", 2048, "9"), reservation("u3", 4096, "11"))}
 			},
 			podsRV: "10",
-			want: []ledger.Reservation{{UID: "u1", Name: "pod-u1", Demand: effective.Vector{GPU: 1, MemMiB: 1024}, Unconfirmed: true},
-				{UID: "u3", Name: "pod-u3", Demand: effective.Vector{GPU: 1, MemMiB: 4096}}}},
+			want: []ledger.Reservation{{UID: "u1", Name: "pod-u1", Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 1024}), Unconfirmed: true},
+				{UID: "u3", Name: "pod-u3", Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 4096})}}},
 		{name: "pods listed at an unknown version: every reservation",
 			objects: func(t *testing.T) []runtime.Object {
 				return []runtime.Object{usage(t, reservation("u2", 2048, "9"))}
 			},
-			want: []ledger.Reservation{{UID: "u2", Name: "pod-u2", Demand: effective.Vector{GPU: 1, MemMiB: 2048}}}},
+			want: []ledger.Reservation{{UID: "u2", Name: "pod-u2", Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 2048})}}},
 		{name: "a negative demand is an error",
 			objects: func(t *testing.T) []runtime.Object {
 				return []runtime.Object{usage(t, reservation("u1", -1, ""))}
@@ -78,7 +78,9 @@ func TestReservations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(got, tt.want) {
+			if !slices.EqualFunc(got, tt.want, func(a, b ledger.Reservation) bool {
+				return a.UID == b.UID && a.Name == b.Name && a.Unconfirmed == b.Unconfirmed && a.Demand.Equal(b.Demand)
+			}) {
 				t.Errorf("reservations %+v, want %+v", got, tt.want)
 			}
 		})

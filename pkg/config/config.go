@@ -102,13 +102,8 @@ func bareHAMi(js []byte, cfg *Configuration) error {
 // decode reads a versioned configuration (data as written, js as JSON)
 // through the strict codec, then the HAMi file its devices section names.
 func decode(data, js []byte, dir string, cfg *Configuration) error {
-	var sections struct {
-		Devices map[string]json.RawMessage `json:"devices"`
-	}
-	if json.Unmarshal(js, &sections) == nil {
-		if _, ok := sections.Devices["hamiConfigPath"]; ok && len(sections.Devices) > 1 {
-			return errors.New("devices: hamiConfigPath excludes inline keys")
-		}
+	if err := pathAlone(js); err != nil {
+		return err
 	}
 	if err := runtime.DecodeInto(codecs().UniversalDecoder(), data, cfg); err != nil {
 		if errs := badDurations(js); len(errs) > 0 {
@@ -137,7 +132,29 @@ func decode(data, js []byte, dir string, cfg *Configuration) error {
 		return fmt.Errorf("devices.hamiConfigPath %s: %w", path, err)
 	}
 	read.HAMiConfigPath = d.HAMiConfigPath
+	if d.Gpushare != nil {
+		read.Gpushare = d.Gpushare
+	}
 	cfg.Devices = read
+	return nil
+}
+
+// pathAlone: devices.hamiConfigPath excludes the inline HAMi keys (not
+// gpushare, gpuadmit's own section, which stands beside the file).
+func pathAlone(js []byte) error {
+	var sections struct {
+		Devices map[string]json.RawMessage `json:"devices"`
+	}
+	if json.Unmarshal(js, &sections) != nil {
+		return nil
+	}
+	inline := len(sections.Devices)
+	if _, ok := sections.Devices["gpushare"]; ok {
+		inline--
+	}
+	if _, ok := sections.Devices["hamiConfigPath"]; ok && inline > 1 {
+		return errors.New("devices: hamiConfigPath excludes inline keys (but gpushare)")
+	}
 	return nil
 }
 

@@ -45,7 +45,7 @@ func (tt parseCase) check(t *testing.T) {
 	if tt.want != nil {
 		tt.want(want)
 	}
-	cfg.Devices.Ignored, cfg.Devices.Nvidia.Ignored = nil, nil
+	cfg.Devices.Ignored = nil
 	if cfg.Devices.HAMiConfigPath != nil {
 		want.Devices.HAMiConfigPath = cfg.Devices.HAMiConfigPath
 	}
@@ -89,8 +89,12 @@ nvidia:
   knownMigGeometries: []
 cambricon:
   resourceCountName: cambricon.com/vmlu
-`, want: settings(func(n *configv1alpha1.NvidiaDevices) { n.MemoryFactor = ptr.To[int64](1024) }),
-			ignored: []string{"cambricon", "nvidia.deviceCoreScaling", "nvidia.deviceMemoryScaling", "nvidia.deviceSplitCount",
+  sharing: true
+`, want: func(c *config.Configuration) {
+			c.Devices.Nvidia.MemoryFactor = ptr.To[int64](1024)
+			c.Devices.Cambricon = cambriconDefaults()
+		},
+			ignored: []string{"cambricon.sharing", "nvidia.deviceCoreScaling", "nvidia.deviceMemoryScaling", "nvidia.deviceSplitCount",
 				"nvidia.knownMigGeometries", "nvidia.overwriteEnv", "nvidia.resourcePriorityName"}},
 		{name: "custom names and defaults", in: `{"nvidia":{"resourceCountName":"example.com/vgpu","resourceMemoryName":"example.com/vmem","defaultMemory":4096,"defaultCores":20,"defaultGPUNum":2}}`,
 			want: settings(func(n *configv1alpha1.NvidiaDevices) {
@@ -142,23 +146,29 @@ func TestLoad(t *testing.T) {
 }
 
 // TestHAMiChartConfigs: the device configs HAMi's chart renders with its
-// default values (testdata: the current v2.10 line and an older v2.6-era
-// release) load, read HAMi's defaults, and name every key gpuadmit ignores.
+// default values (testdata, written by hand: the v2.10 line and an older
+// v2.6-era release) load, read HAMi's defaults, govern every section's
+// families, and name every key gpuadmit ignores.
 func TestHAMiChartConfigs(t *testing.T) {
 	for _, tt := range []struct {
-		file string
-		want []string // some of the ignored keys
+		file     string
+		want     []string // some of the ignored keys
+		families int
 	}{
-		{"hami-chart-v2.10.yaml", []string{"amd", "biren", "vastai", "vnpus", "nvidia.runtimeClassName",
-			"nvidia.enableNumaTopology", "nvidia.migProfileAllowlist", "nvidia.preConfiguredDeviceMemory"}},
-		{"hami-chart-v2.6.yaml", []string{"iluvatar", "nvidia.knownMigGeometries", "nvidia.gpuCorePolicy"}},
+		{"hami-chart-v2.10.yaml", []string{"vnpus.hamiVnpuCore", "vnpus[910A].runtimeClassName", "metax.sgpuTopologyAware",
+			"mthreads.memoryPerCard", "nvidia.runtimeClassName", "nvidia.enableNumaTopology", "nvidia.migProfileAllowlist",
+			"nvidia.preConfiguredDeviceMemory"}, len(effective.HAMiFamilies())},
+		// v2.6: the old single iluvatar section and enflame's vgcu keys are
+		// not today's HAMi's; its vnpus list is read (chip 910B unknown to
+		// HAMiFamilies, built from its keys, without a core resource).
+		{"hami-chart-v2.6.yaml", []string{"iluvatar", "enflame.resourceCountName", "nvidia.knownMigGeometries", "nvidia.gpuCorePolicy"}, 16},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			cfg, ignored, err := config.Load(filepath.Join("testdata", tt.file))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := config.Settings(cfg); got != effective.DefaultSettings() {
+			if got := config.Settings(cfg); got != effective.Nvidia() {
 				t.Errorf("settings = %+v, want HAMi's defaults", got)
 			}
 			for _, w := range tt.want {
@@ -171,6 +181,9 @@ func TestHAMiChartConfigs(t *testing.T) {
 					t.Errorf("%s is read, but reported as ignored", read)
 				}
 			}
+			if n := len(config.Families(cfg)); n != tt.families {
+				t.Errorf("%d families governed, want %d", n, tt.families)
+			}
 		})
 	}
 }
@@ -181,11 +194,11 @@ func everyField() *config.Configuration {
 	d := func(v time.Duration) *metav1.Duration { return &metav1.Duration{Duration: v} }
 	return &config.Configuration{
 		TypeMeta: metav1.TypeMeta{APIVersion: "config.gpuadmit.io/v1alpha1", Kind: "Configuration"},
-		Devices: &configv1alpha1.Devices{Nvidia: &configv1alpha1.NvidiaDevices{
+		Devices: everySection(&configv1alpha1.Devices{Nvidia: &configv1alpha1.NvidiaDevices{
 			ResourceCountName: ptr.To("example.com/vgpu"), ResourceMemoryName: ptr.To("example.com/vmem"),
 			ResourceMemoryPercentageName: ptr.To("example.com/vmem-pct"), ResourceCoreName: ptr.To("example.com/vcores"),
 			DefaultMemory: ptr.To[int64](4096), DefaultCores: ptr.To[int64](25), DefaultGPUNum: ptr.To[int64](2),
-			MemoryFactor: ptr.To[int64](1024), ExclusiveCores: ptr.To(false)}},
+			MemoryFactor: ptr.To[int64](1024), ExclusiveCores: ptr.To(false)}}),
 		Admission: &configv1alpha1.Admission{NearLimitPercent: ptr.To[int64](75), Unsatisfiable: ptr.To(configv1alpha1.UnsatisfiableWarn),
 			PolicyEvaluationTimeout: d(250 * time.Millisecond), ReviewTimeout: d(3 * time.Second), StaleFeed: ptr.To(configv1alpha1.StaleFeedDeny),
 			Reservations: &configv1alpha1.Reservations{ConfirmAfter: d(2 * time.Second), RecheckMax: d(10 * time.Second),
@@ -253,9 +266,12 @@ func TestExplicitZeroKept(t *testing.T) {
 func TestVersionedConfiguration(t *testing.T) {
 	tests := []parseCase{
 		{name: "empty: every default", in: head},
-		{name: "HAMi keys ignored, and named, in the devices section", in: head + "devices:\n  nvidia: {memoryFactor: 1024, deviceSplitCount: 10}\n  cambricon: {}\n",
-			ignored: []string{"devices.cambricon", "devices.nvidia.deviceSplitCount"},
-			want:    settings(func(n *configv1alpha1.NvidiaDevices) { n.MemoryFactor = ptr.To[int64](1024) })},
+		{name: "HAMi keys ignored, and named, in the devices section", in: head + "devices:\n  nvidia: {memoryFactor: 1024, deviceSplitCount: 10}\n  cambricon: {}\n  nvlink: {}\n",
+			ignored: []string{"devices.nvidia.deviceSplitCount", "devices.nvlink"},
+			want: func(c *config.Configuration) {
+				c.Devices.Nvidia.MemoryFactor = ptr.To[int64](1024)
+				c.Devices.Cambricon = cambriconDefaults()
+			}},
 		{name: "unknown admission key", in: head + "admission: {nearLimitPrecent: 80}\n", wantErr: `unknown key "admission.nearLimitPrecent"`},
 		{name: "unknown key deep down", in: head + "admission: {reservations: {maxPerNamspace: 80}}\n", wantErr: `unknown key "admission.reservations.maxPerNamspace"`},
 		{name: "unknown top-level key", in: head + "admision: {}\n", wantErr: `unknown key "admision"`},
@@ -290,7 +306,7 @@ func TestHAMiConfigPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if config.Settings(cfg) != effective.DefaultSettings() || !slices.Contains(ignored, "nvidia.deviceSplitCount") ||
+	if config.Settings(cfg) != effective.Nvidia() || !slices.Contains(ignored, "nvidia.deviceSplitCount") ||
 		*cfg.Devices.HAMiConfigPath != "testdata/hami-chart-v2.10.yaml" {
 		t.Fatalf("settings %+v, ignored %q", config.Settings(cfg), ignored)
 	}
@@ -309,7 +325,7 @@ func TestDefaultsInOnePlace(t *testing.T) {
 	}
 	if *c.Admission.NearLimitPercent != 90 || c.Admission.Reservations.ConfirmAfter.Duration != 0 || *c.Admission.Reservations.MaxPerNamespace != 500 ||
 		*c.Policy.ConfigMapSelector != "gpuadmit.io/policy=true" || *c.Admission.Unsatisfiable != "Deny" || *c.ClientConnection.QPS != 500 ||
-		config.Settings(c) != effective.DefaultSettings() {
+		config.Settings(c) != effective.Nvidia() {
 		t.Errorf("defaults: %s", dump(c))
 	}
 }
@@ -339,12 +355,17 @@ func TestShippedConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range config.Keys() {
+		if strings.HasPrefix(key, "devices.") && !strings.HasPrefix(key, "devices.nvidia.") {
+			continue // a section present governs its families: the defaults govern nvidia only
+		}
 		if _, ok := lookup(doc, key); !ok && key != "devices.hamiConfigPath" && key != "policy.directory" {
 			t.Errorf("the shipped configuration does not spell out %s", key)
 		}
 	}
 }
 
+// lookup is the value of key in doc; a "[]" key (iluvatars[]) is its
+// list's first entry (of vnpus.configs[], the configs list of vnpus).
 func lookup(doc map[string]any, key string) (any, bool) {
 	var v any = doc
 	for _, k := range strings.Split(key, ".") {
@@ -352,7 +373,13 @@ func lookup(doc map[string]any, key string) (any, bool) {
 		if !ok {
 			return nil, false
 		}
+		k, isList := strings.CutSuffix(k, "[]")
 		if v, ok = m[k]; !ok {
+			return nil, false
+		}
+		if l, _ := v.([]any); isList && len(l) > 0 {
+			v = l[0]
+		} else if isList {
 			return nil, false
 		}
 	}

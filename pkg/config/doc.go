@@ -7,12 +7,16 @@
 // defaults (configv1alpha1.SetDefaults_Configuration, the one place) and
 // validate every value (Validate: field paths in the errors).
 //
-// The devices section is HAMi's device config: its nvidia keys (resource
-// names, defaults, memory factor) inline, or the path of an existing HAMi
-// device-config.yaml. The keys gpuadmit reads are validated strictly; every
-// other key of that section (HAMi's scheduler and device-plugin keys, other
-// vendors' sections, keys a later HAMi release adds) is reported once as
-// ignored, never an error. A file that is a bare HAMi device config (no
-// apiVersion) is read as the devices section with every other value at its
-// default.
+// The devices section is HAMi's device config, inline or the path of an
+// existing HAMi device-config.yaml: every backend section HAMi's chart
+// renders is read, and a section present governs its device families
+// (Families: nvidia always, then each present section's, then gpuadmit's
+// own gpushare section). The keys a family's booking rule reads are
+// validated strictly; every other key (HAMi's scheduler and device-plugin
+// keys, keys and sections a later HAMi release adds) is reported once as
+// ignored, never an error. A chip of HAMi's lists (iluvatars,
+// vnpus.configs) that effective.HAMiFamilies does not know is governed from
+// its own keys, and is an error when it lacks one its rule needs. A file
+// that is a bare HAMi device config (no apiVersion) is read as the devices
+// section with every other value at its default.
 package config

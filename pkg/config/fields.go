@@ -18,7 +18,8 @@ var durationType = reflect.TypeFor[metav1.Duration]()
 
 // Keys lists every key of the configuration type, as dotted paths
 // ("admission.reservations.confirmAfter"), the devices section's typed keys
-// included; docs/configuration.md is tested against it.
+// included, a list's keys after "[]" ("devices.iluvatars[].chipName");
+// docs/configuration.md is tested against it.
 func Keys() []string {
 	var out []string
 	walkType(reflect.TypeFor[Configuration](), "", func(path string, _ reflect.Type) { out = append(out, path) })
@@ -42,6 +43,8 @@ func walkType(t reflect.Type, prefix string, f func(path string, leaf reflect.Ty
 			walkType(ft, prefix, f)
 		case ft.Kind() == reflect.Struct && ft != durationType:
 			walkType(ft, prefix+name+".", f)
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+			walkType(ft.Elem(), prefix+name+"[].", f)
 		default:
 			f(prefix+name, ft)
 		}

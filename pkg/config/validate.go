@@ -14,7 +14,7 @@ import (
 // names its key (admission.reservations.readsPerSecond).
 func Validate(c *Configuration) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, validateNvidia(c.Devices.Nvidia, field.NewPath("devices", "nvidia"))...)
+	errs = append(errs, validateDevices(c)...)
 	errs = append(errs, validateAdmission(c.Admission, field.NewPath("admission"))...)
 	if _, err := labels.Parse(*c.Policy.ConfigMapSelector); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("policy", "configMapSelector"), *c.Policy.ConfigMapSelector, err.Error()))

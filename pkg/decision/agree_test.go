@@ -15,8 +15,6 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
-	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // TestMutateValidateLedgerAgree: on random clusters (nodes with zone and
@@ -30,7 +28,7 @@ func TestMutateValidateLedgerAgree(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	sizes := []int64{16384, 24576, 40960, 81920, 143771}
 	for cluster := range 200 {
-		l := ledger.New(ledger.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+		l := newLedger()
 		testns.Known(l, "ns")
 		nodes := 1 + r.IntN(5)
 		for i := range nodes {
@@ -58,9 +56,9 @@ func TestMutateValidateLedgerAgree(t *testing.T) {
 			l.UpsertPod(pod)
 			charged := l.Namespace("ns", nil).Used
 			l.DeletePod(pod)
-			if dem.Effective != res.Effective || (len(dem.Unresolved) == 0 && charged != res.Effective) {
+			if !dem.Effective().Equal(res.Effective) || (len(dem.Unresolved()) == 0 && !charged.Equal(res.Effective)) {
 				t.Fatalf("cluster %d pod %s (selector %v, affinity %v, node %q): mutate %v, validate %v, ledger %v",
-					cluster, pod.Name, pod.Spec.NodeSelector, pod.Spec.Affinity != nil, pod.Spec.NodeName, dem.Effective, res.Effective, charged)
+					cluster, pod.Name, pod.Spec.NodeSelector, pod.Spec.Affinity != nil, pod.Spec.NodeName, dem.Effective(), res.Effective, charged)
 			}
 		}
 	}

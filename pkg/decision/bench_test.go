@@ -25,7 +25,7 @@ import (
 // and n GPU pods (sidecar, init, app; half of them past their init).
 func benchLedger(b *testing.B, n int) *ledger.Ledger {
 	b.Helper()
-	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+	l := ledger.New(ledger.Options{Families: config.Families(config.Default()), Log: logr.Discard()})
 	for i := range 1000 {
 		l.UpsertNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i),
 			Labels: map[string]string{"zone": fmt.Sprint(i % 3)},
@@ -84,7 +84,7 @@ func BenchmarkDecide(b *testing.B) {
 	}
 	req := Request{Pod: benchPod(), User: UserInfo{Username: "system:serviceaccount:kube-system:replicaset-controller",
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}}}
-	if res, err := d.Decide(ctx, req); err != nil || !res.Allowed || res.Effective.MemMiB != 20992 {
+	if res, err := d.Decide(ctx, req); err != nil || !res.Allowed || res.Effective.Of(d.families[0].Name).MemMiB != 20992 {
 		b.Fatalf("decision %+v, %v", res, err)
 	}
 	t := benchtimer.New()
@@ -122,12 +122,14 @@ func BenchmarkDecideGo(b *testing.B) {
 }
 
 // goDecide is the default policies' namespace-limit and satisfiability
-// checks written in Go.
+// checks written in Go (the nvidia family's).
 func goDecide(d *Decider, pod *corev1.Pod) []string {
-	dem, err := d.Demand(pod)
+	dems, err := d.Demand(pod)
 	if err != nil {
 		return []string{err.Error()}
 	}
+	f := &d.families[0]
+	dem := dems.Of(f.Name)
 	if dem == nil {
 		return nil
 	}
@@ -143,10 +145,10 @@ func goDecide(d *Decider, pod *corev1.Pod) []string {
 				pod.Namespace, name, need, used, reserved, l.Value, l.Quota, l.Key))
 		}
 	}
-	n := d.settings.Names
-	check(string(n.Count), dem.Effective.GPU, ns.Used.GPU, ns.Reserved.GPU, ns.Limits.GPU)
-	check(string(n.Memory), dem.Effective.MemMiB, ns.Used.MemMiB, ns.Reserved.MemMiB, ns.Limits.MemMiB)
-	check(string(n.Cores), dem.Effective.Cores, ns.Used.Cores, ns.Reserved.Cores, ns.Limits.Cores)
+	n, used, reserved, lim := f.Names, ns.Used.Of(f.Name), ns.Reserved.Of(f.Name), ns.Limits[f.Name]
+	check(string(n.Count), dem.Effective.GPU, used.GPU, reserved.GPU, lim.GPU)
+	check(string(n.Memory), dem.Effective.MemMiB, used.MemMiB, reserved.MemMiB, lim.MemMiB)
+	check(string(n.Cores), dem.Effective.Cores, used.Cores, reserved.Cores, lim.Cores)
 	for _, c := range dem.Containers {
 		if c.Count == 0 || c.Unresolved {
 			continue
@@ -184,12 +186,13 @@ func BenchmarkEval(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dem, err := effective.Compute(pod, d.settings, effective.Options{DeviceMemoryMiB: 81920})
+	f := d.families[0]
+	dem, err := effective.ComputeAll(pod, d.families, map[string]effective.Options{f.Name: {DeviceMemoryMiB: 81920}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	doc := &inputDoc{req: Request{Pod: pod, Operation: "CREATE"}, namespace: "team-7", demand: dem, ns: l.Namespace("team-7", nil),
-		capacity: capVal, settings: d.settingsVal}
+	doc := &inputDoc{req: Request{Pod: pod, Operation: "CREATE"}, namespace: "team-7", primary: f.Name, demand: dem,
+		ns: l.Namespace("team-7", nil), capacity: capVal, settings: d.settingsVal}
 	in := doc.value()
 	t := benchtimer.New()
 	b.ReportAllocs()

@@ -55,9 +55,10 @@ type UserInfo struct {
 // Result is the decision for one pod.
 type Result struct {
 	Allowed bool
-	// Effective is the pod's effective demand (MiB for memory); zero for a
-	// pod that requests no managed resource or whose request is invalid.
-	Effective effective.Vector
+	// Effective is the pod's effective demand per family (MiB for memory);
+	// empty for a pod that requests no managed resource or whose request is
+	// invalid.
+	Effective effective.Usage
 	// Denials are the policies' messages when not allowed; Warnings are
 	// returned to the client either way.
 	Denials  []string
@@ -90,7 +91,7 @@ type Evaluator interface {
 // Decider makes admission decisions. It is safe for concurrent use.
 type Decider struct {
 	policy   Evaluator
-	settings effective.Settings
+	families []effective.Family
 	snap     Snapshotter
 	log      logr.Logger
 
@@ -114,14 +115,24 @@ func New(engine Evaluator, snap Snapshotter, cfg *config.Configuration, log logr
 	if errs := config.Validate(cfg); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
-	sv, err := settingsValue(cfg)
+	return newDecider(engine, snap, cfg, config.Families(cfg), log)
+}
+
+// newDecider is New with the device families given (the nvidia family
+// first) instead of read from cfg, which must be valid: the package's tests
+// build deciders for families the configuration cannot name yet.
+func newDecider(engine Evaluator, snap Snapshotter, cfg *config.Configuration, fams []effective.Family, log logr.Logger) (*Decider, error) {
+	if len(fams) == 0 {
+		return nil, errors.New("no device family")
+	}
+	sv, err := settingsValue(cfg, fams)
 	if err != nil {
 		return nil, err
 	}
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	return &Decider{policy: engine, settings: config.Settings(cfg), snap: snap, log: log, settingsVal: sv}, nil
+	return &Decider{policy: engine, families: fams, snap: snap, log: log, settingsVal: sv}, nil
 }
 
 // Decide decides one admission. An error means no decision could be made
@@ -131,7 +142,7 @@ func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 	if req.Pod == nil {
 		return Result{}, errors.New("request without a pod")
 	}
-	if !d.settings.Requests(req.Pod) {
+	if !d.Requests(req.Pod) {
 		return Result{Allowed: true}, nil
 	}
 	if req.Operation == "" {
@@ -161,8 +172,8 @@ func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) 
 	if err != nil {
 		return nil, err
 	}
-	doc := &inputDoc{req: req, namespace: ns, capacity: capVal, settings: d.settingsVal}
-	doc.demand, err = effective.Compute(req.Pod, d.settings, effective.Options{DeviceMemoryMiB: d.resolveSize(req.Pod, view)})
+	doc := &inputDoc{req: req, namespace: ns, primary: d.families[0].Name, capacity: capVal, settings: d.settingsVal}
+	doc.demand, err = effective.ComputeAll(req.Pod, d.families, d.options(req.Pod, view))
 	if err != nil {
 		var inv *effective.InvalidError
 		if !errors.As(err, &inv) {
@@ -200,9 +211,7 @@ func (d *Decider) evaluate(ctx context.Context, doc *inputDoc) (Result, error) {
 	if doc.req.Explain {
 		res.Explanation = d.explain(doc, out)
 	}
-	if doc.demand != nil {
-		res.Effective = doc.demand.Effective
-	}
+	res.Effective = doc.demand.Effective()
 	return res, nil
 }
 
@@ -215,7 +224,7 @@ func (d *Decider) fitsWithoutUnconfirmed(ctx context.Context, doc *inputDoc, all
 		return false, nil
 	}
 	again := *doc
-	again.ns.Reserved = doc.ns.Reserved.Sub(doc.ns.Unconfirmed).Max(effective.Vector{})
+	again.ns.Reserved = nonNegative(doc.ns.Reserved.Sub(doc.ns.Unconfirmed))
 	out, err := d.policy.Eval(ctx, again.value())
 	if err != nil {
 		return false, err
@@ -254,22 +263,41 @@ func (d *Decider) namespace(ctx context.Context, ns string, pending []ledger.Res
 
 // Requests reports whether the pod names a managed resource: a GPU pod,
 // which Decide evaluates (any other pod is allowed on the fast path).
-func (d *Decider) Requests(pod *corev1.Pod) bool { return d.settings.Requests(pod) }
+func (d *Decider) Requests(pod *corev1.Pod) bool { return effective.RequestsAny(pod, d.families) }
+
+// Families are the device families the decider reads requests of.
+func (d *Decider) Families() []effective.Family { return d.families }
 
 // Demand is the pod's effective demand as Decide computes it: memory
 // percentages and whole-device requests resolved against the largest device
 // of the nodes the pod may run on (ledger.Eligible). It is nil for a pod that
 // requests no managed resource; an invalid request is an
 // *effective.InvalidError. The mutating webhook annotates pods with it.
-func (d *Decider) Demand(pod *corev1.Pod) (*effective.Demand, error) {
-	if !d.settings.Requests(pod) {
+func (d *Decider) Demand(pod *corev1.Pod) (effective.Demands, error) {
+	if !d.Requests(pod) {
 		return nil, nil
 	}
 	view, _, err := d.nodes(pod)
 	if err != nil {
 		return nil, err
 	}
-	return effective.Compute(pod, d.settings, effective.Options{DeviceMemoryMiB: d.resolveSize(pod, view)})
+	return effective.ComputeAll(pod, d.families, d.options(pod, view))
+}
+
+// options are the Compute options per family: the device sizes the
+// pod's shares and whole devices resolve against (ledger.ResolveSizesFor;
+// the first family's from view, its eligible nodes).
+func (d *Decider) options(pod *corev1.Pod, view *nodeView) map[string]effective.Options {
+	if len(d.families) == 0 {
+		return nil
+	}
+	sizes := d.snap.Capacity().ResolveSizesFor(pod, d.families)
+	opts := make(map[string]effective.Options, len(sizes))
+	for f, size := range sizes {
+		opts[f] = effective.Options{DeviceMemoryMiB: size}
+	}
+	opts[d.families[0].Name] = effective.Options{DeviceMemoryMiB: d.resolveSize(pod, view)}
+	return opts
 }
 
 // resolveSize is the device size the pod's percentages and whole devices

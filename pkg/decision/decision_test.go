@@ -25,6 +25,21 @@ import (
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
+// nvidia is the name of the configuration's nvidia family, the key of its
+// usage in a Result's Effective.
+var nvidia = config.Families(config.Default())[0].Name
+
+// nv is the usage holding {g, m, c} for the nvidia family alone.
+func nv(g, m, c int64) effective.Usage {
+	return effective.UsageOf(nvidia, effective.Vector{GPU: g, MemMiB: m, Cores: c})
+}
+
+// newLedger is an empty ledger reading the default configuration's
+// families, as the webhook's (pkg/server) reads its configuration's.
+func newLedger() *ledger.Ledger {
+	return ledger.New(ledger.Options{Families: config.Families(config.Default()), Log: logr.Discard()})
+}
+
 // configWith is the default configuration changed by f (when set).
 func configWith(f func(*config.Configuration)) *config.Configuration {
 	c := config.Default()
@@ -84,7 +99,7 @@ func TestDecide(t *testing.T) {
 		nodes    []*corev1.Node
 		quotas   []*corev1.ResourceQuota
 		running  []*corev1.Pod
-		reserve  effective.Vector
+		reserve  effective.Usage
 		cfg      func(*config.Configuration)
 		pod      *corev1.Pod
 		req      decision.Request // Pod is set from pod
@@ -97,60 +112,60 @@ func TestDecide(t *testing.T) {
 			want: decision.Result{Allowed: true}},
 		{name: "seed 1: init 30 GiB against a 24 GiB quota and a 24 GiB GPU", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{teamQuota},
 			pod: testpod.New("llm").NS("team-a").Init("convert", gpu(1), mem(30720)).App("server", gpu(1), mem(4096)).Build(), wantEval: true,
-			want: decision.Result{Effective: effective.Vector{GPU: 1, MemMiB: 30720}, Denials: []string{
+			want: decision.Result{Effective: nv(1, 30720, 0), Denials: []string{
 				`namespace "team-a": nvidia.com/gpumem: pod needs 30720 MiB, 0 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem)`,
 				`namespace "team-a": pod "llm": container "convert" needs 1 device(s) with 30720 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node "a10-1"; at most 1 healthy device(s) on one node)`}}},
 		{name: "seed 2: init 20 GiB then app 10 GiB fits", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{teamQuota},
 			pod: testpod.New("llm").NS("team-a").Init("convert", gpu(1), mem(20480)).App("server", gpu(1), mem(10240)).Build(), wantEval: true,
-			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 1, MemMiB: 20480}}},
-		{name: "reservations count", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{teamQuota}, reserve: effective.Vector{GPU: 1, MemMiB: 8192},
+			want: decision.Result{Allowed: true, Effective: nv(1, 20480, 0)}},
+		{name: "reservations count", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{teamQuota}, reserve: nv(1, 8192, 0),
 			pod: testpod.New("job").NS("team-a").App("c", gpu(1), mem(20480)).Build(), wantEval: true,
-			want: decision.Result{Effective: effective.Vector{GPU: 1, MemMiB: 20480}, Denials: []string{
+			want: decision.Result{Effective: nv(1, 20480, 0), Denials: []string{
 				`namespace "team-a": nvidia.com/gpumem: pod needs 20480 MiB, 0 MiB used + 8192 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem)`}}},
 		{name: "near the limit warns", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{teamQuota},
 			running: []*corev1.Pod{testpod.New("other").NS("team-a").App("c", gpu(1), mem(10240)).Node("a10-1").AppRunning("c").Build()},
 			pod:     testpod.New("job").NS("team-a").App("c", gpu(1), mem(12288)).Build(), wantEval: true,
-			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 1, MemMiB: 12288}, Warnings: []string{
+			want: decision.Result{Allowed: true, Effective: nv(1, 12288, 0), Warnings: []string{
 				`namespace "team-a": nvidia.com/gpumem will be at 91 % of its limit after this pod (22528 of 24576 MiB, ResourceQuota "gpu-quota")`}}},
 		{name: "invalid request denied by name", nodes: []*corev1.Node{a10},
 			pod: testpod.New("bad").NS("team-a").App("app", testpod.Res(testpod.GPUName, "1500m")).Build(), wantEval: true, invalid: true,
 			want: decision.Result{Denials: []string{`namespace "team-a": pod "bad": container "app": nvidia.com/gpu "1500m": must be a whole number`}}},
 		{name: "percentage resolved against the largest eligible device", nodes: []*corev1.Node{a10, h100},
 			pod: withSelector(testpod.New("nb").NS("team-a").App("jupyter", gpu(1), pct(50)).Build(), map[string]string{"gpu": "a10"}), wantEval: true,
-			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 1, MemMiB: 12288}}},
+			want: decision.Result{Allowed: true, Effective: nv(1, 12288, 0)}},
 		{name: "whole device defaults to the largest device of all nodes", nodes: []*corev1.Node{a10, h100},
 			pod: testpod.New("nb").NS("team-a").App("jupyter", gpu(2)).Build(), wantEval: true,
-			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 2, MemMiB: 163840, Cores: 200}}},
+			want: decision.Result{Allowed: true, Effective: nv(2, 163840, 200)}},
 		{name: "percentage with no known node is unresolved", quotas: []*corev1.ResourceQuota{teamQuota},
 			pod: testpod.New("nb").NS("team-a").App("jupyter", gpu(1), pct(50)).Build(), wantEval: true,
-			want: decision.Result{Effective: effective.Vector{GPU: 1}, Denials: []string{
+			want: decision.Result{Effective: nv(1, 0, 0), Denials: []string{
 				`namespace "team-a": pod "nb": container "jupyter" needs 50 % of the memory of each of its 1 device(s) (nvidia.com/gpumem-percentage, or the whole device when no nvidia.com/gpumem is set), but no GPU node it could run on announces its device memory, so the request cannot be counted in MiB against the namespace's limits; set nvidia.com/gpumem in MiB or check the nodes' gpuadmit.io/gpu-devices annotations`}}},
 		{name: "required node affinity honoured", nodes: []*corev1.Node{a10, h100},
 			pod: withAffinity(testpod.New("train").NS("team-a").App("t", gpu(2), mem(40960), cores(50)).Build(), "gpu", "a10"), wantEval: true,
-			want: decision.Result{Effective: effective.Vector{GPU: 2, MemMiB: 81920, Cores: 100}, Denials: []string{
+			want: decision.Result{Effective: nv(2, 81920, 100), Denials: []string{
 				`namespace "team-a": pod "train": container "t" needs 2 device(s) with 40960 MiB and 50 gpucores each; no eligible node has that (1 of 2 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node "a10-1"; at most 1 healthy device(s) on one node)`}}},
 		{name: "without affinity the same pod fits the H100 node", nodes: []*corev1.Node{a10, h100},
 			pod: testpod.New("train").NS("team-a").App("t", gpu(2), mem(40960), cores(50)).Build(), wantEval: true,
-			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 2, MemMiB: 81920, Cores: 100}}},
+			want: decision.Result{Allowed: true, Effective: nv(2, 81920, 100)}},
 		{name: "unsatisfiable as a warning", nodes: []*corev1.Node{a10}, cfg: func(c *config.Configuration) { c.Admission.Unsatisfiable = ptr.To(configv1alpha1.UnsatisfiableWarn) },
 			pod: testpod.New("big").NS("team-a").App("c", gpu(1), mem(30720)).Build(), wantEval: true,
-			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 1, MemMiB: 30720}, Warnings: []string{
+			want: decision.Result{Allowed: true, Effective: nv(1, 30720, 0), Warnings: []string{
 				`namespace "team-a": pod "big": container "c" needs 1 device(s) with 30720 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node "a10-1"; at most 1 healthy device(s) on one node)`}}},
 		{name: "no node matches the selector", nodes: []*corev1.Node{a10},
 			pod: withSelector(testpod.New("p").NS("team-a").App("c", gpu(1), mem(1024)).Build(), map[string]string{"gpu": "b200"}), wantEval: true,
-			want: decision.Result{Effective: effective.Vector{GPU: 1, MemMiB: 1024}, Denials: []string{
+			want: decision.Result{Effective: nv(1, 1024, 0), Denials: []string{
 				`namespace "team-a": pod "p": no GPU node matches the pod's nodeSelector and required node affinity (1 GPU nodes known), so container "c" can never get its 1 device(s)`}}},
 		{name: "request namespace wins; UPDATE does not recount", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{testquota.New("team-b", "q", map[string]string{"limits.nvidia.com/gpu": "0"})},
 			pod: testpod.New("p").NS("").App("c", gpu(1), mem(1024)).Build(), req: decision.Request{Namespace: "team-b", Operation: "UPDATE"}, wantEval: true,
-			want: decision.Result{Allowed: true, Effective: effective.Vector{GPU: 1, MemMiB: 1024}}},
+			want: decision.Result{Allowed: true, Effective: nv(1, 1024, 0)}},
 		{name: "request namespace, CREATE", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{testquota.New("team-b", "q", map[string]string{"limits.nvidia.com/gpu": "0"})},
 			pod: testpod.New("p").NS("").App("c", gpu(1), mem(1024)).Build(), req: decision.Request{Namespace: "team-b"}, wantEval: true,
-			want: decision.Result{Effective: effective.Vector{GPU: 1, MemMiB: 1024}, Denials: []string{
+			want: decision.Result{Effective: nv(1, 1024, 0), Denials: []string{
 				`namespace "team-b": nvidia.com/gpu: pod needs 1, 0 used + 0 reserved, limit 0 (ResourceQuota "q" limits.nvidia.com/gpu)`}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := ledger.New(ledger.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+			l := newLedger()
 			testns.Known(l, "default", "team-a", "team-b")
 			for _, n := range tt.nodes {
 				l.UpsertNode(n)
@@ -178,7 +193,7 @@ func TestDecide(t *testing.T) {
 			if (ev.calls > 0) != tt.wantEval {
 				t.Errorf("policy evaluations: %d, want evaluation %v", ev.calls, tt.wantEval)
 			}
-			if got.Allowed != tt.want.Allowed || got.Effective != tt.want.Effective ||
+			if got.Allowed != tt.want.Allowed || !got.Effective.Equal(tt.want.Effective) ||
 				!slices.Equal(got.Denials, tt.want.Denials) || !slices.Equal(got.Warnings, tt.want.Warnings) {
 				t.Errorf("got  allowed=%v effective=%v\n  denials=%q\n  warnings=%q\nwant allowed=%v effective=%v\n  denials=%q\n  warnings=%q",
 					got.Allowed, got.Effective, got.Denials, got.Warnings, tt.want.Allowed, tt.want.Effective, tt.want.Denials, tt.want.Warnings)
@@ -194,8 +209,8 @@ func TestDecide(t *testing.T) {
 				t.Errorf("Demand: %v", err)
 			case !tt.wantEval && dem != nil:
 				t.Errorf("Demand of a non-GPU pod = %+v, want nil", dem)
-			case tt.wantEval && (dem == nil || dem.Effective != got.Effective):
-				t.Errorf("Demand = %+v, decision effective %v", dem, got.Effective)
+			case tt.wantEval && (dem == nil || !dem.Effective().Equal(got.Effective)):
+				t.Errorf("Demand = %v, decision effective %v", dem.Effective(), got.Effective)
 			}
 		})
 	}
@@ -203,7 +218,7 @@ func TestDecide(t *testing.T) {
 
 // TestCapacityChangeSeen: the cached view of all nodes follows node changes.
 func TestCapacityChangeSeen(t *testing.T) {
-	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
+	l := newLedger()
 	testns.Known(l, "a")
 	l.UpsertNode(testnode.WithGPUs("n1", nil, 24576))
 	d, err := decision.New(engine(t), l, config.Default(), logr.Discard())
@@ -222,14 +237,14 @@ func TestCapacityChangeSeen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Effective.MemMiB != step.want {
-			t.Errorf("gpumem = %d, want %d", res.Effective.MemMiB, step.want)
+		if got := res.Effective.Of(nvidia).MemMiB; got != step.want {
+			t.Errorf("gpumem = %d, want %d", got, step.want)
 		}
 	}
 }
 
 func TestDecideErrors(t *testing.T) {
-	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
+	l := newLedger()
 	testns.Known(l, "default")
 	tests := []struct {
 		name    string
@@ -278,13 +293,13 @@ func TestFitsWithoutUnconfirmed(t *testing.T) {
 		allowed     bool
 		fitsWithout bool
 	}{
-		{"fits", []ledger.Reservation{{UID: "g", Name: "g", Demand: effective.Vector{GPU: 1, MemMiB: 4096}, Unconfirmed: true}}, 4096, true, false},
-		{"an unconfirmed reservation blocks it", []ledger.Reservation{{UID: "g", Name: "g", Demand: effective.Vector{GPU: 1, MemMiB: 8192}, Unconfirmed: true}}, 4096, false, true},
-		{"a recorded pod's reservation blocks it", []ledger.Reservation{{UID: "r", Name: "r", Demand: effective.Vector{GPU: 1, MemMiB: 8192}}}, 4096, false, false},
-		{"too large even without them", []ledger.Reservation{{UID: "g", Name: "g", Demand: effective.Vector{GPU: 1, MemMiB: 8192}, Unconfirmed: true}}, 12288, false, false},
+		{"fits", []ledger.Reservation{{UID: "g", Name: "g", Demand: nv(1, 4096, 0), Unconfirmed: true}}, 4096, true, false},
+		{"an unconfirmed reservation blocks it", []ledger.Reservation{{UID: "g", Name: "g", Demand: nv(1, 8192, 0), Unconfirmed: true}}, 4096, false, true},
+		{"a recorded pod's reservation blocks it", []ledger.Reservation{{UID: "r", Name: "r", Demand: nv(1, 8192, 0)}}, 4096, false, false},
+		{"too large even without them", []ledger.Reservation{{UID: "g", Name: "g", Demand: nv(1, 8192, 0), Unconfirmed: true}}, 12288, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			l := ledger.New(ledger.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+			l := newLedger()
 			testns.Known(l, "team-a")
 			l.UpsertQuota(quota)
 			d, err := decision.New(e, l, config.Default(), logr.Discard())

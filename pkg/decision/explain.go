@@ -5,7 +5,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
-	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
@@ -38,6 +37,7 @@ type Explained struct {
 // After = Used + Reserved + Pod (MiB for memory); Exceeded when After is
 // above Limit and the pod asks for some of the resource.
 type LimitCheck struct {
+	Family   string `json:"family"`
 	Resource string `json:"resource"`
 	Used     int64  `json:"used"`
 	Reserved int64  `json:"reserved"`
@@ -55,29 +55,33 @@ func (d *Decider) explain(doc *inputDoc, out policy.Output) *Explanation {
 }
 
 // limitChecks compares the namespace's usage with the pod's demand added to
-// each limit of doc.
+// each limit of doc, family by family in the configuration's order.
 func (d *Decider) limitChecks(doc *inputDoc) []LimitCheck {
-	var eff effective.Vector
-	if doc.demand != nil {
-		eff = doc.demand.Effective
-	}
-	names := d.settings.Names
+	eff := doc.demand.Effective()
 	checks := []LimitCheck{}
-	for _, l := range []struct {
-		name                string
-		limit               *ledger.Limit
-		used, reserved, pod int64
-	}{
-		{string(names.Count), doc.ns.Limits.GPU, doc.ns.Used.GPU, doc.ns.Reserved.GPU, eff.GPU},
-		{string(names.Memory), doc.ns.Limits.MemMiB, doc.ns.Used.MemMiB, doc.ns.Reserved.MemMiB, eff.MemMiB},
-		{string(names.Cores), doc.ns.Limits.Cores, doc.ns.Used.Cores, doc.ns.Reserved.Cores, eff.Cores},
-	} {
-		if l.limit == nil {
+	for i := range d.families {
+		f := &d.families[i]
+		lim, ok := doc.ns.Limits[f.Name]
+		if !ok {
 			continue
 		}
-		after := satAdd(satAdd(l.used, l.reserved), l.pod)
-		checks = append(checks, LimitCheck{Resource: l.name, Used: l.used, Reserved: l.reserved, Pod: l.pod, After: after,
-			Limit: l.limit.Value, Quota: l.limit.Quota, Key: l.limit.Key, Exceeded: l.pod > 0 && after > l.limit.Value})
+		used, reserved, pod := doc.ns.Used.Of(f.Name), doc.ns.Reserved.Of(f.Name), eff.Of(f.Name)
+		for _, l := range []struct {
+			name                string
+			limit               *ledger.Limit
+			used, reserved, pod int64
+		}{
+			{string(f.Names.Count), lim.GPU, used.GPU, reserved.GPU, pod.GPU},
+			{string(f.Names.Memory), lim.MemMiB, used.MemMiB, reserved.MemMiB, pod.MemMiB},
+			{string(f.Names.Cores), lim.Cores, used.Cores, reserved.Cores, pod.Cores},
+		} {
+			if l.limit == nil {
+				continue
+			}
+			after := satAdd(satAdd(l.used, l.reserved), l.pod)
+			checks = append(checks, LimitCheck{Family: f.Name, Resource: l.name, Used: l.used, Reserved: l.reserved, Pod: l.pod, After: after,
+				Limit: l.limit.Value, Quota: l.limit.Quota, Key: l.limit.Key, Exceeded: l.pod > 0 && after > l.limit.Value})
+		}
 	}
 	return checks
 }

@@ -2,8 +2,10 @@ package decision
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
+	"slices"
 
 	"k8s.io/utils/ptr"
 
@@ -32,11 +34,15 @@ const (
 type inputDoc struct {
 	req       Request
 	namespace string
-	demand    *effective.Demand
-	invalid   []*effective.FieldError
-	ns        ledger.NamespaceSnapshot
-	capacity  ast.Value
-	settings  ast.Value
+	// primary is the first family's name (nvidia): its demand and usage are
+	// also at the input's first-level positions, where policies written
+	// before families read them.
+	primary  string
+	demand   effective.Demands
+	invalid  []*effective.FieldError
+	ns       ledger.NamespaceSnapshot
+	capacity ast.Value
+	settings ast.Value
 }
 
 func str(s string) *ast.Term { return ast.InternedTerm(s) }
@@ -61,11 +67,6 @@ func vector(v effective.Vector) *ast.Term {
 // value builds the document as an ast.Value directly (numbers are int64;
 // no JSON or reflection round trip).
 func (d *inputDoc) value() ast.Value {
-	var eff effective.Vector
-	if d.demand != nil {
-		eff = d.demand.Effective
-	}
-	after := sum(d.ns.Used, d.ns.Reserved, eff)
 	return ast.NewObject(
 		item("apiVersion", str(InputAPIVersion)),
 		item("kind", str(InputKind)),
@@ -76,22 +77,78 @@ func (d *inputDoc) value() ast.Value {
 		item("userInfo", d.userTerm()),
 		item("pod", d.podTerm()),
 		item("demand", d.demandTerm()),
-		item("namespaceUsage", ast.ObjectTerm(item("used", vector(d.ns.Used)), item("reserved", vector(d.ns.Reserved)),
-			item("after", vector(after)), item("limits", d.limitsTerm(after)), item("nativeRequestQuotas", d.nativeTerm()))),
+		item("namespaceUsage", d.usageTerm()),
 		item("capacity", ast.NewTerm(d.capacity)),
 		item("settings", ast.NewTerm(d.settings)),
 	)
 }
 
-// demandTerm is input.demand: the effective demand, the managed
-// containers, the unresolved ones and the errors of an invalid request.
+// after is the namespace's usage after the pod: used + reserved + demand.
+func (d *inputDoc) after() effective.Usage {
+	return sumUsage(d.ns.Used, d.ns.Reserved, d.demand.Effective())
+}
+
+// usageTerm is input.namespaceUsage: the first family's usage, after and
+// limits at the first level, every family's under families, and the native
+// requests quotas.
+func (d *inputDoc) usageTerm() *ast.Term {
+	after := d.after()
+	fams := ast.NewObject()
+	for _, f := range d.inView() {
+		fams.Insert(str(f), ast.ObjectTerm(item("used", vector(d.ns.Used.Of(f))), item("reserved", vector(d.ns.Reserved.Of(f))),
+			item("after", vector(after.Of(f))), item("limits", limitsTerm(d.ns.Limits[f], after.Of(f)))))
+	}
+	p := d.primary
+	return ast.ObjectTerm(item("used", vector(d.ns.Used.Of(p))), item("reserved", vector(d.ns.Reserved.Of(p))),
+		item("after", vector(after.Of(p))), item("limits", limitsTerm(d.ns.Limits[p], after.Of(p))),
+		item("nativeRequestQuotas", d.nativeTerm()), item("families", ast.NewTerm(fams)))
+}
+
+// inView are the families the pod asks for or the namespace uses, reserves
+// or limits, sorted.
+func (d *inputDoc) inView() []string {
+	set := map[string]bool{}
+	for _, dm := range d.demand {
+		set[dm.Family] = true
+	}
+	for _, u := range []effective.Usage{d.ns.Used, d.ns.Reserved} {
+		for f := range u {
+			set[f] = true
+		}
+	}
+	for f := range d.ns.Limits {
+		set[f] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// demandTerm is input.demand: the first family's effective demand, its
+// containers and unresolved ones at the first level, every family's under
+// families, and the errors of an invalid request (any family).
 func (d *inputDoc) demandTerm() *ast.Term {
+	fams := ast.NewObject()
+	for _, dm := range d.demand {
+		fams.Insert(str(dm.Family), ast.ObjectTerm(familyDemand(dm)...))
+	}
+	errs := make([]*ast.Term, len(d.invalid))
+	for i, e := range d.invalid {
+		errs[i] = ast.ObjectTerm(item("container", str(e.Container)), item("resource", str(e.Resource)),
+			item("value", str(e.Value)), item("reason", str(e.Reason)))
+	}
+	items := append(familyDemand(d.demand.Of(d.primary)), item("errors", ast.ArrayTerm(errs...)), item("families", ast.NewTerm(fams)))
+	return ast.ObjectTerm(items...)
+}
+
+// familyDemand is one family's demand in the input: effective, the
+// containers naming the family, the unresolved ones, the largest
+// per-device demand (zeros and empty lists for nil).
+func familyDemand(dm *effective.Demand) [][2]*ast.Term {
 	var eff, maxPerDevice effective.Vector
 	var cs, unresolved []*ast.Term
-	if d.demand != nil {
-		eff = d.demand.Effective
-		cs = make([]*ast.Term, 0, len(d.demand.Containers))
-		for _, c := range d.demand.Containers {
+	if dm != nil {
+		eff = dm.Effective
+		cs = make([]*ast.Term, 0, len(dm.Containers))
+		for _, c := range dm.Containers {
 			if !c.Managed {
 				continue
 			}
@@ -102,30 +159,24 @@ func (d *inputDoc) demandTerm() *ast.Term {
 				item("gpucoresPerDevice", num(c.CoresPerDevice)), item("unresolved", ast.InternedTerm(c.Unresolved)),
 				item("total", vector(c.Total))))
 		}
-		unresolved = make([]*ast.Term, len(d.demand.Unresolved))
-		for i, n := range d.demand.Unresolved {
+		unresolved = make([]*ast.Term, len(dm.Unresolved))
+		for i, n := range dm.Unresolved {
 			unresolved[i] = str(n)
 		}
 	}
-	errs := make([]*ast.Term, len(d.invalid))
-	for i, e := range d.invalid {
-		errs[i] = ast.ObjectTerm(item("container", str(e.Container)), item("resource", str(e.Resource)),
-			item("value", str(e.Value)), item("reason", str(e.Reason)))
-	}
-	return ast.ObjectTerm(item("effective", vector(eff)), item("containers", ast.ArrayTerm(cs...)),
-		item("unresolved", ast.ArrayTerm(unresolved...)), item("errors", ast.ArrayTerm(errs...)),
-		item("maxPerDevice", vector(maxPerDevice)))
+	return [][2]*ast.Term{item("effective", vector(eff)), item("containers", ast.ArrayTerm(cs...)),
+		item("unresolved", ast.ArrayTerm(unresolved...)), item("maxPerDevice", vector(maxPerDevice))}
 }
 
-// limitsTerm is input.namespaceUsage.limits: each limited dimension with
-// the share of it the namespace uses after the pod.
-func (d *inputDoc) limitsTerm(after effective.Vector) *ast.Term {
+// limitsTerm is one family's limits in input.namespaceUsage: each limited
+// dimension with the share of it the namespace uses after the pod.
+func limitsTerm(l ledger.Limits, after effective.Vector) *ast.Term {
 	limits := ast.NewObject()
 	for _, l := range []struct {
 		dim   string
 		limit *ledger.Limit
 		after int64
-	}{{"gpu", d.ns.Limits.GPU, after.GPU}, {"gpumem", d.ns.Limits.MemMiB, after.MemMiB}, {"gpucores", d.ns.Limits.Cores, after.Cores}} {
+	}{{"gpu", l.GPU, after.GPU}, {"gpumem", l.MemMiB, after.MemMiB}, {"gpucores", l.Cores, after.Cores}} {
 		if l.limit != nil {
 			limits.Insert(str(l.dim), ast.ObjectTerm(item("value", num(l.limit.Value)), item("quota", str(l.limit.Quota)),
 				item("key", str(l.limit.Key)), item("invalid", ast.InternedTerm(l.limit.Invalid)),
@@ -162,6 +213,26 @@ func (d *inputDoc) podTerm() *ast.Term {
 		item("labels", labelMap(pod.Labels)), item("annotations", labelMap(pod.Annotations)), item("nodeSelector", labelMap(pod.Spec.NodeSelector)),
 		item("priorityClassName", str(pod.Spec.PriorityClassName)), item("runtimeClassName", str(ptr.Deref(pod.Spec.RuntimeClassName, ""))),
 		item("schedulerName", str(pod.Spec.SchedulerName)))
+}
+
+// sumUsage adds usages per family, saturating instead of overflowing.
+func sumUsage(us ...effective.Usage) effective.Usage {
+	out := effective.Usage{}
+	for _, u := range us {
+		for f, v := range u {
+			out[f] = sum(out[f], v)
+		}
+	}
+	return out
+}
+
+// nonNegative is u with every negative dimension raised to zero.
+func nonNegative(u effective.Usage) effective.Usage {
+	zero := make(effective.Usage, len(u))
+	for f := range u {
+		zero[f] = effective.Vector{}
+	}
+	return u.Max(zero)
 }
 
 // sum adds vectors, saturating at math.MaxInt64 instead of overflowing.
@@ -226,25 +297,37 @@ func capacityValue(v *nodeView) (ast.Value, error) {
 	return val, nil
 }
 
-// settingsValue converts the settings the policies read.
-func settingsValue(c *config.Configuration) (ast.Value, error) {
-	s := config.Settings(c)
+// settingsValue converts the settings the policies read: c's admission
+// section and the families' resource names (fams[0], nvidia, also at the
+// first level).
+func settingsValue(c *config.Configuration, fams []effective.Family) (ast.Value, error) {
 	unsat := UnsatisfiableDeny
 	if *c.Admission.Unsatisfiable == configv1alpha1.UnsatisfiableWarn {
 		unsat = UnsatisfiableWarn
 	}
-	doc := map[string]any{
-		"resourceNames": map[string]any{
-			"gpu": string(s.Names.Count), "gpumem": string(s.Names.Memory),
-			"gpumem-percentage": string(s.Names.MemoryPercentage), "gpucores": string(s.Names.Cores),
-		},
-		"memoryFactor":     s.Factor(),
-		"nearLimitPercent": *c.Admission.NearLimitPercent,
-		"unsatisfiable":    unsat,
+	byName := make(map[string]any, len(fams))
+	for i := range fams {
+		byName[fams[i].Name] = familySettings(&fams[i])
 	}
+	doc := familySettings(&fams[0])
+	doc["families"] = byName
+	doc["nearLimitPercent"] = *c.Admission.NearLimitPercent
+	doc["unsatisfiable"] = unsat
 	val, err := ast.InterfaceToValue(doc)
 	if err != nil {
 		return nil, fmt.Errorf("building the policy input's settings: %w", err)
 	}
 	return val, nil
+}
+
+// familySettings are what the policies read of one family: its resource
+// names by dimension and its memory factor.
+func familySettings(f *effective.Family) map[string]any {
+	return map[string]any{
+		"resourceNames": map[string]any{
+			"gpu": string(f.Names.Count), "gpumem": string(f.Names.Memory),
+			"gpumem-percentage": string(f.Names.MemoryPercentage), "gpucores": string(f.Names.Cores),
+		},
+		"memoryFactor": f.Factor(),
+	}
 }

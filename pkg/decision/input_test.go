@@ -20,8 +20,6 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
-	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -49,7 +47,7 @@ func jsonOf(t *testing.T, v ast.Value) map[string]any {
 // read (docs/policy-input.md) come from the pod, the namespace watch and
 // the AdmissionReview's userInfo; empty ones are present and empty.
 func TestInputCarriesThePodTheNamespaceAndTheUser(t *testing.T) {
-	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
+	l := newLedger()
 	l.UpsertNamespace(testns.New("team-a", map[string]string{"gpu-tier": "bronze"}))
 	testns.Known(l, "team-b")
 	ev := &capturingEvaluator{Evaluator: engine(t)}
@@ -119,7 +117,7 @@ func TestInputMatchesItsSchema(t *testing.T) {
 	ev := &capturingEvaluator{Evaluator: engine(t)}
 	r := rand.New(rand.NewPCG(3, 5))
 	for cluster := range 30 {
-		l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
+		l := newLedger()
 		l.UpsertNamespace(testns.New("ns", map[string]string{"tier": fmt.Sprint(cluster % 3)}))
 		nodes := r.IntN(3)
 		for i := range nodes {
@@ -158,7 +156,7 @@ func TestInputMatchesItsSchema(t *testing.T) {
 func TestNamespaceNotYetSeen(t *testing.T) {
 	pod := testpod.New("p").NS("team-a").App("c", testpod.GPU(1), testpod.Mem(1024)).Build()
 	t.Run("seen a moment later", func(t *testing.T) {
-		l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
+		l := newLedger()
 		d, err := decision.New(engine(t), l, config.Default(), logr.Discard())
 		if err != nil {
 			t.Fatal(err)
@@ -172,7 +170,7 @@ func TestNamespaceNotYetSeen(t *testing.T) {
 		}
 	})
 	t.Run("never seen", func(t *testing.T) {
-		l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
+		l := newLedger()
 		d, err := decision.New(engine(t), l, config.Default(), logr.Discard())
 		if err != nil {
 			t.Fatal(err)

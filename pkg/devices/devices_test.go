@@ -92,10 +92,17 @@ func TestDecodeHAMiNodeRegister(t *testing.T) {
 			in:   `[{"id":"GPU-0055","index":3,"count":10,"devmem":32768,"devcore":100,"type":"NVIDIA-Tesla V100-PCIE-32GB","numa":0,"mode":"hami-core","health":true}]`,
 			want: []devices.Device{v100("GPU-0055", 3)}},
 		{name: "legacy: too few fields", in: "GPU-a,10,32768:", wantErr: "device [0] \"GPU-a,10,32768\": want 7 comma-separated fields"},
-		{name: "legacy: bad memory", in: "GPU-a,10,big,100,T,0,true:", wantErr: `device [0]: field devmem "big" is not an integer`},
+		{name: "legacy: bad memory", in: "GPU-a,10,big,100,T,0,true:", wantErr: `device [0] "GPU-a,10,big,100,T,0,true": field devmem "big" is not an integer`},
 		{name: "legacy: bad health", in: "GPU-a,10,1,100,T,0,maybe:", wantErr: `field health "maybe" is not a boolean`},
-		{name: "JSON: negative memory", in: `[{"id":"GPU-a","devmem":-5,"devcore":100}]`, wantErr: `field "memoryMiB" must be positive`},
-		{name: "JSON: no memory", in: `[{"id":"GPU-a","devmem":0,"devcore":100}]`, wantErr: `field "memoryMiB" must be positive`},
+		{name: "JSON: negative memory", in: `[{"id":"GPU-a","count":1,"devmem":-5,"devcore":100}]`, wantErr: `field devmem (MiB) must be within 1..2147483647, got -5`},
+		{name: "JSON: no memory", in: `[{"id":"GPU-a","count":1,"devmem":0,"devcore":100}]`, wantErr: `field devmem (MiB) must be within 1..2147483647, got 0`},
+		// A GPU in MIG mode (HAMi's nvidia TestGetNodeDevices_MigProfilesFromNode registers one so).
+		{name: "JSON: MIG mode",
+			in: `[{"id":"GPU-0","count":7,"devmem":40960,"devcore":100,"type":"NVIDIA-A100-SXM4-40GB","numa":0,"health":true,"mode":"mig",` +
+				`"migProfiles":[{"name":"1g.5gb","memoryMB":5120,"core":14,"sliceCount":1,"instanceCount":7,"placements":[{"start":6,"size":1}]}]}]`,
+			want: []devices.Device{{UUID: "GPU-0", Model: "NVIDIA-A100-SXM4-40GB", MemoryMiB: 40960, Cores: 100, MIGEnabled: true, Healthy: true}}},
+		// HAMi's deviceCoreScaling registers more than 100 cores: not a gpuadmit Device.
+		{name: "JSON: scaled cores", in: `[{"id":"GPU-a","count":1,"devmem":1,"devcore":200}]`, wantErr: `field "cores" must be within 0..100, got 200`},
 		{name: "JSON: broken", in: `[{"id":`, wantErr: "not a JSON array of devices"},
 		{name: "duplicate id", in: "GPU-a,10,1,100,T,0,true:GPU-a,10,1,100,T,0,true", wantErr: `id "GPU-a" already used`},
 		{name: "empty", in: " ", wantErr: "empty value"},

@@ -14,8 +14,8 @@ import (
 type ContainerDevice struct {
 	UUID      string
 	Type      string
-	UsedMem   int64 // MiB
-	UsedCores int64 // percent of the device
+	UsedMem   int64 // in the backend's MemoryUnit: MiB for most
+	UsedCores int64 // in the backend's CoreUnit: percent of the device for most
 }
 
 // DecodePodAllocation parses hami.io/vgpu-devices-allocated: one segment per
@@ -24,6 +24,14 @@ type ContainerDevice struct {
 // empty segment is a container without devices. The ';' that ends the last
 // segment is optional.
 func DecodePodAllocation(value string) ([][]ContainerDevice, error) {
+	return DecodeAllocation(PodAllocatedAnnotation, value)
+}
+
+// DecodeAllocation parses the Pod annotation key of any HAMi backend that
+// writes HAMi's per-container format (every BackendAnnotations.PodAllocated
+// key; DecodePodAllocation describes the format). key names the annotation
+// in the errors.
+func DecodeAllocation(key, value string) ([][]ContainerDevice, error) {
 	if strings.TrimSpace(value) == "" {
 		return nil, nil
 	}
@@ -43,7 +51,7 @@ func DecodePodAllocation(value string) ([][]ContainerDevice, error) {
 		for di, item := range items {
 			d, err := decodeContainerDevice(item)
 			if err != nil {
-				return nil, fmt.Errorf("%s: container segment %d, device %d %q: %w", PodAllocatedAnnotation, ci, di, item, err)
+				return nil, fmt.Errorf("%s: container segment %d, device %d %q: %w", key, ci, di, item, err)
 			}
 			out[ci] = append(out[ci], d)
 		}
@@ -70,6 +78,19 @@ func decodeContainerDevice(item string) (ContainerDevice, error) {
 	return d, nil
 }
 
+// validate checks that d can be written in HAMi's per-container format.
+func (d ContainerDevice) validate() error {
+	switch {
+	case strings.TrimSpace(d.UUID) == "" || strings.ContainsAny(d.UUID, ",:;"):
+		return fmt.Errorf("UUID %q is empty or contains one of ,:;", d.UUID)
+	case strings.ContainsAny(d.Type, ",:;"):
+		return fmt.Errorf("type %q contains one of ,:;", d.Type)
+	case d.UsedMem < 0 || d.UsedCores < 0:
+		return fmt.Errorf("negative usage (memory %d, cores %d)", d.UsedMem, d.UsedCores)
+	}
+	return nil
+}
+
 func nonNegative(field, s string) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	if err != nil || n < 0 {
@@ -84,11 +105,8 @@ func EncodePodAllocation(ctrs [][]ContainerDevice) (string, error) {
 	var b strings.Builder
 	for ci, devs := range ctrs {
 		for di, d := range devs {
-			if d.UUID == "" || strings.ContainsAny(d.UUID, ",:;") || strings.ContainsAny(d.Type, ",:;") {
-				return "", fmt.Errorf("%s: container %d, device %d: UUID %q or type %q is empty or contains one of ,:;", PodAllocatedAnnotation, ci, di, d.UUID, d.Type)
-			}
-			if d.UsedMem < 0 || d.UsedCores < 0 {
-				return "", fmt.Errorf("%s: container %d, device %d: negative usage", PodAllocatedAnnotation, ci, di)
+			if err := d.validate(); err != nil {
+				return "", fmt.Errorf("%s: container %d, device %d: %w", PodAllocatedAnnotation, ci, di, err)
 			}
 			fmt.Fprintf(&b, "%s,%s,%d,%d:", d.UUID, d.Type, d.UsedMem, d.UsedCores)
 		}
@@ -97,24 +115,48 @@ func EncodePodAllocation(ctrs [][]ContainerDevice) (string, error) {
 	return b.String(), nil
 }
 
+// GpushareIndexAnnotation is the pod annotation Aliyun's gpushare
+// scheduler extender writes: the index, on the pod's node, of the one GPU
+// the pod's aliyun.com/gpu-mem shares.
+const GpushareIndexAnnotation = "ALIYUN_COM_GPU_MEM_IDX"
+
+// GpushareDevice is the device id gpuadmit charges a gpushare pod's
+// memory to: GPU index idx of its node.
+func GpushareDevice(idx int) string { return "aliyun-gpu-" + strconv.Itoa(idx) }
+
 // PodAssignment reads the pod's hami.io/vgpu-devices-allocated annotation and
 // maps its segments to container names (init containers first, then app
 // containers, in spec order). A pod without the annotation has no assignment
 // (nil, nil). A segment count that does not match the pod's containers is an
 // error: positions would be ambiguous, and roles are never guessed.
 func PodAssignment(pod *corev1.Pod) (effective.Assignment, error) {
-	value, ok := pod.Annotations[PodAllocatedAnnotation]
+	return PodAssignmentOf(pod, PodAllocatedAnnotation)
+}
+
+// PodAssignment is PodAssignmentOf the first of b.PodAllocated, the
+// annotation HAMi books b's usage from; a backend without one assigns nothing.
+func (b BackendAnnotations) PodAssignment(pod *corev1.Pod) (effective.Assignment, error) {
+	if len(b.PodAllocated) == 0 {
+		return nil, nil
+	}
+	return PodAssignmentOf(pod, b.PodAllocated[0])
+}
+
+// PodAssignmentOf is PodAssignment of the pod's annotation key, in HAMi's
+// per-container format (DecodeAllocation).
+func PodAssignmentOf(pod *corev1.Pod, key string) (effective.Assignment, error) {
+	value, ok := pod.Annotations[key]
 	if !ok || strings.TrimSpace(value) == "" {
 		return nil, nil
 	}
-	ctrs, err := DecodePodAllocation(value)
+	ctrs, err := DecodeAllocation(key, value)
 	if err != nil {
 		return nil, err
 	}
 	n := len(pod.Spec.InitContainers) + len(pod.Spec.Containers)
 	if len(ctrs) != n {
 		return nil, fmt.Errorf("%s: %d container segments, but the pod has %d containers (%d init + %d app)",
-			PodAllocatedAnnotation, len(ctrs), n, len(pod.Spec.InitContainers), len(pod.Spec.Containers))
+			key, len(ctrs), n, len(pod.Spec.InitContainers), len(pod.Spec.Containers))
 	}
 	out := make(effective.Assignment, n)
 	for i, devs := range ctrs {

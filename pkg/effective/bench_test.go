@@ -34,7 +34,7 @@ func BenchmarkTarget5Containers(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := effective.TargetOf(pod, d, assign); err != nil {
+		if _, err := effective.TargetOf(pod, effective.Demands{d}, assign); err != nil {
 			b.Fatal(err)
 		}
 	}

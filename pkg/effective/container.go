@@ -2,6 +2,8 @@ package effective
 
 import (
 	"fmt"
+	"strings"
+	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -31,12 +33,17 @@ type Container struct {
 	// MemPercent is the per-device memory as a share of the device (1..100) when
 	// the memory was given as a percentage or defaults to the whole device; 0 otherwise.
 	MemPercent int64
-	// CoresPerDevice is the per-device core percentage.
+	// CoresPerDevice is the per-device cores: a percentage, or the family's
+	// core unit (Family.CoreUnits).
 	CoresPerDevice int64
-	// Unresolved is true when the memory is a percentage of an unknown device.
+	// Unresolved is true when the memory is a percentage of an unknown
+	// device (or, under RuleProfiles, a profile not yet assigned).
 	Unresolved bool
 	// Total is count x per-device for every dimension, in MiB for memory.
 	Total Vector
+	// profile: the memory is the profile the scheduler picks (RuleProfiles),
+	// resolved only against the assigned device.
+	profile bool
 }
 
 // parseContainer reads one container's managed resources, limits first, then
@@ -44,17 +51,23 @@ type Container struct {
 //
 // The HAMi rules (pkg/device/nvidia in HAMi): a zero gpumem or gpumem
 // percentage is "unset", so the container gets defaultMemory or the whole
-// device, never 0 MiB; and, with Settings.ExclusiveCores, a container whose
+// device, never 0 MiB; and, with Family.ExclusiveCores, a container whose
 // memory is the whole device by omission (no gpumem, no percentage) or by a
 // percentage of 100, and that sets no gpucores, gets 100 cores per device
-// (HAMi's mutating webhook makes such cards exclusive).
-func parseContainer(c *corev1.Container, role Role, s Settings, opt Options) (Container, []*FieldError) {
+// (HAMi's mutating webhook makes such cards exclusive). The other backends
+// of this rule differ by data: Family.ByteMemory, Family.MinCores,
+// Family.MultiCores, Family.CoreUnits. Families of another Rule are read
+// by parseRule.
+func parseContainer(c *corev1.Container, role Role, s Family, opt Options) (Container, []*FieldError) {
+	if s.Rule != RuleShare {
+		return parseRule(c, role, s, opt)
+	}
 	out := Container{Name: c.Name, Role: role}
 	r := resourceReader{c: c}
 	count, hasCount := r.read(s.Names.Count, 0)
-	mem, hasMem := r.read(s.Names.Memory, 0)
+	mem, memMiB, hasMem := r.readMemory(s)
 	pct, hasPct := r.read(s.Names.MemoryPercentage, 100)
-	cores, hasCores := r.read(s.Names.Cores, 100)
+	cores, hasCores := r.readCores(s)
 	out.Managed = r.managed
 	if !out.Managed || len(r.errs) > 0 {
 		return out, r.errs
@@ -66,8 +79,11 @@ func parseContainer(c *corev1.Container, role Role, s Settings, opt Options) (Co
 		wholeDevice := (hasPct && pct == 100) || (!hasPct && !hasMem)
 		cores = defaultCores(s, count, wholeDevice)
 	}
+	if s.MultiCores && count > 1 {
+		cores = s.coreUnits()
+	}
 	out.Count, out.CoresPerDevice = count, cores
-	if fe := out.setMemory(mem, pct, s); fe != nil {
+	if fe := out.setMemory(mem, memMiB, pct, s); fe != nil {
 		return out, []*FieldError{fe}
 	}
 	return out, out.setTotal(s, opt)
@@ -98,6 +114,36 @@ func (r *resourceReader) read(name corev1.ResourceName, limit int64) (int64, boo
 	return v, true
 }
 
+// readCores reads the cores (at most a device's Family.CoreUnits), which
+// must be at least Family.MinCores when set.
+func (r *resourceReader) readCores(s Family) (int64, bool) {
+	v, ok := r.read(s.Names.Cores, s.coreLimit())
+	if ok && v < s.MinCores {
+		r.errs = append(r.errs, r.fail(s.Names.Cores, fmt.Sprintf("must be within %d..%d", s.MinCores, s.coreUnits())))
+		return 0, false
+	}
+	return v, ok
+}
+
+// readMemory reads the memory in the family's units, or, with
+// Family.ByteMemory and a quantity written with a unit suffix ("2048Mi",
+// "4Gi"), as bytes floored to MiB (mib true); a byte count under 1 MiB is an
+// error, where HAMi would book it as 0, the whole device.
+func (r *resourceReader) readMemory(s Family) (v int64, mib, ok bool) {
+	v, ok = r.read(s.Names.Memory, 0)
+	if !ok || !s.ByteMemory {
+		return v, false, ok
+	}
+	if q, _, _ := lookupResource(r.c, s.Names.Memory); !strings.ContainsFunc(q.String(), unicode.IsLetter) {
+		return v, false, true
+	}
+	if v > 0 && v < 1<<20 {
+		r.errs = append(r.errs, r.fail(s.Names.Memory, fmt.Sprintf("is %d bytes (a quantity with a unit is bytes), less than 1 MiB", v)))
+		return 0, false, false
+	}
+	return v >> 20, true, true
+}
+
 // lookupResource returns the quantity of name in c's limits, else in its
 // requests, and which of the two ("limits", "requests") holds it.
 func lookupResource(c *corev1.Container, name corev1.ResourceName) (resource.Quantity, string, bool) {
@@ -119,9 +165,9 @@ func boundedInt(q resource.Quantity, limit int64) (int64, error) {
 }
 
 // defaultCores is the per-device cores of a container that sets no gpucores:
-// Settings.DefaultCores, or 100 with Settings.ExclusiveCores when the
+// Family.DefaultCores, or 100 with Family.ExclusiveCores when the
 // container asks for devices and its memory is the whole device.
-func defaultCores(s Settings, count int64, wholeDevice bool) int64 {
+func defaultCores(s Family, count int64, wholeDevice bool) int64 {
 	if s.ExclusiveCores && count > 0 && wholeDevice {
 		return 100
 	}
@@ -129,11 +175,14 @@ func defaultCores(s Settings, count int64, wholeDevice bool) int64 {
 }
 
 // setMemory sets the per-device memory from the gpumem (mem, times the
-// memory factor) or the percentage (pct) the container gave, else from the
-// defaults (defaultMemory, else the whole device). It returns an error when
-// mem times the memory factor overflows.
-func (c *Container) setMemory(mem, pct int64, s Settings) *FieldError {
+// memory factor unless memMiB says it is MiB already) or the percentage
+// (pct) the container gave, else from the defaults (defaultMemory, else the
+// whole device). It returns an error when mem times the memory factor
+// overflows.
+func (c *Container) setMemory(mem int64, memMiB bool, pct int64, s Family) *FieldError {
 	switch {
+	case mem > 0 && memMiB:
+		c.MemPerDeviceMiB = mem
 	case mem > 0:
 		perDev, ok := mulInt64(mem, s.Factor())
 		if !ok {
@@ -153,7 +202,7 @@ func (c *Container) setMemory(mem, pct int64, s Settings) *FieldError {
 
 // setTotal resolves the memory (opt) and sets Total, count times per-device
 // in every dimension; it returns an error for each dimension that overflows.
-func (c *Container) setTotal(s Settings, opt Options) []*FieldError {
+func (c *Container) setTotal(s Family, opt Options) []*FieldError {
 	var errs []*FieldError
 	memTotal, okMem := c.resolve(opt)
 	coreTotal, okCores := mulInt64(c.Count, c.CoresPerDevice)
@@ -188,6 +237,9 @@ func (c *Container) resolve(opt Options) (int64, bool) {
 		}
 		return total, ok
 	}
+	// A profile not assigned yet (RuleProfiles) resolves like a whole
+	// device: against the largest profile of the nodes it may run on, the
+	// worst case the scheduler can pick.
 	if opt.DeviceMemoryMiB > 0 {
 		c.MemPerDeviceMiB = opt.DeviceMemoryMiB/100*c.MemPercent + opt.DeviceMemoryMiB%100*c.MemPercent/100
 		return mulInt64(c.Count, c.MemPerDeviceMiB)

@@ -36,6 +36,8 @@ func (v Vector) Max(o Vector) Vector {
 
 // Demand is a pod's parsed GPU request and its effective demand.
 type Demand struct {
+	// Family is the name of the family the demand is of.
+	Family string
 	// Containers lists init containers (spec order) then app containers (spec order).
 	Containers []Container
 	// Effective is max(steady, initPeak) per dimension (KEP-753), MiB for memory.
@@ -66,15 +68,21 @@ type Options struct {
 	// assigned to the container. A percentage is resolved against these
 	// devices (HAMi books a share of the card it chose) when the container
 	// has exactly as many as it asks for; else against DeviceMemoryMiB.
+	// Under RuleProfiles (Enflame DRS) it is the memory HAMi booked on the
+	// device (its profile's): nothing else resolves such a container.
 	AssignedMemoryMiB map[string][]int64
+	// annotations are the pod's annotations (Compute sets them): Ascend's
+	// split mode is a pod annotation (Family.SoftSplit).
+	annotations map[string]string
 }
 
 // Compute parses every container of pod and computes its effective demand.
 // Invalid requests yield an *InvalidError listing every offending container,
 // resource and value; no invalid quantity is ever read as zero.
-func Compute(pod *corev1.Pod, s Settings, opt Options) (*Demand, error) {
+func Compute(pod *corev1.Pod, s Family, opt Options) (*Demand, error) {
 	spec := &pod.Spec
-	d := &Demand{Containers: make([]Container, 0, len(spec.InitContainers)+len(spec.Containers)), inits: len(spec.InitContainers)}
+	opt.annotations = pod.Annotations
+	d := &Demand{Family: s.Name, Containers: make([]Container, 0, len(spec.InitContainers)+len(spec.Containers)), inits: len(spec.InitContainers)}
 	var errs []*FieldError
 	names := make(map[string]bool, cap(d.Containers))
 	add := func(c *corev1.Container, role Role) {

@@ -17,7 +17,7 @@ var (
 	mem    = testpod.Mem
 	pct    = testpod.MemPct
 	cores  = testpod.Cores
-	defset = effective.DefaultSettings()
+	defset = effective.Nvidia()
 )
 
 func vec(g, m, c int64) effective.Vector { return effective.Vector{GPU: g, MemMiB: m, Cores: c} }
@@ -36,7 +36,7 @@ func TestCompute(t *testing.T) {
 	tests := []struct {
 		name  string
 		pod   *testpod.Builder
-		set   effective.Settings
+		set   effective.Family
 		opt   effective.Options
 		want  effective.Vector
 		roles []effective.Role
@@ -165,7 +165,7 @@ func TestComputeInvalid(t *testing.T) {
 	tests := []struct {
 		name string
 		pod  *testpod.Builder
-		set  effective.Settings
+		set  effective.Family
 		want []string // substrings of the message, one per expected field error
 	}{
 		{name: "non-integer memory", pod: testpod.New("p").App("app", gpu(1), testpod.Res(testpod.MemName, "1500m")),
@@ -218,19 +218,19 @@ func TestComputeInvalid(t *testing.T) {
 	}
 }
 
-func TestSettingsValidate(t *testing.T) {
-	mod := func(f func(*effective.Settings)) effective.Settings { s := defset; f(&s); return s }
+func TestFamilyValidate(t *testing.T) {
+	mod := func(f func(*effective.Family)) effective.Family { s := defset; f(&s); return s }
 	tests := []struct {
-		set  effective.Settings
+		set  effective.Family
 		want string
 	}{
 		{defset, ""},
-		{mod(func(s *effective.Settings) { s.Names.Memory = "" }), "nvidia.resourceMemoryName: must not be empty"},
-		{mod(func(s *effective.Settings) { s.Names.Cores = s.Names.Count }), "nvidia.resourceCoreName: \"nvidia.com/gpu\" is already used by nvidia.resourceCountName"},
-		{mod(func(s *effective.Settings) { s.DefaultMemory = -1 }), "nvidia.defaultMemory"},
-		{mod(func(s *effective.Settings) { s.DefaultCores = 101 }), "nvidia.defaultCores"},
-		{mod(func(s *effective.Settings) { s.DefaultGPUNum = -1 }), "nvidia.defaultGPUNum"},
-		{mod(func(s *effective.Settings) { s.MemoryFactor = -2 }), "nvidia.memoryFactor"},
+		{mod(func(s *effective.Family) { s.Names.Memory = "" }), "nvidia.resourceMemoryName: must not be empty"},
+		{mod(func(s *effective.Family) { s.Names.Cores = s.Names.Count }), "nvidia.resourceCoreName: \"nvidia.com/gpu\" is already used by nvidia.resourceCountName"},
+		{mod(func(s *effective.Family) { s.DefaultMemory = -1 }), "nvidia.defaultMemory"},
+		{mod(func(s *effective.Family) { s.DefaultCores = 101 }), "nvidia.defaultCores"},
+		{mod(func(s *effective.Family) { s.DefaultGPUNum = -1 }), "nvidia.defaultGPUNum"},
+		{mod(func(s *effective.Family) { s.MemoryFactor = -2 }), "nvidia.memoryFactor"},
 	}
 	for _, tt := range tests {
 		err := tt.set.Validate()

@@ -22,7 +22,7 @@ func TestHAMiRules(t *testing.T) {
 		name  string
 		hami  string // the HAMi behaviour matched
 		pod   *testpod.Builder
-		set   *effective.Settings
+		set   *effective.Family
 		want  effective.Vector
 		unres bool
 	}{
@@ -79,11 +79,11 @@ func TestHAMiRules(t *testing.T) {
 			pod:  testpod.New("p").App("a", gpu(1)), set: &noExcl, want: vec(1, card, 0)},
 		{name: "defaultMemory is MiB, memoryFactor not applied",
 			hami: "GenerateResourceRequests multiplies only gpumem by memoryFactor",
-			pod:  testpod.New("p").App("a", gpu(1), cores(10)), set: func() *effective.Settings { s := dm; s.MemoryFactor = 4; return &s }(),
+			pod:  testpod.New("p").App("a", gpu(1), cores(10)), set: func() *effective.Family { s := dm; s.MemoryFactor = 4; return &s }(),
 			want: vec(1, 4096, 10)},
 		{name: "memoryFactor multiplies gpumem",
 			hami: "TestGenerateResourceRequests_MemoryFactor: gpumem 1024 with factor 2 books 2048",
-			pod:  testpod.New("p").App("a", gpu(1), mem(1024)), set: func() *effective.Settings { s := defset; s.MemoryFactor = 2; return &s }(),
+			pod:  testpod.New("p").App("a", gpu(1), mem(1024)), set: func() *effective.Family { s := defset; s.MemoryFactor = 2; return &s }(),
 			want: vec(1, 2048, 0)},
 		{name: "whole card unresolved without a device size",
 			hami: "a whole-card booking is the chosen card's memory, unknown until a card is known",

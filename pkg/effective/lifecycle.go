@@ -133,15 +133,15 @@ func finishedCycleAfter(pod *corev1.Pod, statuses map[string]*corev1.ContainerSt
 // Target is the usage the ledger stores for a pod at its current stage.
 type Target struct {
 	Stage Stage
-	// Namespace is the pod-level demand charged to its namespace.
-	Namespace Vector
+	// Namespace is the pod-level demand charged to its namespace, per family.
+	Namespace Usage
 	// Devices is the per-UUID usage (nil when no devices are assigned).
 	Devices map[string]Vector
 }
 
 // TargetOf computes the lifecycle target of pod from its demand d (computed
-// by Compute for the same pod) and its device assignments (nil if none).
-func TargetOf(pod *corev1.Pod, d *Demand, assign Assignment) (Target, error) {
+// by ComputeAll for the same pod) and its device assignments (nil if none).
+func TargetOf(pod *corev1.Pod, d Demands, assign Assignment) (Target, error) {
 	stage := StageOf(pod)
 	t := Target{Stage: stage}
 	if stage.State == StateZero {

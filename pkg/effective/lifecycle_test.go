@@ -62,7 +62,7 @@ func TestStageAndTarget(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := tt.pod.Build()
-			d, err := effective.Compute(pod, defset, effective.Options{})
+			d, err := effective.ComputeAll(pod, []effective.Family{defset}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,8 +73,8 @@ func TestStageAndTarget(t *testing.T) {
 			if tgt.Stage.State != tt.wantState {
 				t.Errorf("state = %s, want %s", tgt.Stage.State, tt.wantState)
 			}
-			if tgt.Namespace.MemMiB != tt.wantMem {
-				t.Errorf("namespace gpumem = %d, want %d", tgt.Namespace.MemMiB, tt.wantMem)
+			if got := tgt.Namespace.Of("nvidia").MemMiB; got != tt.wantMem || len(tgt.Namespace.Families()) > 1 {
+				t.Errorf("namespace usage = %v, want nvidia gpumem %d", tgt.Namespace, tt.wantMem)
 			}
 			if tgt.Devices != nil {
 				t.Errorf("devices = %v without an assignment", tgt.Devices)
@@ -113,7 +113,7 @@ func TestTargetPerDevice(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := tt.pod.Build()
-			d, err := effective.Compute(pod, defset, effective.Options{})
+			d, err := effective.ComputeAll(pod, []effective.Family{defset}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,8 +121,8 @@ func TestTargetPerDevice(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tgt.Namespace.MemMiB != tt.wantNS {
-				t.Errorf("namespace gpumem = %d, want %d", tgt.Namespace.MemMiB, tt.wantNS)
+			if got := tgt.Namespace.Of("nvidia").MemMiB; got != tt.wantNS || len(tgt.Namespace.Families()) > 1 {
+				t.Errorf("namespace usage = %v, want nvidia gpumem %d", tgt.Namespace, tt.wantNS)
 			}
 			if len(tgt.Devices) != len(tt.want) {
 				t.Fatalf("devices = %v, want %v", tgt.Devices, tt.want)

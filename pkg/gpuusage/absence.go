@@ -25,11 +25,33 @@ type absence struct {
 	mu     sync.Mutex
 	checks map[types.UID]*check
 	absent map[types.UID]bool
+	// slowest is the longest time, among the last reservations recorded,
+	// from this replica first seeing one to its ledger recording the pod;
+	// it decays by a quarter each time a faster one is recorded.
+	slowest time.Duration
 }
 
 type check struct {
-	at     time.Time
-	checks int
+	// seen is when this replica first saw the reservation; at is when its
+	// pod is next read (zero: seen + confirmAfter, which may grow).
+	seen, at time.Time
+	checks   int
+}
+
+// recorded notes that uid's pod was recorded at now, and how long after
+// the reservation was first seen.
+func (a *absence) recorded(uid types.UID, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.checks[uid]
+	if c == nil || c.seen.IsZero() {
+		return
+	}
+	if took := now.Sub(c.seen); took > a.slowest {
+		a.slowest = took
+	} else {
+		a.slowest -= (a.slowest - took) / 4
+	}
 }
 
 func (a *absence) init() {
@@ -74,8 +96,11 @@ func (s *Store) dueAt(uid types.UID) time.Time {
 	defer s.absence.mu.Unlock()
 	c := s.absence.checks[uid]
 	if c == nil {
-		c = &check{at: now.Add(s.confirmAfter())}
+		c = &check{seen: now}
 		s.absence.checks[uid] = c
+	}
+	if c.at.IsZero() {
+		return c.seen.Add(s.confirmAfterLocked())
 	}
 	return c.at
 }
@@ -91,7 +116,7 @@ func (s *Store) checked(uid types.UID) {
 		s.absence.checks[uid] = c
 	}
 	c.checks++
-	c.at = now.Add(min(s.confirmAfter()<<min(c.checks, 5), s.opts.RecheckMax))
+	c.at = now.Add(min(s.confirmAfterLocked()<<min(c.checks, 5), s.opts.RecheckMax))
 }
 
 // confirmDue confirms the absence of u's due reservations nobody recorded,

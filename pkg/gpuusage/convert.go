@@ -24,7 +24,7 @@ func Validate(u *gpuadmitv1.GPUUsage) error {
 			return fmt.Errorf("GPUUsage %s/%s: reservation %d has no podUID", u.Namespace, u.Name, i)
 		case seen[r.PodUID]:
 			return fmt.Errorf("GPUUsage %s/%s: pod %s is reserved twice", u.Namespace, u.Name, r.PodUID)
-		case r.Demand.GPU < 0 || r.Demand.GPUMem < 0 || r.Demand.GPUCores < 0:
+		case negative(r):
 			return fmt.Errorf("GPUUsage %s/%s: reservation of pod %s has a negative demand", u.Namespace, u.Name, r.PodUID)
 		case r.RecordedResourceVersion != "" && !resourceversion.Valid(r.RecordedResourceVersion):
 			return fmt.Errorf("GPUUsage %s/%s: reservation of pod %s: recordedResourceVersion %q is not a resourceVersion",
@@ -46,16 +46,62 @@ func Countable(st gpuadmitv1.GPUUsageStatus, podsRV string) []ledger.Reservation
 		if r.RecordedResourceVersion != "" && resourceversion.AtLeast(podsRV, r.RecordedResourceVersion) {
 			continue
 		}
-		out = append(out, ledger.Reservation{UID: r.PodUID, Name: r.PodName, Demand: vectorOf(r.Demand),
+		out = append(out, ledger.Reservation{UID: r.PodUID, Name: r.PodName, Demand: usageOf(r),
 			Unconfirmed: r.RecordedResourceVersion == ""})
 	}
 	return out
+}
+
+// nvidia is the family whose demand a Reservation keeps in Demand (every
+// other family's is in Families).
+const nvidia = "nvidia"
+
+// negative reports whether a reservation has a negative demand anywhere.
+func negative(r gpuadmitv1.Reservation) bool {
+	neg := func(d gpuadmitv1.Demand) bool { return d.GPU < 0 || d.GPUMem < 0 || d.GPUCores < 0 }
+	if neg(r.Demand) {
+		return true
+	}
+	for _, d := range r.Families {
+		if neg(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// usageOf is a reservation's demand per family.
+func usageOf(r gpuadmitv1.Reservation) effective.Usage {
+	u := effective.UsageOf(nvidia, vectorOf(r.Demand))
+	for f, d := range r.Families {
+		if f == nvidia {
+			continue // written by nobody; never counted twice
+		}
+		u, _ = u.Add(effective.UsageOf(f, vectorOf(d)))
+	}
+	return u
+}
+
+// demandOf splits a demand per family into a Reservation's Demand (the
+// nvidia family's) and Families (every other family's).
+func demandOf(u effective.Usage) (gpuadmitv1.Demand, map[string]gpuadmitv1.Demand) {
+	var others map[string]gpuadmitv1.Demand
+	for f, v := range u {
+		if f == nvidia || v.IsZero() {
+			continue
+		}
+		if others == nil {
+			others = map[string]gpuadmitv1.Demand{}
+		}
+		others[f] = vectorDemand(v)
+	}
+	return vectorDemand(u.Of(nvidia)), others
 }
 
 func vectorOf(d gpuadmitv1.Demand) effective.Vector {
 	return effective.Vector{GPU: d.GPU, MemMiB: d.GPUMem, Cores: d.GPUCores}
 }
 
-func demandOf(v effective.Vector) gpuadmitv1.Demand {
+func vectorDemand(v effective.Vector) gpuadmitv1.Demand {
 	return gpuadmitv1.Demand{GPU: v.GPU, GPUMem: v.MemMiB, GPUCores: v.Cores}
 }

@@ -69,8 +69,9 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUUsageStatus) (
 		return failed, fmt.Errorf("GPUUsage %s/%s holds %d reservations of admitted pods that the watches have not recorded yet, its limit (admission.reservations.maxPerNamespace); "+
 			"they end as their pods are recorded or found absent: create the pod again shortly", ns, gpuadmitv1.ObjectName, len(st.Reservations))
 	}
+	demand, others := demandOf(res.Effective)
 	st.Reservations = append(st.Reservations, gpuadmitv1.Reservation{PodUID: r.uid, PodName: podName(req),
-		Demand: demandOf(res.Effective), Writer: s.opts.Replica, AdmittedAt: metav1.NewTime(s.opts.Clock.Now())})
+		Demand: demand, Families: others, Writer: s.opts.Replica, AdmittedAt: metav1.NewTime(s.opts.Clock.Now())})
 	s.dueAt(r.uid) // its absence check is scheduled from now
 	return reserving, nil
 }
@@ -99,11 +100,11 @@ func (s *Store) countable(st gpuadmitv1.GPUUsageStatus, except types.UID) []ledg
 // server's retry of the same review (same name, same demand) is allowed
 // with the reservation it has; anything else is refused, and the
 // reservation stays as it was.
-func (s *Store) again(ns string, r *review, prior gpuadmitv1.Reservation, demand effective.Vector) (outcome, error) {
-	if prior.PodName == podName(r.req) && vectorOf(prior.Demand) == demand {
+func (s *Store) again(ns string, r *review, prior gpuadmitv1.Reservation, demand effective.Usage) (outcome, error) {
+	if prior.PodName == podName(r.req) && usageOf(prior).Equal(demand) {
 		return decided, nil
 	}
 	s.metrics.Refused(RefusedDuplicate)
 	return failed, fmt.Errorf("pod UID %s is already reserved in GPUUsage %s/%s as pod %q with %s; a review for the same UID with pod %q and %s is refused (a review never replaces a reservation)",
-		r.uid, ns, gpuadmitv1.ObjectName, prior.PodName, vectorOf(prior.Demand), podName(r.req), demand)
+		r.uid, ns, gpuadmitv1.ObjectName, prior.PodName, usageOf(prior), podName(r.req), demand)
 }

@@ -22,7 +22,7 @@ import (
 )
 
 // reserve admits uid/name with demand unconditionally.
-func reserve(ctx context.Context, s *Store, uid, name string, demand effective.Vector) error {
+func reserve(ctx context.Context, s *Store, uid, name string, demand effective.Usage) error {
 	return admitPod(ctx, s, "ns", types.UID(uid), name, func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: demand}, nil })
 }
 
@@ -42,7 +42,7 @@ func TestReviewNeverReplacesReservation(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name, uid, pod string
-		demand         effective.Vector
+		demand         effective.Usage
 		want           string // "" for allowed
 	}{
 		{"a smaller demand", "u1", "p1", vec(1, 1), `pod UID u1 is already reserved in GPUUsage ns/usage as pod "p1"`},
@@ -102,9 +102,10 @@ func TestReservationsPerNamespaceBounded(t *testing.T) {
 func fitsDecider(l *ledger.Ledger, limit, need int64, ok *bool) decideFn {
 	return func(req decision.Request) (verdict, error) {
 		snap := l.Namespace("ns", req.Reservations)
-		*ok = snap.Used.MemMiB+snap.Reserved.MemMiB+need <= limit
+		used, reserved, unconfirmed := snap.Used.Of("nvidia"), snap.Reserved.Of("nvidia"), snap.Unconfirmed.Of("nvidia")
+		*ok = used.MemMiB+reserved.MemMiB+need <= limit
 		return verdict{Reserve: *ok, Demand: vec(1, need),
-			Wait: !*ok && snap.Used.MemMiB+snap.Reserved.MemMiB-snap.Unconfirmed.MemMiB+need <= limit}, nil
+			Wait: !*ok && used.MemMiB+reserved.MemMiB-unconfirmed.MemMiB+need <= limit}, nil
 	}
 }
 

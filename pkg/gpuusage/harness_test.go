@@ -116,7 +116,7 @@ func (c *counted) list(of *[]string) string {
 // reservations).
 type verdict struct {
 	Reserve bool
-	Demand  effective.Vector
+	Demand  effective.Usage
 	Wait    bool
 }
 
@@ -163,7 +163,7 @@ func newStore(t *testing.T, c client.Client, replica string) (*Store, *ledger.Le
 
 func newStoreWith(t *testing.T, c client.Client, replica string, opts Options) (*Store, *ledger.Ledger, *fakeWatch, *clocktesting.FakePassiveClock) {
 	t.Helper()
-	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
+	l := ledger.New(ledger.Options{Families: []effective.Family{effective.Nvidia()}})
 	w := &fakeWatch{}
 	w.rv.Store(1)
 	opts.Replica = replica
@@ -189,4 +189,6 @@ func usage(t *testing.T, c client.Client, ns string) *gpuadmitv1.GPUUsage {
 	return u
 }
 
-func vec(g, m int64) effective.Vector { return effective.Vector{GPU: g, MemMiB: m} }
+func vec(g, m int64) effective.Usage {
+	return effective.UsageOf("nvidia", effective.Vector{GPU: g, MemMiB: m})
+}

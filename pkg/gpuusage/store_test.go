@@ -35,7 +35,7 @@ func TestAdmitCommitsBeforeAllowed(t *testing.T) {
 	decideFits := func(l *ledger.Ledger, limit int64) decideFn {
 		return func(req decision.Request) (verdict, error) {
 			s := l.Namespace("ns", req.Reservations)
-			return verdict{Reserve: s.Used.MemMiB+s.Reserved.MemMiB+8192 <= limit, Demand: vec(1, 8192)}, nil
+			return verdict{Reserve: s.Used.Of("nvidia").MemMiB+s.Reserved.Of("nvidia").MemMiB+8192 <= limit, Demand: vec(1, 8192)}, nil
 		}
 	}
 	ctx := context.Background()
@@ -51,7 +51,7 @@ func TestAdmitCommitsBeforeAllowed(t *testing.T) {
 	// The quota is full: a fourth decision sees three reservations and denies; nothing is written.
 	var saw int64
 	err := admitPod(ctx, b, "ns", "3", "p3", func(req decision.Request) (verdict, error) {
-		saw = lb.Namespace("ns", req.Reservations).Reserved.MemMiB
+		saw = lb.Namespace("ns", req.Reservations).Reserved.Of("nvidia").MemMiB
 		return verdict{Reserve: false, Demand: vec(1, 8192)}, nil
 	})
 	if err != nil || saw != 3*8192 || len(usage(t, c, "ns").Status.Reservations) != 3 {
@@ -198,7 +198,7 @@ func TestDeletedObjectIsRepaired(t *testing.T) {
 	deleteIt(c, s)
 	var saw int64
 	if err := admitPod(ctx, s, "ns", "new", "new", func(req decision.Request) (verdict, error) {
-		saw = l.Namespace("ns", req.Reservations).Reserved.MemMiB
+		saw = l.Namespace("ns", req.Reservations).Reserved.Of("nvidia").MemMiB
 		return verdict{Reserve: true, Demand: vec(1, 500)}, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -281,7 +281,7 @@ func TestConcurrentAdmissionsAreGroupedAndExact(t *testing.T) {
 			ok := false
 			err := admitPod(t.Context(), r.s, "ns", types.UID(fmt.Sprintf("u%03d", i)), fmt.Sprintf("p%03d", i), func(req decision.Request) (verdict, error) {
 				snap := r.l.Namespace("ns", req.Reservations)
-				ok = snap.Used.MemMiB+snap.Reserved.MemMiB+1024 <= limit
+				ok = snap.Used.Of("nvidia").MemMiB+snap.Reserved.Of("nvidia").MemMiB+1024 <= limit
 				return verdict{Reserve: ok, Demand: vec(1, 1024)}, nil
 			})
 			switch {

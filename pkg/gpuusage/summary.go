@@ -125,7 +125,7 @@ func (s *Summarizer) consider(ctx context.Context, u *gpuadmitv1.GPUUsage, n led
 	if u != nil {
 		old = u.Status
 	}
-	want := summarize(n, s.Ledger.Settings().Names, old.Conditions, now)
+	want := summarize(n, s.Ledger.Families(), old.Conditions, now)
 	if (u != nil && sameSummary(old, want)) || now.Sub(s.last[n.Namespace]) < s.MinGap {
 		return false
 	}
@@ -162,31 +162,23 @@ func (s *Summarizer) write(ctx context.Context, ns string, u *gpuadmitv1.GPUUsag
 
 // summarize computes the summary fields of a namespace; conditions keep
 // their lastTransitionTime while their status stays.
-func summarize(n ledger.NamespaceSnapshot, names effective.ResourceNames, conds []metav1.Condition, now time.Time) gpuadmitv1.GPUUsageStatus {
+func summarize(n ledger.NamespaceSnapshot, fams []effective.Family, conds []metav1.Condition, now time.Time) gpuadmitv1.GPUUsageStatus {
 	var st gpuadmitv1.GPUUsageStatus
-	cell := func(used int64, l *ledger.Limit) string {
-		if l == nil {
-			return fmt.Sprintf("%d/-", used)
+	var others []string
+	for i := range fams {
+		f := &fams[i]
+		used, reserved, lim := n.Used.Of(f.Name), n.Reserved.Of(f.Name), n.Limits[f.Name]
+		if i > 0 && used.IsZero() && reserved.IsZero() && lim == (ledger.Limits{}) {
+			continue // a family the namespace neither uses nor limits
 		}
-		return fmt.Sprintf("%d/%d", used, l.Value)
-	}
-	for _, r := range []struct {
-		name           string
-		used, reserved int64
-		limit          *ledger.Limit
-		col            *string
-	}{
-		{string(names.Count), n.Used.GPU, n.Reserved.GPU, n.Limits.GPU, &st.Summary.GPU},
-		{string(names.Memory), n.Used.MemMiB, n.Reserved.MemMiB, n.Limits.MemMiB, &st.Summary.GPUMem},
-		{string(names.Cores), n.Used.Cores, n.Reserved.Cores, n.Limits.Cores, &st.Summary.GPUCores},
-	} {
-		ru := gpuadmitv1.ResourceUsage{Resource: r.name, Used: r.used, Reserved: r.reserved}
-		if r.limit != nil {
-			ru.Hard, ru.ResourceQuota = &r.limit.Value, r.limit.Quota
+		cells := familyResources(&st, f, used, reserved, lim)
+		if i == 0 {
+			st.Summary.GPU, st.Summary.GPUMem, st.Summary.GPUCores = cells[0], cells[1], cells[2]
+			continue
 		}
-		st.Resources = append(st.Resources, ru)
-		*r.col = cell(r.used, r.limit)
+		others = append(others, fmt.Sprintf("%s %s, %s MiB", f.Name, cells[0], cells[1]))
 	}
+	st.Summary.Families = strings.Join(others, "; ")
 	st.Conditions = append([]metav1.Condition(nil), conds...)
 	var quotas, pods, held []string
 	for _, p := range n.Problems {
@@ -221,6 +213,38 @@ func summarize(n ledger.NamespaceSnapshot, names effective.ResourceNames, conds 
 		"pods still charged what their admission resolved, above what changed annotations or node capacity say (a charge goes down only through a pod's lifecycle): ",
 		held, "no device assignment or node capacity changed under an admitted pod")
 	return st
+}
+
+// familyResources appends one family's resources to st.Resources and
+// returns its used/hard cells (count, memory, cores).
+func familyResources(st *gpuadmitv1.GPUUsageStatus, f *effective.Family, used, reserved effective.Vector, lim ledger.Limits) [3]string {
+	cell := func(used int64, l *ledger.Limit) string {
+		if l == nil {
+			return fmt.Sprintf("%d/-", used)
+		}
+		return fmt.Sprintf("%d/%d", used, l.Value)
+	}
+	var cells [3]string
+	for i, r := range []struct {
+		name           string
+		used, reserved int64
+		limit          *ledger.Limit
+	}{
+		{string(f.Names.Count), used.GPU, reserved.GPU, lim.GPU},
+		{string(f.Names.Memory), used.MemMiB, reserved.MemMiB, lim.MemMiB},
+		{string(f.Names.Cores), used.Cores, reserved.Cores, lim.Cores},
+	} {
+		cells[i] = cell(r.used, r.limit)
+		if r.name == "" {
+			continue // the family has no such resource
+		}
+		ru := gpuadmitv1.ResourceUsage{Resource: r.name, Used: r.used, Reserved: r.reserved}
+		if r.limit != nil {
+			ru.Hard, ru.ResourceQuota = &r.limit.Value, r.limit.Quota
+		}
+		st.Resources = append(st.Resources, ru)
+	}
+	return cells
 }
 
 // listed joins at most five items, saying how many more there are.

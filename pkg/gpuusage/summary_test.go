@@ -33,14 +33,14 @@ func condition(st gpuadmitv1.GPUUsageStatus, typ string) metav1.Condition {
 // TestSummarize: used, reserved and hard per resource, the printer
 // columns, and conditions naming what gpuadmit cannot use.
 func TestSummarize(t *testing.T) {
-	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
+	l := ledger.New(ledger.Options{Families: []effective.Family{effective.Nvidia()}})
 	l.UpsertQuota(testquota.New("ns", "gpu-quota", map[string]string{"limits.nvidia.com/gpumem": "24576", "limits.nvidia.com/gpu": "4"}))
 	l.UpsertQuota(testquota.New("ns", "broken", map[string]string{"limits.nvidia.com/gpucores": "1.5"}))
 	l.UpsertPod(testpod.New("a").NS("ns").UID("a").Init("load", testpod.GPU(1), testpod.Mem(20480)).App("srv", testpod.GPU(1), testpod.Mem(10240)).InitRunning("load").Build())
 	l.UpsertPod(testpod.New("pct").NS("ns").UID("pct").App("c", testpod.GPU(1), testpod.MemPct(50)).Build())
-	pending := []ledger.Reservation{{UID: "r", Name: "r", Demand: effective.Vector{GPU: 1, MemMiB: 1024}}}
+	pending := []ledger.Reservation{{UID: "r", Name: "r", Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 1024})}}
 	now := time.Unix(1000, 0)
-	st := summarize(l.Namespace("ns", pending), effective.DefaultSettings().Names, nil, now)
+	st := summarize(l.Namespace("ns", pending), []effective.Family{effective.Nvidia()}, nil, now)
 
 	if st.Summary != (gpuadmitv1.Summary{GPU: "2/4", GPUMem: "20480/24576", GPUCores: "0/0"}) {
 		t.Errorf("summary %+v", st.Summary)
@@ -59,7 +59,7 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("PodsValid %+v", c)
 	}
 	// A condition keeps its transition time while its status stays.
-	later := summarize(l.Namespace("ns", pending), effective.DefaultSettings().Names, st.Conditions, now.Add(time.Hour))
+	later := summarize(l.Namespace("ns", pending), []effective.Family{effective.Nvidia()}, st.Conditions, now.Add(time.Hour))
 	if c := condition(later, gpuadmitv1.ConditionQuotasValid); !c.LastTransitionTime.Time.Equal(now) {
 		t.Errorf("transition time moved without a change: %v", c.LastTransitionTime)
 	}
@@ -81,7 +81,7 @@ func TestSummarizerWritesOnlyChangesAtMostOncePerGap(t *testing.T) {
 		patches.Add(1)
 		return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
 	}})
-	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
+	l := ledger.New(ledger.Options{Families: []effective.Family{effective.Nvidia()}})
 	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "8192"}))
 	l.UpsertQuota(testquota.New("other", "q", map[string]string{"limits.nvidia.com/gpu": "2"}))
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))

@@ -26,6 +26,7 @@ func (s *Store) tidy(st *gpuadmitv1.GPUUsageStatus) (changes []string) {
 				continue
 			}
 		case seen != "":
+			s.absence.recorded(r.PodUID, s.opts.Clock.Now())
 			r.RecordedResourceVersion = s.recordedAt(seen)
 			changes = append(changes, "") // changed, nothing ended
 		case s.absence.isAbsent(r.PodUID):

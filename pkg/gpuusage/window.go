@@ -88,15 +88,27 @@ func (s *Store) refreshWindow(ctx context.Context) {
 	}
 }
 
-// confirmAfter is how long after this replica first saw a reservation that
-// nobody recorded its pod is first read: Options.ConfirmAfter, else the
-// window derived from the webhook configurations.
-func (s *Store) confirmAfter() time.Duration {
-	if s.opts.ConfirmAfter > 0 {
-		return s.opts.ConfirmAfter
+// confirmAfterLocked is how long after this replica first saw a
+// reservation that nobody recorded its pod is first read:
+// Options.ConfirmAfter, else the window derived from the webhook
+// configurations; and never less than twice the slowest time this replica
+// recently saw between a reservation and its pod's watch event
+// (absence.slowest): on a loaded API server an admitted create can take
+// longer to be stored than the configured window, and a read then finding
+// no pod would end a reservation whose pod is about to exist. It is called
+// with s.absence.mu held.
+func (s *Store) confirmAfterLocked() time.Duration {
+	slowest := s.absence.slowest
+	w := unknownWindow
+	switch {
+	case s.opts.ConfirmAfter > 0:
+		w = s.opts.ConfirmAfter
+	case s.window.Load() > 0:
+		w = time.Duration(s.window.Load())
 	}
-	if w := time.Duration(s.window.Load()); w > 0 {
-		return w
-	}
-	return unknownWindow
+	return max(w, min(2*slowest, maxObservedWindow))
 }
+
+// maxObservedWindow bounds what observed latencies add to the window: the
+// API server's default request timeout, past which no create is stored.
+const maxObservedWindow = 60 * time.Second

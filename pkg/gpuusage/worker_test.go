@@ -31,7 +31,7 @@ func TestWorkersEndAndRestartBetweenReviews(t *testing.T) {
 			ok := false
 			err := admitPod(t.Context(), s, "ns", types.UID(fmt.Sprintf("u%03d", i)), fmt.Sprintf("p%03d", i), func(req decision.Request) (verdict, error) {
 				snap := l.Namespace("ns", req.Reservations)
-				ok = snap.Used.MemMiB+snap.Reserved.MemMiB+1024 <= fits*1024
+				ok = snap.Used.Of("nvidia").MemMiB+snap.Reserved.Of("nvidia").MemMiB+1024 <= fits*1024
 				return verdict{Reserve: ok, Demand: vec(1, 1024)}, nil
 			})
 			switch {

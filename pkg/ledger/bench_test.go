@@ -53,7 +53,7 @@ func fullPod(p *corev1.Pod) *corev1.Pod {
 
 func benchLedger(b *testing.B, pods int) *Ledger {
 	b.Helper()
-	l := New(Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+	l := New(Options{Families: []effective.Family{effective.Nvidia()}, Log: logr.Discard()})
 	for i := range 1000 {
 		l.UpsertNode(testnode.WithDevices(fmt.Sprintf("node-%d", i), map[string]string{"zone": fmt.Sprint(i % 3)}, dev("GPU-a", 24576), dev("GPU-b", 24576)))
 	}
@@ -114,7 +114,7 @@ func BenchmarkNamespaceSnapshotReserved(b *testing.B) {
 	l := benchLedger(b, 10_000)
 	rs := make([]Reservation, 8)
 	for i := range rs {
-		rs[i] = Reservation{UID: types.UID(fmt.Sprint("r", i)), Name: fmt.Sprint("p", i), Demand: vec(1, 1024, 0)}
+		rs[i] = Reservation{UID: types.UID(fmt.Sprint("r", i)), Name: fmt.Sprint("p", i), Demand: nv(1, 1024, 0)}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -133,7 +133,7 @@ func Benchmark100kPodsListed(b *testing.B) {
 	for i := range templates {
 		templates[i] = fullPod(benchPod(i, i%2 == 0))
 	}
-	transform := PodTransform(effective.DefaultSettings())
+	transform := PodTransform([]effective.Family{effective.Nvidia()})
 	var ms runtime.MemStats
 	for b.Loop() {
 		b.StopTimer()
@@ -160,7 +160,7 @@ func Benchmark100kPodsListed(b *testing.B) {
 		storeHeap := ms.HeapAlloc
 		b.StartTimer()
 		start = time.Now()
-		l := New(Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+		l := New(Options{Families: []effective.Family{effective.Nvidia()}, Log: logr.Discard()})
 		for _, p := range store {
 			l.UpsertPod(p)
 		}

@@ -22,6 +22,9 @@ type node struct {
 	// maxMemMiB is the largest device memory: it resolves the memory
 	// percentages of the pods bound to the node.
 	maxMemMiB int64
+	// sizes are the largest device memory of every other family the
+	// node's register annotations announce (families.go).
+	sizes map[string]int64
 	// used is the per-device sum of the records charged to the node.
 	used map[string]effective.Vector
 }
@@ -47,6 +50,8 @@ func (l *Ledger) gcNodeLocked(name string) {
 // reported, and the node then has no known devices.
 func (l *Ledger) UpsertNode(n *corev1.Node) {
 	devs, source, problems := nodeDevices(n)
+	sizes, more := l.familySizes(n)
+	problems = append(problems, more...)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	nd := l.nodeLocked(n.Name)
@@ -56,11 +61,11 @@ func (l *Ledger) UpsertNode(n *corev1.Node) {
 		}
 	}
 	labelsChanged := !nd.seen || !maps.Equal(nd.labels, n.Labels)
-	devicesChanged := !slices.Equal(nd.devices, devs) || nd.source != source
+	devicesChanged := !slices.Equal(nd.devices, devs) || nd.source != source || !maps.Equal(nd.sizes, sizes)
 	if !labelsChanged && !devicesChanged && slices.Equal(nd.problems, problems) {
 		return // a status update: nothing gpuadmit reads changed
 	}
-	nd.seen, nd.labels, nd.devices, nd.source, nd.problems = true, n.Labels, devs, source, problems
+	nd.seen, nd.labels, nd.devices, nd.source, nd.problems, nd.sizes = true, n.Labels, devs, source, problems, sizes
 	nd.maxMemMiB = maxMemory(devs)
 	l.capacityChangedLocked()
 }
@@ -75,7 +80,7 @@ func (l *Ledger) DeleteNode(name string) {
 		return
 	}
 	if nd.seen {
-		nd.seen, nd.labels, nd.devices, nd.source, nd.problems, nd.maxMemMiB = false, nil, nil, "", nil, 0
+		nd.seen, nd.labels, nd.devices, nd.source, nd.problems, nd.maxMemMiB, nd.sizes = false, nil, nil, "", nil, 0, nil
 		l.capacityChangedLocked()
 	}
 	l.gcNodeLocked(name)
@@ -89,7 +94,7 @@ func (l *Ledger) capacityChangedLocked() {
 	l.capacity = nil
 	for _, r := range slices.Collect(maps.Values(l.sized)) {
 		d := l.deriveLocked(r.pod, r)
-		d.keep(r, r.pod, false)
+		d.keep(r, r.pod, false, l.allocs)
 		l.applyLocked(r.uid, podName{r.namespace, r.name}, d)
 	}
 }
@@ -135,6 +140,9 @@ func truncate(s string, n int) string {
 // Capacity is the device capacity of the cluster's GPU nodes, by node name.
 type Capacity struct {
 	Nodes map[string]*NodeCapacity `json:"nodes"`
+	// FamilyNodes are the nodes that announce devices of the other
+	// families (HAMi's register annotations), by node name.
+	FamilyNodes map[string]*FamilyNode `json:"familyNodes,omitempty"`
 	// maxMemMiB is the largest device memory of all nodes.
 	maxMemMiB int64
 }
@@ -149,6 +157,14 @@ type NodeCapacity struct {
 	// MaxDeviceMemMiB is the largest device memory (resolves percentages).
 	MaxDeviceMemMiB int64     `json:"maxDeviceMemMiB"`
 	Problems        []Problem `json:"problems,omitempty"`
+}
+
+// FamilyNode is one node's labels and the largest device memory (MiB) of
+// each family other than the first its register annotations announce.
+type FamilyNode struct {
+	Name      string            `json:"name"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	MaxMemMiB map[string]int64  `json:"maxMemMiB"`
 }
 
 // DeviceCapacity is one GPU (or MIG instance) of a node.
@@ -181,6 +197,12 @@ func (l *Ledger) Capacity() *Capacity {
 func (l *Ledger) buildCapacityLocked() *Capacity {
 	c := &Capacity{Nodes: map[string]*NodeCapacity{}}
 	for name, nd := range l.nodes {
+		if nd.seen && len(nd.sizes) > 0 {
+			if c.FamilyNodes == nil {
+				c.FamilyNodes = map[string]*FamilyNode{}
+			}
+			c.FamilyNodes[name] = &FamilyNode{Name: name, Labels: maps.Clone(nd.labels), MaxMemMiB: maps.Clone(nd.sizes)}
+		}
 		if !nd.seen || nd.source == "" {
 			continue
 		}

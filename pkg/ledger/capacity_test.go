@@ -111,24 +111,24 @@ func TestPercentagesFollowTheNodes(t *testing.T) {
 	l.UpsertPod(pending)
 	l.UpsertPod(bound)
 	s := l.Namespace("ns", nil)
-	if s.Used != vec(2, 0, 0) || len(s.Unresolved) != 2 || s.Unresolved[0].Pod != "bound" || s.Unresolved[0].Containers[0] != "a" {
+	if !same(s.Used, nv(2, 0, 0)) || len(s.Unresolved) != 2 || s.Unresolved[0].Pod != "bound" || s.Unresolved[0].Containers[0] != "a" {
 		t.Fatalf("before any node is known: used %v unresolved %v; want 2 GPUs, memory unresolved for both", s.Used, s.Unresolved)
 	}
 	l.UpsertNode(testnode.WithDevices("n1", nil, dev("GPU-1", 24576), dev("GPU-2", 81920)))
-	if s = l.Namespace("ns", nil); s.Used != vec(2, 2*40960, 0) || len(s.Unresolved) != 0 {
+	if s = l.Namespace("ns", nil); !same(s.Used, nv(2, 2*40960, 0)) || len(s.Unresolved) != 0 {
 		t.Fatalf("node known: used %v unresolved %v; want 50%% of 81920 for both", s.Used, s.Unresolved)
 	}
 	l.UpsertNode(testnode.WithDevices("n2", map[string]string{"gpu": "h200"}, dev("GPU-3", 143771)))
-	if s = l.Namespace("ns", nil); s.Used.MemMiB != 2*71885 {
-		t.Fatalf("a larger node appeared: used %d MiB, want 2 × 71885 (both may land on n2, as far as their specs say)", s.Used.MemMiB)
+	if s = l.Namespace("ns", nil); nvOnly(t, s.Used).MemMiB != 2*71885 {
+		t.Fatalf("a larger node appeared: used %d MiB, want 2 × 71885 (both may land on n2, as far as their specs say)", nvOnly(t, s.Used).MemMiB)
 	}
 	l.UpsertNode(testnode.WithDevices("n1", nil, dev("GPU-1", 24576)))
-	if s = l.Namespace("ns", nil); s.Used.MemMiB != 2*71885 {
-		t.Fatalf("n1 shrank: used %d MiB, want 2 × 71885 (n2 is still the largest)", s.Used.MemMiB)
+	if s = l.Namespace("ns", nil); nvOnly(t, s.Used).MemMiB != 2*71885 {
+		t.Fatalf("n1 shrank: used %d MiB, want 2 × 71885 (n2 is still the largest)", nvOnly(t, s.Used).MemMiB)
 	}
 	l.DeleteNode("n1")
 	l.DeleteNode("n2")
-	if s = l.Namespace("ns", nil); s.Used.MemMiB != 2*40960 || len(s.Unresolved) != 0 || len(s.Problems) != 2 || s.Problems[0].Kind != ProblemCharge {
+	if s = l.Namespace("ns", nil); nvOnly(t, s.Used).MemMiB != 2*40960 || len(s.Unresolved) != 0 || len(s.Problems) != 2 || s.Problems[0].Kind != ProblemCharge {
 		t.Fatalf("nodes gone: used %v unresolved %v problems %v; want both still charged the 40960 MiB first resolved, and reported", s.Used, s.Unresolved, s.Problems)
 	}
 	l.DeletePod(bound)
@@ -168,7 +168,7 @@ func TestPendingWholeCardPodsAreCharged(t *testing.T) {
 			p := tt.pod.Build()
 			l.UpsertPod(p)
 			defer l.DeletePod(p)
-			if got := l.Namespace("ns", nil).Used; got != tt.want {
+			if got := l.Namespace("ns", nil).Used; !same(got, effective.UsageOf(nvidia, tt.want)) {
 				t.Errorf("used %v, want %v", got, tt.want)
 			}
 		})

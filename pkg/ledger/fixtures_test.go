@@ -19,7 +19,7 @@ var (
 )
 
 func newLedger(t testing.TB) *Ledger {
-	opts := Options{Settings: effective.DefaultSettings()}
+	opts := Options{Families: []effective.Family{effective.Nvidia()}}
 	if tt, ok := t.(*testing.T); ok {
 		opts.Log = testr.New(tt)
 	}
@@ -39,13 +39,13 @@ func seedPod() *testpod.Builder {
 		Node("node1").Devices("GPU-0,NVIDIA,20480,0:;GPU-0,NVIDIA,10240,0:;")
 }
 
-// stored returns what the ledger stores for a pod: state, namespace vector, devices.
-func stored(l *Ledger, uid string) (effective.State, effective.Vector, map[string]effective.Vector) {
+// stored returns what the ledger stores for a pod: state, namespace usage, devices.
+func stored(l *Ledger, uid string) (effective.State, effective.Usage, map[string]effective.Vector) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	r, ok := l.pods[types.UID(uid)]
 	if !ok {
-		return "", effective.Vector{}, nil
+		return "", nil, nil
 	}
 	devs := map[string]effective.Vector{}
 	for _, d := range r.devices {

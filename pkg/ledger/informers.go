@@ -22,7 +22,7 @@ import (
 
 // Sink receives the objects the feed watches; *Ledger implements it.
 type Sink interface {
-	Settings() effective.Settings
+	Families() []effective.Family
 	UpsertPod(*corev1.Pod)
 	DeletePod(*corev1.Pod)
 	ReplacePods([]*corev1.Pod)
@@ -92,7 +92,7 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 	if f.log.GetSink() == nil {
 		f.log = logr.Discard()
 	}
-	s := sink.Settings()
+	s := sink.Families()
 	core := f.factory.Core().V1()
 	for _, w := range []struct {
 		what      string

@@ -64,7 +64,7 @@ func TestTombstones(t *testing.T) {
 		{"quota tombstone", func(l *Ledger) {
 			QuotaHandler(l, testr.New(t)).OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a/q2", Obj: &corev1.ResourceQuota{}})
 		}, func(t *testing.T, l *Ledger) {
-			if lim := l.Namespace("team-a", nil).Limits.MemMiB; lim == nil || lim.Quota != "q1" || lim.Value != 40000 {
+			if lim := l.Namespace("team-a", nil).Limits[nvidia].MemMiB; lim == nil || lim.Quota != "q1" || lim.Value != 40000 {
 				t.Errorf("limit after deleting q2: %+v, want q1's 40000", lim)
 			}
 		}},
@@ -76,8 +76,8 @@ func TestTombstones(t *testing.T) {
 			QuotaHandler(l, testr.New(t)).OnAdd(testquota.New("team-a", "q1", map[string]string{"limits.nvidia.com/gpumem": "40000"}), true)
 			QuotaHandler(l, testr.New(t)).OnAdd(testquota.New("team-a", "q2", map[string]string{"limits.nvidia.com/gpumem": "24576"}), true)
 			PodHandler(l, testr.New(t)).OnAdd(pod, true)
-			if s := l.Namespace("team-a", nil); s.Used.MemMiB != 20480 {
-				t.Fatalf("setup: used %d", s.Used.MemMiB)
+			if s := l.Namespace("team-a", nil); nvOnly(t, s.Used).MemMiB != 20480 {
+				t.Fatalf("setup: used %d", nvOnly(t, s.Used).MemMiB)
 			}
 			tt.deleted(l)
 			tt.check(t, l)
@@ -88,8 +88,8 @@ func TestTombstones(t *testing.T) {
 // TestTransformKeepsWhatTheLedgerReads: the slim object yields exactly the
 // same record as the full one, and drops what the ledger never reads.
 func TestTransformKeepsWhatTheLedgerReads(t *testing.T) {
-	s := effective.DefaultSettings()
-	tr := PodTransform(s)
+	s := effective.Nvidia()
+	tr := PodTransform([]effective.Family{s})
 	pods := []*corev1.Pod{
 		seedPod().InitRunning("convert-weights").Build(),
 		seedPod().InitTerminated("convert-weights", 0).AppRunning("server").Build(),
@@ -133,7 +133,7 @@ func TestTransformKeepsWhatTheLedgerReads(t *testing.T) {
 		}
 		l := newLedger(t)
 		opt := effective.Options{DeviceMemoryMiB: 24576}
-		a, b := l.derive(full, opt), l.derive(slim, opt)
+		a, b := l.derive(full, map[string]effective.Options{"nvidia": opt}), l.derive(slim, map[string]effective.Options{"nvidia": opt})
 		if (a.rec == nil) != (b.rec == nil) || (a.rec != nil && !sameRecordIgnoringPod(a.rec, b.rec)) || (a.invalid == nil) != (b.invalid == nil) {
 			t.Errorf("%s: full %+v, slim %+v", p.Name, a.rec, b.rec)
 		}
@@ -145,7 +145,7 @@ func TestTransformKeepsWhatTheLedgerReads(t *testing.T) {
 		t.Errorf("node transform: %+v, %v", n, err)
 	}
 	q := testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1", "requests.nvidia.com/gpu": "2", "limits.cpu": "3", "pods": "9"})
-	out, err = QuotaTransform(effective.DefaultSettings())(q)
+	out, err = QuotaTransform([]effective.Family{effective.Nvidia()})(q)
 	if qq := out.(*corev1.ResourceQuota); err != nil || len(qq.Spec.Hard) != 2 {
 		t.Errorf("quota transform kept %v, %v", qq.Spec.Hard, err)
 	}
@@ -185,7 +185,7 @@ func TestFeedWithFakeClientset(t *testing.T) {
 	feed.Start(ctx)
 	eventually(ctx, t, "synced", feed.Synced)
 	s := l.Namespace("team-a", nil)
-	if s.Used.MemMiB != 20480 || s.Limits.MemMiB == nil || s.Limits.MemMiB.Value != 24576 || s.Limits.GPU == nil {
+	if lim := s.Limits[nvidia]; nvOnly(t, s.Used).MemMiB != 20480 || lim.MemMiB == nil || lim.MemMiB.Value != 24576 || lim.GPU == nil || len(s.Limits) != 1 {
 		t.Fatalf("after sync: %+v", s)
 	}
 	if c := l.Capacity(); c.Nodes["node1"] == nil || c.Nodes["node1"].Labels["gpu"] != "a10" {
@@ -204,13 +204,13 @@ func TestFeedWithFakeClientset(t *testing.T) {
 	if _, err := client.CoreV1().Pods("team-a").UpdateStatus(ctx, done, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(ctx, t, "init finished: 10240 MiB", func() bool { return l.Namespace("team-a", nil).Used.MemMiB == 10240 })
+	eventually(ctx, t, "init finished: 10240 MiB", func() bool { return nvOnly(t, l.Namespace("team-a", nil).Used).MemMiB == 10240 })
 
 	if err := client.CoreV1().ResourceQuotas("team-a").Delete(ctx, "other", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(ctx, t, "quota deleted, the other kept", func() bool {
-		lim := l.Namespace("team-a", nil).Limits
+		lim := l.Namespace("team-a", nil).Limits[nvidia]
 		return lim.GPU == nil && lim.MemMiB != nil && lim.MemMiB.Value == 24576
 	})
 

@@ -13,8 +13,9 @@ import (
 
 // Options configure a Ledger.
 type Options struct {
-	// Settings are the resource names and defaults used to read requests.
-	Settings effective.Settings
+	// Families are the device families whose requests the ledger reads
+	// (resource names and booking rules), the nvidia family first.
+	Families []effective.Family
 	// Log receives problems (invalid pods, malformed annotations, bad quota
 	// values). The zero value discards.
 	Log logr.Logger
@@ -22,8 +23,10 @@ type Options struct {
 
 // Ledger is the usage ledger. All methods are safe for concurrent use.
 type Ledger struct {
-	settings effective.Settings
-	log      logr.Logger
+	families []effective.Family
+	// allocs are the pod annotations that assign devices (allocAnnotations).
+	allocs []string
+	log    logr.Logger
 
 	mu         sync.RWMutex
 	pods       map[types.UID]*podRecord
@@ -54,7 +57,7 @@ type podName struct{ namespace, name string }
 
 // namespace is the per-namespace state.
 type namespace struct {
-	used       effective.Vector
+	used       effective.Usage
 	pods       int
 	unresolved map[types.UID]*podRecord
 	invalid    map[types.UID]*invalidPod
@@ -70,7 +73,8 @@ func (n *namespace) empty() bool {
 // New returns an empty ledger.
 func New(opts Options) *Ledger {
 	l := &Ledger{
-		settings:   opts.Settings,
+		families:   opts.Families,
+		allocs:     allocAnnotations(opts.Families),
 		log:        opts.Log,
 		seen:       map[types.UID]string{},
 		known:      map[types.UID]struct{}{},
@@ -89,8 +93,20 @@ func New(opts Options) *Ledger {
 	return l
 }
 
-// Settings returns the settings the ledger reads requests with.
-func (l *Ledger) Settings() effective.Settings { return l.settings }
+// Families returns the families the ledger reads requests of.
+func (l *Ledger) Families() []effective.Family { return l.families }
+
+// sizedFamily is the family whose device sizes the capacity annotations
+// describe (gpuadmit's node agent and HAMi's nvidia register): the first.
+func (l *Ledger) sizedFamily() string {
+	if len(l.families) == 0 {
+		return ""
+	}
+	return l.families[0].Name
+}
+
+// requests reports whether pod names a resource of any family.
+func (l *Ledger) requests(pod *corev1.Pod) bool { return effective.RequestsAny(pod, l.families) }
 
 // podUID is the key of a pod: its UID, or namespace/name for objects that
 // have none (hand-written manifests).
@@ -107,8 +123,8 @@ func podUID(pod *corev1.Pod) types.UID {
 // reservation under the pod's UID does not count (Seen).
 func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	uid := podUID(pod)
-	d := l.derive(pod, effective.Options{}) // pure work outside the lock
-	gpu := l.settings.Requests(pod)
+	d := l.derive(pod, nil) // pure work outside the lock
+	gpu := l.requests(pod)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.known[uid] = struct{}{}
@@ -119,14 +135,14 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 		}
 	}
 	old := l.pods[uid]
-	trusted, edited := firstAssignment(old, pod)
+	trusted, edited := l.firstAssignment(old, pod)
 	switch {
 	case d.rec != nil && d.rec.pod != nil:
 		d = l.deriveLocked(trusted, old) // the demand depends on device sizes
 	case trusted != pod:
-		d = l.derive(trusted, effective.Options{})
+		d = l.derive(trusted, nil)
 	}
-	d.keep(old, trusted, edited)
+	d.keep(old, trusted, edited, l.allocs)
 	key := podName{pod.Namespace, pod.Name}
 	if other, ok := l.byName[key]; ok && other != uid {
 		// The pod was deleted and recreated while the watch was down: the

@@ -24,28 +24,28 @@ func TestSeedScenarios3And4(t *testing.T) {
 	l.UpsertQuota(testquota.New("team-a", "gpu-quota", map[string]string{"limits.nvidia.com/gpumem": "24576"}))
 	small := vec(1, 12288, 0)
 	fits := func(s NamespaceSnapshot, d effective.Vector) bool {
-		return s.Used.MemMiB+s.Reserved.MemMiB+d.MemMiB <= s.Limits.MemMiB.Value
+		return nvOnly(t, s.Used).MemMiB+nvOnly(t, s.Reserved).MemMiB+d.MemMiB <= s.Limits[nvidia].MemMiB.Value
 	}
 
 	l.UpsertPod(seedPod().InitRunning("convert-weights").Build())
 	s := l.Namespace("team-a", nil)
-	if s.Used != vec(1, 20480, 0) || deviceUsed(l, "node1", "GPU-0") != vec(1, 20480, 0) {
+	if !same(s.Used, nv(1, 20480, 0)) || deviceUsed(l, "node1", "GPU-0") != vec(1, 20480, 0) {
 		t.Fatalf("init running: used %v, device %v; want 20480 MiB for both", s.Used, deviceUsed(l, "node1", "GPU-0"))
 	}
-	if s.Limits.MemMiB == nil || s.Limits.MemMiB.Value != 24576 || s.Limits.MemMiB.Quota != "gpu-quota" {
-		t.Fatalf("limit = %+v, want 24576 MiB from gpu-quota", s.Limits.MemMiB)
+	if lim := s.Limits[nvidia].MemMiB; lim == nil || lim.Value != 24576 || lim.Quota != "gpu-quota" || len(s.Limits) != 1 {
+		t.Fatalf("limits = %+v, want 24576 MiB of nvidia from gpu-quota", s.Limits)
 	}
 	if fits(s, small) {
-		t.Errorf("scenario 3: a 12 GiB pod must not fit while the 20 GiB init runs (used %d)", s.Used.MemMiB)
+		t.Errorf("scenario 3: a 12 GiB pod must not fit while the 20 GiB init runs (used %d)", nvOnly(t, s.Used).MemMiB)
 	}
 
 	l.UpsertPod(seedPod().InitTerminated("convert-weights", 0).AppRunning("server").Build())
 	s = l.Namespace("team-a", nil)
-	if s.Used != vec(1, 10240, 0) || deviceUsed(l, "node1", "GPU-0") != vec(1, 10240, 0) {
+	if !same(s.Used, nv(1, 10240, 0)) || deviceUsed(l, "node1", "GPU-0") != vec(1, 10240, 0) {
 		t.Fatalf("init done: used %v, device %v; want 10240 MiB for both", s.Used, deviceUsed(l, "node1", "GPU-0"))
 	}
 	if !fits(s, small) {
-		t.Errorf("scenario 4: 10240 + 12288 <= 24576 must fit, used %d", s.Used.MemMiB)
+		t.Errorf("scenario 4: 10240 + 12288 <= 24576 must fit, used %d", nvOnly(t, s.Used).MemMiB)
 	}
 }
 
@@ -138,10 +138,10 @@ func TestLifecycle(t *testing.T) {
 					l.UpsertPod(pod)
 				}
 				state, used, devs := stored(l, string(pod.UID))
-				if state != st.state || used.MemMiB != st.nsMem {
-					t.Errorf("step %d: stored state %q, %d MiB; want %q, %d MiB", i, state, used.MemMiB, st.state, st.nsMem)
+				if state != st.state || nvOnly(t, used).MemMiB != st.nsMem {
+					t.Errorf("step %d: stored state %q, %d MiB; want %q, %d MiB", i, state, nvOnly(t, used).MemMiB, st.state, st.nsMem)
 				}
-				if got := l.Namespace("ns", nil).Used.MemMiB; got != st.nsMem {
+				if got := nvOnly(t, l.Namespace("ns", nil).Used).MemMiB; got != st.nsMem {
 					t.Errorf("step %d: namespace used %d MiB, want %d", i, got, st.nsMem)
 				}
 				gotDevs := map[string]int64{}
@@ -176,7 +176,7 @@ func TestRelistAfterRestart(t *testing.T) {
 		for _, i := range order {
 			l.UpsertPod(pods[i])
 		}
-		if got := l.Namespace("team-a", nil).Used.MemMiB; got != 10240+9000 {
+		if got := nvOnly(t, l.Namespace("team-a", nil).Used).MemMiB; got != 10240+9000 {
 			t.Errorf("order %v: used %d MiB, want %d (steady 10240 + full 9000)", order, got, 10240+9000)
 		}
 		if state, _, _ := stored(l, string(pods[0].UID)); state != effective.StateSteady {
@@ -186,7 +186,7 @@ func TestRelistAfterRestart(t *testing.T) {
 		for _, p := range pods {
 			l.UpsertPod(p)
 		}
-		if got := l.Namespace("team-a", nil).Used.MemMiB; got != 10240+9000 {
+		if got := nvOnly(t, l.Namespace("team-a", nil).Used).MemMiB; got != 10240+9000 {
 			t.Errorf("order %v: after relist used %d MiB, want %d", order, got, 10240+9000)
 		}
 	}
@@ -199,8 +199,8 @@ func TestRecreatedWithSameName(t *testing.T) {
 	l := newLedger(t)
 	l.UpsertPod(seedPod().UID("old").InitRunning("convert-weights").Build())
 	l.UpsertPod(seedPod().UID("new").InitTerminated("convert-weights", 0).AppRunning("server").Build())
-	if s := l.Namespace("team-a", nil); s.Used.MemMiB != 10240 || s.Pods != 1 {
-		t.Errorf("used %d MiB in %d pods, want 10240 in 1", s.Used.MemMiB, s.Pods)
+	if s := l.Namespace("team-a", nil); nvOnly(t, s.Used).MemMiB != 10240 || s.Pods != 1 {
+		t.Errorf("used %d MiB in %d pods, want 10240 in 1", nvOnly(t, s.Used).MemMiB, s.Pods)
 	}
 	if got := deviceUsed(l, "node1", "GPU-0").MemMiB; got != 10240 {
 		t.Errorf("device used %d MiB, want 10240", got)
@@ -214,7 +214,7 @@ func TestInvalidAndNonGPUPods(t *testing.T) {
 	l.UpsertPod(testpod.New("cpu").NS("ns").App("a", testpod.CPU("2")).Build())
 	l.UpsertPod(testpod.New("badannot").NS("ns").App("a", gpu(1), mem(100)).Node("n1").Devices("GPU-a,NVIDIA,x,0:;").Build())
 	s := l.Namespace("ns", nil)
-	if s.Used != vec(1, 100, 0) || s.Pods != 1 {
+	if !same(s.Used, nv(1, 100, 0)) || s.Pods != 1 {
 		t.Errorf("used %v in %d pods, want only the pod with the bad annotation (1 GPU, 100 MiB)", s.Used, s.Pods)
 	}
 	if len(s.Problems) != 2 || s.Problems[0].Name != "bad" || s.Problems[1].Name != "badannot" {
@@ -237,7 +237,7 @@ func TestInvalidAndNonGPUPods(t *testing.T) {
 func TestProblemsAreLoggedOnce(t *testing.T) {
 	var lines []string
 	log := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{})
-	l := New(Options{Settings: effective.DefaultSettings(), Log: log})
+	l := New(Options{Families: []effective.Family{effective.Nvidia()}, Log: log})
 	bad := testpod.New("bad").NS("ns").App("a", testpod.Res(testpod.GPUName, "0.5"))
 	for range 3 {
 		l.UpsertPod(bad.Build())

@@ -16,7 +16,7 @@ import (
 // shows the name taken by a new pod (deleted and recreated while the watch
 // was down), and its own tombstone must not touch another pod's charge.
 func TestPodsWithoutManagedResourcesAsMetadata(t *testing.T) {
-	tr := PodTransform(newLedger(t).Settings())
+	tr := PodTransform(newLedger(t).Families())
 	slim := func(b *testpod.Builder) any {
 		t.Helper()
 		out, err := tr(b.Build())
@@ -28,7 +28,7 @@ func TestPodsWithoutManagedResourcesAsMetadata(t *testing.T) {
 	l := newLedger(t)
 	h := PodHandler(l, testr.New(t))
 	h.OnAdd(slim(seedPod().UID("uid-gpu").InitRunning("convert-weights")), true)
-	if s := l.Namespace("team-a", nil); s.Used.MemMiB != 20480 || s.Pods != 1 {
+	if s := l.Namespace("team-a", nil); nvOnly(t, s.Used).MemMiB != 20480 || s.Pods != 1 {
 		t.Fatalf("the GPU pod is not charged: %+v", s.Used)
 	}
 	other := slim(testpod.New("web").NS("team-a").UID("uid-web").App("c", testpod.CPU("1")))
@@ -37,7 +37,7 @@ func TestPodsWithoutManagedResourcesAsMetadata(t *testing.T) {
 	}
 	h.OnAdd(other, false)
 	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "team-a/web", Obj: other})
-	if s := l.Namespace("team-a", nil); s.Used.MemMiB != 20480 || s.Pods != 1 {
+	if s := l.Namespace("team-a", nil); nvOnly(t, s.Used).MemMiB != 20480 || s.Pods != 1 {
 		t.Fatalf("another pod's add and tombstone changed the charge: %+v, %d pods", s.Used, s.Pods)
 	}
 	// The relist shows llm-server recreated without GPUs (another UID).

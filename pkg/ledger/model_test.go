@@ -20,7 +20,9 @@ import (
 // quota changes, mirrored reservations) and checks after every step that it equals a
 // from-scratch recomputation over the current objects and that nothing is
 // negative. Every 500 steps a ledger rebuilt from the current objects must
-// produce the same snapshot.
+// produce the same snapshot. The world holds pods, quotas and reservations
+// of two families (nvidia and Ascend, some pods both): the recomputation is
+// per family.
 func TestModelLedgerEqualsRecomputation(t *testing.T) {
 	steps := 100_000
 	if testing.Short() {
@@ -41,6 +43,13 @@ func TestModelLedgerEqualsRecomputation(t *testing.T) {
 					}
 				}
 			}
+			for _, what := range []string{"used nvidia", "used " + ascendName, "reserved nvidia", "reserved " + ascendName,
+				"limits nvidia", "limits " + ascendName, "pod of two families"} {
+				if m.exercised[what] == 0 {
+					t.Errorf("the random world never had %s", what)
+				}
+			}
+			t.Logf("checks that saw: %v", m.exercised)
 		})
 	}
 }
@@ -59,11 +68,14 @@ type model struct {
 	pending  map[string][]Reservation // the reservations handed in, by namespace
 	seen     map[types.UID]bool       // oracle: GPU pods the watch delivered and has not seen go
 	floor    map[types.UID]int64      // oracle: the device size each pod was first resolved against
-	next     int                      // UID sequence
-	memo     map[memoKey]derivation
-	podH     toolscache.ResourceEventHandlerFuncs
-	nodeH    toolscache.ResourceEventHandlerFuncs
-	quotaH   toolscache.ResourceEventHandlerFuncs
+	// exercised counts the checks that saw each family in use, reserved
+	// and limited (and pods of both families): the world must hold them.
+	exercised map[string]int
+	next      int // UID sequence
+	memo      map[memoKey]derivation
+	podH      toolscache.ResourceEventHandlerFuncs
+	nodeH     toolscache.ResourceEventHandlerFuncs
+	quotaH    toolscache.ResourceEventHandlerFuncs
 }
 
 type memoKey struct {
@@ -77,14 +89,14 @@ var (
 )
 
 func newModel(seed uint64) *model {
-	l := New(Options{Settings: effective.DefaultSettings()})
+	l := New(Options{Families: twoFamilies()})
 	return &model{
 		r: rand.New(rand.NewPCG(seed, seed*7919)), l: l,
 		pods: map[types.UID]*corev1.Pod{}, byName: map[string]types.UID{}, old: map[types.UID]*corev1.Pod{},
 		nodes: map[string]*corev1.Node{}, nodeMem: map[string]int64{}, nodeDevs: map[string][]string{}, devMem: map[string]map[string]int64{},
 		quotas: map[string]*corev1.ResourceQuota{}, pending: map[string][]Reservation{}, seen: map[types.UID]bool{}, memo: map[memoKey]derivation{},
-		floor: map[types.UID]int64{},
-		podH:  PodHandler(l, logr.Discard()), nodeH: NodeHandler(l, logr.Discard()), quotaH: QuotaHandler(l, logr.Discard()),
+		floor: map[types.UID]int64{}, exercised: map[string]int{},
+		podH: PodHandler(l, logr.Discard()), nodeH: NodeHandler(l, logr.Discard()), quotaH: QuotaHandler(l, logr.Discard()),
 	}
 }
 
@@ -152,7 +164,7 @@ func (m *model) step() string {
 }
 
 func (m *model) res() []testpod.Opt {
-	switch m.r.IntN(10) {
+	switch m.r.IntN(14) {
 	case 0, 1:
 		return []testpod.Opt{testpod.CPU("1")}
 	case 2:
@@ -165,6 +177,18 @@ func (m *model) res() []testpod.Opt {
 		}
 	case 5:
 		return [][]testpod.Opt{{gpu(1)}, {gpu(2), mem(0)}, {gpu(1), pct(0)}}[m.r.IntN(3)] // whole cards
+	case 10, 11: // the second family
+		return []testpod.Opt{npu(int64(m.r.IntN(3))), npuMem(int64(m.r.IntN(40000)))}
+	case 12:
+		switch m.r.IntN(10) {
+		case 0:
+			return []testpod.Opt{npu(1)} // a whole NPU: unresolved (no Ascend device sizes)
+		case 1:
+			return []testpod.Opt{npu(1), testpod.Res(ascendMem, "1.5")} // invalid
+		}
+		return []testpod.Opt{npu(int64(1 + m.r.IntN(2))), npuMem(int64(1 + m.r.IntN(30000))), npuCores(int64(m.r.IntN(101)))}
+	case 13: // both families in one container
+		return []testpod.Opt{gpu(int64(m.r.IntN(3))), mem(int64(m.r.IntN(40000))), npu(int64(1 + m.r.IntN(2))), npuMem(int64(1 + m.r.IntN(30000)))}
 	}
 	return []testpod.Opt{gpu(int64(m.r.IntN(3))), mem(int64(m.r.IntN(40000)))}
 }
@@ -223,7 +247,7 @@ func (m *model) update(prev, p *corev1.Pod) {
 
 // deliver notes that the watch delivers p.
 func (m *model) deliver(p *corev1.Pod) {
-	if m.l.settings.Requests(p) {
+	if effective.RequestsAny(p, m.l.Families()) {
 		m.seen[p.UID] = true
 	}
 }

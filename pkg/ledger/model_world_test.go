@@ -170,7 +170,8 @@ func (m *model) quota() {
 		return
 	}
 	hard := map[string]string{}
-	for _, k := range []string{"limits.nvidia.com/gpu", "limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores", "requests.nvidia.com/gpu"} {
+	for _, k := range []string{"limits.nvidia.com/gpu", "limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores", "requests.nvidia.com/gpu",
+		"limits." + string(ascendCount), "limits." + string(ascendMem), "limits." + string(ascendCores), "requests." + string(ascendMem)} {
 		switch m.r.IntN(4) {
 		case 0:
 			hard[k] = fmt.Sprint(m.r.IntN(100000))
@@ -199,8 +200,16 @@ func (m *model) reserve() {
 				uid = p.UID
 			}
 		}
-		rs = append(rs, Reservation{UID: uid, Name: fmt.Sprintf("p%d", m.r.IntN(16)), Demand: vec(1, int64(m.r.IntN(20000)), 0),
-			Unconfirmed: m.r.IntN(2) == 0})
+		var demand effective.Usage
+		switch m.r.IntN(4) {
+		case 0:
+			demand = effective.UsageOf(ascendName, vec(1, int64(m.r.IntN(20000)), 0))
+		case 1:
+			demand = effective.Usage{nvidia: vec(1, int64(m.r.IntN(20000)), 0), ascendName: vec(2, int64(1+m.r.IntN(20000)), 0)}
+		default:
+			demand = effective.UsageOf(nvidia, vec(1, int64(m.r.IntN(20000)), 0))
+		}
+		rs = append(rs, Reservation{UID: uid, Name: fmt.Sprintf("p%d", m.r.IntN(16)), Demand: demand, Unconfirmed: m.r.IntN(2) == 0})
 	}
 	m.pending[ns] = rs
 }
@@ -235,7 +244,7 @@ func (m *model) oracle(p *corev1.Pod) derivation {
 	if len(m.memo) > 100_000 {
 		clear(m.memo)
 	}
-	d := m.l.derive(p, opt) // pure: reads nothing of the ledger's state
+	d := m.l.derive(p, map[string]effective.Options{"nvidia": opt}) // pure: reads nothing of the ledger's state
 	m.memo[key] = d
 	return d
 }
@@ -283,17 +292,42 @@ func (m *model) held() map[string]bool {
 	return out
 }
 
+// recount is a usage recounted by the model: per family, a plain sum of
+// vectors (zero vectors kept; sameUsage drops them).
+type recount map[string]effective.Vector
+
+func (r recount) add(u effective.Usage) {
+	for f, v := range u {
+		r[f], _ = r[f].Add(v)
+	}
+}
+
+// sameUsage reports how got, a usage of the ledger, differs from the
+// recount want: the same families with the same vectors, no zero vector
+// stored, nothing negative.
+func sameUsage(got effective.Usage, want recount) error {
+	if err := usageInvariant(got); err != nil {
+		return fmt.Errorf("%v: %w", got, err)
+	}
+	for _, f := range union(got, want) {
+		if got[f] != want[f] {
+			return fmt.Errorf("family %q: ledger %v, recomputed %v", f, got[f], want[f])
+		}
+	}
+	return nil
+}
+
 // check compares the ledger with a from-scratch recomputation over the
-// current objects.
+// current objects, per family.
 func (m *model) check() error {
 	type nsWant struct {
-		used, reserved, unconfirmed effective.Vector
+		used, reserved, unconfirmed recount
 		pods, unresolved, resvCount int
 	}
 	want := map[string]*nsWant{}
 	get := func(ns string) *nsWant {
 		if want[ns] == nil {
-			want[ns] = &nsWant{}
+			want[ns] = &nsWant{used: recount{}, reserved: recount{}, unconfirmed: recount{}}
 		}
 		return want[ns]
 	}
@@ -308,8 +342,11 @@ func (m *model) check() error {
 			continue
 		}
 		recs++
+		if len(d.rec.used) > 1 {
+			m.exercised["pod of two families"]++
+		}
 		w := get(p.Namespace)
-		w.used, _ = w.used.Add(d.rec.used)
+		w.used.add(d.rec.used)
 		w.pods++
 		if len(d.rec.unresolved) > 0 {
 			w.unresolved++
@@ -325,10 +362,10 @@ func (m *model) check() error {
 		for _, r := range rs {
 			if m.counts(ns, r) {
 				w := get(ns)
-				w.reserved, _ = w.reserved.Add(r.Demand)
+				w.reserved.add(r.Demand)
 				w.resvCount++
 				if r.Unconfirmed {
-					w.unconfirmed, _ = w.unconfirmed.Add(r.Demand)
+					w.unconfirmed.add(r.Demand)
 				}
 			}
 		}
@@ -339,17 +376,32 @@ func (m *model) check() error {
 	}
 	for _, ns := range union(want, snap.Namespaces) {
 		w, g := get(ns), snap.Namespaces[ns]
-		got := nsWant{used: g.Used, reserved: g.Reserved, unconfirmed: g.Unconfirmed, pods: g.Pods, unresolved: len(g.Unresolved), resvCount: g.Reservations}
-		if got != *w {
-			return fmt.Errorf("namespace %s: ledger %+v, recomputed %+v", ns, got, *w)
+		for _, u := range []struct {
+			what string
+			got  effective.Usage
+			want recount
+		}{{"used", g.Used, w.used}, {"reserved", g.Reserved, w.reserved}, {"unconfirmed", g.Unconfirmed, w.unconfirmed}} {
+			if err := sameUsage(u.got, u.want); err != nil {
+				return fmt.Errorf("namespace %s: %s: %w", ns, u.what, err)
+			}
 		}
-		if err := nonNegative(g.Used, g.Reserved); err != nil {
-			return fmt.Errorf("namespace %s: %w", ns, err)
+		if g.Pods != w.pods || len(g.Unresolved) != w.unresolved || g.Reservations != w.resvCount {
+			return fmt.Errorf("namespace %s: ledger %d pods, %d unresolved, %d reservations; recomputed %d, %d, %d",
+				ns, g.Pods, len(g.Unresolved), g.Reservations, w.pods, w.unresolved, w.resvCount)
 		}
 		if err := m.checkLimits(ns, g.Limits); err != nil {
 			return err
 		}
-		if one := m.l.Namespace(ns, m.pending[ns]); one.Reserved != g.Reserved || one.Used != g.Used {
+		for _, f := range g.Used.Families() {
+			m.exercised["used "+f]++
+		}
+		for _, f := range g.Reserved.Families() {
+			m.exercised["reserved "+f]++
+		}
+		for f := range g.Limits {
+			m.exercised["limits "+f]++
+		}
+		if one := m.l.Namespace(ns, m.pending[ns]); !one.Reserved.Equal(g.Reserved) || !one.Used.Equal(g.Used) {
 			return fmt.Errorf("namespace %s: Namespace %v/%v, Snapshot %v/%v", ns, one.Used, one.Reserved, g.Used, g.Reserved)
 		}
 	}
@@ -367,29 +419,44 @@ func (m *model) check() error {
 	return nil
 }
 
-func (m *model) checkLimits(ns string, got Limits) error {
-	var want [3]*int64
-	for key, q := range m.quotas {
-		if !strings.HasPrefix(key, ns+"/") {
-			continue
-		}
-		for i, res := range []corev1.ResourceName{"limits.nvidia.com/gpu", "limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores"} {
-			v, ok := q.Spec.Hard[res]
-			if !ok {
-				continue
-			}
-			n, whole := v.AsInt64()
-			if !whole || n < 0 {
-				n = 0 // invalid blocks
-			}
-			if want[i] == nil || n < *want[i] {
-				want[i] = &n
-			}
+// checkLimits compares the limits of ns, per family, with the tightest
+// value per dimension over the world's quotas of ns (an invalid value
+// blocks: 0); a family without any limit is absent.
+func (m *model) checkLimits(ns string, got map[string]Limits) error {
+	fams := m.l.Families()
+	for f := range got {
+		if !slices.ContainsFunc(fams, func(x effective.Family) bool { return x.Name == f }) {
+			return fmt.Errorf("namespace %s: limits of unknown family %q: %+v", ns, f, got[f])
 		}
 	}
-	for i, g := range []*Limit{got.GPU, got.MemMiB, got.Cores} {
-		if (g == nil) != (want[i] == nil) || (g != nil && g.Value != *want[i]) {
-			return fmt.Errorf("namespace %s: limit %d: ledger %+v, want %v", ns, i, g, want[i])
+	for _, fam := range fams {
+		var want [3]*int64
+		for key, q := range m.quotas {
+			if !strings.HasPrefix(key, ns+"/") {
+				continue
+			}
+			for i, res := range []corev1.ResourceName{fam.Names.Count, fam.Names.Memory, fam.Names.Cores} {
+				v, ok := q.Spec.Hard["limits."+res]
+				if !ok {
+					continue
+				}
+				n, whole := v.AsInt64()
+				if !whole || n < 0 {
+					n = 0 // invalid blocks
+				}
+				if want[i] == nil || n < *want[i] {
+					want[i] = &n
+				}
+			}
+		}
+		g, present := got[fam.Name]
+		if present != (want != [3]*int64{}) {
+			return fmt.Errorf("namespace %s: family %s: limits present %v, want %v (%+v)", ns, fam.Name, present, !present, g)
+		}
+		for i, l := range []*Limit{g.GPU, g.MemMiB, g.Cores} {
+			if (l == nil) != (want[i] == nil) || (l != nil && l.Value != *want[i]) {
+				return fmt.Errorf("namespace %s: family %s: limit %d: ledger %+v, want %v", ns, fam.Name, i, l, want[i])
+			}
 		}
 	}
 	return nil
@@ -397,7 +464,7 @@ func (m *model) checkLimits(ns string, got Limits) error {
 
 // checkRebuilt compares the ledger with one rebuilt from the current objects.
 func (m *model) checkRebuilt() error {
-	fresh := New(Options{Settings: effective.DefaultSettings()})
+	fresh := New(Options{Families: m.l.Families()})
 	var feed []func()
 	for _, p := range m.pods {
 		feed = append(feed, func() { fresh.UpsertPod(p) })
@@ -418,7 +485,7 @@ func (m *model) checkRebuilt() error {
 	// more.
 	held := m.held()
 	for ns := range held {
-		if x, y := a.Namespaces[ns], b.Namespaces[ns]; x.Used.Max(y.Used) != x.Used {
+		if x, y := a.Namespaces[ns], b.Namespaces[ns]; !x.Used.Max(y.Used).Equal(x.Used) {
 			return fmt.Errorf("namespace %s: rebuilt charges %v, more than the ledger's %v", ns, y.Used, x.Used)
 		}
 		delete(a.Namespaces, ns)

@@ -24,7 +24,7 @@ type podRecord struct {
 	// ("" while no devices are assigned).
 	bound, node string
 	state       effective.State
-	used        effective.Vector
+	used        effective.Usage
 	devices     []deviceUse // sorted by UUID
 	// unresolved names the counted containers whose memory is a percentage
 	// of a device of unknown size; their memory is not in used.
@@ -40,9 +40,10 @@ type podRecord struct {
 	// edited tells that the pod's annotation differs from it now.
 	assignment string
 	edited     bool
-	// floorMiB is the device size the pod's memory was first resolved
-	// against (size-dependent pods): its charge never resolves below it.
-	floorMiB int64
+	// floors are, per family, the device size the pod's memory was first
+	// resolved against (size-dependent pods): its charge never resolves
+	// below them. Shared, never modified: a change stores a new map.
+	floors map[string]int64
 }
 
 // derivation is the outcome of reading a pod: a record to store, a problem
@@ -57,15 +58,18 @@ type derivation struct {
 // memory percentages with opt. It is pure: no ledger state is read. A
 // record whose demand depends on device sizes keeps the pod (rec.pod) so
 // that deriveLocked can resolve it, now and when capacity changes.
-func (l *Ledger) derive(pod *corev1.Pod, opt effective.Options) derivation {
-	if !l.settings.Requests(pod) {
+func (l *Ledger) derive(pod *corev1.Pod, opts map[string]effective.Options) derivation {
+	if !l.requests(pod) {
 		return derivation{}
 	}
-	d, err := effective.Compute(pod, l.settings, opt)
+	d, err := effective.ComputeAll(pod, l.families, opts)
 	if err != nil {
 		return derivation{invalid: podProblem(pod, err)}
 	}
-	assign, warning := boundAssignment(pod)
+	assign, warning := l.boundAssignment(pod)
+	if warning == nil {
+		assign, warning = withGpushare(pod, d, assign)
+	}
 	t, assignErr, err := targetOf(pod, d, assign)
 	if assignErr != nil {
 		warning = podProblem(pod, fmt.Errorf("device usage not recorded: %w", assignErr))
@@ -86,7 +90,7 @@ func (l *Ledger) derive(pod *corev1.Pod, opt effective.Options) derivation {
 // boundAssignment returns the device assignment of pod once it is bound
 // (device usage counts from then on): nil before binding, or nil and a
 // warning when the assignment cannot be read.
-func boundAssignment(pod *corev1.Pod) (effective.Assignment, *Problem) {
+func (l *Ledger) boundAssignment(pod *corev1.Pod) (effective.Assignment, *Problem) {
 	if pod.Spec.NodeName == "" {
 		return nil, nil
 	}
@@ -94,13 +98,29 @@ func boundAssignment(pod *corev1.Pod) (effective.Assignment, *Problem) {
 	if err != nil {
 		return nil, podProblem(pod, fmt.Errorf("device usage not recorded: %w", err))
 	}
+	for i := 1; i < len(l.families); i++ {
+		key := l.families[i].AllocAnno
+		if key == "" || key == devices.PodAllocatedAnnotation || l.families[i].Rule == effective.RuleGpushare {
+			continue // gpushare names a device index (withGpushare)
+		}
+		more, err := devices.PodAssignmentOf(pod, key)
+		if err != nil {
+			return nil, podProblem(pod, fmt.Errorf("device usage not recorded: %s: %w", key, err))
+		}
+		for c, uses := range more {
+			if assign == nil {
+				assign = effective.Assignment{}
+			}
+			assign[c] = append(slices.Clone(assign[c]), uses...)
+		}
+	}
 	return assign, nil
 }
 
 // targetOf returns the target of pod with its device assignment; when the
 // assignment does not fit the pod, it returns the target without device
 // usage and, as assignErr, why the assignment was dropped.
-func targetOf(pod *corev1.Pod, d *effective.Demand, assign effective.Assignment) (t effective.Target, assignErr, err error) {
+func targetOf(pod *corev1.Pod, d effective.Demands, assign effective.Assignment) (t effective.Target, assignErr, err error) {
 	t, err = effective.TargetOf(pod, d, assign)
 	if err != nil && assign != nil {
 		assignErr = err
@@ -112,7 +132,7 @@ func targetOf(pod *corev1.Pod, d *effective.Demand, assign effective.Assignment)
 // newPodRecord is the record of pod charged for target t of demand d, with
 // the devices it uses, the pod kept when the demand depends on device sizes,
 // and the counted containers whose memory is unresolved.
-func newPodRecord(pod *corev1.Pod, d *effective.Demand, t effective.Target, warning *Problem) *podRecord {
+func newPodRecord(pod *corev1.Pod, ds effective.Demands, t effective.Target, warning *Problem) *podRecord {
 	rec := &podRecord{
 		namespace: pod.Namespace,
 		name:      pod.Name,
@@ -125,14 +145,16 @@ func newPodRecord(pod *corev1.Pod, d *effective.Demand, t effective.Target, warn
 		rec.node, rec.devices = pod.Spec.NodeName, deviceUses(t.Devices)
 	}
 	inits := len(pod.Spec.InitContainers)
-	for i := range d.Containers {
-		c := &d.Containers[i]
-		if c.MemPercent > 0 && c.Count > 0 {
-			rec.pod = pod
-		}
-		counted := i >= inits || c.Role != effective.RoleInit || i >= t.Stage.From
-		if c.Unresolved && counted {
-			rec.unresolved = append(rec.unresolved, c.Name)
+	for _, d := range ds {
+		for i := range d.Containers {
+			c := &d.Containers[i]
+			if c.MemPercent > 0 && c.Count > 0 {
+				rec.pod = pod
+			}
+			counted := i >= inits || c.Role != effective.RoleInit || i >= t.Stage.From
+			if c.Unresolved && counted && !slices.Contains(rec.unresolved, c.Name) {
+				rec.unresolved = append(rec.unresolved, c.Name)
+			}
 		}
 	}
 	return rec
@@ -147,16 +169,38 @@ func newPodRecord(pod *corev1.Pod, d *effective.Demand, t effective.Target, warn
 // smaller or no devices, or an annotation edited after binding, never
 // lowers the charge (it is reported instead: see keep).
 func (l *Ledger) deriveLocked(pod *corev1.Pod, old *podRecord) derivation {
-	now := l.capacityLocked().ResolveSizeFor(pod)
-	floor := now
-	if old != nil && old.floorMiB > 0 {
-		floor = old.floorMiB
+	now := l.capacityLocked().ResolveSizesFor(pod, l.families)
+	var floors map[string]int64 // the first size each family resolved against
+	if old != nil {
+		floors = old.floors
 	}
-	d := l.derive(pod, effective.Options{DeviceMemoryMiB: max(now, floor)})
+	for f, size := range now {
+		if _, ok := floors[f]; !ok && size > 0 {
+			floors = maps.Clone(floors)
+			if floors == nil {
+				floors = map[string]int64{}
+			}
+			floors[f] = size
+		}
+	}
+	sizes := make(map[string]int64, len(now)+len(floors))
+	for f, size := range now {
+		sizes[f] = max(size, floors[f])
+	}
+	for f, floor := range floors {
+		sizes[f] = max(sizes[f], floor)
+	}
+	d := l.derive(pod, optionsOf(sizes))
 	if d.rec != nil {
-		d.rec.floorMiB = floor
-		if now < floor {
-			d.rec.warn(chargeProblem(pod, fmt.Sprintf("charged for devices of %d MiB, as its admission resolved; the nodes it may run on now announce at most %d MiB (node capacity dropped, or an annotation was removed)", floor, now)))
+		d.rec.floors = floors
+		for _, f := range slices.Sorted(maps.Keys(floors)) {
+			if now[f] < floors[f] {
+				what := "devices"
+				if f != l.sizedFamily() {
+					what = f + " devices"
+				}
+				d.rec.warn(chargeProblem(pod, fmt.Sprintf("charged for %s of %d MiB, as its admission resolved; the nodes it may run on now announce at most %d MiB (node capacity dropped, or an annotation was removed)", what, floors[f], now[f])))
+			}
 		}
 	}
 	return d
@@ -169,36 +213,65 @@ func (l *Ledger) deriveLocked(pod *corev1.Pod, old *podRecord) derivation {
 // namespace). Before binding the annotation may change freely: HAMi
 // re-schedules a pod whose binding failed. edited reports that pod's
 // annotation differs from the one that counts.
-func firstAssignment(old *podRecord, pod *corev1.Pod) (trusted *corev1.Pod, edited bool) {
+//
+// Every family's assignment annotation (and gpushare's device index) is
+// treated so: l.allocs.
+func (l *Ledger) firstAssignment(old *podRecord, pod *corev1.Pod) (trusted *corev1.Pod, edited bool) {
 	if old == nil || old.assignment == "" || pod.Spec.NodeName == "" {
 		return pod, false
 	}
-	if pod.Annotations[devices.PodAllocatedAnnotation] == old.assignment {
+	if assignmentOf(pod, l.allocs) == old.assignment {
 		return pod, false
 	}
 	p := *pod
 	p.Annotations = maps.Clone(pod.Annotations)
-	p.Annotations[devices.PodAllocatedAnnotation] = old.assignment
+	for _, k := range l.allocs {
+		delete(p.Annotations, k)
+	}
+	for k, v := range decodeAssignment(old.assignment) {
+		p.Annotations[k] = v
+	}
 	return &p, true
 }
 
 // keep carries what the record must remember from old (the first
 // assignment, the floor) and reports an edited assignment.
-func (d *derivation) keep(old *podRecord, trusted *corev1.Pod, edited bool) {
+func (d *derivation) keep(old *podRecord, trusted *corev1.Pod, edited bool, allocs []string) {
 	r := d.rec
 	if r == nil {
 		return
 	}
 	if trusted.Spec.NodeName != "" {
-		r.assignment = trusted.Annotations[devices.PodAllocatedAnnotation]
+		r.assignment = assignmentOf(trusted, allocs)
 	}
-	if old != nil && old.floorMiB > r.floorMiB {
-		r.floorMiB = old.floorMiB
+	if old != nil {
+		r.floors = higherFloors(r.floors, old.floors)
 	}
 	r.edited = edited || (old != nil && old.edited && trusted == old.pod)
 	if r.edited {
-		r.warn(chargeProblem(trusted, fmt.Sprintf("%s was changed after the pod was bound; the first assignment stays charged (only HAMi's scheduler assigns devices, before binding)", devices.PodAllocatedAnnotation)))
+		r.warn(chargeProblem(trusted, fmt.Sprintf("%s was changed after the pod was bound; the first assignment stays charged (only HAMi's scheduler assigns devices, before binding)", strings.Join(presentKeys(r.assignment), ", "))))
 	}
+}
+
+// higherFloors returns the per-family maximum of a and b (a itself when
+// b raises none).
+func higherFloors(a, b map[string]int64) map[string]int64 {
+	var out map[string]int64
+	for f, v := range b {
+		if v > a[f] {
+			if out == nil {
+				out = maps.Clone(a)
+				if out == nil {
+					out = map[string]int64{}
+				}
+			}
+			out[f] = v
+		}
+	}
+	if out == nil {
+		return a
+	}
+	return out
 }
 
 // warn adds p to the record's warning: one problem per pod, a held charge
@@ -243,9 +316,9 @@ func podProblem(pod *corev1.Pod, err error) *Problem {
 // sameRecord reports whether storing b instead of a changes nothing.
 func sameRecord(a, b *podRecord) bool {
 	return a.namespace == b.namespace && a.name == b.name && a.bound == b.bound && a.node == b.node &&
-		a.state == b.state && a.used == b.used && a.pod == b.pod &&
+		a.state == b.state && a.used.Equal(b.used) && a.pod == b.pod &&
 		slices.Equal(a.devices, b.devices) && slices.Equal(a.unresolved, b.unresolved) &&
-		a.assignment == b.assignment && a.edited == b.edited && a.floorMiB == b.floorMiB &&
+		a.assignment == b.assignment && a.edited == b.edited && maps.Equal(a.floors, b.floors) &&
 		(a.warning == nil) == (b.warning == nil) && (a.warning == nil || *a.warning == *b.warning)
 }
 
@@ -288,7 +361,7 @@ func (l *Ledger) chargeLocked(r *podRecord) error {
 // unchargeLocked subtracts exactly what the record charged.
 func (l *Ledger) unchargeLocked(r *podRecord) {
 	if n := l.namespaces[r.namespace]; n != nil {
-		n.used = l.nonNegative(n.used.Sub(r.used), "namespace "+r.namespace)
+		n.used = l.nonNegativeUsage(n.used.Sub(r.used), "namespace "+r.namespace)
 		n.pods--
 		delete(n.unresolved, r.uid)
 	}
@@ -314,4 +387,18 @@ func (l *Ledger) nonNegative(v effective.Vector, where string) effective.Vector 
 	}
 	l.log.Error(errors.New("ledger invariant broken: usage would go negative"), "clamped to zero", "where", where, "usage", v.String())
 	return v.Max(effective.Vector{})
+}
+
+// nonNegativeUsage is nonNegative for every family of u.
+func (l *Ledger) nonNegativeUsage(u effective.Usage, where string) effective.Usage {
+	var out effective.Usage
+	for f, v := range u {
+		if v = l.nonNegative(v, where+" "+f); !v.IsZero() {
+			if out == nil {
+				out = effective.Usage{}
+			}
+			out[f] = v
+		}
+	}
+	return out
 }

@@ -14,8 +14,9 @@ import (
 
 // quota is what one ResourceQuota says about the managed resources.
 type quota struct {
-	name   string
-	limits Limits
+	name string
+	// limits are the family's limits, by family name (absent: none).
+	limits map[string]Limits
 	// native lists the spec.hard keys requests.<managed name>: native
 	// ResourceQuota counts those per container, without init/app semantics.
 	native   []string
@@ -42,7 +43,7 @@ func (l *Ledger) UpsertQuota(rq *corev1.ResourceQuota) {
 				"key", p.Key, "value", p.Value, "problem", p.Message)
 		}
 	}
-	if q.limits == (Limits{}) && len(q.native) == 0 && len(q.problems) == 0 {
+	if len(q.limits) == 0 && len(q.native) == 0 && len(q.problems) == 0 {
 		l.deleteQuotaLocked(rq.Namespace, rq.Name)
 		return
 	}
@@ -63,20 +64,45 @@ func (l *Ledger) deleteQuotaLocked(namespace, name string) {
 	}
 }
 
-// parseQuota reads the managed keys of a ResourceQuota's spec.hard.
+// parseQuota reads the managed keys of a ResourceQuota's spec.hard, per
+// family.
 func (l *Ledger) parseQuota(rq *corev1.ResourceQuota) *quota {
 	q := &quota{name: rq.Name}
-	names := l.settings.Names
+	for i := range l.families {
+		f := &l.families[i]
+		if lim := q.parseFamily(rq, f); lim != (Limits{}) {
+			if q.limits == nil {
+				q.limits = map[string]Limits{}
+			}
+			q.limits[f.Name] = lim
+		}
+		names := f.Names
+		for _, res := range []corev1.ResourceName{names.Count, names.Memory, names.MemoryPercentage, names.Cores} {
+			key := "requests." + string(res)
+			if _, ok := rq.Spec.Hard[corev1.ResourceName(key)]; ok && res != "" {
+				q.native = append(q.native, key)
+			}
+		}
+	}
+	return q
+}
+
+// parseFamily reads the limits.<name> keys of one family.
+func (q *quota) parseFamily(rq *corev1.ResourceQuota, f *effective.Family) Limits {
+	var lim Limits
 	dims := []struct {
 		res    corev1.ResourceName
 		factor int64
 		dst    **Limit
 	}{
-		{names.Count, 1, &q.limits.GPU},
-		{names.Memory, l.settings.Factor(), &q.limits.MemMiB},
-		{names.Cores, 1, &q.limits.Cores},
+		{f.Names.Count, 1, &lim.GPU},
+		{f.Names.Memory, f.Factor(), &lim.MemMiB},
+		{f.Names.Cores, 1, &lim.Cores},
 	}
 	for _, d := range dims {
+		if d.res == "" {
+			continue
+		}
 		key := "limits." + string(d.res)
 		val, ok := rq.Spec.Hard[corev1.ResourceName(key)]
 		if !ok {
@@ -91,13 +117,7 @@ func (l *Ledger) parseQuota(rq *corev1.ResourceQuota) *quota {
 		}
 		*d.dst = &Limit{Value: v, Quota: rq.Name, Key: key}
 	}
-	for _, res := range []corev1.ResourceName{names.Count, names.Memory, names.MemoryPercentage, names.Cores} {
-		key := "requests." + string(res)
-		if _, ok := rq.Spec.Hard[corev1.ResourceName(key)]; ok {
-			q.native = append(q.native, key)
-		}
-	}
-	return q
+	return lim
 }
 
 // quotaValue parses a quota value as a non-negative whole number and
@@ -113,27 +133,31 @@ func quotaValue(s string, factor int64) (int64, error) {
 	return v * factor, nil
 }
 
-// limits returns the tightest limit per dimension over the namespace's
-// quotas (ties: an invalid limit first, then the quota name) and the quotas,
-// sorted by name.
-func (n *namespace) limits() (Limits, []QuotaSnapshot, []Problem) {
+// limits returns, per family, the tightest limit per dimension over the
+// namespace's quotas (ties: an invalid limit first, then the quota name) and
+// the quotas, sorted by name.
+func (n *namespace) limits() (map[string]Limits, []QuotaSnapshot, []Problem) {
 	names := make([]string, 0, len(n.quotas))
 	for name := range n.quotas {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	var out Limits
+	var out map[string]Limits
 	quotas := make([]QuotaSnapshot, 0, len(names))
 	var problems []Problem
 	for _, name := range names {
 		q := n.quotas[name]
-		out.GPU = tighter(out.GPU, q.limits.GPU)
-		out.MemMiB = tighter(out.MemMiB, q.limits.MemMiB)
-		out.Cores = tighter(out.Cores, q.limits.Cores)
-		quotas = append(quotas, QuotaSnapshot{Name: name, Limits: q.limits.clone(), NativeRequests: slices.Clone(q.native)})
+		for f, ql := range q.limits {
+			if out == nil {
+				out = map[string]Limits{}
+			}
+			cur := out[f]
+			out[f] = Limits{GPU: tighter(cur.GPU, ql.GPU), MemMiB: tighter(cur.MemMiB, ql.MemMiB), Cores: tighter(cur.Cores, ql.Cores)}
+		}
+		quotas = append(quotas, QuotaSnapshot{Name: name, Limits: cloneLimits(q.limits), NativeRequests: slices.Clone(q.native)})
 		problems = append(problems, q.problems...)
 	}
-	return out.clone(), quotas, problems
+	return cloneLimits(out), quotas, problems
 }
 
 func tighter(cur, cand *Limit) *Limit {

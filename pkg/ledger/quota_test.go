@@ -66,9 +66,9 @@ func TestQuotaLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := effective.DefaultSettings()
+			s := effective.Nvidia()
 			s.MemoryFactor = tt.factor
-			l := New(Options{Settings: s})
+			l := New(Options{Families: []effective.Family{s}})
 			for name, hard := range tt.quotas {
 				l.UpsertQuota(testquota.New("ns", name, hard))
 			}
@@ -76,7 +76,8 @@ func TestQuotaLimits(t *testing.T) {
 				l.DeleteQuota("ns", name)
 			}
 			ns := l.Namespace("ns", nil)
-			got := want{gpu: show(ns.Limits.GPU), mem: show(ns.Limits.MemMiB), cores: show(ns.Limits.Cores),
+			lim := ns.Limits[nvidia]
+			got := want{gpu: show(lim.GPU), mem: show(lim.MemMiB), cores: show(lim.Cores),
 				problems: len(ns.Problems), native: len(ns.NativeRequestQuotas)}
 			if got != tt.want {
 				t.Errorf("got %+v, want %+v (problems %v)", got, tt.want, ns.Problems)
@@ -94,17 +95,17 @@ func TestQuotaUpdateAndDelete(t *testing.T) {
 	l := newLedger(t)
 	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1000"}))
 	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "2000"}))
-	if got := l.Namespace("ns", nil).Limits.MemMiB; got == nil || got.Value != 2000 {
+	if got := l.Namespace("ns", nil).Limits[nvidia].MemMiB; got == nil || got.Value != 2000 {
 		t.Fatalf("after update: %+v, want 2000", got)
 	}
 	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.cpu": "1"}))
-	if got := l.Namespace("ns", nil).Limits.MemMiB; got != nil {
+	if got := l.Namespace("ns", nil).Limits; got != nil {
 		t.Fatalf("after removing the key: %+v, want no limit", got)
 	}
 	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1000"}))
 	l.DeleteQuota("ns", "q")
 	l.DeleteQuota("ns", "q") // twice: harmless
-	if got := l.Namespace("ns", nil).Limits; got != (Limits{}) {
+	if got := l.Namespace("ns", nil).Limits; got != nil {
 		t.Fatalf("after delete: %+v, want none", got)
 	}
 	if st := l.Snapshot(nil).Stats; st.Namespaces != 0 {

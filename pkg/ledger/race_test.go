@@ -19,7 +19,7 @@ import (
 // snapshots and reservations in parallel (run it with -race). Once every
 // pod is deleted the ledger must be empty: no usage leaked in between.
 func TestRaceEventsSnapshotsReservations(t *testing.T) {
-	l := New(Options{Settings: effective.DefaultSettings()})
+	l := New(Options{Families: []effective.Family{effective.Nvidia()}})
 	const writers, podsPerWriter, rounds = 4, 20, 30
 	var writing, background sync.WaitGroup
 	stop := make(chan struct{})
@@ -77,9 +77,9 @@ func TestRaceEventsSnapshotsReservations(t *testing.T) {
 				return
 			default:
 			}
-			pending := []Reservation{{UID: types.UID(fmt.Sprintf("r%d", i%50)), Name: fmt.Sprintf("p0-%d", i%20), Demand: vec(1, 1000, 0)}}
+			pending := []Reservation{{UID: types.UID(fmt.Sprintf("r%d", i%50)), Name: fmt.Sprintf("p0-%d", i%20), Demand: nv(1, 1000, 0)}}
 			s := l.Namespace("ns0", pending)
-			if s.Used.MemMiB < 0 || s.Reserved.MemMiB < 0 || s.Reservations > 1 {
+			if usageInvariant(s.Used) != nil || usageInvariant(s.Reserved) != nil || s.Reservations > 1 {
 				t.Errorf("snapshot %+v", s)
 			}
 			_ = l.Capacity().MaxDeviceMemMiBFor(testpod.New("p").App("a", gpu(1)).Build())

@@ -26,8 +26,8 @@ import (
 type Reservation struct {
 	UID  types.UID
 	Name string
-	// Demand is the pod's effective demand (memory in MiB).
-	Demand effective.Vector
+	// Demand is the pod's effective demand per family (memory in MiB).
+	Demand effective.Usage
 	// Unconfirmed: no replica's watch has recorded the pod yet, so it may
 	// never exist (its create failed after admission, or the review was
 	// not the API server's). The decision says when a pod it denies would

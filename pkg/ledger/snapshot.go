@@ -13,20 +13,21 @@ import (
 type NamespaceSnapshot struct {
 	Namespace string `json:"namespace"`
 	// Used is the sum of the stored effective demands of the namespace's pods.
-	Used effective.Vector `json:"used"`
+	Used effective.Usage `json:"used"`
 	// Reserved is the sum of the reservations handed in that count: admitted
 	// pods the watch has not recorded yet (reservation.go).
-	Reserved effective.Vector `json:"reserved"`
+	Reserved effective.Usage `json:"reserved"`
 	// Unconfirmed is the part of Reserved whose pods no replica has
 	// recorded yet (Reservation.Unconfirmed).
-	Unconfirmed effective.Vector `json:"unconfirmed,omitzero"`
+	Unconfirmed effective.Usage `json:"unconfirmed,omitempty"`
 	// Pods is the number of GPU pods recorded; Reservations the number of
 	// reservations counted in Reserved.
 	Pods         int `json:"pods"`
 	Reservations int `json:"reservations"`
-	// Limits is the tightest limit per dimension over all ResourceQuotas of
-	// the namespace, with the quota that set it (nil: no limit).
-	Limits Limits `json:"limits"`
+	// Limits is, per family, the tightest limit per dimension over all
+	// ResourceQuotas of the namespace, with the quota that set it (a family
+	// or a dimension without a limit is absent).
+	Limits map[string]Limits `json:"limits"`
 	// Quotas lists every ResourceQuota with managed keys, by name.
 	Quotas []QuotaSnapshot `json:"quotas,omitempty"`
 	// NativeRequestQuotas lists "quota: key" for native requests.<managed>
@@ -62,6 +63,18 @@ type Limits struct {
 	Cores  *Limit `json:"gpucores,omitempty"`
 }
 
+// cloneLimits copies limits per family (nil for none).
+func cloneLimits(m map[string]Limits) map[string]Limits {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]Limits, len(m))
+	for f, l := range m {
+		out[f] = l.clone()
+	}
+	return out
+}
+
 func (l Limits) clone() Limits {
 	c := func(p *Limit) *Limit {
 		if p == nil {
@@ -75,9 +88,9 @@ func (l Limits) clone() Limits {
 
 // QuotaSnapshot is one ResourceQuota's managed limits.
 type QuotaSnapshot struct {
-	Name           string   `json:"name"`
-	Limits         Limits   `json:"limits"`
-	NativeRequests []string `json:"nativeRequests,omitempty"`
+	Name           string            `json:"name"`
+	Limits         map[string]Limits `json:"limits"`
+	NativeRequests []string          `json:"nativeRequests,omitempty"`
 }
 
 // UnresolvedPod names a pod and its containers whose memory is unresolved.
@@ -145,7 +158,7 @@ func (l *Ledger) namespaceLocked(name string, pending []Reservation) NamespaceSn
 	if n == nil {
 		return s
 	}
-	s.Used, s.Pods = n.used, n.pods
+	s.Used, s.Pods = n.used.Clone(), n.pods
 	s.Limits, s.Quotas, s.Problems = n.limits()
 	for _, q := range s.Quotas {
 		for _, k := range q.NativeRequests {

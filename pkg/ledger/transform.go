@@ -34,8 +34,9 @@ import (
 // replicas of a Deployment have the same containers, and pods at the same
 // stage the same statuses): the informer's objects are read-only, so sharing
 // is safe, and it halves the memory of 100k pods.
-func PodTransform(s effective.Settings) toolscache.TransformFunc {
-	t := &podSlimmer{settings: s, containers: newInterner[[]corev1.Container](), statuses: newInterner[[]corev1.ContainerStatus]()}
+func PodTransform(fams []effective.Family) toolscache.TransformFunc {
+	t := &podSlimmer{families: fams, names: managedNames(fams),
+		annotations: append(allocAnnotations(fams), effective.PodAnnotations()...), containers: newInterner[[]corev1.Container](), statuses: newInterner[[]corev1.ContainerStatus]()}
 	return func(obj any) (any, error) {
 		switch p := obj.(type) {
 		case *corev1.Pod:
@@ -48,18 +49,21 @@ func PodTransform(s effective.Settings) toolscache.TransformFunc {
 }
 
 type podSlimmer struct {
-	settings   effective.Settings
-	containers *interner[[]corev1.Container]
-	statuses   *interner[[]corev1.ContainerStatus]
+	families []effective.Family
+	names    []corev1.ResourceName // every managed resource name
+	// annotations are the pod annotations the ledger reads.
+	annotations []string
+	containers  *interner[[]corev1.Container]
+	statuses    *interner[[]corev1.ContainerStatus]
 }
 
 func (t *podSlimmer) slim(p *corev1.Pod) runtime.Object {
-	if !t.settings.Requests(p) {
+	if !effective.RequestsAny(p, t.families) {
 		// Never charged: its identity is all the ledger reads, and a
 		// PartialObjectMetadata takes a fifth of an empty Pod's memory.
 		return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: identity(&p.ObjectMeta, false)}
 	}
-	out := &corev1.Pod{ObjectMeta: identity(&p.ObjectMeta, false, devices.PodAllocatedAnnotation)}
+	out := &corev1.Pod{ObjectMeta: identity(&p.ObjectMeta, false, t.annotations...)}
 	out.Spec.InitContainers = t.slimContainers(p.Spec.InitContainers)
 	out.Spec.Containers = t.slimContainers(p.Spec.Containers)
 	out.Spec.NodeName = p.Spec.NodeName
@@ -78,8 +82,7 @@ func (t *podSlimmer) slimContainers(cs []corev1.Container) []corev1.Container {
 	if cs == nil {
 		return nil
 	}
-	n := t.settings.Names
-	names := [4]corev1.ResourceName{n.Count, n.Memory, n.MemoryPercentage, n.Cores}
+	names := t.names
 	var key strings.Builder
 	for i := range cs {
 		c := &cs[i]
@@ -106,18 +109,32 @@ func (t *podSlimmer) slimContainers(cs []corev1.Container) []corev1.Container {
 		for i := range cs {
 			out[i] = corev1.Container{Name: cs[i].Name, RestartPolicy: cs[i].RestartPolicy,
 				Resources: corev1.ResourceRequirements{
-					Limits:   managedOnly(cs[i].Resources.Limits, t.settings),
-					Requests: managedOnly(cs[i].Resources.Requests, t.settings),
+					Limits:   managedOnly(cs[i].Resources.Limits, t.families),
+					Requests: managedOnly(cs[i].Resources.Requests, t.families),
 				}}
 		}
 		return out
 	})
 }
 
-func managedOnly(rl corev1.ResourceList, s effective.Settings) corev1.ResourceList {
+// managedNames lists every resource name of fams (empty names left out).
+func managedNames(fams []effective.Family) []corev1.ResourceName {
+	var out []corev1.ResourceName
+	for i := range fams {
+		n := fams[i].Names
+		for _, name := range []corev1.ResourceName{n.Count, n.Memory, n.MemoryPercentage, n.Cores} {
+			if name != "" {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+func managedOnly(rl corev1.ResourceList, fams []effective.Family) corev1.ResourceList {
 	var out corev1.ResourceList
 	for name, q := range rl {
-		if s.Managed(name) {
+		if _, ok := effective.ManagedBy(fams, name); ok {
 			if out == nil {
 				out = corev1.ResourceList{}
 			}
@@ -218,7 +235,7 @@ func NodeTransform(obj any) (any, error) {
 
 // QuotaTransform slims ResourceQuotas to their identity and the spec.hard
 // keys limits.<managed> and requests.<managed>.
-func QuotaTransform(s effective.Settings) toolscache.TransformFunc {
+func QuotaTransform(fams []effective.Family) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		switch q := obj.(type) {
 		case *corev1.ResourceQuota:
@@ -228,7 +245,7 @@ func QuotaTransform(s effective.Settings) toolscache.TransformFunc {
 				if !ok {
 					rest, ok = strings.CutPrefix(string(name), "requests.")
 				}
-				if ok && s.Managed(corev1.ResourceName(rest)) {
+				if _, managed := effective.ManagedBy(fams, corev1.ResourceName(rest)); ok && managed {
 					if out.Spec.Hard == nil {
 						out.Spec.Hard = corev1.ResourceList{}
 					}

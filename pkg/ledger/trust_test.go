@@ -57,13 +57,13 @@ func TestChargeNeverDrops(t *testing.T) {
 			l := newLedger(t)
 			l.UpsertNode(full)
 			l.UpsertPod(whole().Build())
-			if got := l.Namespace("team-a", nil).Used; got != vec(1, h200, 100) {
+			if got := l.Namespace("team-a", nil).Used; !same(got, nv(1, h200, 100)) {
 				t.Fatalf("before: charged %v, want the whole H200", got)
 			}
 			tt.attack(l)
 			s := l.Namespace("team-a", nil)
-			if s.Used != vec(1, h200, 100) {
-				t.Errorf("after: charged %v, want still %v", s.Used, vec(1, h200, 100))
+			if !same(s.Used, nv(1, h200, 100)) {
+				t.Errorf("after: charged %v, want still %v", s.Used, nv(1, h200, 100))
 			}
 			if len(s.Problems) != 1 || s.Problems[0].Kind != ProblemCharge || !strings.Contains(s.Problems[0].Message, tt.report) {
 				t.Errorf("problems %v, want one of kind charge saying %q", s.Problems, tt.report)

@@ -26,7 +26,7 @@ func newDeviceCollector(l *ledger.Ledger) *deviceCollector {
 func (c *deviceCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *deviceCollector) Collect(ch chan<- prometheus.Metric) {
-	names := c.ledger.Settings().Names
+	names := c.ledger.Families()[0].Names // the devices the capacity annotations describe
 	mem, cores := string(names.Memory), string(names.Cores)
 	emit := func(v int64, node, uuid, model, resource, typ string) {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(v), node, uuid, model, resource, typ)

@@ -20,7 +20,7 @@ func TestDeviceMetric(t *testing.T) {
 	l4 := func(uuid string, index int) devices.Device {
 		return devices.Device{UUID: uuid, Index: index, Model: "NVIDIA L4", MemoryMiB: 23034, Cores: 100, Healthy: true}
 	}
-	renamed := effective.DefaultSettings()
+	renamed := effective.Nvidia()
 	renamed.Names.Memory, renamed.Names.Cores = "example.com/vmem", "example.com/vcores"
 	for _, tt := range []struct {
 		name  string

@@ -55,7 +55,7 @@ type owners interface {
 }
 
 func newForwarder(reg prometheus.Registerer, owners owners, cert func() (*tls.Certificate, error), minTLS uint16,
-	ready func() error, names effective.ResourceNames, log logr.Logger) (*forwarder, error) {
+	ready func() error, fams []effective.Family, log logr.Logger) (*forwarder, error) {
 	leaf := func() ([]byte, error) {
 		c, err := cert()
 		if err != nil {
@@ -70,8 +70,13 @@ func newForwarder(reg prometheus.Registerer, owners owners, cert func() (*tls.Ce
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuadmit_reviews_forwarded_total",
 			Help: "Validating reviews of GPU pods sent to the replica that owns their namespace, by result: answered (by the owner), fallback (decided here instead)."},
 			[]string{"result"})}
-	for _, n := range []string{string(names.Count), string(names.Memory), string(names.MemoryPercentage), string(names.Cores)} {
-		f.names = append(f.names, []byte(`"`+n+`"`))
+	for i := range fams {
+		names := fams[i].Names
+		for _, n := range []string{string(names.Count), string(names.Memory), string(names.MemoryPercentage), string(names.Cores)} {
+			if n != "" {
+				f.names = append(f.names, []byte(`"`+n+`"`))
+			}
+		}
 	}
 	f.client = &http.Client{Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{

@@ -69,7 +69,7 @@ func TestForwarding(t *testing.T) {
 	f, err := newForwarder(prometheus.NewRegistry(),
 		ownersFunc(func(string) (string, bool) { a := ownerOf.Load().(string); return a, a == "" }),
 		func() (*tls.Certificate, error) { return &served, nil }, tls.VersionTLS13,
-		func() error { return nil }, effective.DefaultSettings().Names, logr.Discard())
+		func() error { return nil }, []effective.Family{effective.Nvidia()}, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestForwarding(t *testing.T) {
 func TestForwardedReviewRefusedWhenNotReady(t *testing.T) {
 	f, err := newForwarder(prometheus.NewRegistry(), ownersFunc(func(string) (string, bool) { return "", true }),
 		func() (*tls.Certificate, error) { return nil, nil }, tls.VersionTLS13, func() error { return errors.New("the Pod watches have not synced yet") },
-		effective.DefaultSettings().Names, logr.Discard())
+		[]effective.Family{effective.Nvidia()}, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
@@ -56,7 +57,7 @@ func (c *namespaceCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *namespaceCollector) Collect(ch chan<- prometheus.Metric) {
-	names := c.ledger.Settings().Names
+	fams := c.ledger.Families()
 	pending, err := c.store.Reserved(context.Background())
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.quota, fmt.Errorf("reading the reservations: %w", err))
@@ -64,21 +65,8 @@ func (c *namespaceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	snap := c.ledger.Snapshot(pending)
 	for ns, s := range snap.Namespaces {
-		for _, r := range []struct {
-			name           string
-			limit          *ledger.Limit
-			used, reserved int64
-		}{
-			{string(names.Count), s.Limits.GPU, s.Used.GPU, s.Reserved.GPU},
-			{string(names.Memory), s.Limits.MemMiB, s.Used.MemMiB, s.Reserved.MemMiB},
-			{string(names.Cores), s.Limits.Cores, s.Used.Cores, s.Reserved.Cores},
-		} {
-			if r.limit == nil {
-				continue
-			}
-			c.gauge(ch, c.quota, r.limit.Value, ns, r.limit.Quota, r.name, "hard")
-			c.gauge(ch, c.quota, r.used, ns, r.limit.Quota, r.name, "used")
-			c.gauge(ch, c.quota, r.reserved, ns, r.limit.Quota, r.name, "reserved")
+		for i := range fams {
+			c.family(ch, ns, &fams[i], s)
 		}
 		c.gauge(ch, c.problems, int64(len(s.Unresolved)), ns, problemUnresolvedPod)
 		c.gauge(ch, c.problems, distinct(s.Problems, ledger.ProblemPod), ns, problemInvalidPod)
@@ -86,6 +74,27 @@ func (c *namespaceCollector) Collect(ch chan<- prometheus.Metric) {
 		c.gauge(ch, c.problems, distinct(s.Problems, ledger.ProblemCharge), ns, problemHeldCharge)
 	}
 	c.gauge(ch, c.problems, distinct(snap.Problems, ledger.ProblemNode), "", problemInvalidNode)
+}
+
+// family emits the quota gauges of one family of namespace ns.
+func (c *namespaceCollector) family(ch chan<- prometheus.Metric, ns string, f *effective.Family, s ledger.NamespaceSnapshot) {
+	lim, used, reserved := s.Limits[f.Name], s.Used.Of(f.Name), s.Reserved.Of(f.Name)
+	for _, r := range []struct {
+		name           string
+		limit          *ledger.Limit
+		used, reserved int64
+	}{
+		{string(f.Names.Count), lim.GPU, used.GPU, reserved.GPU},
+		{string(f.Names.Memory), lim.MemMiB, used.MemMiB, reserved.MemMiB},
+		{string(f.Names.Cores), lim.Cores, used.Cores, reserved.Cores},
+	} {
+		if r.limit == nil {
+			continue
+		}
+		c.gauge(ch, c.quota, r.limit.Value, ns, r.limit.Quota, r.name, "hard")
+		c.gauge(ch, c.quota, r.used, ns, r.limit.Quota, r.name, "used")
+		c.gauge(ch, c.quota, r.reserved, ns, r.limit.Quota, r.name, "reserved")
+	}
 }
 
 func (c *namespaceCollector) gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v int64, labels ...string) {

@@ -21,7 +21,7 @@ import (
 
 // world is what a ledger is fed: nodes, quotas, pods, then reservations.
 type world struct {
-	settings     *effective.Settings // nil: the defaults
+	settings     *effective.Family // nil: the defaults
 	nodes        []*corev1.Node
 	quotas       []*corev1.ResourceQuota
 	pods         []*testpod.Builder
@@ -30,11 +30,11 @@ type world struct {
 }
 
 func (w world) ledger() *ledger.Ledger {
-	s := effective.DefaultSettings()
+	s := effective.Nvidia()
 	if w.settings != nil {
 		s = *w.settings
 	}
-	l := ledger.New(ledger.Options{Settings: s})
+	l := ledger.New(ledger.Options{Families: []effective.Family{s}})
 	for _, n := range w.nodes {
 		l.UpsertNode(n)
 	}
@@ -109,7 +109,7 @@ const (
 )
 
 func TestResourceQuotaMetric(t *testing.T) {
-	kib := effective.DefaultSettings()
+	kib := effective.Nvidia()
 	kib.MemoryFactor = 1024 // the memory resource counts GiB
 	for _, tt := range []struct {
 		name  string
@@ -124,7 +124,7 @@ func TestResourceQuotaMetric(t *testing.T) {
 				pods: []*testpod.Builder{testpod.New("train").NS("a").App("main", testpod.GPU(1), testpod.Mem(10240), testpod.Cores(30)).
 					AppRunning("main")},
 				reservations: map[string][]ledger.Reservation{"a": {{UID: "uid-a-next", Name: "next",
-					Demand: effective.Vector{GPU: 1, MemMiB: 4096, Cores: 10}}}},
+					Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 4096, Cores: 10})}}},
 			},
 			want: map[string]float64{
 				rq("a", "gpu-quota", gpuRes, "hard"): 2, rq("a", "gpu-quota", gpuRes, "used"): 1, rq("a", "gpu-quota", gpuRes, "reserved"): 1,

@@ -235,7 +235,7 @@ func (s *Server) manager(cfg *rest.Config) error {
 func (s *Server) watches(cfg *rest.Config) error {
 	opts := s.opts
 	adm := opts.Config.Admission
-	s.Ledger = ledger.New(ledger.Options{Settings: config.Settings(opts.Config), Log: opts.Log.WithName("ledger")})
+	s.Ledger = ledger.New(ledger.Options{Families: config.Families(opts.Config), Log: opts.Log.WithName("ledger")})
 	// The watches list and watch built-in types only: in protobuf, the API
 	// server's own encoding, decoding costs a fraction of JSON's (a relist
 	// of 100k pods is most of a cold start).

@@ -71,7 +71,7 @@ func (s *Server) handlers(dec *decision.Decider) error {
 		Gate: s, GPUPods: dec, Reserver: s.Store, Metrics: am}, RecoverPanic: ptr.To(true), LogConstructor: requestLog("validate")}}
 	if s.opts.AdvertiseAddress != "" {
 		fwd, err := newForwarder(s.opts.Registry, s.members, s.servingCertificate, s.opts.TLSMinVersion, s.NotReady,
-			s.Ledger.Settings().Names, s.opts.Log.WithName("forward"))
+			s.Ledger.Families(), s.opts.Log.WithName("forward"))
 		if err != nil {
 			return err
 		}

@@ -34,11 +34,13 @@ func testZeroIsTheWholeCard(t *testing.T, c *local.Cluster) {
 	if err := c.Seed(ctx, "zeros", "24576"); err != nil {
 		t.Fatal(err)
 	}
-	local.AwaitLedger(t, c, "zeros", func(s ledger.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
+	local.AwaitLedger(t, c, "zeros", func(s ledger.NamespaceSnapshot) bool { return s.Limits["nvidia"].MemMiB != nil })
 	if err := c.CreatePod(ctx, creates.GPUPod("zeros", "twenty", "", 20480)); err != nil {
 		t.Fatal(err)
 	}
-	local.AwaitLedger(t, c, "zeros", func(s ledger.NamespaceSnapshot) bool { return s.Used.MemMiB == 20480 && s.Reservations == 0 })
+	local.AwaitLedger(t, c, "zeros", func(s ledger.NamespaceSnapshot) bool {
+		return s.Used.Of("nvidia").MemMiB == 20480 && s.Reservations == 0
+	})
 	for _, tc := range []struct {
 		name   string
 		limits map[string]string
@@ -55,8 +57,8 @@ func testZeroIsTheWholeCard(t *testing.T, c *local.Cluster) {
 		local.MustContain(t, tc.name, err.Error(), "pod needs 24576 MiB", "20480 MiB used", "limit 24576 MiB",
 			`container "app" takes the whole device: 1 x 24576 MiB`)
 	}
-	if s := c.Namespace("zeros"); s.Used.MemMiB != 20480 || s.Reservations != 0 {
-		t.Errorf("denied pods were charged: used %d MiB, %d reservations", s.Used.MemMiB, s.Reservations)
+	if s := c.Namespace("zeros"); s.Used.Of("nvidia").MemMiB != 20480 || s.Reservations != 0 {
+		t.Errorf("denied pods were charged: used %d MiB, %d reservations", s.Used.Of("nvidia").MemMiB, s.Reservations)
 	}
 }
 
@@ -78,7 +80,7 @@ func testPendingSharesAreCharged(t *testing.T, c *local.Cluster) {
 		if err := c.Seed(ctx, tc.ns, "24576"); err != nil {
 			t.Fatal(err)
 		}
-		local.AwaitLedger(t, c, tc.ns, func(s ledger.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
+		local.AwaitLedger(t, c, tc.ns, func(s ledger.NamespaceSnapshot) bool { return s.Limits["nvidia"].MemMiB != nil })
 		admitted := 0
 		for i := range 10 {
 			err := c.CreatePod(ctx, limitsPod(tc.ns, fmt.Sprintf("p%d", i), tc.limits))
@@ -90,8 +92,8 @@ func testPendingSharesAreCharged(t *testing.T, c *local.Cluster) {
 			}
 			// The watch records each admitted pod (Pending) before the next create.
 			s := local.AwaitLedger(t, c, tc.ns, func(s ledger.NamespaceSnapshot) bool { return s.Pods == admitted && s.Reservations == 0 })
-			if s.Used.MemMiB > 24576 {
-				t.Fatalf("%s: %d MiB recorded, over the 24576 MiB limit", tc.ns, s.Used.MemMiB)
+			if s.Used.Of("nvidia").MemMiB > 24576 {
+				t.Fatalf("%s: %d MiB recorded, over the 24576 MiB limit", tc.ns, s.Used.Of("nvidia").MemMiB)
 			}
 		}
 		if admitted != tc.want {

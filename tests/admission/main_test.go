@@ -40,7 +40,7 @@ func TestAdmission(t *testing.T) {
 		if err := c.Seed(ctx, "dry", "24576"); err != nil {
 			t.Fatal(err)
 		}
-		local.AwaitLedger(t, c, "dry", func(s ledger.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
+		local.AwaitLedger(t, c, "dry", func(s ledger.NamespaceSnapshot) bool { return s.Limits["nvidia"].MemMiB != nil })
 		for _, tc := range []struct {
 			name, manifest string
 			ok             bool
@@ -65,7 +65,7 @@ func TestAdmission(t *testing.T) {
 		if err := c.Seed(ctx, "burst", "20480"); err != nil {
 			t.Fatal(err)
 		}
-		local.AwaitLedger(t, c, "burst", func(s ledger.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
+		local.AwaitLedger(t, c, "burst", func(s ledger.NamespaceSnapshot) bool { return s.Limits["nvidia"].MemMiB != nil })
 		cfg := rest.CopyConfig(c.Config)
 		cfg.QPS, cfg.Burst = 2000, 2000
 		kube, err := kubernetes.NewForConfig(cfg)
@@ -94,8 +94,8 @@ func TestAdmission(t *testing.T) {
 			t.Fatalf("admitted %d pods, want exactly 20", admitted.Load())
 		}
 		s := local.AwaitLedger(t, c, "burst", func(s ledger.NamespaceSnapshot) bool { return s.Pods == 20 && s.Reservations == 0 })
-		if s.Used.MemMiB != 20480 {
-			t.Errorf("used %d MiB, want 20480", s.Used.MemMiB)
+		if s.Used.Of("nvidia").MemMiB != 20480 {
+			t.Errorf("used %d MiB, want 20480", s.Used.Of("nvidia").MemMiB)
 		}
 	})
 

@@ -23,7 +23,7 @@ import (
 // of ci/.
 func TestLint(t *testing.T) {
 	for _, values := range []string{"", "ci/cert-manager-values.yaml", "ci/renamed-resources-values.yaml", "ci/agent-disabled-values.yaml",
-		"ci/client-auth-values.yaml", "ci/guards-values.yaml"} {
+		"ci/client-auth-values.yaml", "ci/guards-values.yaml", "ci/hami-devices-values.yaml"} {
 		args := []string{"lint", chartDir, "--strict"}
 		if values != "" {
 			args = append(args, "-f", chartDir+"/"+values)
@@ -325,6 +325,11 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"webhook.failurePolicy=Maybe", "/webhook/failurePolicy"},
 		{"certificates.mode=letsencrypt", "/certificates/mode"},
 		{"config.devices.nvidia.resourceMemoryName=bad name", "/config/devices/nvidia/resourceMemoryName"},
+		{"config.devices.amd.resourceCountName=bad name", "/config/devices/amd/resourceCountName"},
+		{"config.devices.vnpus.configs[0].memoryCapacity=big", "/config/devices/vnpus"},
+		{"config.devices.gpushare.memoryUnit=KiB", "/config/devices/gpushare/memoryUnit"},
+		{"config.devices.gpushare.unit=MiB", "'unit' not allowed"},
+		{"config.devices.nvlink.resourceCountName=x", "'nvlink' not allowed"},
 		{"config.admission.reviewTimeout=soon", "/config/admission/reviewTimeout"},
 		{"config.policy.configMapSelector=team in (a)", "config.policy.configMapSelector"},
 		{"webhook.tls.minVersion=1.1", "/webhook/tls/minVersion"},

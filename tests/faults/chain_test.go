@@ -43,7 +43,7 @@ func probeDryRuns(t *testing.T, c *local.Cluster) {
 	}
 	wg.Wait()
 	got := settle(t, c, ns, limit)
-	t.Logf("real creates: %s; dry-runs: %s; recount %d MiB in %d pods", &actual, &dry, got.Used.MemMiB, got.Pods)
+	t.Logf("real creates: %s; dry-runs: %s; recount %d MiB in %d pods", &actual, &dry, got.Used.Of("nvidia").MemMiB, got.Pods)
 	if actual.Admitted.Load() != 20 || got.Pods != 20 || len(actual.Other)+len(dry.Other) > 0 {
 		t.Fatalf("want exactly 20 real pods admitted and no other failure; real %v, dry %v", actual.Other, dry.Other)
 	}
@@ -83,7 +83,7 @@ func probeNativeQuota(t *testing.T, c *local.Cluster) {
 	blocked := time.Since(start)
 	got := settle(t, c, ns, limit)
 	t.Logf("%s; refused by the native pods quota after gpuadmit admitted them: %d; their reservations held the namespace for %s; recount %d MiB",
-		&tl, refusedByNative, blocked.Round(100*time.Millisecond), got.Used.MemMiB)
+		&tl, refusedByNative, blocked.Round(100*time.Millisecond), got.Used.Of("nvidia").MemMiB)
 	if tl.Admitted.Load() != 3 || refusedByNative != 7 || blocked > 10*time.Second {
 		t.Fatalf("want 3 admitted, 7 refused by the native quota and the namespace free within 10s")
 	}
@@ -159,7 +159,7 @@ func probeSecondWebhook(t *testing.T, c *local.Cluster) {
 	})
 	got := settle(t, c, ns, limit)
 	t.Logf("refused by another webhook after gpuadmit admitted them: %d (it was asked %d times); their reservations held the namespace for %s; then one pod took the whole %d MiB (recount %d MiB)",
-		refusedByOther, asked.Load(), blocked.Round(100*time.Millisecond), limit, got.Used.MemMiB)
+		refusedByOther, asked.Load(), blocked.Round(100*time.Millisecond), limit, got.Used.Of("nvidia").MemMiB)
 	if blocked > 10*time.Second {
 		t.Fatalf("the namespace stayed blocked %s", blocked)
 	}
@@ -190,7 +190,7 @@ func probeAlreadyExists(t *testing.T, c *local.Cluster) {
 	}
 	got := settle(t, c, ns, limit)
 	t.Logf("%d re-creates failed with AlreadyExists; a %d MiB pod was admitted right after (blocked 0 s); recount %d MiB in %d pods",
-		exists, limit-1024, got.Used.MemMiB, got.Pods)
+		exists, limit-1024, got.Used.Of("nvidia").MemMiB, got.Pods)
 }
 
 // probeChurn: creates and deletes from 8 clients for 6 s against a quota of
@@ -238,7 +238,7 @@ func probeChurn(t *testing.T, c *local.Cluster) {
 	wg.Wait()
 	got := settle(t, c, ns, limit)
 	t.Logf("%s; deleted %d; at most %d pods (of 1024 MiB) lived at once over %d samples; recount %d MiB in %d pods",
-		&tl, deleted.Load(), worst.Load(), samples.Load(), got.Used.MemMiB, got.Pods)
+		&tl, deleted.Load(), worst.Load(), samples.Load(), got.Used.Of("nvidia").MemMiB, got.Pods)
 	if worst.Load() > limit/1024 {
 		t.Fatalf("%d pods of 1 GiB lived at once under a %d MiB limit", worst.Load(), limit)
 	}

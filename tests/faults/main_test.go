@@ -64,9 +64,9 @@ func settle(t *testing.T, c *local.Cluster, ns string, limitMiB int64) ledger.Na
 			t.Fatal(err)
 		}
 		got := c.Namespace(ns)
-		if got.Used == want.Used && got.Pods == want.Pods && got.Reservations == 0 {
-			if want.Used.MemMiB > limitMiB {
-				t.Fatalf("%s: the live pods use %d MiB, over the %d MiB limit", ns, want.Used.MemMiB, limitMiB)
+		if got.Used.Equal(want.Used) && got.Pods == want.Pods && got.Reservations == 0 {
+			if want.Used.Of("nvidia").MemMiB > limitMiB {
+				t.Fatalf("%s: the live pods use %d MiB, over the %d MiB limit", ns, want.Used.Of("nvidia").MemMiB, limitMiB)
 			}
 			return want
 		}
@@ -84,7 +84,7 @@ func seed(t *testing.T, c *local.Cluster, ns string, limitMiB int64) {
 	if err := c.Seed(t.Context(), ns, fmt.Sprint(limitMiB)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ns+": quota known", func() bool { s := c.Namespace(ns); return s.Limits.MemMiB != nil })
+	waitFor(t, ns+": quota known", func() bool { s := c.Namespace(ns); return s.Limits["nvidia"].MemMiB != nil })
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

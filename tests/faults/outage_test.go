@@ -110,7 +110,7 @@ func probeOutages(t *testing.T, c *local.Cluster) {
 		got := settleWithin(t, c, ns, limit, 10*time.Second)
 		noGhosts(t, c, ns)
 		t.Logf("%s: %d pods deleted meanwhile; ledger equal to the recount and no reservation left %s after the API server's return (%d pods, %d MiB)",
-			o.name, deleted, time.Since(back).Round(100*time.Millisecond), got.Pods, got.Used.MemMiB)
+			o.name, deleted, time.Since(back).Round(100*time.Millisecond), got.Pods, got.Used.Of("nvidia").MemMiB)
 	}
 }
 

@@ -43,7 +43,7 @@ func probeRestartDuringBurst(t *testing.T, c *local.Cluster) {
 	})
 	restarted.Wait()
 	got := settle(t, c, ns, limit)
-	t.Logf("%s; the webhook was down %s; recount %d MiB in %d pods", &tl, downFor.Round(100*time.Millisecond), got.Used.MemMiB, got.Pods)
+	t.Logf("%s; the webhook was down %s; recount %d MiB in %d pods", &tl, downFor.Round(100*time.Millisecond), got.Used.Of("nvidia").MemMiB, got.Pods)
 	if tl.Admitted.Load() > 20 || len(tl.Other) > 0 {
 		t.Fatalf("admitted %d of a quota for 20; other failures %q", tl.Admitted.Load(), tl.Other)
 	}
@@ -120,7 +120,7 @@ func probeColdStart(t *testing.T, c *local.Cluster) {
 	wg.Wait()
 	got := settle(t, c, ns, limit)
 	t.Logf("%d non-GPU pods in the cluster; ready %s after start; %s (%d of them refused as not ready, naming what); recount %d MiB in %d pods",
-		bulk, readyAfter.Round(10*time.Millisecond), &tl, notReady.Load(), got.Used.MemMiB, got.Pods)
+		bulk, readyAfter.Round(10*time.Millisecond), &tl, notReady.Load(), got.Used.Of("nvidia").MemMiB, got.Pods)
 	if tl.Admitted.Load() != 0 || got.Pods != 1 || len(tl.Other) > 0 {
 		t.Fatalf("admitted %d into a full namespace during a cold start; other failures %q", tl.Admitted.Load(), tl.Other)
 	}
@@ -169,7 +169,7 @@ func probeStalledWatch(t *testing.T, c *local.Cluster) {
 	}
 	got := settle(t, c, ns, limit)
 	t.Logf("stalled %s: %s; stale: %q; after the reset: %s; the ledger matched the recount: %d MiB in %d pods",
-		stallFor.Round(100*time.Millisecond), &during, stale, &after, got.Used.MemMiB, got.Pods)
+		stallFor.Round(100*time.Millisecond), &during, stale, &after, got.Used.Of("nvidia").MemMiB, got.Pods)
 	if during.Admitted.Load() != 0 || during.Unavailable.Load() != 3 || after.Admitted.Load() != 3 {
 		t.Fatalf("want every create refused during the stall (nothing can be reserved) and 3 admitted after it")
 	}
@@ -218,7 +218,7 @@ func probeAPIServerRestart(t *testing.T, c *local.Cluster) {
 	}
 	got := settle(t, c, ns, limit)
 	t.Logf("kube-apiserver restarted in %s; %s; %d creates failed while it was down; recount %d MiB in %d pods",
-		restartTook.Round(100*time.Millisecond), &tl, down.Load(), got.Used.MemMiB, got.Pods)
+		restartTook.Round(100*time.Millisecond), &tl, down.Load(), got.Used.Of("nvidia").MemMiB, got.Pods)
 	if got.Pods > limit/1024 || len(tl.Other) > 0 {
 		t.Fatalf("%d pods of 1 GiB under a %d MiB limit; other failures %q", got.Pods, limit, tl.Other)
 	}

@@ -97,7 +97,7 @@ func livePods(t *testing.T, c *replicas.Cluster, ns string) (int, int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s.Pods, s.Used.MemMiB
+	return s.Pods, s.Used.Of("nvidia").MemMiB
 }
 
 // waitDrained waits until the namespace's GPUUsage holds no reservation:

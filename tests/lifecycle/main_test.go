@@ -34,7 +34,7 @@ func TestLifecycle(t *testing.T) {
 		if err := c.SeedTeamA(ctx); err != nil {
 			t.Fatal(err)
 		}
-		local.AwaitLedger(t, c, local.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
+		local.AwaitLedger(t, c, local.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Limits["nvidia"].MemMiB != nil })
 		// 1: init 30 GiB > the 24 GiB quota: denied with a message naming the quota.
 		_, stderr, err := c.Kubectl(ctx, nil, "apply", "-f", "../../examples/pods/scenario1-init30-app4.yaml")
 		if err == nil {
@@ -59,7 +59,9 @@ func TestLifecycle(t *testing.T) {
 		if err := c.InitRunning(ctx, local.TeamA, "llm-server"); err != nil {
 			t.Fatal(err)
 		}
-		local.AwaitLedger(t, c, local.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Used.MemMiB == 20480 && s.Reservations == 0 })
+		local.AwaitLedger(t, c, local.TeamA, func(s ledger.NamespaceSnapshot) bool {
+			return s.Used.Of("nvidia").MemMiB == 20480 && s.Reservations == 0
+		})
 		if err := c.CreatePod(ctx, creates.GPUPod(local.TeamA, "small-job", "", 12288)); err == nil {
 			t.Fatal("a 12 GiB pod was admitted while the 20 GiB init container runs")
 		}
@@ -67,11 +69,13 @@ func TestLifecycle(t *testing.T) {
 		if err := c.InitsDone(ctx, local.TeamA, "llm-server"); err != nil {
 			t.Fatal(err)
 		}
-		local.AwaitLedger(t, c, local.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Used.MemMiB == 10240 })
+		local.AwaitLedger(t, c, local.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Used.Of("nvidia").MemMiB == 10240 })
 		if _, stderr, err := c.Kubectl(ctx, nil, "apply", "-f", "../../examples/pods/scenario4-app12.yaml"); err != nil {
 			t.Fatalf("scenario 4 refused after the init container exited 0: %s", stderr)
 		}
-		local.AwaitLedger(t, c, local.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Used.MemMiB == 22528 && s.Reservations == 0 })
+		local.AwaitLedger(t, c, local.TeamA, func(s ledger.NamespaceSnapshot) bool {
+			return s.Used.Of("nvidia").MemMiB == 22528 && s.Reservations == 0
+		})
 	})
 
 	t.Run("GPUUsage status follows a pod's lifecycle", func(t *testing.T) { testStatusFollowsLifecycle(t, c) })

@@ -43,11 +43,11 @@ func testStopRestart(t *testing.T, c *local.Cluster) {
 	// Ready means synced: the rebuilt ledger must already be at steady state
 	// (llm-server counts its 10 GiB app, not its finished 20 GiB init).
 	got := c.Namespace(local.TeamA)
-	if got.Used != steady || got.Used.MemMiB != 22528 {
+	if !got.Used.Equal(steady) || got.Used.Of("nvidia").MemMiB != 22528 {
 		t.Fatalf("after restart team-a uses %s, want the steady %s (22528 MiB)", got.Used, steady)
 	}
 	if err := c.CreatePod(ctx, creates.GPUPod(local.TeamA, "fills-quota", "", 2048)); err != nil {
 		t.Fatalf("a pod that fits the steady-state usage was refused after restart: %v", err)
 	}
-	local.AwaitLedger(t, c, local.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Used.MemMiB == 24576 })
+	local.AwaitLedger(t, c, local.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Used.Of("nvidia").MemMiB == 24576 })
 }

@@ -94,12 +94,14 @@ func TestMetrics(t *testing.T) {
 	}
 	for ns, ok := range map[string]func(ledger.NamespaceSnapshot) bool{
 		"m-a": func(s ledger.NamespaceSnapshot) bool {
-			return s.Pods == 1 && s.Reservations == 0 && s.Used.MemMiB == 8192
+			return s.Pods == 1 && s.Reservations == 0 && s.Used.Of("nvidia").MemMiB == 8192
 		},
 		"m-b": func(s ledger.NamespaceSnapshot) bool {
-			return s.Pods == 1 && s.Reservations == 0 && s.Used.MemMiB == 4096
+			return s.Pods == 1 && s.Reservations == 0 && s.Used.Of("nvidia").MemMiB == 4096
 		},
-		"m-c": func(s ledger.NamespaceSnapshot) bool { return s.Pods == 1 && s.Reservations == 0 && s.Used.GPU == 1 },
+		"m-c": func(s ledger.NamespaceSnapshot) bool {
+			return s.Pods == 1 && s.Reservations == 0 && s.Used.Of("nvidia").GPU == 1
+		},
 	} {
 		local.AwaitLedger(t, c, ns, ok)
 	}
@@ -107,7 +109,7 @@ func TestMetrics(t *testing.T) {
 	t.Run("gpuadmit_resourcequota is the ledger's namespaces", func(t *testing.T) {
 		eventually(t, url, token, "gpuadmit_resourcequota", func() map[string]float64 {
 			want := map[string]float64{}
-			names := c.Server.Ledger.Settings().Names
+			names := c.Server.Ledger.Families()[0].Names
 			for _, ns := range slices.Sorted(maps.Keys(quotas)) {
 				s := c.Namespace(ns)
 				for _, r := range []struct {
@@ -115,9 +117,9 @@ func TestMetrics(t *testing.T) {
 					limit          *ledger.Limit
 					used, reserved int64
 				}{
-					{names.Count, s.Limits.GPU, s.Used.GPU, s.Reserved.GPU},
-					{names.Memory, s.Limits.MemMiB, s.Used.MemMiB, s.Reserved.MemMiB},
-					{names.Cores, s.Limits.Cores, s.Used.Cores, s.Reserved.Cores},
+					{names.Count, s.Limits["nvidia"].GPU, s.Used.Of("nvidia").GPU, s.Reserved.Of("nvidia").GPU},
+					{names.Memory, s.Limits["nvidia"].MemMiB, s.Used.Of("nvidia").MemMiB, s.Reserved.Of("nvidia").MemMiB},
+					{names.Cores, s.Limits["nvidia"].Cores, s.Used.Of("nvidia").Cores, s.Reserved.Of("nvidia").Cores},
 				} {
 					if r.limit == nil {
 						continue
@@ -143,7 +145,7 @@ func TestMetrics(t *testing.T) {
 	t.Run("gpuadmit_device is the node's devices and their usage", func(t *testing.T) {
 		eventually(t, url, token, "gpuadmit_device", func() map[string]float64 {
 			want := map[string]float64{}
-			names := c.Server.Ledger.Settings().Names
+			names := c.Server.Ledger.Families()[0].Names
 			for uuid, d := range c.Server.Ledger.Snapshot(nil).Nodes[metricsNode].Devices {
 				if d.Capacity == nil {
 					t.Fatalf("device %s: no capacity in the ledger", uuid)

@@ -28,7 +28,7 @@ func newGpuadmit(ctx context.Context) (*gpuadmit, error) {
 	if err := e.Load(ctx); err != nil {
 		return nil, fmt.Errorf("loading the policies: %w", err)
 	}
-	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings(), Log: logr.Discard()})
+	l := ledger.New(ledger.Options{Families: []effective.Family{effective.Nvidia()}, Log: logr.Discard()})
 	d, err := decision.New(e, l, config.Default(), logr.Discard())
 	if err != nil {
 		return nil, fmt.Errorf("decider: %w", err)

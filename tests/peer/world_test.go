@@ -60,4 +60,6 @@ func (p *peers) namespace(ctx context.Context, ns string, limitMiB int64, mems [
 }
 
 // usedMiB is the ledger's usage of ns, to check that it counted the pods.
-func (p *peers) usedMiB(ns string) int64 { return p.ga.ledger.Namespace(ns, nil).Used.MemMiB }
+func (p *peers) usedMiB(ns string) int64 {
+	return p.ga.ledger.Namespace(ns, nil).Used.Of("nvidia").MemMiB
+}

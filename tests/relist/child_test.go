@@ -24,6 +24,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
@@ -100,7 +101,7 @@ func start(ctx context.Context, kubeconfig string, protobuf bool) (*coldStart, e
 	engine := policy.New(policy.Options{})
 	loaded := make(chan error, 1)
 	go func() { loaded <- engine.Load(ctx) }()
-	l := ledger.New(ledger.Options{Settings: config.Settings(gpuadmit)})
+	l := ledger.New(ledger.Options{Families: []effective.Family{config.Settings(gpuadmit)}})
 	feed, err := ledger.NewFeed(kube, l, ledger.FeedOptions{Freshness: ledger.FreshnessOptions{ProbeEvery: -1}})
 	if err != nil {
 		return nil, err

@@ -148,7 +148,7 @@ func seed(t *testing.T, c *local.Cluster, ns string, mem int64) {
 	if err := c.Seed(t.Context(), ns, fmt.Sprint(mem)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WaitLedger(t.Context(), ns, func(s ledgerView) bool { return s.Limits.MemMiB != nil && s.LabelsKnown }); err != nil {
+	if _, err := c.WaitLedger(t.Context(), ns, func(s ledgerView) bool { return s.Limits["nvidia"].MemMiB != nil && s.LabelsKnown }); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -96,7 +96,7 @@ func TestEditsDoNotLowerCharges(t *testing.T) {
 	if _, err := c.Kube.CoreV1().ResourceQuotas("team-a").Create(ctx, q, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WaitLedger(ctx, "team-a", func(s ledgerView) bool { return s.Limits.MemMiB != nil && s.LabelsKnown }); err != nil {
+	if _, err := c.WaitLedger(ctx, "team-a", func(s ledgerView) bool { return s.Limits["nvidia"].MemMiB != nil && s.LabelsKnown }); err != nil {
 		t.Fatal(err)
 	}
 	whole := testpod.New("whole").NS("team-a").App("c", testpod.GPU(1)).Build()
@@ -116,15 +116,15 @@ func TestEditsDoNotLowerCharges(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: not reported: %v", what, err)
 		}
-		if s.Used.MemMiB != h200 {
-			t.Fatalf("%s: charged %d MiB, want still %d", what, s.Used.MemMiB, h200)
+		if s.Used.Of("nvidia").MemMiB != h200 {
+			t.Fatalf("%s: charged %d MiB, want still %d", what, s.Used.Of("nvidia").MemMiB, h200)
 		}
 		err = createPod(ctx, c, creates.GPUPod("team-a", fmt.Sprint("big-", time.Now().UnixNano()), "", 120000))
 		if err == nil || !strings.Contains(err.Error(), "limit 143771 MiB") {
 			t.Fatalf("%s: a 120000 MiB pod: %v; want denied", what, err)
 		}
 	}
-	if _, err := c.WaitLedger(ctx, "team-a", func(s ledgerView) bool { return s.Used.MemMiB == h200 && s.Pods == 1 }); err != nil {
+	if _, err := c.WaitLedger(ctx, "team-a", func(s ledgerView) bool { return s.Used.Of("nvidia").MemMiB == h200 && s.Pods == 1 }); err != nil {
 		t.Fatal(err)
 	}
 

@@ -23,15 +23,63 @@ app.kubernetes.io/name: gpuadmit-nvml-agent
 {{- end }}
 
 {{/*
-The managed resource names, from the one place they are set: the device
-section of the configuration. The webhooks' matchConditions use them.
+The managed resource names, from the one place they are set: the devices
+section of the configuration. Every governed family's names: nvidia's,
+those of each HAMi section present (a name it leaves out at HAMi's default,
+as the server reads it: gpuadmit.hamiDefaultNames), gpushare's when
+present. The webhooks' matchConditions use them.
 */}}
 {{- define "gpuadmit.resourceNames" -}}
-{{- $n := .Values.config.devices.nvidia -}}
+{{- $d := .Values.config.devices -}}
+{{- $n := $d.nvidia -}}
 {{- $names := list $n.resourceCountName $n.resourceMemoryName $n.resourceMemoryPercentageName $n.resourceCoreName -}}
+{{- $defaults := include "gpuadmit.hamiDefaultNames" . | fromYaml -}}
+{{- range $sec := list "cambricon" "hygon" "metax" "enflame" "mthreads" "kunlun" "awsneuron" "amd" "vastai" "biren" -}}
+{{- if hasKey $d $sec -}}
+{{- $s := index $d $sec | default dict -}}
+{{- $def := index $defaults $sec -}}
+{{- range $key := keys $def | sortAlpha }}{{ $names = append $names (index $s $key | default (index $def $key)) }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- range $c := $d.iluvatars | default list -}}
+{{- $chip := $c.chipName | default "" -}}
+{{- $names = append $names ($c.resourceCountName | default (printf "iluvatar.ai/%s-vgpu" $chip)) -}}
+{{- $names = append $names ($c.resourceMemoryName | default (printf "iluvatar.ai/%s.vMem" $chip)) -}}
+{{- $names = append $names ($c.resourceCoreName | default (printf "iluvatar.ai/%s.vCore" $chip)) -}}
+{{- end -}}
+{{- $vnpus := $d.vnpus | default list -}}
+{{- if kindIs "map" $vnpus }}{{ $vnpus = $vnpus.configs | default list }}{{ end -}}
+{{- range $c := $vnpus -}}
+{{- $word := get $defaults.vnpuWords (toString ($c.chipName | default "")) -}}
+{{- $base := ternary (printf "huawei.com/%s" $word) "" (ne $word "") -}}
+{{- $names = append $names ($c.resourceName | default $base) -}}
+{{- $names = append $names ($c.resourceMemoryName | default (ternary (printf "%s-memory" $base) "" (ne $base ""))) -}}
+{{- $names = append $names ($c.resourceCoreName | default (ternary (printf "%s-core" $base) "" (ne $base ""))) -}}
+{{- end -}}
+{{- if hasKey $d "gpushare" }}{{ $names = append (append $names "aliyun.com/gpu-count") "aliyun.com/gpu-mem" }}{{ end -}}
 {{- $quoted := list -}}
-{{- range $names }}{{ $quoted = append $quoted (printf "'%s'" .) }}{{ end -}}
+{{- range without (uniq $names) "" }}{{ $quoted = append $quoted (printf "'%s'" .) }}{{ end -}}
 {{- printf "[%s]" (join ", " $quoted) -}}
+{{- end }}
+
+{{/*
+HAMi's default resource names of each section (its chart's values, the
+defaults of effective.HAMiFamilies), and the Ascend chips' common words
+(the names huawei.com/<word>, -memory, -core). tests/chart checks them
+against the server's families.
+*/}}
+{{- define "gpuadmit.hamiDefaultNames" -}}
+cambricon: {resourceCountName: cambricon.com/vmlu, resourceMemoryName: cambricon.com/mlu.smlu.vmemory, resourceCoreName: cambricon.com/mlu.smlu.vcore}
+hygon: {resourceCountName: hygon.com/dcunum, resourceMemoryName: hygon.com/dcumem, resourceCoreName: hygon.com/dcucores}
+metax: {resourceCountName: metax-tech.com/gpu, resourceVCountName: metax-tech.com/sgpu, resourceVMemoryName: metax-tech.com/vmemory, resourceVCoreName: metax-tech.com/vcore}
+enflame: {resourceNameGCU: enflame.com/gcu, resourceNameDRSGCU: enflame.com/drs-gcu, resourceNameGCUMemory: enflame.com/gcu-memory, resourceNameGCUCore: enflame.com/gcu-core}
+mthreads: {resourceCountName: mthreads.com/vgpu, resourceMemoryName: mthreads.com/sgpu-memory, resourceCoreName: mthreads.com/sgpu-core}
+kunlun: {resourceCountName: kunlunxin.com/xpu, resourceVCountName: kunlunxin.com/vxpu, resourceVMemoryName: kunlunxin.com/vxpu-memory}
+awsneuron: {resourceCountName: aws.amazon.com/neuron, resourceCoreName: aws.amazon.com/neuroncore}
+amd: {resourceCountName: amd.com/gpu, resourceMemoryName: amd.com/gpumem, resourceCoreName: amd.com/gpucores}
+vastai: {resourceCountName: vastaitech.com/va}
+biren: {resourceCountName: birentech.com/gpu}
+vnpuWords: {"910A": Ascend910A, "910B2": Ascend910B2, "910B3": Ascend910B3, "910B4-1": Ascend910B4-1, "910B4": Ascend910B4, "310P3": Ascend310P, "Ascend910": Ascend910C}
 {{- end }}
 
 {{/* The namespaces whose pods never reach the webhooks. */}}

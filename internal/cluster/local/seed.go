@@ -158,7 +158,7 @@ func (c *Cluster) WaitLedger(ctx context.Context, ns string, ok func(ledger.Name
 // snapshot of ns: what the running server's ledger must equal once its
 // watches caught up.
 func (c *Cluster) Recount(ctx context.Context, ns string) (ledger.NamespaceSnapshot, error) {
-	l := ledger.New(ledger.Options{Settings: effective.DefaultSettings()})
+	l := ledger.New(ledger.Options{Families: []effective.Family{effective.Nvidia()}})
 	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return ledger.NamespaceSnapshot{}, fmt.Errorf("listing nodes: %w", err)

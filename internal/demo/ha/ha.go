@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuadmit/gpuadmit/internal/cluster/replicas"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
 // Demo plays the three scenarios of `make demo-ha` on a started
@@ -121,7 +122,7 @@ func (d *demo) rolling(ctx context.Context) error {
 	}
 	fmt.Fprintf(d.w, "ha: rolling restart under %d creates/s: %d admitted, %d refused for unavailability (%s, %d replicas)\n",
 		rate, tl.Admitted.Load(), tl.Unavailable.Load(), took.Round(100*time.Millisecond), len(d.c.Replicas))
-	d.check(tl.Unavailable.Load() == 0 && len(tl.Other) == 0 && live.Used.MemMiB <= limit && tl.Admitted.Load() > 0,
+	d.check(tl.Unavailable.Load() == 0 && len(tl.Other) == 0 && live.Used.Of(effective.Nvidia().Name).MemMiB <= limit && tl.Admitted.Load() > 0,
 		"rolling restart: want none refused, none over the quota; %s %q %q", tl, tl.Why, tl.Other)
 	return nil
 }

@@ -15,6 +15,9 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 )
 
+// nvidia is the name of the family the scenarios use.
+var nvidia = effective.Nvidia().Name
+
 // Play runs the four scenarios and prints one line for each. Every figure
 // printed is read from what the run produced (the example files' demand as
 // gpuadmit computes it, the annotation the mutating webhook wrote, the
@@ -24,11 +27,11 @@ func Play(ctx context.Context, c *local.Cluster, examples string, out io.Writer)
 	if err := c.SeedTeamA(ctx); err != nil {
 		return err
 	}
-	quota, err := c.WaitLedger(ctx, local.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Limits.MemMiB != nil })
+	quota, err := c.WaitLedger(ctx, local.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Limits[nvidia].MemMiB != nil })
 	if err != nil {
 		return err
 	}
-	p, err := newPlay(c, examples, quota.Limits.MemMiB.Value)
+	p, err := newPlay(c, examples, quota.Limits[nvidia].MemMiB.Value)
 	if err != nil {
 		return err
 	}
@@ -124,7 +127,7 @@ func (p *play) scenario3(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	s, err := p.c.WaitLedger(ctx, local.TeamA, func(s ledger.NamespaceSnapshot) bool {
-		return s.Reservations == 0 && s.Used.MemMiB == server.eff
+		return s.Reservations == 0 && s.Used.Of(nvidia).MemMiB == server.eff
 	})
 	if err != nil {
 		return fmt.Errorf("scenario 3: %w", err)
@@ -134,7 +137,7 @@ func (p *play) scenario3(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("scenario 3: a %d MiB pod while the init runs: %w", small.eff, err)
 	}
 	fmt.Fprintf(out, "scenario 3: recorded %d MiB for %s while %s's init container %s runs on %s (not %d+%d = %d); a %d MiB pod is denied meanwhile: %s\n",
-		s.Used.MemMiB, local.TeamA, server.name, server.initName, local.NodeName, server.init, server.app, server.init+server.app, small.eff, denied)
+		s.Used.Of(nvidia).MemMiB, local.TeamA, server.name, server.initName, local.NodeName, server.init, server.app, server.init+server.app, small.eff, denied)
 	return nil
 }
 
@@ -146,7 +149,7 @@ func (p *play) scenario4(ctx context.Context, out io.Writer) (int64, error) {
 	if err := p.c.InitsDone(ctx, local.TeamA, server.name); err != nil {
 		return 0, err
 	}
-	shrunk, err := p.c.WaitLedger(ctx, local.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Used.MemMiB == server.app })
+	shrunk, err := p.c.WaitLedger(ctx, local.TeamA, func(s ledger.NamespaceSnapshot) bool { return s.Used.Of(nvidia).MemMiB == server.app })
 	if err != nil {
 		return 0, fmt.Errorf("scenario 4: %w", err)
 	}
@@ -159,12 +162,12 @@ func (p *play) scenario4(ctx context.Context, out io.Writer) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("scenario 4: %w", err)
 	}
-	if s.Used.MemMiB != shrunk.Used.MemMiB+small.eff || s.Used.MemMiB > p.limit {
-		return 0, fmt.Errorf("scenario 4: team-a uses %d MiB, want %d + %d within %d", s.Used.MemMiB, shrunk.Used.MemMiB, small.eff, p.limit)
+	if s.Used.Of(nvidia).MemMiB != shrunk.Used.Of(nvidia).MemMiB+small.eff || s.Used.Of(nvidia).MemMiB > p.limit {
+		return 0, fmt.Errorf("scenario 4: team-a uses %d MiB, want %d + %d within %d", s.Used.Of(nvidia).MemMiB, shrunk.Used.Of(nvidia).MemMiB, small.eff, p.limit)
 	}
 	fmt.Fprintf(out, "scenario 4: allowed %s (%d MiB) after %s exited 0: %s shrank to %d MiB, %s now uses %d of %d MiB\n",
-		small.name, small.eff, server.initName, server.name, shrunk.Used.MemMiB, local.TeamA, s.Used.MemMiB, p.limit)
-	return s.Used.MemMiB, nil
+		small.name, small.eff, server.initName, server.name, shrunk.Used.Of(nvidia).MemMiB, local.TeamA, s.Used.Of(nvidia).MemMiB, p.limit)
+	return s.Used.Of(nvidia).MemMiB, nil
 }
 
 // usageTable prints what `kubectl get gpuusage -n team-a` shows once its
@@ -213,7 +216,7 @@ func demandOf(file string) (podDemand, error) {
 		return podDemand{}, fmt.Errorf("%s: want one Pod, found %d", file, len(objs.Pods))
 	}
 	pod := objs.Pods[0]
-	d, err := effective.Compute(pod, effective.DefaultSettings(), effective.Options{})
+	d, err := effective.Compute(pod, effective.Nvidia(), effective.Options{})
 	if err != nil {
 		return podDemand{}, fmt.Errorf("%s: %w", file, err)
 	}

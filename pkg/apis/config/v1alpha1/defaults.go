@@ -35,6 +35,7 @@ func SetDefaults_Configuration(c *Configuration) {
 	c.Devices = orNew(c.Devices)
 	c.Devices.Nvidia = orNew(c.Devices.Nvidia)
 	setDefaultsNvidia(c.Devices.Nvidia)
+	setDefaultsSections(c.Devices)
 	a := orNew(c.Admission)
 	c.Admission = a
 	setDefault(&a.NearLimitPercent, DefaultNearLimitPercent)
@@ -61,7 +62,7 @@ func SetDefaults_Configuration(c *Configuration) {
 // setDefaultsNvidia sets HAMi's own defaults (effective.DefaultSettings:
 // its chart's device-config.yaml).
 func setDefaultsNvidia(n *NvidiaDevices) {
-	d := effective.DefaultSettings()
+	d := effective.Nvidia()
 	setDefault(&n.ResourceCountName, string(d.Names.Count))
 	setDefault(&n.ResourceMemoryName, string(d.Names.Memory))
 	setDefault(&n.ResourceMemoryPercentageName, string(d.Names.MemoryPercentage))

@@ -9,20 +9,37 @@ import (
 )
 
 // Devices is HAMi's device config (its device-config.yaml): inline, or
-// the path of such a file. The keys gpuadmit reads are typed and decoded
-// strictly (a wrong type is an error); every other key (HAMi's scheduler
-// and device-plugin keys, other vendors' sections, keys a later HAMi
-// release adds) is kept in Ignored and reported once, never an error.
+// the path of such a file, plus gpuadmit's own gpushare section. Every
+// HAMi backend section is read; the keys a family's booking rule reads are
+// typed and decoded strictly (a wrong type is an error naming the key);
+// every other key (HAMi's scheduler and device-plugin keys, keys a later
+// HAMi release adds, unknown sections) is kept in Ignored and reported
+// once, never an error. A section that is present governs its families.
 type Devices struct {
 	// HAMiConfigPath names a HAMi device-config.yaml to read instead of
 	// inline keys (relative to the configuration file); pkg/config reads
 	// it when it loads the configuration.
 	HAMiConfigPath *string `json:"hamiConfigPath,omitempty"`
-	// Nvidia is the section of NVIDIA GPUs.
-	Nvidia *NvidiaDevices `json:"nvidia,omitempty"`
+	// Nvidia is the section of NVIDIA GPUs (always governed).
+	Nvidia    *NvidiaDevices    `json:"nvidia,omitempty"`
+	Cambricon *NamedDevices     `json:"cambricon,omitempty"`
+	Hygon     *HygonDevices     `json:"hygon,omitempty"`
+	Metax     *MetaxDevices     `json:"metax,omitempty"`
+	Enflame   *EnflameDevices   `json:"enflame,omitempty"`
+	Mthreads  *NamedDevices     `json:"mthreads,omitempty"`
+	Iluvatars []IluvatarDevices `json:"iluvatars,omitempty"`
+	Kunlun    *KunlunDevices    `json:"kunlun,omitempty"`
+	AWSNeuron *AWSNeuronDevices `json:"awsneuron,omitempty"`
+	AMD       *NamedDevices     `json:"amd,omitempty"`
+	Vastai    *CountDevices     `json:"vastai,omitempty"`
+	Biren     *CountDevices     `json:"biren,omitempty"`
+	VNPUs     *VNPUDevices      `json:"vnpus,omitempty"`
+	// Gpushare is gpuadmit's own section (strict): Aliyun's gpushare.
+	Gpushare *GpushareDevices `json:"gpushare,omitempty"`
 
 	// Ignored are the dotted paths of the keys gpuadmit does not read,
-	// sorted (not part of the file's form).
+	// sorted (not part of the file's form). An entry of a list is named by
+	// its chipName (vnpus[910B2].runtimeClassName), else by its index.
 	Ignored []string `json:"-"`
 }
 
@@ -44,104 +61,169 @@ type NvidiaDevices struct {
 	// ExclusiveCores is gpuadmit's own key: a whole-card request (gpumem
 	// unset or 100 %) books all of its cores, as HAMi does (default true).
 	ExclusiveCores *bool `json:"exclusiveCores,omitempty"`
-
-	// Ignored are the keys of the section gpuadmit does not read, sorted.
-	Ignored []string `json:"-"`
 }
 
 // UnmarshalJSON reads the section leniently: known keys typed, the others
 // listed in Ignored under "devices.".
-func (d *Devices) UnmarshalJSON(data []byte) error { return d.decode(data, "devices.") }
+func (d *Devices) UnmarshalJSON(data []byte) error { return d.decode(data, "devices") }
 
 // DecodeHAMi reads a bare HAMi device-config document (already JSON) into
 // d, its ignored keys listed without a prefix.
 func (d *Devices) DecodeHAMi(data []byte) error { return d.decode(data, "") }
 
-func (d *Devices) decode(data []byte, prefix string) error {
-	top, err := object(data, strings.TrimSuffix(prefix, "."))
+// sections are the sections of plain keys: each allocates its field of d
+// and returns where its keys decode.
+var sections = map[string]func(d *Devices) fields{
+	"nvidia":    func(d *Devices) fields { d.Nvidia = &NvidiaDevices{}; return d.Nvidia.fields() },
+	"cambricon": func(d *Devices) fields { d.Cambricon = &NamedDevices{}; return d.Cambricon.fields() },
+	"hygon":     func(d *Devices) fields { d.Hygon = &HygonDevices{}; return d.Hygon.fields() },
+	"metax":     func(d *Devices) fields { d.Metax = &MetaxDevices{}; return d.Metax.fields() },
+	"enflame":   func(d *Devices) fields { d.Enflame = &EnflameDevices{}; return d.Enflame.fields() },
+	"mthreads":  func(d *Devices) fields { d.Mthreads = &NamedDevices{}; return d.Mthreads.fields() },
+	"kunlun":    func(d *Devices) fields { d.Kunlun = &KunlunDevices{}; return d.Kunlun.fields() },
+	"awsneuron": func(d *Devices) fields { d.AWSNeuron = &AWSNeuronDevices{}; return d.AWSNeuron.fields() },
+	"amd":       func(d *Devices) fields { d.AMD = &NamedDevices{}; return d.AMD.fields() },
+	"vastai":    func(d *Devices) fields { d.Vastai = &CountDevices{}; return d.Vastai.fields() },
+	"biren":     func(d *Devices) fields { d.Biren = &CountDevices{}; return d.Biren.fields() },
+}
+
+func (d *Devices) decode(data []byte, path string) error {
+	top, err := object(data, path)
 	if err != nil {
 		return err
 	}
-	var ignored []string
-	for key, raw := range top {
-		switch key {
-		case "hamiConfigPath":
-			if prefix == "" {
-				ignored = append(ignored, key) // a HAMi file does not point at another
-				continue
-			}
+	var dec decoder
+	for _, key := range sortedKeys(top) {
+		raw, p := top[key], join(path, key)
+		switch section := sections[key]; {
+		case key == "hamiConfigPath" && path == "":
+			dec.ignore(p) // a HAMi file does not point at another
+		case key == "hamiConfigPath":
 			if err := json.Unmarshal(raw, &d.HAMiConfigPath); err != nil || d.HAMiConfigPath == nil || *d.HAMiConfigPath == "" {
-				return fmt.Errorf("%shamiConfigPath: want a file path, got %s", prefix, raw)
+				return fmt.Errorf("%s: want a file path, got %s", p, raw)
 			}
-		case "nvidia":
-			d.Nvidia = &NvidiaDevices{}
-			if err := d.Nvidia.decode(raw, prefix+"nvidia."); err != nil {
-				return err
-			}
-			ignored = append(ignored, d.Nvidia.Ignored...)
+		case key == "iluvatars":
+			d.Iluvatars, err = dec.iluvatars(raw, p)
+		case key == "vnpus":
+			d.VNPUs = &VNPUDevices{}
+			d.VNPUs.Configs, err = dec.vnpus(raw, p)
+		case key == "gpushare":
+			d.Gpushare = &GpushareDevices{}
+			err = dec.strict(raw, p, fields{"memoryUnit": &d.Gpushare.MemoryUnit})
+		case section != nil:
+			err = dec.keys(raw, p, section(d))
 		default:
-			ignored = append(ignored, prefix+key)
+			dec.ignore(p)
+		}
+		if err != nil {
+			return err
 		}
 	}
-	slices.Sort(ignored)
-	d.Ignored = ignored
+	slices.Sort(dec.ignored)
+	d.Ignored = dec.ignored
 	return nil
 }
 
-func (n *NvidiaDevices) decode(data []byte, prefix string) error {
-	sec, err := object(data, strings.TrimSuffix(prefix, "."))
+// fields maps the typed keys of a section to where they decode.
+type fields map[string]any
+
+// decoder collects the ignored keys of one devices section.
+type decoder struct{ ignored []string }
+
+func (dec *decoder) ignore(path string) { dec.ignored = append(dec.ignored, path) }
+
+// keys decodes the section raw at path: its keys in fs strictly, the
+// others ignored.
+func (dec *decoder) keys(raw json.RawMessage, path string, fs fields) error {
+	m, err := object(raw, path)
 	if err != nil {
 		return err
 	}
-	fields := map[string]any{
-		"resourceCountName": &n.ResourceCountName, "resourceMemoryName": &n.ResourceMemoryName,
-		"resourceMemoryPercentageName": &n.ResourceMemoryPercentageName, "resourceCoreName": &n.ResourceCoreName,
-		"defaultMemory": &n.DefaultMemory, "defaultCores": &n.DefaultCores, "defaultGPUNum": &n.DefaultGPUNum,
-		"memoryFactor": &n.MemoryFactor, "exclusiveCores": &n.ExclusiveCores,
-	}
-	for key, raw := range sec {
-		f, ok := fields[key]
+	return dec.keysOf(m, path, fs)
+}
+
+func (dec *decoder) keysOf(m map[string]json.RawMessage, path string, fs fields) error {
+	for _, key := range sortedKeys(m) {
+		dst, ok := fs[key]
 		if !ok {
-			n.Ignored = append(n.Ignored, prefix+key)
+			dec.ignore(join(path, key))
 			continue
 		}
-		if err := strictValue(raw, f); err != nil {
-			return fmt.Errorf("%s%s: %w", prefix, key, err)
+		if err := strictValue(m[key], key, dst); err != nil {
+			return fmt.Errorf("%s: %w", join(path, key), err)
 		}
 	}
-	slices.Sort(n.Ignored)
 	return nil
+}
+
+// strict decodes gpuadmit's own section: an unknown key is an error.
+func (dec *decoder) strict(raw json.RawMessage, path string, fs fields) error {
+	m, err := object(raw, path)
+	if err != nil {
+		return err
+	}
+	for _, key := range sortedKeys(m) {
+		if _, ok := fs[key]; !ok {
+			return fmt.Errorf("%s: unknown key (gpuadmit's own section, see docs/configuration.md)", join(path, key))
+		}
+	}
+	return dec.keysOf(m, path, fs)
 }
 
 // strictValue decodes one value into dst, refusing a value of another
 // type (an integer written as 1.5 or "1", a name written as a number).
-func strictValue(raw json.RawMessage, dst any) error {
+func strictValue(raw json.RawMessage, key string, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(dst); err != nil {
-		return fmt.Errorf("want %s, got %s", kindOf(dst), raw)
+		return fmt.Errorf("want %s, got %s", kindOf(key, dst), raw)
 	}
 	return nil
 }
 
-func kindOf(dst any) string {
+func kindOf(key string, dst any) string {
 	switch dst.(type) {
 	case **string:
-		return "a resource name"
+		if strings.HasPrefix(key, "resource") {
+			return "a resource name"
+		}
+		return "a string"
 	case **int64:
 		return "an integer"
 	case **bool:
 		return "true or false"
+	case **MemoryUnit:
+		return "GiB or MiB"
 	}
 	return "a value"
 }
 
+// object reads a mapping; null is an empty one.
 func object(data []byte, where string) (map[string]json.RawMessage, error) {
 	if where == "" {
 		where = "top level"
+	}
+	if string(bytes.TrimSpace(data)) == "null" {
+		return map[string]json.RawMessage{}, nil
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil || m == nil {
 		return nil, fmt.Errorf("%s: want a mapping of keys to values", where)
 	}
 	return m, nil
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -38,6 +38,7 @@ func AddToScheme(s *runtime.Scheme) error {
 // +kubebuilder:printcolumn:name="GPU",type=string,JSONPath=`.status.summary.gpu`,description="devices used/hard"
 // +kubebuilder:printcolumn:name="GPUMEM",type=string,JSONPath=`.status.summary.gpumem`,description="memory used/hard, MiB"
 // +kubebuilder:printcolumn:name="GPUCORES",type=string,JSONPath=`.status.summary.gpucores`,description="cores used/hard, percent of a device"
+// +kubebuilder:printcolumn:name="FAMILIES",type=string,JSONPath=`.status.summary.families`,description="other device families: count and memory used/hard"
 // +kubebuilder:printcolumn:name="RESERVATIONS",type=integer,JSONPath=`.status.reservationCount`,priority=1
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 type GPUUsage struct {
@@ -124,6 +125,10 @@ type Summary struct {
 	GPU      string `json:"gpu,omitempty"`
 	GPUMem   string `json:"gpumem,omitempty"`
 	GPUCores string `json:"gpucores,omitempty"`
+	// Families summarizes every other device family the namespace uses or
+	// limits: "<family> <count used/hard>, <memory used/hard> MiB", joined
+	// by "; ".
+	Families string `json:"families,omitempty"`
 }
 
 // Condition types of a GPUUsage.
@@ -144,6 +149,11 @@ type Reservation struct {
 	PodName string `json:"podName,omitempty"`
 	// Demand is the pod's effective demand (memory in MiB).
 	Demand Demand `json:"demand"`
+	// Families is the demand of the pod in every other device family
+	// (Ascend, Hygon, ...), by family name; the nvidia family's is Demand.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Families map[string]Demand `json:"families,omitempty"`
 	// Writer is the webhook replica that admitted the pod.
 	Writer string `json:"writer"`
 	// AdmittedAt is when, by the writer's clock (informational: replicas

@@ -139,6 +139,13 @@ func (in *GPUUsageStatus) DeepCopy() *GPUUsageStatus {
 func (in *Reservation) DeepCopyInto(out *Reservation) {
 	*out = *in
 	out.Demand = in.Demand
+	if in.Families != nil {
+		in, out := &in.Families, &out.Families
+		*out = make(map[string]Demand, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	in.AdmittedAt.DeepCopyInto(&out.AdmittedAt)
 }
 

@@ -1,0 +1,117 @@
+package effective
+
+import (
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Demands is a pod's demand in every family it names, in the order of the
+// families it was computed for; families the pod does not name are absent.
+type Demands []*Demand
+
+// ComputeAll computes pod's demand in each family of fams (Compute per
+// family, with that family's options from opts, keyed by family name).
+// The invalid requests of every family are reported together in one
+// *InvalidError.
+func ComputeAll(pod *corev1.Pod, fams []Family, opts map[string]Options) (Demands, error) {
+	var out Demands
+	var invalid []*FieldError
+	for i := range fams {
+		if !fams[i].Requests(pod) {
+			continue
+		}
+		d, err := Compute(pod, fams[i], opts[fams[i].Name])
+		var inv *InvalidError
+		switch {
+		case errors.As(err, &inv):
+			invalid = append(invalid, inv.Errors...)
+			continue
+		case err != nil:
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	if len(invalid) > 0 {
+		return nil, &InvalidError{Errors: invalid}
+	}
+	return out, nil
+}
+
+// Of returns the demand of family, nil when the pod names none of it.
+func (ds Demands) Of(family string) *Demand {
+	for _, d := range ds {
+		if d.Family == family {
+			return d
+		}
+	}
+	return nil
+}
+
+// Effective is the pod's effective demand per family.
+func (ds Demands) Effective() Usage {
+	var u Usage
+	for _, d := range ds {
+		if !d.Effective.IsZero() {
+			if u == nil {
+				u = make(Usage, len(ds))
+			}
+			u[d.Family] = d.Effective
+		}
+	}
+	return u
+}
+
+// From is Demand.From per family: the demand counting only the regular
+// init containers at index from or later.
+func (ds Demands) From(from int) (Usage, error) {
+	var u Usage
+	for _, d := range ds {
+		v, err := d.From(from)
+		if err != nil {
+			return nil, err
+		}
+		if !v.IsZero() {
+			if u == nil {
+				u = make(Usage, len(ds))
+			}
+			u[d.Family] = v
+		}
+	}
+	return u, nil
+}
+
+// Unresolved names, per family, the containers whose memory is a share of
+// a device of unknown size.
+func (ds Demands) Unresolved() map[string][]string {
+	var out map[string][]string
+	for _, d := range ds {
+		if len(d.Unresolved) > 0 {
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[d.Family] = d.Unresolved
+		}
+	}
+	return out
+}
+
+// RequestsAny reports whether pod names a resource of any family of fams.
+func RequestsAny(pod *corev1.Pod, fams []Family) bool {
+	for i := range fams {
+		if fams[i].Requests(pod) {
+			return true
+		}
+	}
+	return false
+}
+
+// ManagedBy returns the family of fams that manages name, false when none.
+func ManagedBy(fams []Family, name corev1.ResourceName) (*Family, bool) {
+	for i := range fams {
+		if fams[i].Managed(name) {
+			return &fams[i], true
+		}
+	}
+	return nil, false
+}

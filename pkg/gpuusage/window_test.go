@@ -1,0 +1,40 @@
+package gpuusage
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// TestWindowFollowsObservedLatency: a reservation whose pod took 3 s to be
+// recorded (a loaded API server storing creates slowly) makes the next
+// reservations' pods be read 6 s after they were first seen, not after the
+// configured 1 s: a read then would find a pod about to be stored absent
+// and end its reservation (over-admission). Faster recordings bring the
+// window back down, never below the configured one.
+func TestWindowFollowsObservedLatency(t *testing.T) {
+	s, _, _, clk := newStore(t, fakeClient(t), "r0")
+	t0 := clk.Now()
+	if got := s.dueAt("slow").Sub(t0); got != time.Second {
+		t.Fatalf("first reservation due after %s, want the configured 1s", got)
+	}
+	clk.SetTime(t0.Add(3 * time.Second))
+	s.absence.recorded("slow", clk.Now())
+	t1 := clk.Now()
+	if got := s.dueAt("next").Sub(t1); got != 6*time.Second {
+		t.Errorf("after a 3s recording, a new reservation is due after %s, want 6s", got)
+	}
+	if got := s.dueAt("slow").Sub(t0); got != 6*time.Second {
+		t.Errorf("an earlier reservation not read yet is due %s after it was seen, want 6s (the window applies when it is read)", got)
+	}
+	for i := range 40 {
+		uid := "fast-" + string(rune('a'+i))
+		s.dueAt(types.UID(uid))
+		clk.SetTime(clk.Now().Add(10 * time.Millisecond))
+		s.absence.recorded(types.UID(uid), clk.Now())
+	}
+	if got := s.dueAt("later").Sub(clk.Now()); got != time.Second {
+		t.Errorf("after 40 fast recordings a new reservation is due after %s, want the configured 1s again", got)
+	}
+}

@@ -1,0 +1,174 @@
+package ledger
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/devices"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// familySizes reads, for every family after the first (whose devices
+// nodeDevices reads), the largest device memory the node's register
+// annotation of that family announces. A family the node does not announce
+// is absent; a garbled announcement is a problem and leaves the family's
+// size unknown on the node (never 0 capacity charged as free: a share of
+// an unknown device stays unresolved, and the policies deny it).
+func (l *Ledger) familySizes(n *corev1.Node) (map[string]int64, []Problem) {
+	var sizes map[string]int64
+	var problems []Problem
+	for i := 1; i < len(l.families); i++ {
+		f := &l.families[i]
+		value, ok := n.Annotations[f.RegisterAnno]
+		if f.RegisterAnno == "" || !ok {
+			continue
+		}
+		size, err := registeredSize(n.Name, f.RegisterAnno, value)
+		if err != nil {
+			problems = append(problems, Problem{Kind: ProblemNode, Name: n.Name, Key: f.RegisterAnno, Value: truncate(value, 200),
+				Message: fmt.Sprintf("node has no known %s devices: %v", f.Name, err)})
+			continue
+		}
+		if sizes == nil {
+			sizes = map[string]int64{}
+		}
+		sizes[f.Name] = size
+	}
+	return sizes, problems
+}
+
+// registeredSize decodes one HAMi register annotation and returns its
+// largest healthy device memory (MiB).
+func registeredSize(node, key, value string) (int64, error) {
+	backend, ok := backendOf(key)
+	if !ok {
+		return 0, fmt.Errorf("annotation %s: no HAMi backend registers devices in it", key)
+	}
+	devs, err := backend.DecodeNodeRegister(node, value)
+	if err != nil {
+		return 0, err
+	}
+	var size int64
+	for _, d := range devs {
+		if d.Healthy {
+			size = max(size, d.MemoryMiB)
+		}
+	}
+	return size, nil
+}
+
+// backendOf finds the HAMi backend whose node register annotation is key
+// (Ascend and Iluvatar chips beyond HAMi's defaults included).
+func backendOf(key string) (devices.BackendAnnotations, bool) {
+	for _, b := range devices.HAMiAnnotations() {
+		if b.NodeRegister == key {
+			return b, true
+		}
+	}
+	return devices.BackendAnnotations{}, false
+}
+
+// ResolveSizesFor is ResolveSizeFor per family: the device size each
+// family's shares and whole devices of pod resolve against (fams[0] from
+// the nodes' GPU devices, the others from their register annotations);
+// a family no eligible node announces is absent.
+func (c *Capacity) ResolveSizesFor(pod *corev1.Pod, fams []effective.Family) map[string]int64 {
+	if len(fams) == 0 || c == nil {
+		return nil
+	}
+	sizes := map[string]int64{fams[0].Name: c.ResolveSizeFor(pod)}
+	match := Eligible(unbound(pod))
+	for _, n := range c.FamilyNodes {
+		if match != nil && !match(&NodeCapacity{Name: n.Name, Labels: n.Labels}) {
+			continue
+		}
+		for f, size := range n.MaxMemMiB {
+			sizes[f] = max(sizes[f], size)
+		}
+	}
+	return sizes
+}
+
+// optionsOf are the Compute options per family for the given sizes.
+func optionsOf(sizes map[string]int64) map[string]effective.Options {
+	opts := make(map[string]effective.Options, len(sizes))
+	for f, size := range sizes {
+		opts[f] = effective.Options{DeviceMemoryMiB: size}
+	}
+	return opts
+}
+
+// withGpushare adds to assign the gpushare device of a bound pod: the GPU
+// of its node its ALIYUN_COM_GPU_MEM_IDX names (gpushare's scheduler
+// extender puts a pod's gpu-mem on one device), charged with each
+// container's gpushare memory. A pod without the annotation is charged to
+// its namespace only; an index that is not a GPU index is a warning.
+func withGpushare(pod *corev1.Pod, d effective.Demands, assign effective.Assignment) (effective.Assignment, *Problem) {
+	share := d.Of(effective.Gpushare().Name)
+	value, ok := pod.Annotations[devices.GpushareIndexAnnotation]
+	if share == nil || !ok || pod.Spec.NodeName == "" {
+		return assign, nil
+	}
+	idx, err := strconv.Atoi(value)
+	if err != nil || idx < 0 {
+		return assign, podProblem(pod, fmt.Errorf("device usage not recorded: %s %q is not a GPU index", devices.GpushareIndexAnnotation, value))
+	}
+	out := maps.Clone(assign)
+	if out == nil {
+		out = effective.Assignment{}
+	}
+	for _, c := range share.Containers {
+		if c.Count > 0 {
+			out[c.Name] = append(slices.Clone(out[c.Name]), effective.DeviceUse{UUID: devices.GpushareDevice(idx), MemMiB: c.Total.MemMiB})
+		}
+	}
+	return out, nil
+}
+
+// allocAnnotations are the pod annotations that assign devices to a pod of
+// fams: HAMi's per-family assignment annotations (nvidia's first) and
+// gpushare's device index.
+func allocAnnotations(fams []effective.Family) []string {
+	out := []string{devices.PodAllocatedAnnotation}
+	for i := range fams {
+		if k := fams[i].AllocAnno; k != "" && !slices.Contains(out, k) && fams[i].Rule != effective.RuleGpushare {
+			out = append(out, k)
+		}
+	}
+	return append(out, devices.GpushareIndexAnnotation)
+}
+
+// assignmentOf encodes the values of keys pod has, in keys' order
+// ("key\x00value\x00..."; "" when it has none).
+func assignmentOf(pod *corev1.Pod, keys []string) string {
+	var b strings.Builder
+	for _, k := range keys {
+		if v, ok := pod.Annotations[k]; ok {
+			b.WriteString(k)
+			b.WriteByte(0)
+			b.WriteString(v)
+			b.WriteByte(0)
+		}
+	}
+	return b.String()
+}
+
+// decodeAssignment is the inverse of assignmentOf.
+func decodeAssignment(s string) map[string]string {
+	parts := strings.Split(strings.TrimSuffix(s, "\x00"), "\x00")
+	out := make(map[string]string, len(parts)/2)
+	for i := 0; i+1 < len(parts); i += 2 {
+		out[parts[i]] = parts[i+1]
+	}
+	return out
+}
+
+// presentKeys names the annotations an encoded assignment holds.
+func presentKeys(s string) []string {
+	return slices.Sorted(maps.Keys(decodeAssignment(s)))
+}
