@@ -32,7 +32,7 @@ func TestDemoPrintsWhatItMeasured(t *testing.T) {
 		"scenario 2: allowed llm-server (init 20480 MiB, then app 10240 MiB): effective demand max(10240, 20480) = 20480 MiB, annotated gpuadmit.io/effective={\"gpu\":1,\"gpumem\":20480,\"gpucores\":0}",
 		"scenario 3: recorded 20480 MiB for team-a while llm-server's init container convert-weights runs on node1 (not 20480+10240 = 30720)",
 		"scenario 4: allowed small-job (12288 MiB) after convert-weights exited 0: llm-server shrank to 10240 MiB, team-a now uses 22528 of 24576 MiB",
-		"$ kubectl get gpuusage -n team-a\nNAME    GPU   GPUMEM        GPUCORES   AGE\nusage   2/-   22528/24576   0/-",
+		"$ kubectl get gpuusage -n team-a\nNAME    GPU   GPUMEM        GPUCORES   FAMILIES   AGE\nusage   2/-   22528/24576   0/-        ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
