@@ -46,7 +46,7 @@ func TestReplicaKilledMidBurst(t *testing.T) {
 		t.Fatalf("over the quota, or other failures %q", tl.Other)
 	}
 	if tl.Unavailable.Load() > clients {
-		t.Fatalf("%d refused for unavailability: more than the %d reviews that can be in flight", tl.Unavailable.Load(), clients)
+		t.Fatalf("%d refused for unavailability: more than the %d reviews that can be in flight; first refusals: %q", tl.Unavailable.Load(), clients, tl.Why)
 	}
 	waitDrained(t, c, ns)
 	ledgersMatch(t, c, ns)
