@@ -89,7 +89,7 @@ type annotationValue struct {
 func annotationOf(d effective.Demands) annotationValue {
 	var a annotationValue
 	for _, dm := range d {
-		if dm.Family == "nvidia" {
+		if dm.Family == effective.NvidiaName {
 			a.Vector = dm.Effective
 			continue
 		}

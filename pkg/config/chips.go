@@ -124,7 +124,7 @@ func iluvatarFamilies(list []configv1alpha1.IluvatarDevices, h hamiDefaults) ([]
 			f.DeviceType = word
 			f.RegisterAnno, f.AllocAnno = "hami.io/node-"+word+"-register", "hami.io/"+word+"-devices-allocated"
 		}
-		out = append(out, governed{fam: f, path: c.path.String(), keys: sharedKeys})
+		out = append(out, governed{fam: f, path: c.path.String(), keys: sharedKeys()})
 		ranks = append(ranks, c.rank)
 	}
 	return byRank(out, ranks), errs

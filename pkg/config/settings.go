@@ -52,10 +52,15 @@ type governed struct {
 	keys [4]string
 }
 
-var nvidiaKeys = [4]string{"resourceCountName", "resourceMemoryName", "resourceMemoryPercentageName", "resourceCoreName"}
+// nvidiaKeys are the keys of the nvidia section's names.
+func nvidiaKeys() [4]string {
+	return [4]string{"resourceCountName", "resourceMemoryName", "resourceMemoryPercentageName", "resourceCoreName"}
+}
 
 // sharedKeys are the keys of a section named like HAMi's common rule.
-var sharedKeys = [4]string{"resourceCountName", "resourceMemoryName", "", "resourceCoreName"}
+func sharedKeys() [4]string {
+	return [4]string{"resourceCountName", "resourceMemoryName", "", "resourceCoreName"}
+}
 
 // hamiDefaults are effective.HAMiFamilies by name and by section (the
 // first family of a section).
@@ -84,7 +89,7 @@ func (h hamiDefaults) rank(name string) int {
 // the chips it cannot build and of their list entries.
 func governedFamilies(c *Configuration) ([]governed, field.ErrorList) {
 	d, h := c.Devices, newHAMiDefaults()
-	out := []governed{{fam: Settings(c), path: "devices.nvidia", keys: nvidiaKeys}}
+	out := []governed{{fam: Settings(c), path: "devices.nvidia", keys: nvidiaKeys()}}
 	if d.Cambricon != nil {
 		out = append(out, named(h.byName["cambricon"], "devices.cambricon", d.Cambricon))
 	}
@@ -164,7 +169,7 @@ func named(f effective.Family, path string, s *configv1alpha1.NamedDevices) gove
 	f.Names.Count = name(s.ResourceCountName, f.Names.Count)
 	f.Names.Memory = name(s.ResourceMemoryName, f.Names.Memory)
 	f.Names.Cores = name(s.ResourceCoreName, f.Names.Cores)
-	return governed{fam: f, path: path, keys: sharedKeys}
+	return governed{fam: f, path: path, keys: sharedKeys()}
 }
 
 func name(p *string, def corev1.ResourceName) corev1.ResourceName {

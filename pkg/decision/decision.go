@@ -285,14 +285,15 @@ func (d *Decider) Demand(pod *corev1.Pod) (effective.Demands, error) {
 }
 
 // options are the Compute options per family: the device sizes the
-// pod's shares and whole devices resolve against (ledger.ResolveSizesFor;
-// the first family's from view, its eligible nodes).
+// pod's shares and whole devices resolve against (ledger's
+// ResolveSizesFor, with the first family's from view, its eligible nodes,
+// which is computed once).
 func (d *Decider) options(pod *corev1.Pod, view *nodeView) map[string]effective.Options {
 	if len(d.families) == 0 {
 		return nil
 	}
-	sizes := d.snap.Capacity().ResolveSizesFor(pod, d.families)
-	opts := make(map[string]effective.Options, len(sizes))
+	sizes := d.snap.Capacity().FamilySizesFor(pod)
+	opts := make(map[string]effective.Options, len(sizes)+1)
 	for f, size := range sizes {
 		opts[f] = effective.Options{DeviceMemoryMiB: size}
 	}

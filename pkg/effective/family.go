@@ -90,10 +90,14 @@ type Family struct {
 	DeviceType string
 }
 
+// NvidiaName is the nvidia family's name: the family whose usage every
+// format keeps at its first level (docs/design.md, device families).
+const NvidiaName = "nvidia"
+
 // Nvidia returns the nvidia family with HAMi's defaults.
 func Nvidia() Family {
 	return Family{
-		Name: "nvidia",
+		Name: NvidiaName,
 		Names: ResourceNames{
 			Count:            "nvidia.com/gpu",
 			Memory:           "nvidia.com/gpumem",

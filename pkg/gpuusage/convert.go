@@ -54,7 +54,7 @@ func Countable(st gpuadmitv1.GPUUsageStatus, podsRV string) []ledger.Reservation
 
 // nvidia is the family whose demand a Reservation keeps in Demand (every
 // other family's is in Families).
-const nvidia = "nvidia"
+const nvidia = effective.NvidiaName
 
 // negative reports whether a reservation has a negative demand anywhere.
 func negative(r gpuadmitv1.Reservation) bool {

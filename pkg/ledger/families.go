@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -73,15 +72,16 @@ func backendOf(key string) (devices.BackendAnnotations, bool) {
 	return devices.BackendAnnotations{}, false
 }
 
-// ResolveSizesFor is ResolveSizeFor per family: the device size each
-// family's shares and whole devices of pod resolve against (fams[0] from
-// the nodes' GPU devices, the others from their register annotations);
-// a family no eligible node announces is absent.
-func (c *Capacity) ResolveSizesFor(pod *corev1.Pod, fams []effective.Family) map[string]int64 {
-	if len(fams) == 0 || c == nil {
+// FamilySizesFor is ResolveSizeFor for the families other than the first:
+// the device size each one's shares and whole devices of pod resolve
+// against, the largest its register annotations announce on the nodes the
+// pod may run on; a family no eligible node announces is absent (nil when
+// no node announces any).
+func (c *Capacity) FamilySizesFor(pod *corev1.Pod) map[string]int64 {
+	if c == nil || len(c.FamilyNodes) == 0 {
 		return nil
 	}
-	sizes := map[string]int64{fams[0].Name: c.ResolveSizeFor(pod)}
+	sizes := map[string]int64{}
 	match := Eligible(unbound(pod))
 	for _, n := range c.FamilyNodes {
 		if match != nil && !match(&NodeCapacity{Name: n.Name, Labels: n.Labels}) {
@@ -91,6 +91,20 @@ func (c *Capacity) ResolveSizesFor(pod *corev1.Pod, fams []effective.Family) map
 			sizes[f] = max(sizes[f], size)
 		}
 	}
+	return sizes
+}
+
+// ResolveSizesFor is ResolveSizeFor for every family of fams (the first
+// from the nodes' GPU devices, the others as FamilySizesFor).
+func (c *Capacity) ResolveSizesFor(pod *corev1.Pod, fams []effective.Family) map[string]int64 {
+	if len(fams) == 0 || c == nil {
+		return nil
+	}
+	sizes := c.FamilySizesFor(pod)
+	if sizes == nil {
+		sizes = make(map[string]int64, 1)
+	}
+	sizes[fams[0].Name] = c.ResolveSizeFor(pod)
 	return sizes
 }
 
@@ -128,47 +142,4 @@ func withGpushare(pod *corev1.Pod, d effective.Demands, assign effective.Assignm
 		}
 	}
 	return out, nil
-}
-
-// allocAnnotations are the pod annotations that assign devices to a pod of
-// fams: HAMi's per-family assignment annotations (nvidia's first) and
-// gpushare's device index.
-func allocAnnotations(fams []effective.Family) []string {
-	out := []string{devices.PodAllocatedAnnotation}
-	for i := range fams {
-		if k := fams[i].AllocAnno; k != "" && !slices.Contains(out, k) && fams[i].Rule != effective.RuleGpushare {
-			out = append(out, k)
-		}
-	}
-	return append(out, devices.GpushareIndexAnnotation)
-}
-
-// assignmentOf encodes the values of keys pod has, in keys' order
-// ("key\x00value\x00..."; "" when it has none).
-func assignmentOf(pod *corev1.Pod, keys []string) string {
-	var b strings.Builder
-	for _, k := range keys {
-		if v, ok := pod.Annotations[k]; ok {
-			b.WriteString(k)
-			b.WriteByte(0)
-			b.WriteString(v)
-			b.WriteByte(0)
-		}
-	}
-	return b.String()
-}
-
-// decodeAssignment is the inverse of assignmentOf.
-func decodeAssignment(s string) map[string]string {
-	parts := strings.Split(strings.TrimSuffix(s, "\x00"), "\x00")
-	out := make(map[string]string, len(parts)/2)
-	for i := 0; i+1 < len(parts); i += 2 {
-		out[parts[i]] = parts[i+1]
-	}
-	return out
-}
-
-// presentKeys names the annotations an encoded assignment holds.
-func presentKeys(s string) []string {
-	return slices.Sorted(maps.Keys(decodeAssignment(s)))
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // nvidia is the name of the family the scenarios use.
-var nvidia = effective.Nvidia().Name
+const nvidia = effective.NvidiaName
 
 // Play runs the four scenarios and prints one line for each. Every figure
 // printed is read from what the run produced (the example files' demand as

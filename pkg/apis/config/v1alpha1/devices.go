@@ -71,20 +71,45 @@ func (d *Devices) UnmarshalJSON(data []byte) error { return d.decode(data, "devi
 // d, its ignored keys listed without a prefix.
 func (d *Devices) DecodeHAMi(data []byte) error { return d.decode(data, "") }
 
-// sections are the sections of plain keys: each allocates its field of d
-// and returns where its keys decode.
-var sections = map[string]func(d *Devices) fields{
-	"nvidia":    func(d *Devices) fields { d.Nvidia = &NvidiaDevices{}; return d.Nvidia.fields() },
-	"cambricon": func(d *Devices) fields { d.Cambricon = &NamedDevices{}; return d.Cambricon.fields() },
-	"hygon":     func(d *Devices) fields { d.Hygon = &HygonDevices{}; return d.Hygon.fields() },
-	"metax":     func(d *Devices) fields { d.Metax = &MetaxDevices{}; return d.Metax.fields() },
-	"enflame":   func(d *Devices) fields { d.Enflame = &EnflameDevices{}; return d.Enflame.fields() },
-	"mthreads":  func(d *Devices) fields { d.Mthreads = &NamedDevices{}; return d.Mthreads.fields() },
-	"kunlun":    func(d *Devices) fields { d.Kunlun = &KunlunDevices{}; return d.Kunlun.fields() },
-	"awsneuron": func(d *Devices) fields { d.AWSNeuron = &AWSNeuronDevices{}; return d.AWSNeuron.fields() },
-	"amd":       func(d *Devices) fields { d.AMD = &NamedDevices{}; return d.AMD.fields() },
-	"vastai":    func(d *Devices) fields { d.Vastai = &CountDevices{}; return d.Vastai.fields() },
-	"biren":     func(d *Devices) fields { d.Biren = &CountDevices{}; return d.Biren.fields() },
+// section allocates the field of d of a section of plain keys and returns
+// where its keys decode (nil for any other key).
+func (d *Devices) section(key string) fields {
+	switch key {
+	case "nvidia":
+		d.Nvidia = &NvidiaDevices{}
+		return d.Nvidia.fields()
+	case "cambricon":
+		d.Cambricon = &NamedDevices{}
+		return d.Cambricon.fields()
+	case "hygon":
+		d.Hygon = &HygonDevices{}
+		return d.Hygon.fields()
+	case "metax":
+		d.Metax = &MetaxDevices{}
+		return d.Metax.fields()
+	case "enflame":
+		d.Enflame = &EnflameDevices{}
+		return d.Enflame.fields()
+	case "mthreads":
+		d.Mthreads = &NamedDevices{}
+		return d.Mthreads.fields()
+	case "kunlun":
+		d.Kunlun = &KunlunDevices{}
+		return d.Kunlun.fields()
+	case "awsneuron":
+		d.AWSNeuron = &AWSNeuronDevices{}
+		return d.AWSNeuron.fields()
+	case "amd":
+		d.AMD = &NamedDevices{}
+		return d.AMD.fields()
+	case "vastai":
+		d.Vastai = &CountDevices{}
+		return d.Vastai.fields()
+	case "biren":
+		d.Biren = &CountDevices{}
+		return d.Biren.fields()
+	}
+	return nil
 }
 
 func (d *Devices) decode(data []byte, path string) error {
@@ -95,7 +120,7 @@ func (d *Devices) decode(data []byte, path string) error {
 	var dec decoder
 	for _, key := range sortedKeys(top) {
 		raw, p := top[key], join(path, key)
-		switch section := sections[key]; {
+		switch {
 		case key == "hamiConfigPath" && path == "":
 			dec.ignore(p) // a HAMi file does not point at another
 		case key == "hamiConfigPath":
@@ -110,10 +135,12 @@ func (d *Devices) decode(data []byte, path string) error {
 		case key == "gpushare":
 			d.Gpushare = &GpushareDevices{}
 			err = dec.strict(raw, p, fields{"memoryUnit": &d.Gpushare.MemoryUnit})
-		case section != nil:
-			err = dec.keys(raw, p, section(d))
 		default:
-			dec.ignore(p)
+			if f := d.section(key); f != nil {
+				err = dec.keys(raw, p, f)
+			} else {
+				dec.ignore(p)
+			}
 		}
 		if err != nil {
 			return err
