@@ -12,6 +12,8 @@ import (
 const (
 	webhookMutate   = "mutate"
 	webhookValidate = "validate"
+	// webhookValidateClaims is the ResourceClaims handler.
+	webhookValidateClaims = "validate-claims"
 
 	reasonGPU        = "gpu"         // a GPU pod: annotated, or allowed and reserved
 	reasonNonGPU     = "non-gpu"     // no managed resource: fast path

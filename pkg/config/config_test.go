@@ -206,6 +206,9 @@ func everyField() *config.Configuration {
 			Watches: &configv1alpha1.Watches{ProbeEvery: d(5 * time.Second), StaleAfter: d(time.Minute)}},
 		Policy:           &configv1alpha1.Policy{ConfigMapSelector: ptr.To("team=gpu"), Directory: ptr.To("/etc/gpuadmit/policies")},
 		ClientConnection: &configv1alpha1.ClientConnection{QPS: ptr.To[float32](50), Burst: ptr.To[int32](100)},
+		DRA: &configv1alpha1.DRA{DeviceClasses: []configv1alpha1.DeviceClass{{Name: "gpu.example.com", Family: "hygon",
+			Mode: configv1alpha1.DeviceClassDevice, Driver: "example.com", MemoryCapacity: ptr.To("mem"), CoresCapacity: ptr.To("sm"),
+			CoresPerDevice: ptr.To[int64](50), Selectors: []string{"device.driver == 'example.com'"}}}},
 	}
 }
 

@@ -16,6 +16,7 @@ func Validate(c *Configuration) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateDevices(c)...)
 	errs = append(errs, validateAdmission(c.Admission, field.NewPath("admission"))...)
+	errs = append(errs, validateDRA(c)...)
 	if _, err := labels.Parse(*c.Policy.ConfigMapSelector); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("policy", "configMapSelector"), *c.Policy.ConfigMapSelector, err.Error()))
 	}

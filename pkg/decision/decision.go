@@ -12,9 +12,11 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/opa/v1/ast"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/gpuadmit/gpuadmit/pkg/config"
+	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
@@ -39,6 +41,10 @@ type Request struct {
 	// Explain asks for Result.Explanation (tracing the evaluation: many
 	// times the cost of a decision; the command line's --explain).
 	Explain bool
+	// Claim, when set, is a ResourceClaim being created: its demand (the
+	// devices of the governed DeviceClasses it asks for) is decided
+	// instead of a pod's; Pod is then ignored.
+	Claim *resourcev1.ResourceClaim
 	// Written, when set, gives a container quantity as the user wrote it
 	// (a manifest file); invalid values are shown that way. The API server
 	// canonicalises quantities, so the webhook leaves it nil.
@@ -80,6 +86,9 @@ type Snapshotter interface {
 	// WaitForNamespace returns once the namespace watch reported ns.
 	WaitForNamespace(ctx context.Context, ns string) error
 	Capacity() *ledger.Capacity
+	// Inventory is the devices the ResourceSlices publish (claims are
+	// sized against them).
+	Inventory() *dra.Inventory
 }
 
 // Evaluator evaluates the policies on an input document; *policy.Engine
@@ -93,7 +102,10 @@ type Decider struct {
 	policy   Evaluator
 	families []effective.Family
 	snap     Snapshotter
-	log      logr.Logger
+	claims   *dra.Charger
+	// noNodes is input.capacity without nodes, for claims.
+	noNodes ast.Value
+	log     logr.Logger
 
 	settingsVal ast.Value
 	// all caches the view of every node (pods that do not restrict their
@@ -132,17 +144,30 @@ func newDecider(engine Evaluator, snap Snapshotter, cfg *config.Configuration, f
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	return &Decider{policy: engine, families: fams, snap: snap, log: log, settingsVal: sv}, nil
+	claims, err := dra.NewCharger(config.DeviceClasses(cfg), fams)
+	if err != nil {
+		return nil, fmt.Errorf("dra.deviceClasses: %w", err)
+	}
+	noNodes, err := capacityValue(viewOf(nil, nil))
+	if err != nil {
+		return nil, err
+	}
+	return &Decider{policy: engine, families: fams, snap: snap, claims: claims, noNodes: noNodes, log: log, settingsVal: sv}, nil
 }
 
 // Decide decides one admission. An error means no decision could be made
 // (the policies failed or ran past the context's deadline); the caller
 // applies its failure policy.
 func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
-	if req.Pod == nil {
+	switch {
+	case req.Claim != nil:
+		if !d.claims.Governs(&req.Claim.Spec) {
+			return Result{Allowed: true}, nil
+		}
+		req.Pod = claimPod(req.Claim)
+	case req.Pod == nil:
 		return Result{}, errors.New("request without a pod")
-	}
-	if !d.Requests(req.Pod) {
+	case !d.Requests(req.Pod):
 		return Result{Allowed: true}, nil
 	}
 	if req.Operation == "" {
@@ -172,12 +197,19 @@ func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) 
 	if err != nil {
 		return nil, err
 	}
+	if req.Claim != nil {
+		capVal = d.noNodes // a claim's devices are its driver's (ResourceSlices), not the nodes' annotated ones
+	}
 	doc := &inputDoc{req: req, namespace: ns, primary: d.families[0].Name, capacity: capVal, settings: d.settingsVal}
-	doc.demand, err = effective.ComputeAll(req.Pod, d.families, d.options(req.Pod, view))
+	if req.Claim != nil {
+		doc.demand, err = d.ClaimDemand(req.Claim)
+	} else {
+		doc.demand, err = effective.ComputeAll(req.Pod, d.families, d.options(req.Pod, view))
+	}
 	if err != nil {
 		var inv *effective.InvalidError
 		if !errors.As(err, &inv) {
-			return nil, fmt.Errorf("computing the demand of pod %q: %w", req.Pod.Name, err)
+			return nil, fmt.Errorf("computing the demand of %q: %w", req.Pod.Name, err)
 		}
 		doc.demand, doc.invalid = nil, inv.Errors
 		inv.AsWritten(req.Written)

@@ -76,6 +76,7 @@ func (d *inputDoc) value() ast.Value {
 		item("namespaceLabels", labelMap(d.ns.Labels)),
 		item("userInfo", d.userTerm()),
 		item("pod", d.podTerm()),
+		item("claim", d.claimTerm()),
 		item("demand", d.demandTerm()),
 		item("namespaceUsage", d.usageTerm()),
 		item("capacity", ast.NewTerm(d.capacity)),
@@ -213,6 +214,25 @@ func (d *inputDoc) podTerm() *ast.Term {
 		item("labels", labelMap(pod.Labels)), item("annotations", labelMap(pod.Annotations)), item("nodeSelector", labelMap(pod.Spec.NodeSelector)),
 		item("priorityClassName", str(pod.Spec.PriorityClassName)), item("runtimeClassName", str(ptr.Deref(pod.Spec.RuntimeClassName, ""))),
 		item("schedulerName", str(pod.Spec.SchedulerName)))
+}
+
+// claimTerm is input.claim: null for a pod; for a ResourceClaim its name
+// and the classes its requests name.
+func (d *inputDoc) claimTerm() *ast.Term {
+	c := d.req.Claim
+	if c == nil {
+		return ast.NullTerm()
+	}
+	var classes []*ast.Term
+	for _, r := range c.Spec.Devices.Requests {
+		if r.Exactly != nil {
+			classes = append(classes, str(r.Exactly.DeviceClassName))
+		}
+		for _, sr := range r.FirstAvailable {
+			classes = append(classes, str(sr.DeviceClassName))
+		}
+	}
+	return ast.ObjectTerm(item("name", str(c.Name)), item("deviceClassNames", ast.ArrayTerm(classes...)))
 }
 
 // sumUsage adds usages per family, saturating instead of overflowing.

@@ -1,17 +1,20 @@
 package gpuusage
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // A reservation nobody recorded is checked confirmAfter after this replica
@@ -125,7 +128,8 @@ func (s *Store) confirmDue(ctx context.Context, u *gpuadmitv1.GPUUsage, budget i
 	now := s.opts.Clock.Now()
 	var due []gpuadmitv1.Reservation
 	for _, r := range u.Status.Reservations {
-		if r.RecordedResourceVersion == "" && s.ledger.Seen(r.PodUID) == "" && !s.dueAt(r.PodUID).After(now) {
+		unrecorded := r.RecordedResourceVersion == "" || r.ClaimName != "" // a claim's ends only when it is gone
+		if unrecorded && s.ledger.Seen(r.PodUID) == "" && !s.dueAt(r.PodUID).After(now) {
 			due = append(due, r)
 		}
 	}
@@ -151,8 +155,10 @@ const listAbove = 4
 // yet) or a failed read keeps the reservation.
 func (s *Store) confirmAbsent(ctx context.Context, ns string, rs []gpuadmitv1.Reservation) int {
 	if len(rs) > listAbove {
-		s.confirmAbsentByList(ctx, ns, rs)
-		return 1
+		pods, claims := byKind(rs)
+		s.confirmAbsentByList(ctx, ns, pods, false)
+		s.confirmAbsentByList(ctx, ns, claims, true)
+		return 2
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -164,7 +170,7 @@ func (s *Store) confirmAbsent(ctx context.Context, ns string, rs []gpuadmitv1.Re
 			}
 			s.absence.markAbsent(r.PodUID)
 			mu.Lock()
-			gone = append(gone, r.PodName)
+			gone = append(gone, cmp.Or(r.PodName, ledger.ClaimKey(r.ClaimName)))
 			mu.Unlock()
 		})
 	}
@@ -179,25 +185,47 @@ func (s *Store) confirmAbsent(ctx context.Context, ns string, rs []gpuadmitv1.Re
 // podAbsent reads r's pod: absent when not found, or when its name holds a
 // pod of another UID.
 func (s *Store) podAbsent(ctx context.Context, ns string, r gpuadmitv1.Reservation) bool {
-	if r.PodName == "" { // a review without a name (never from an API server): nothing to read
+	var obj client.Object = &corev1.Pod{}
+	name := r.PodName
+	if r.ClaimName != "" {
+		obj, name = &resourcev1.ResourceClaim{}, r.ClaimName
+	}
+	if name == "" { // a review without a name (never from an API server): nothing to read
 		return true
 	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	p := &corev1.Pod{}
-	err := s.api.Get(rctx, client.ObjectKey{Namespace: ns, Name: r.PodName}, p)
-	return apierrors.IsNotFound(err) || (err == nil && p.UID != r.PodUID)
+	err := s.api.Get(rctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+	return apierrors.IsNotFound(err) || (err == nil && obj.GetUID() != r.PodUID)
+}
+
+// byKind splits reservations into pods' and claims'.
+func byKind(rs []gpuadmitv1.Reservation) (pods, claims []gpuadmitv1.Reservation) {
+	for _, r := range rs {
+		if r.ClaimName != "" {
+			claims = append(claims, r)
+		} else {
+			pods = append(pods, r)
+		}
+	}
+	return pods, claims
 }
 
 // confirmAbsentByList lists the namespace's pods (metadata only, from the
 // API server) and notes the reservations of rs whose pod is not among them.
-func (s *Store) confirmAbsentByList(ctx context.Context, ns string, rs []gpuadmitv1.Reservation) {
+func (s *Store) confirmAbsentByList(ctx context.Context, ns string, rs []gpuadmitv1.Reservation, claims bool) {
+	if len(rs) == 0 {
+		return
+	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	pods := &metav1.PartialObjectMetadataList{}
 	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if claims {
+		pods.SetGroupVersionKind(resourcev1.SchemeGroupVersion.WithKind("ResourceClaimList"))
+	}
 	if err := s.api.List(lctx, pods, client.InNamespace(ns)); err != nil {
-		s.opts.Log.Error(err, "listing pods to confirm reservations absent", "namespace", ns)
+		s.opts.Log.Error(err, "listing pods or claims to confirm reservations absent", "namespace", ns, "claims", claims)
 		return
 	}
 	exists := make(map[types.UID]bool, len(pods.Items))

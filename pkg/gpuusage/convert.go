@@ -43,6 +43,11 @@ func Validate(u *gpuadmitv1.GPUUsage) error {
 func Countable(st gpuadmitv1.GPUUsageStatus, podsRV string) []ledger.Reservation {
 	out := make([]ledger.Reservation, 0, len(st.Reservations))
 	for _, r := range st.Reservations {
+		if r.ClaimName != "" { // counted until its claim is gone (the ledger skips it once it records the claim)
+			out = append(out, ledger.Reservation{UID: r.PodUID, Name: ledger.ClaimKey(r.ClaimName), Demand: usageOf(r),
+				Unconfirmed: r.RecordedResourceVersion == ""})
+			continue
+		}
 		if r.RecordedResourceVersion != "" && resourceversion.AtLeast(podsRV, r.RecordedResourceVersion) {
 			continue
 		}

@@ -70,7 +70,7 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUUsageStatus) (
 			"they end as their pods are recorded or found absent: create the pod again shortly", ns, gpuadmitv1.ObjectName, len(st.Reservations))
 	}
 	demand, others := demandOf(res.Effective)
-	st.Reservations = append(st.Reservations, gpuadmitv1.Reservation{PodUID: r.uid, PodName: podName(req),
+	st.Reservations = append(st.Reservations, gpuadmitv1.Reservation{PodUID: r.uid, PodName: podName(req), ClaimName: claimName(req),
 		Demand: demand, Families: others, Writer: s.opts.Replica, AdmittedAt: metav1.NewTime(s.opts.Clock.Now())})
 	s.dueAt(r.uid) // its absence check is scheduled from now
 	return reserving, nil
@@ -83,10 +83,18 @@ func reserves(req decision.Request, res decision.Result) bool {
 }
 
 func podName(req decision.Request) string {
-	if req.Pod == nil {
+	if req.Pod == nil || req.Claim != nil {
 		return ""
 	}
 	return req.Pod.Name
+}
+
+// claimName is the name of a claim's review ("" for a pod's).
+func claimName(req decision.Request) string {
+	if req.Claim == nil {
+		return ""
+	}
+	return req.Claim.Name
 }
 
 // countable returns the reservations of st this replica counts, but the
@@ -101,7 +109,7 @@ func (s *Store) countable(st gpuadmitv1.GPUUsageStatus, except types.UID) []ledg
 // with the reservation it has; anything else is refused, and the
 // reservation stays as it was.
 func (s *Store) again(ns string, r *review, prior gpuadmitv1.Reservation, demand effective.Usage) (outcome, error) {
-	if prior.PodName == podName(r.req) && usageOf(prior).Equal(demand) {
+	if prior.PodName == podName(r.req) && prior.ClaimName == claimName(r.req) && usageOf(prior).Equal(demand) {
 		return decided, nil
 	}
 	s.metrics.Refused(RefusedDuplicate)

@@ -11,6 +11,7 @@ import (
 //	reserved, this ledger recorded the pod ──▶ marked (recordedResourceVersion: the pod's)
 //	marked, every live replica's watch passed the mark ──▶ removed (removedResourceVersion advances)
 //	unmarked, a read confirmed the pod absent ──▶ removed
+//	a claim's: marked when recorded; removed only when a read confirmed the claim gone
 //
 // It returns the reasons of the changes (EndRecorded, EndAbsent; "" for a
 // mark), counted once the write succeeded.
@@ -19,6 +20,15 @@ func (s *Store) tidy(st *gpuadmitv1.GPUUsageStatus) (changes []string) {
 	kept := st.Reservations[:0:0]
 	for _, r := range st.Reservations {
 		switch seen := s.ledger.Seen(r.PodUID); {
+		case r.ClaimName != "" && s.absence.isAbsent(r.PodUID):
+			changes = append(changes, EndAbsent)
+			continue
+		case r.ClaimName != "":
+			if seen != "" && r.RecordedResourceVersion == "" {
+				s.absence.recorded(r.PodUID, s.opts.Clock.Now())
+				r.RecordedResourceVersion = s.recordedAt(seen)
+				changes = append(changes, "")
+			}
 		case r.RecordedResourceVersion != "":
 			if live && resourceversion.AtLeast(least, r.RecordedResourceVersion) {
 				changes = append(changes, EndRecorded)

@@ -97,6 +97,8 @@ func newFreshness(client kubernetes.Interface, opts FreshnessOptions, log logr.L
 			meta, err = client.CoreV1().Nodes().List(ctx, lo)
 		case "namespaces":
 			meta, err = client.CoreV1().Namespaces().List(ctx, lo)
+		case "resourceclaims":
+			meta, err = client.ResourceV1().ResourceClaims("").List(ctx, lo)
 		default:
 			meta, err = client.CoreV1().ResourceQuotas("").List(ctx, lo)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
@@ -33,6 +35,13 @@ type Sink interface {
 	DeleteQuota(namespace, name string)
 	UpsertNamespace(*corev1.Namespace)
 	DeleteNamespace(name string)
+	// Charger governs the claims to watch (nil: none; no claim or slice
+	// watch is started).
+	Charger() *dra.Charger
+	UpsertClaim(*resourcev1.ResourceClaim)
+	DeleteClaim(namespace, name string)
+	UpsertSlice(*resourcev1.ResourceSlice)
+	DeleteSlice(name string)
 }
 
 // FeedOptions tune a Feed.
@@ -94,16 +103,20 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 	}
 	s := sink.Families()
 	core := f.factory.Core().V1()
-	for _, w := range []struct {
-		what      string
-		informer  toolscache.SharedIndexInformer
-		transform toolscache.TransformFunc
-		handler   toolscache.ResourceEventHandler
-	}{
+	watches := []watched{
 		{"nodes", core.Nodes().Informer(), NodeTransform, delayed(NodeHandler(sink, f.log), opts.Delay)},
 		{"resourcequotas", core.ResourceQuotas().Informer(), QuotaTransform(s), delayed(QuotaHandler(sink, f.log), opts.Delay)},
 		{"namespaces", core.Namespaces().Informer(), NamespaceTransform, delayed(NamespaceHandler(sink, f.log), opts.Delay)},
-	} {
+	}
+	probed := map[string]func() string{}
+	if c := sink.Charger(); c != nil && len(c.Classes()) > 0 {
+		res := f.factory.Resource().V1()
+		watches = append(watches,
+			watched{"resourceclaims", res.ResourceClaims().Informer(), ClaimTransform, delayed(ClaimHandler(sink, f.log), opts.Delay)},
+			watched{"resourceslices", res.ResourceSlices().Informer(), SliceTransform, delayed(SliceHandler(sink, f.log), opts.Delay)})
+		probed["resourceclaims"] = res.ResourceClaims().Informer().LastSyncResourceVersion
+	}
+	for _, w := range watches {
 		if err := w.informer.SetTransform(w.transform); err != nil {
 			return nil, fmt.Errorf("%s informer: %w", w.what, err)
 		}
@@ -115,11 +128,20 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 		f.names = append(f.names, w.what)
 	}
 	f.pods = newPodFeed(client, sink, PodTransform(s), opts.Delay, f.log.WithName("pods"))
-	f.freshness = newFreshness(client, opts.Freshness, f.log, map[string]func() string{
-		"pods": f.pods.resourceVersion, "nodes": core.Nodes().Informer().LastSyncResourceVersion,
-		"resourcequotas": core.ResourceQuotas().Informer().LastSyncResourceVersion,
-		"namespaces":     core.Namespaces().Informer().LastSyncResourceVersion})
+	probed["pods"] = f.pods.resourceVersion
+	probed["nodes"] = core.Nodes().Informer().LastSyncResourceVersion
+	probed["resourcequotas"] = core.ResourceQuotas().Informer().LastSyncResourceVersion
+	probed["namespaces"] = core.Namespaces().Informer().LastSyncResourceVersion
+	f.freshness = newFreshness(client, opts.Freshness, f.log, probed)
 	return f, nil
+}
+
+// watched is one informer of a Feed.
+type watched struct {
+	what      string
+	informer  toolscache.SharedIndexInformer
+	transform toolscache.TransformFunc
+	handler   toolscache.ResourceEventHandler
 }
 
 // Start runs the informers and the freshness check until ctx is done.

@@ -5,9 +5,11 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
@@ -16,6 +18,9 @@ type Options struct {
 	// Families are the device families whose requests the ledger reads
 	// (resource names and booking rules), the nvidia family first.
 	Families []effective.Family
+	// Claims charges the ResourceClaims of the governed DeviceClasses
+	// (nil: no claim is charged).
+	Claims *dra.Charger
 	// Log receives problems (invalid pods, malformed annotations, bad quota
 	// values). The zero value discards.
 	Log logr.Logger
@@ -50,6 +55,13 @@ type Ledger struct {
 	// nsChanged is closed and replaced when a namespace's labels change
 	// (WaitForNamespace).
 	nsChanged chan struct{}
+	// charger reads claims (claims.go); claims are the recorded ones of
+	// governed classes; slices are the ResourceSlices by name, inventory
+	// the devices they publish (built lazily; nil when stale).
+	charger   *dra.Charger
+	claims    map[types.UID]*claimRecord
+	slices    map[string]*resourcev1.ResourceSlice
+	inventory *dra.Inventory
 }
 
 // podName is a pod's namespace and name (the informer's key).
@@ -63,10 +75,13 @@ type namespace struct {
 	invalid    map[types.UID]*invalidPod
 	warned     map[types.UID]*podRecord
 	quotas     map[string]*quota
+	// claims counts the recorded claims; claimProblems are theirs.
+	claims        int
+	claimProblems map[types.UID]*Problem
 }
 
 func (n *namespace) empty() bool {
-	return n.pods == 0 && n.used.IsZero() && len(n.unresolved) == 0 && len(n.invalid) == 0 &&
+	return n.pods == 0 && n.claims == 0 && n.used.IsZero() && len(n.unresolved) == 0 && len(n.invalid) == 0 &&
 		len(n.warned) == 0 && len(n.quotas) == 0
 }
 
@@ -86,6 +101,9 @@ func New(opts Options) *Ledger {
 		sized:      map[types.UID]*podRecord{},
 		nsLabels:   map[string]map[string]string{},
 		nsChanged:  make(chan struct{}),
+		charger:    opts.Claims,
+		claims:     map[types.UID]*claimRecord{},
+		slices:     map[string]*resourcev1.ResourceSlice{},
 	}
 	if l.log.GetSink() == nil {
 		l.log = logr.Discard()
@@ -311,6 +329,8 @@ func (l *Ledger) ns(name string) *namespace {
 			invalid:    map[types.UID]*invalidPod{},
 			warned:     map[types.UID]*podRecord{},
 			quotas:     map[string]*quota{},
+
+			claimProblems: map[types.UID]*Problem{},
 		}
 		l.namespaces[name] = n
 	}

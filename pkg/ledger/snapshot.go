@@ -24,6 +24,9 @@ type NamespaceSnapshot struct {
 	// reservations counted in Reserved.
 	Pods         int `json:"pods"`
 	Reservations int `json:"reservations"`
+	// Claims is the number of ResourceClaims of governed classes recorded
+	// (their charge is in Used).
+	Claims int `json:"claims,omitempty"`
 	// Limits is, per family, the tightest limit per dimension over all
 	// ResourceQuotas of the namespace, with the quota that set it (a family
 	// or a dimension without a limit is absent).
@@ -111,6 +114,9 @@ const (
 	// annotation edited after binding, node capacity dropped): a charge
 	// goes down only through the pod's lifecycle.
 	ProblemCharge ProblemKind = "charge"
+	// ProblemClaim: a ResourceClaim of a governed class whose demand cannot
+	// be read (or only in part).
+	ProblemClaim ProblemKind = "claim"
 )
 
 // Problem is input the ledger could not use, reported instead of ignored.
@@ -158,7 +164,7 @@ func (l *Ledger) namespaceLocked(name string, pending []Reservation) NamespaceSn
 	if n == nil {
 		return s
 	}
-	s.Used, s.Pods = n.used.Clone(), n.pods
+	s.Used, s.Pods, s.Claims = n.used.Clone(), n.pods, n.claims
 	s.Limits, s.Quotas, s.Problems = n.limits()
 	for _, q := range s.Quotas {
 		for _, k := range q.NativeRequests {
@@ -174,6 +180,9 @@ func (l *Ledger) namespaceLocked(name string, pending []Reservation) NamespaceSn
 	}
 	for _, r := range n.warned {
 		s.Problems = append(s.Problems, *r.warning)
+	}
+	for _, p := range n.claimProblems {
+		s.Problems = append(s.Problems, *p)
 	}
 	sortProblems(s.Problems)
 	return s

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -117,7 +118,9 @@ func parse(data []byte) ([]parsedWebhook, error) {
 			return nil, fmt.Errorf("%s: %w", meta.Kind, err)
 		}
 		for _, h := range cfg.Webhooks {
-			hooks = append(hooks, parsedWebhook{name: h.Name, kind: Mutating, conditions: h.MatchConditions, failurePolicy: h.FailurePolicy})
+			if forPods(h.Rules) {
+				hooks = append(hooks, parsedWebhook{name: h.Name, kind: Mutating, conditions: h.MatchConditions, failurePolicy: h.FailurePolicy})
+			}
 		}
 	case Validating:
 		var cfg admissionregistrationv1.ValidatingWebhookConfiguration
@@ -125,10 +128,29 @@ func parse(data []byte) ([]parsedWebhook, error) {
 			return nil, fmt.Errorf("%s: %w", meta.Kind, err)
 		}
 		for _, h := range cfg.Webhooks {
-			hooks = append(hooks, parsedWebhook{name: h.Name, kind: Validating, conditions: h.MatchConditions, failurePolicy: h.FailurePolicy})
+			if forPods(h.Rules) {
+				hooks = append(hooks, parsedWebhook{name: h.Name, kind: Validating, conditions: h.MatchConditions, failurePolicy: h.FailurePolicy})
+			}
 		}
 	}
 	return hooks, nil
+}
+
+// forPods reports whether rules send pod creates to the webhook (a
+// configuration without rules is read as one for pods: the matcher is
+// about pods only; gpuadmit's ResourceClaim webhook is left out).
+func forPods(rules []admissionregistrationv1.RuleWithOperations) bool {
+	if len(rules) == 0 {
+		return true
+	}
+	for _, r := range rules {
+		if slices.Contains(r.APIGroups, "") || slices.Contains(r.APIGroups, "*") {
+			if slices.Contains(r.Resources, "pods") || slices.Contains(r.Resources, "*") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // compile compiles the matchConditions of one webhook as the API server

@@ -32,6 +32,7 @@ import (
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
+	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/membership"
@@ -43,6 +44,8 @@ import (
 const (
 	MutatePath   = "/mutate-pods"
 	ValidatePath = "/validate-pods"
+	// ValidateClaimsPath takes the reviews of ResourceClaims.
+	ValidateClaimsPath = "/validate-resourceclaims"
 )
 
 // Options configure a Server: the configuration, and the wiring of one
@@ -235,7 +238,11 @@ func (s *Server) manager(cfg *rest.Config) error {
 func (s *Server) watches(cfg *rest.Config) error {
 	opts := s.opts
 	adm := opts.Config.Admission
-	s.Ledger = ledger.New(ledger.Options{Families: config.Families(opts.Config), Log: opts.Log.WithName("ledger")})
+	claims, err := dra.NewCharger(config.DeviceClasses(opts.Config), config.Families(opts.Config))
+	if err != nil {
+		return fmt.Errorf("dra.deviceClasses: %w", err)
+	}
+	s.Ledger = ledger.New(ledger.Options{Families: config.Families(opts.Config), Claims: claims, Log: opts.Log.WithName("ledger")})
 	// The watches list and watch built-in types only: in protobuf, the API
 	// server's own encoding, decoding costs a fraction of JSON's (a relist
 	// of 100k pods is most of a cold start).

@@ -78,6 +78,9 @@ func (s *Server) handlers(dec *decision.Decider) error {
 		validate = fwd.wrap(validate)
 	}
 	hooks.Register(ValidatePath, s.draining(detached(validate, s.opts.Config.Admission.ReviewTimeout.Duration)))
+	claims := &ctrladmission.Webhook{Handler: &admission.ClaimValidator{Gate: s, Claims: dec, Reserver: s.Store, Metrics: am},
+		RecoverPanic: ptr.To(true), LogConstructor: requestLog("validate-claims")}
+	hooks.Register(ValidateClaimsPath, s.draining(detached(claims, s.opts.Config.Admission.ReviewTimeout.Duration)))
 	return nil
 }
 

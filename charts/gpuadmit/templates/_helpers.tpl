@@ -29,6 +29,16 @@ those of each HAMi section present (a name it leaves out at HAMi's default,
 as the server reads it: gpuadmit.hamiDefaultNames), gpushare's when
 present. The webhooks' matchConditions use them.
 */}}
+{{/*
+gpuadmit.deviceClassNames: the DeviceClasses config.dra governs, as a CEL
+list ("" when none).
+*/}}
+{{- define "gpuadmit.deviceClassNames" -}}
+{{- $quoted := list -}}
+{{- range ((.Values.config.dra | default dict).deviceClasses | default list) }}{{ $quoted = append $quoted (printf "'%s'" .name) }}{{ end -}}
+{{- if $quoted }}{{ printf "[%s]" (join ", " $quoted) }}{{ end -}}
+{{- end -}}
+
 {{- define "gpuadmit.resourceNames" -}}
 {{- $d := .Values.config.devices -}}
 {{- $n := $d.nvidia -}}

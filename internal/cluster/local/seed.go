@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/gpuadmit/gpuadmit/pkg/config"
+	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
@@ -154,11 +156,23 @@ func (c *Cluster) WaitLedger(ctx context.Context, ns string, ok func(ledger.Name
 }
 
 // Recount builds a ledger from scratch out of what the API server holds now
-// (every Node, and the ResourceQuotas and Pods of ns) and returns its
+// (every Node and ResourceSlice, and the ResourceQuotas, Pods and ResourceClaims of ns) and returns its
 // snapshot of ns: what the running server's ledger must equal once its
 // watches caught up.
 func (c *Cluster) Recount(ctx context.Context, ns string) (ledger.NamespaceSnapshot, error) {
-	l := ledger.New(ledger.Options{Families: []effective.Family{effective.Nvidia()}})
+	fams := []effective.Family{effective.Nvidia()}
+	charger, err := dra.NewCharger(config.DeviceClasses(config.Default()), fams)
+	if err != nil {
+		return ledger.NamespaceSnapshot{}, err
+	}
+	l := ledger.New(ledger.Options{Families: fams, Claims: charger})
+	slices, err := c.Kube.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return ledger.NamespaceSnapshot{}, fmt.Errorf("listing resourceslices: %w", err)
+	}
+	for i := range slices.Items {
+		l.UpsertSlice(&slices.Items[i])
+	}
 	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return ledger.NamespaceSnapshot{}, fmt.Errorf("listing nodes: %w", err)
@@ -179,6 +193,13 @@ func (c *Cluster) Recount(ctx context.Context, ns string) (ledger.NamespaceSnaps
 	}
 	for i := range pods.Items {
 		l.UpsertPod(&pods.Items[i])
+	}
+	claims, err := c.Kube.ResourceV1().ResourceClaims(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return ledger.NamespaceSnapshot{}, fmt.Errorf("listing resourceclaims: %w", err)
+	}
+	for i := range claims.Items {
+		l.UpsertClaim(&claims.Items[i])
 	}
 	return l.Namespace(ns, nil), nil
 }

@@ -57,6 +57,7 @@ func SetDefaults_Configuration(c *Configuration) {
 	c.ClientConnection = orNew(c.ClientConnection)
 	setDefault(&c.ClientConnection.QPS, DefaultQPS)
 	setDefault(&c.ClientConnection.Burst, DefaultBurst)
+	setDefaultsDRA(c)
 }
 
 // setDefaultsNvidia sets HAMi's own defaults (effective.DefaultSettings:

@@ -19,6 +19,8 @@ type Configuration struct {
 	Policy *Policy `json:"policy,omitempty"`
 	// ClientConnection tunes the webhook's API server client.
 	ClientConnection *ClientConnection `json:"clientConnection,omitempty"`
+	// DRA says which DeviceClasses' ResourceClaims are charged, and how.
+	DRA *DRA `json:"dra,omitempty"`
 }
 
 // Admission tunes decisions and reservations.

@@ -147,6 +147,12 @@ type Reservation struct {
 	// PodName is the pod's name: absence is confirmed by reading it.
 	// +optional
 	PodName string `json:"podName,omitempty"`
+	// ClaimName is set instead of PodName for a ResourceClaim's
+	// reservation (PodUID is then the claim's UID). A claim's reservation
+	// stays for as long as the claim exists: it ends when a read finds the
+	// claim gone, never by the watches' progress.
+	// +optional
+	ClaimName string `json:"claimName,omitempty"`
 	// Demand is the pod's effective demand (memory in MiB).
 	Demand Demand `json:"demand"`
 	// Families is the demand of the pod in every other device family

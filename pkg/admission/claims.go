@@ -1,0 +1,134 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/klog/v2"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
+)
+
+// Claims governs tells claims of governed DeviceClasses from the others
+// (*decision.Decider).
+type Claims interface {
+	GovernsClaim(c *resourcev1.ResourceClaim) bool
+}
+
+// ClaimValidator is the validating handler of ResourceClaims. A CREATE of
+// a claim that asks for a device of a governed DeviceClass (HAMi-DRA's
+// webhook creates one while it mutates a GPU pod; the claim controller one
+// per resourceClaimTemplateName of a pod) is decided and reserved as a
+// pod's is, against the same limits: a claim is charged from its admission
+// until it is deleted. Any other review is allowed.
+type ClaimValidator struct {
+	Gate     Gate
+	Claims   Claims
+	Reserver Reserver
+	Metrics  *Metrics
+}
+
+var _ admission.Handler = (*ClaimValidator)(nil)
+
+// Handle implements admission.Handler.
+func (v *ClaimValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	resp, reason := v.handle(ctx, req)
+	v.Metrics.observe(webhookValidateClaims, resp, reason, start)
+	return resp
+}
+
+func (v *ClaimValidator) handle(ctx context.Context, req admission.Request) (admission.Response, string) {
+	claim, bad := decodeClaim(req)
+	if bad != nil {
+		return *bad, reasonBadRequest
+	}
+	if req.Operation != admissionv1.Create {
+		return admission.Allowed(""), reasonNotCreate
+	}
+	if !v.Claims.GovernsClaim(claim) {
+		return admission.Allowed(""), reasonNonGPU
+	}
+	ref := claim.Namespace + "/" + claim.Name
+	if v.Gate != nil {
+		if err := v.Gate.Blocked(); err != nil {
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("gpuadmit is not ready to admit ResourceClaim %s: %w", ref, err)), reasonNotReady
+		}
+	}
+	dreq := decision.Request{Claim: claim, Namespace: claim.Namespace, Operation: string(req.Operation), DryRun: isDryRun(req),
+		User: decision.UserInfo{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}}
+	log := logf.FromContext(ctx)
+	verdict, err := v.Reserver.Admit(ctx, claimKey(claim, req), dreq)
+	if err != nil {
+		log.Error(err, "no admission decision", "resourceclaim", klog.KObj(claim))
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("gpuadmit: no decision for ResourceClaim %s: %w", ref, err)), reasonError
+	}
+	if !verdict.Allowed {
+		logDenial(log.WithValues("resourceclaim", klog.KObj(claim)), &corev1.Pod{ObjectMeta: claim.ObjectMeta}, verdict)
+		msg := strings.Join(verdict.Denials, "; ")
+		if msg == "" {
+			msg = "denied by the GPU admission policy (no message given)"
+		}
+		return admission.Denied(msg).WithWarnings(verdict.Warnings...), reasonPolicy
+	}
+	resp := admission.Allowed("").WithWarnings(verdict.Warnings...)
+	switch {
+	case verdict.Effective.IsZero():
+		return resp, reasonNonGPU
+	case dreq.DryRun:
+		return resp, reasonDryRun
+	}
+	v.Metrics.reserved()
+	return resp, reasonGPU
+}
+
+// decodeClaim reads the ResourceClaim of req, or says what is wrong (400).
+func decodeClaim(req admission.Request) (*resourcev1.ResourceClaim, *admission.Response) {
+	bad := func(format string, args ...any) (*resourcev1.ResourceClaim, *admission.Response) {
+		r := admission.Errored(http.StatusBadRequest, fmt.Errorf("gpuadmit: "+format, args...))
+		return nil, &r
+	}
+	if k := req.Kind; k.Group != resourcev1.GroupName || k.Version != "v1" || k.Kind != "ResourceClaim" {
+		return bad("expected a resource.k8s.io/v1 ResourceClaim, got kind %q (group %q, version %q)", k.Kind, k.Group, k.Version)
+	}
+	if req.SubResource != "" {
+		return bad("expected the claim itself, got subresource %q", req.SubResource)
+	}
+	if len(req.Object.Raw) == 0 {
+		return bad("the AdmissionReview carries no ResourceClaim object (operation %s)", req.Operation)
+	}
+	c := &resourcev1.ResourceClaim{}
+	if err := json.Unmarshal(req.Object.Raw, c); err != nil {
+		return bad("decoding the ResourceClaim: %v", err)
+	}
+	if n := len(c.Spec.Devices.Requests); n > maxContainers {
+		return bad("the ResourceClaim has %d requests, more than the %d gpuadmit accepts", n, maxContainers)
+	}
+	if c.Namespace == "" {
+		c.Namespace = req.Namespace
+	}
+	if c.Name == "" {
+		c.Name = req.Name
+	}
+	return c, nil
+}
+
+// claimKey is the key a claim's reservation is held under: its UID (set
+// before validating admission), else namespace/resourceclaim/name (a
+// hand-made review), as reservationKey for pods.
+func claimKey(c *resourcev1.ResourceClaim, req admission.Request) types.UID {
+	if c.UID != "" {
+		return c.UID
+	}
+	return types.UID(c.Namespace + "/resourceclaim/" + c.Name + "/" + string(req.UID))
+}

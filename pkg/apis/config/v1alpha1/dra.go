@@ -1,0 +1,94 @@
+package v1alpha1
+
+import "github.com/gpuadmit/gpuadmit/pkg/effective"
+
+// DRA says which Dynamic Resource Allocation DeviceClasses gpuadmit governs
+// and how the devices a ResourceClaim asks of each are charged. Omitted,
+// the shipped classes are governed (DefaultDeviceClasses); an empty list
+// governs none.
+type DRA struct {
+	// DeviceClasses are the governed classes, each charged to a family.
+	DeviceClasses []DeviceClass `json:"deviceClasses"`
+}
+
+// DeviceClassMode is how a class's devices are sized.
+type DeviceClassMode string
+
+// Values of DeviceClass.Mode.
+const (
+	// DeviceClassCapacity: devices are shared; a request names its share
+	// in capacity.requests (HAMi-DRA's consumable capacity).
+	DeviceClassCapacity DeviceClassMode = "Capacity"
+	// DeviceClassDevice: whole devices; a device's memory is what its
+	// ResourceSlice publishes (NVIDIA's DRA driver, MIG devices included).
+	DeviceClassDevice DeviceClassMode = "Device"
+)
+
+// DeviceClass is one governed DeviceClass.
+type DeviceClass struct {
+	// Name is the DeviceClass's name.
+	Name string `json:"name"`
+	// Family is the device family the devices are charged to, by name
+	// (docs/devices.md lists them; default "nvidia").
+	Family string `json:"family,omitempty"`
+	// Mode: Capacity or Device.
+	Mode DeviceClassMode `json:"mode"`
+	// Driver is the driver whose ResourceSlices publish the class's
+	// devices (CEL selectors and device sizes are read from them); empty:
+	// any driver.
+	Driver string `json:"driver,omitempty"`
+	// MemoryCapacity names the capacity holding memory in bytes, in a
+	// request's capacity.requests and in a device's capacity (default
+	// "memory").
+	MemoryCapacity *string `json:"memoryCapacity,omitempty"`
+	// CoresCapacity names the capacity holding cores in a request's
+	// capacity.requests (Capacity mode; default "cores").
+	CoresCapacity *string `json:"coresCapacity,omitempty"`
+	// CoresPerDevice is what a whole device is charged in cores (Device
+	// mode; default 0).
+	CoresPerDevice *int64 `json:"coresPerDevice,omitempty"`
+	// Selectors are the DeviceClass's own CEL selectors (its
+	// spec.selectors), which tell its devices from those of another class
+	// of the same driver (NVIDIA's whole GPUs and MIG devices).
+	Selectors []string `json:"selectors,omitempty"`
+}
+
+// The classes governed when the configuration has no dra section.
+const (
+	// HAMiDRAClass is HAMi-DRA's class (consumable memory and cores).
+	HAMiDRAClass = "hami-core-gpu.project-hami.io"
+	// NvidiaGPUClass is NVIDIA's DRA driver's class for whole GPUs.
+	NvidiaGPUClass = "gpu.nvidia.com"
+	// NvidiaMIGClass is NVIDIA's DRA driver's class for MIG devices.
+	NvidiaMIGClass = "mig.nvidia.com"
+)
+
+// DefaultDeviceClasses are the classes governed when the configuration has
+// no dra section: HAMi-DRA's and NVIDIA's, charged to the nvidia family.
+func DefaultDeviceClasses() []DeviceClass {
+	hundred := int64(100)
+	nvidiaType := func(t string) []string {
+		return []string{"device.driver == '" + NvidiaGPUClass + "' && device.attributes['" + NvidiaGPUClass + "'].type == '" + t + "'"}
+	}
+	return []DeviceClass{
+		{Name: HAMiDRAClass, Mode: DeviceClassCapacity, Driver: HAMiDRAClass,
+			Selectors: []string{`device.driver == "` + HAMiDRAClass + `" && device.attributes["` + HAMiDRAClass + `"].type == "hami-gpu"`}},
+		{Name: NvidiaGPUClass, Mode: DeviceClassDevice, Driver: NvidiaGPUClass, CoresPerDevice: &hundred, Selectors: nvidiaType("gpu")},
+		{Name: NvidiaMIGClass, Mode: DeviceClassDevice, Driver: NvidiaGPUClass, Selectors: nvidiaType("mig")},
+	}
+}
+
+func setDefaultsDRA(c *Configuration) {
+	if c.DRA == nil {
+		c.DRA = &DRA{DeviceClasses: DefaultDeviceClasses()}
+	}
+	for i := range c.DRA.DeviceClasses {
+		dc := &c.DRA.DeviceClasses[i]
+		if dc.Family == "" {
+			dc.Family = effective.NvidiaName
+		}
+		setDefault(&dc.MemoryCapacity, "memory")
+		setDefault(&dc.CoresCapacity, "cores")
+		setDefault(&dc.CoresPerDevice, 0)
+	}
+}

@@ -1,0 +1,66 @@
+package config
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	configv1alpha1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/dra"
+)
+
+// DeviceClasses are the DeviceClasses of a defaulted, valid configuration's
+// dra section, as the claim charger reads them.
+func DeviceClasses(c *Configuration) []dra.Class {
+	if c.DRA == nil {
+		return nil
+	}
+	out := make([]dra.Class, 0, len(c.DRA.DeviceClasses))
+	for _, dc := range c.DRA.DeviceClasses {
+		out = append(out, dra.Class{Name: dc.Name, Family: dc.Family, Mode: dra.Mode(dc.Mode), Driver: dc.Driver,
+			MemoryCapacity: *dc.MemoryCapacity, CoresCapacity: *dc.CoresCapacity, CoresPerDevice: *dc.CoresPerDevice,
+			Selectors: slices.Clone(dc.Selectors)})
+	}
+	return out
+}
+
+// validateDRA checks the dra section: each class named once, a known mode,
+// a governed family.
+func validateDRA(c *Configuration) field.ErrorList {
+	if c.DRA == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	governed := map[string]bool{}
+	for _, f := range Families(c) {
+		governed[f.Name] = true
+	}
+	seen := map[string]bool{}
+	for i, dc := range c.DRA.DeviceClasses {
+		p := field.NewPath("dra", "deviceClasses").Index(i)
+		for _, msg := range validation.IsDNS1123Subdomain(dc.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), dc.Name, msg))
+		}
+		if seen[dc.Name] {
+			errs = append(errs, field.Duplicate(p.Child("name"), dc.Name))
+		}
+		seen[dc.Name] = true
+		if !governed[dc.Family] {
+			errs = append(errs, field.NotSupported(p.Child("family"), dc.Family, sortedKeys(governed)))
+		}
+		switch dc.Mode {
+		case configv1alpha1.DeviceClassCapacity, configv1alpha1.DeviceClassDevice:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("mode"), dc.Mode,
+				[]configv1alpha1.DeviceClassMode{configv1alpha1.DeviceClassCapacity, configv1alpha1.DeviceClassDevice}))
+		}
+		if *dc.MemoryCapacity == "" {
+			errs = append(errs, field.Required(p.Child("memoryCapacity"), "the capacity name holding a device's memory in bytes"))
+		}
+		if *dc.CoresPerDevice < 0 {
+			errs = append(errs, field.Invalid(p.Child("coresPerDevice"), *dc.CoresPerDevice, "must not be negative"))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,31 @@
+package dra_test
+
+import (
+	"fmt"
+	"testing"
+
+	resourcev1 "k8s.io/api/resource/v1"
+)
+
+// BenchmarkDemandsWholeDevices: a whole-device claim against a cluster of
+// 125 nodes of 8 GPUs (every device's selectors evaluated).
+func BenchmarkDemandsWholeDevices(b *testing.B) {
+	var ss []*resourcev1.ResourceSlice
+	for n := range 125 {
+		node := fmt.Sprintf("node-%d", n)
+		var devs []resourcev1.Device
+		for g := range 8 {
+			devs = append(devs, gpuDev(fmt.Sprintf("gpu-%d", g), "80Gi"))
+		}
+		ss = append(ss, slice(node, nvDriver, node, devs...))
+	}
+	inv := inventory(ss...)
+	c := newCharger(b)
+	s := spec(exact("gpu", gpuClass, 2, `device.attributes["gpu.nvidia.com"].type == "gpu"`))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Demands("claim", s, nil, inv, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
