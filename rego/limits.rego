@@ -20,14 +20,19 @@ deny contains msg if {
 	demand := input.demand.families[family]
 	demand.effective[dim] > 0
 	u := units[dim]
-	msg := sprintf("namespace %q: %s: pod needs %d%s, %d%s used + %d%s reserved, limit %d%s (ResourceQuota %q %s)%s", [
-		input.namespace, input.settings.families[family].resourceNames[dim],
+	msg := sprintf("namespace %q: %s: %s needs %d%s, %d%s used + %d%s reserved, limit %d%s (ResourceQuota %q %s)%s", [
+		input.namespace, input.settings.families[family].resourceNames[dim], subject,
 		demand.effective[dim], u,
 		usage.used[dim], u,
 		usage.reserved[dim], u,
 		limit.value, u, limit.quota, limit.key, concat("", [invalid_note(limit), device_note(demand, dim)]),
 	])
 }
+
+# subject is what is being created: a ResourceClaim (input.claim) or a pod.
+subject := "claim" if input.claim.name
+
+else := "pod"
 
 # device_note names, for a memory denial, the containers whose memory is a
 # share of a device (a percentage, or the whole device when no memory is set

@@ -135,3 +135,9 @@ test_family_the_pod_does_not_name_is_not_checked if {
 	count(builtin.deny) == 0 with input as inp
 	count(builtin.warn) == 0 with input as inp
 }
+
+# A ResourceClaim (input.claim set) is denied by the same limits; the message names a claim.
+test_claim_over_memory_limit_names_the_claim if {
+	inp := object.union(with_usage(fits, {"used": vec(1, 8192, 0)}), {"claim": {"name": "hami-train-app", "deviceClassNames": ["hami-core-gpu.project-hami.io"]}})
+	builtin.deny == {`namespace "team-a": nvidia.com/gpumem: claim needs 20480 MiB, 8192 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem)`} with input as inp
+}

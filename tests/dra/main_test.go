@@ -97,7 +97,7 @@ func TestClaims(t *testing.T) {
 		seed(t, c, "whole", "163840")
 		slice := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "node1-gpu.nvidia.com"},
 			Spec: resourcev1.ResourceSliceSpec{Driver: "gpu.nvidia.com", NodeName: ptr.To(local.NodeName),
-				Pool: resourcev1.ResourcePool{Name: local.NodeName, ResourceSliceCount: 1},
+				Pool:    resourcev1.ResourcePool{Name: local.NodeName, ResourceSliceCount: 1},
 				Devices: []resourcev1.Device{gpuDevice("gpu-0", "80Gi"), gpuDevice("gpu-1", "80Gi")}}}
 		if _, err := c.Kube.ResourceV1().ResourceSlices().Create(ctx, slice, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

@@ -30,10 +30,10 @@ func (t *Tally) Record(err error) {
 	switch {
 	case err == nil:
 		t.Admitted.Add(1)
-	case strings.Contains(err.Error(), "limit ") && strings.Contains(err.Error(), "validate.gpuadmit.io"):
+	case strings.Contains(err.Error(), "limit ") && (strings.Contains(err.Error(), "validate.gpuadmit.io") || strings.Contains(err.Error(), "validate-resourceclaims.gpuadmit.io")):
 		t.Denied.Add(1)
 	case strings.Contains(err.Error(), "failed calling webhook"), strings.Contains(err.Error(), "not ready to decide"),
-		strings.Contains(err.Error(), "no decision for pod"), strings.Contains(err.Error(), "EOF"),
+		strings.Contains(err.Error(), "no decision for"), strings.Contains(err.Error(), "EOF"),
 		strings.Contains(err.Error(), "connection reset"), strings.Contains(err.Error(), "connection refused"):
 		t.Unavailable.Add(1)
 		t.mu.Lock()
