@@ -26,12 +26,80 @@ func (d *Decider) Charger() *dra.Charger { return d.claims }
 // ClaimDemand is the claim's demand as Decide computes it; an invalid
 // request is an *effective.InvalidError.
 func (d *Decider) ClaimDemand(c *resourcev1.ResourceClaim) (effective.Demands, error) {
+	return d.claims.Demands(c.Name, &c.Spec, c.Status.Allocation, d.snap.Inventory(), d.claimOptions())
+}
+
+// claimSpecDemand is the demand of a claim spec not created yet (a template's).
+func (d *Decider) claimSpecDemand(name string, spec *resourcev1.ResourceClaimSpec) (effective.Demands, error) {
+	return d.claims.Demands(name, spec, nil, d.snap.Inventory(), d.claimOptions())
+}
+
+// claimOptions are the device sizes a claim's whole devices resolve
+// against when no ResourceSlice sizes them: each family's largest device
+// over every node (a claim is not bound to a node when it is admitted).
+func (d *Decider) claimOptions() map[string]effective.Options {
 	sizes := d.snap.Capacity().ResolveSizesFor(&corev1.Pod{}, d.families)
 	opts := make(map[string]effective.Options, len(sizes))
 	for f, size := range sizes {
 		opts[f] = effective.Options{DeviceMemoryMiB: size}
 	}
-	return d.claims.Demands(c.Name, &c.Spec, c.Status.Allocation, d.snap.Inventory(), opts)
+	return opts
+}
+
+// covered reports whether c is a claim the claim controller generated for
+// a pod's template that the pod's record charges already (its admission
+// adds nothing; the ledger moves the charge to the claim once it records
+// it). A generated claim whose pod is only reserved yet is decided as any
+// claim.
+func (d *Decider) covered(c *resourcev1.ResourceClaim) bool {
+	ds, err := d.ClaimDemand(c)
+	return err == nil && d.snap.ClaimCovered(c, ds.Effective())
+}
+
+// templated is one of a pod's claims from a template of a governed class.
+type templated struct {
+	name string // the pod's name for the claim
+	tmpl *resourcev1.ResourceClaimTemplate
+}
+
+// templates are the pod's claims from ResourceClaimTemplates the ledger
+// knows whose claims ask for a device of a governed class. A template not
+// known yet adds nothing here: its claim is decided when the claim
+// controller creates it.
+func (d *Decider) templates(pod *corev1.Pod) []templated {
+	var out []templated
+	for _, rc := range pod.Spec.ResourceClaims {
+		if rc.ResourceClaimTemplateName == nil {
+			continue
+		}
+		if t := d.snap.Template(pod.Namespace, *rc.ResourceClaimTemplateName); t != nil && d.claims.Governs(&t.Spec.Spec) {
+			out = append(out, templated{rc.Name, t})
+		}
+	}
+	return out
+}
+
+// podDemand is the pod's demand: its containers' (view: its eligible
+// nodes), and the claims its templates will produce, which hold their
+// devices for the pod's whole life. Claims it names (resourceClaimName)
+// are charged on their own, once, however many pods share them.
+func (d *Decider) podDemand(pod *corev1.Pod, view *nodeView) (effective.Demands, error) {
+	ds, err := effective.ComputeAll(pod, d.families, d.options(pod, view))
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range d.templates(pod) {
+		td, err := d.claimSpecDemand(pod.Name+"/"+t.name, &t.tmpl.Spec.Spec)
+		if err != nil {
+			return nil, err
+		}
+		var ok bool
+		if ds, ok = ds.With(td); !ok {
+			return nil, &effective.InvalidError{Errors: []*effective.FieldError{{Container: t.name, Resource: "resourceClaims",
+				Reason: "the pod's and its claims' GPU requests do not fit in a 64-bit integer"}}}
+		}
+	}
+	return ds, nil
 }
 
 // claimPod is the identity of a claim as input.pod shows it.

@@ -89,6 +89,11 @@ type Snapshotter interface {
 	// Inventory is the devices the ResourceSlices publish (claims are
 	// sized against them).
 	Inventory() *dra.Inventory
+	// Template is a ResourceClaimTemplate the watch delivered (nil: none).
+	Template(ns, name string) *resourcev1.ResourceClaimTemplate
+	// ClaimCovered reports whether a claim generated for a pod's template
+	// is charged under its recorded pod already.
+	ClaimCovered(c *resourcev1.ResourceClaim, demand effective.Usage) bool
 }
 
 // Evaluator evaluates the policies on an input document; *policy.Engine
@@ -161,7 +166,7 @@ func newDecider(engine Evaluator, snap Snapshotter, cfg *config.Configuration, f
 func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 	switch {
 	case req.Claim != nil:
-		if !d.claims.Governs(&req.Claim.Spec) {
+		if !d.claims.Governs(&req.Claim.Spec) || d.covered(req.Claim) {
 			return Result{Allowed: true}, nil
 		}
 		req.Pod = claimPod(req.Claim)
@@ -204,7 +209,7 @@ func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) 
 	if req.Claim != nil {
 		doc.demand, err = d.ClaimDemand(req.Claim)
 	} else {
-		doc.demand, err = effective.ComputeAll(req.Pod, d.families, d.options(req.Pod, view))
+		doc.demand, err = d.podDemand(req.Pod, view)
 	}
 	if err != nil {
 		var inv *effective.InvalidError
@@ -295,7 +300,9 @@ func (d *Decider) namespace(ctx context.Context, ns string, pending []ledger.Res
 
 // Requests reports whether the pod names a managed resource: a GPU pod,
 // which Decide evaluates (any other pod is allowed on the fast path).
-func (d *Decider) Requests(pod *corev1.Pod) bool { return effective.RequestsAny(pod, d.families) }
+func (d *Decider) Requests(pod *corev1.Pod) bool {
+	return effective.RequestsAny(pod, d.families) || len(d.templates(pod)) > 0
+}
 
 // Families are the device families the decider reads requests of.
 func (d *Decider) Families() []effective.Family { return d.families }
@@ -313,7 +320,7 @@ func (d *Decider) Demand(pod *corev1.Pod) (effective.Demands, error) {
 	if err != nil {
 		return nil, err
 	}
-	return effective.ComputeAll(pod, d.families, d.options(pod, view))
+	return d.podDemand(pod, view)
 }
 
 // options are the Compute options per family: the device sizes the

@@ -2,6 +2,7 @@ package effective
 
 import (
 	"errors"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -114,4 +115,32 @@ func ManagedBy(fams []Family, name corev1.ResourceName) (*Family, bool) {
 		}
 	}
 	return nil, false
+}
+
+// With returns ds with o's demand added family by family: o's containers
+// after ds's, the effective demands summed (o holds devices for the whole
+// life of the pod, as a claim does). ds and o are not modified. It reports
+// false when a sum overflows.
+func (ds Demands) With(o Demands) (Demands, bool) {
+	out := make(Demands, 0, len(ds)+len(o))
+	for _, d := range ds {
+		c := *d
+		out = append(out, &c)
+	}
+	for _, od := range o {
+		d := out.Of(od.Family)
+		if d == nil {
+			c := *od
+			out = append(out, &c)
+			continue
+		}
+		sum, ok := d.Effective.Add(od.Effective)
+		if !ok {
+			return nil, false
+		}
+		d.Effective = sum
+		d.Containers = append(slices.Clip(d.Containers), od.Containers...)
+		d.Unresolved = append(slices.Clip(d.Unresolved), od.Unresolved...)
+	}
+	return out, true
 }

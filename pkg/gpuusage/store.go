@@ -84,6 +84,8 @@ type Records interface {
 	Seen(uid types.UID) string
 	// Knows reports whether the watch delivered pod uid.
 	Knows(uid types.UID) bool
+	// Gone reports whether the watch saw claim uid deleted.
+	Gone(uid types.UID) bool
 }
 
 // Metrics counts what the store does (the server's metrics).

@@ -20,7 +20,7 @@ func (s *Store) tidy(st *gpuadmitv1.GPUUsageStatus) (changes []string) {
 	kept := st.Reservations[:0:0]
 	for _, r := range st.Reservations {
 		switch seen := s.ledger.Seen(r.PodUID); {
-		case r.ClaimName != "" && s.absence.isAbsent(r.PodUID):
+		case r.ClaimName != "" && (s.absence.isAbsent(r.PodUID) || s.ledger.Gone(r.PodUID)):
 			changes = append(changes, EndAbsent)
 			continue
 		case r.ClaimName != "":

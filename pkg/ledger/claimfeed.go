@@ -10,13 +10,16 @@ import (
 	"github.com/go-logr/logr"
 )
 
-// ClaimTransform slims ResourceClaims to their identity, spec and
+// ClaimTransform slims ResourceClaims to their identity (owners and the
+// pod-claim-name annotation of a generated claim included), spec and
 // allocation (no managed fields, no reserved-for list: a claim shared by
 // many pods lists them all).
 func ClaimTransform(obj any) (any, error) {
 	switch c := obj.(type) {
 	case *resourcev1.ResourceClaim:
-		return &resourcev1.ResourceClaim{ObjectMeta: identity(&c.ObjectMeta, false), Spec: c.Spec,
+		meta := identity(&c.ObjectMeta, false, PodClaimNameAnnotation)
+		meta.OwnerReferences = c.OwnerReferences // a generated claim's pod (templates.go)
+		return &resourcev1.ResourceClaim{ObjectMeta: meta, Spec: c.Spec,
 			Status: resourcev1.ResourceClaimStatus{Allocation: c.Status.Allocation}}, nil
 	case toolscache.DeletedFinalStateUnknown:
 		return c, nil
@@ -36,28 +39,50 @@ func SliceTransform(obj any) (any, error) {
 	return nil, fmt.Errorf("resourceslice transform: unexpected object %T", obj)
 }
 
+// TemplateTransform slims ResourceClaimTemplates to their identity and spec.
+func TemplateTransform(obj any) (any, error) {
+	switch t := obj.(type) {
+	case *resourcev1.ResourceClaimTemplate:
+		return &resourcev1.ResourceClaimTemplate{ObjectMeta: identity(&t.ObjectMeta, false), Spec: t.Spec}, nil
+	case toolscache.DeletedFinalStateUnknown:
+		return t, nil
+	}
+	return nil, fmt.Errorf("resourceclaimtemplate transform: unexpected object %T", obj)
+}
+
 // ClaimHandler applies ResourceClaim events to sink (tombstones included).
 func ClaimHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFuncs {
-	upsert := func(obj any) {
-		if c, ok := obj.(*resourcev1.ResourceClaim); ok {
-			sink.UpsertClaim(c)
+	return namespacedHandler("resourceclaim", sink.UpsertClaim, sink.DeleteClaim, log)
+}
+
+// TemplateHandler applies ResourceClaimTemplate events to sink (tombstones included).
+func TemplateHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFuncs {
+	return namespacedHandler("resourceclaimtemplate", sink.UpsertTemplate, sink.DeleteTemplate, log)
+}
+
+// namespacedHandler applies the events of a namespaced kind: adds and
+// updates to upsert, deletions (tombstones included) to del by key.
+func namespacedHandler[T any](what string, upsert func(T), del func(ns, name string), log logr.Logger) toolscache.ResourceEventHandlerFuncs {
+	add := func(obj any) {
+		if o, ok := obj.(T); ok {
+			upsert(o)
 			return
 		}
-		log.Error(errUnexpected, "resourceclaim handler", "type", fmt.Sprintf("%T", obj))
+		log.Error(errUnexpected, what+" handler", "type", fmt.Sprintf("%T", obj))
 	}
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    upsert,
-		UpdateFunc: func(_, obj any) { upsert(obj) },
+		AddFunc:    add,
+		UpdateFunc: func(_, obj any) { add(obj) },
 		DeleteFunc: func(obj any) {
 			key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 			if err == nil {
 				var ns, name string
 				if ns, name, err = toolscache.SplitMetaNamespaceKey(key); err == nil {
-					sink.DeleteClaim(ns, name)
+					del(ns, name)
 					return
 				}
 			}
-			log.Error(err, "resourceclaim delete: no key", "type", fmt.Sprintf("%T", obj))
+			log.Error(err, what+" delete: no key", "type", fmt.Sprintf("%T", obj))
 		},
 	}
 }

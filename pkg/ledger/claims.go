@@ -37,6 +37,9 @@ type claimRecord struct {
 	used            effective.Usage
 	allocated       bool
 	problem         *Problem
+	// gen is the pod claim a generated claim stands for (generatedBy).
+	gen       podClaim
+	generated bool
 }
 
 // UpsertClaim records a claim's charge (an add, an update or a relist).
@@ -56,6 +59,7 @@ func (l *Ledger) UpsertClaim(c *resourcev1.ResourceClaim) {
 		return
 	}
 	rec := &claimRecord{uid: uid, namespace: c.Namespace, name: c.Name, allocated: c.Status.Allocation != nil}
+	rec.gen, rec.generated = generatedBy(c)
 	ds, err := l.charger.Demands(c.Name, &c.Spec, c.Status.Allocation, l.inventoryLocked(), l.claimOptionsLocked())
 	if err != nil {
 		rec.problem = &Problem{Kind: ProblemClaim, Namespace: c.Namespace, Name: c.Name, Message: err.Error()}
@@ -73,9 +77,10 @@ func (l *Ledger) UpsertClaim(c *resourcev1.ResourceClaim) {
 		l.unchargeClaimLocked(old)
 	}
 	l.chargeClaimLocked(rec)
-	l.seen[uid] = c.ResourceVersion
-	if l.seen[uid] == "" {
-		l.seen[uid] = "0"
+	l.claimRecordedLocked(c)
+	l.claimSeen[uid] = c.ResourceVersion
+	if l.claimSeen[uid] == "" {
+		l.claimSeen[uid] = "0"
 	}
 	l.byName[podName{c.Namespace, ClaimKey(c.Name)}] = uid
 }
@@ -94,9 +99,13 @@ func (l *Ledger) removeClaimLocked(uid types.UID) {
 	if r == nil {
 		return
 	}
+	l.goneLocked(uid)
 	l.unchargeClaimLocked(r)
 	delete(l.claims, uid)
-	delete(l.seen, uid)
+	delete(l.claimSeen, uid)
+	if r.generated && l.generated[r.gen] == uid {
+		delete(l.generated, r.gen)
+	}
 	l.forgetNameLocked(podName{r.namespace, ClaimKey(r.name)}, uid)
 }
 
@@ -125,6 +134,32 @@ func (l *Ledger) unchargeClaimLocked(r *claimRecord) {
 	n.claims--
 	delete(n.claimProblems, r.uid)
 	l.gcNamespaceLocked(r.namespace)
+}
+
+// goneKept is how many deleted claims the ledger remembers: a reservation
+// of one of them does not count (its claim's deletion freed the quota at
+// once) and ends (Gone). Older ones end when a read finds them gone.
+const goneKept = 4096
+
+func (l *Ledger) goneLocked(uid types.UID) {
+	if _, ok := l.gone[uid]; ok {
+		return
+	}
+	if len(l.goneOrder) >= goneKept {
+		delete(l.gone, l.goneOrder[0])
+		l.goneOrder = l.goneOrder[1:]
+	}
+	l.gone[uid] = struct{}{}
+	l.goneOrder = append(l.goneOrder, uid)
+}
+
+// Gone reports whether the watch saw claim uid deleted (among the last
+// goneKept deletions).
+func (l *Ledger) Gone(uid types.UID) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	_, ok := l.gone[uid]
+	return ok
 }
 
 // claimOptionsLocked are the device sizes a claim's whole devices resolve

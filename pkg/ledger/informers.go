@@ -42,6 +42,8 @@ type Sink interface {
 	DeleteClaim(namespace, name string)
 	UpsertSlice(*resourcev1.ResourceSlice)
 	DeleteSlice(name string)
+	UpsertTemplate(*resourcev1.ResourceClaimTemplate)
+	DeleteTemplate(namespace, name string)
 }
 
 // FeedOptions tune a Feed.
@@ -113,7 +115,8 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 		res := f.factory.Resource().V1()
 		watches = append(watches,
 			watched{"resourceclaims", res.ResourceClaims().Informer(), ClaimTransform, delayed(ClaimHandler(sink, f.log), opts.Delay)},
-			watched{"resourceslices", res.ResourceSlices().Informer(), SliceTransform, delayed(SliceHandler(sink, f.log), opts.Delay)})
+			watched{"resourceslices", res.ResourceSlices().Informer(), SliceTransform, delayed(SliceHandler(sink, f.log), opts.Delay)},
+			watched{"resourceclaimtemplates", res.ResourceClaimTemplates().Informer(), TemplateTransform, delayed(TemplateHandler(sink, f.log), opts.Delay)})
 		probed["resourceclaims"] = res.ResourceClaims().Informer().LastSyncResourceVersion
 	}
 	for _, w := range watches {

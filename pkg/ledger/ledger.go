@@ -62,6 +62,17 @@ type Ledger struct {
 	claims    map[types.UID]*claimRecord
 	slices    map[string]*resourcev1.ResourceSlice
 	inventory *dra.Inventory
+	// templates are the ResourceClaimTemplates; pending the pods'
+	// templates' claims charged under their pods, generated the claims
+	// recorded for a pod's claim (templates.go).
+	templates map[podName]*resourcev1.ResourceClaimTemplate
+	pending   map[podClaim]*claimRecord
+	generated map[podClaim]types.UID
+	// claimSeen is seen for claims (a pod relist does not touch it); gone
+	// the claims seen deleted lately, oldest first in goneOrder (claims.go).
+	claimSeen map[types.UID]string
+	gone      map[types.UID]struct{}
+	goneOrder []types.UID
 }
 
 // podName is a pod's namespace and name (the informer's key).
@@ -104,6 +115,11 @@ func New(opts Options) *Ledger {
 		charger:    opts.Claims,
 		claims:     map[types.UID]*claimRecord{},
 		slices:     map[string]*resourcev1.ResourceSlice{},
+		templates:  map[podName]*resourcev1.ResourceClaimTemplate{},
+		pending:    map[podClaim]*claimRecord{},
+		generated:  map[podClaim]types.UID{},
+		claimSeen:  map[types.UID]string{},
+		gone:       map[types.UID]struct{}{},
 	}
 	if l.log.GetSink() == nil {
 		l.log = logr.Discard()
@@ -142,7 +158,7 @@ func podUID(pod *corev1.Pod) types.UID {
 func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	uid := podUID(pod)
 	d := l.derive(pod, nil) // pure work outside the lock
-	gpu := l.requests(pod)
+	gpu := l.requests(pod) || hasTemplateClaim(pod) // a reservation may be under its UID
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.known[uid] = struct{}{}
@@ -166,10 +182,12 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 		// The pod was deleted and recreated while the watch was down: the
 		// relist only shows the new one.
 		l.removeLocked(other)
+		l.dropTemplatesLocked(other)
 		delete(l.seen, other)
 		delete(l.known, other)
 	}
 	l.applyLocked(uid, key, d)
+	l.templatesLocked(uid, pod)
 }
 
 // ReplacePods makes the ledger hold the pods of a list: every pod it holds
@@ -184,6 +202,7 @@ func (l *Ledger) ReplacePods(pods []*corev1.Pod) {
 	for uid := range l.known {
 		if !listed[uid] {
 			delete(l.known, uid)
+			l.dropTemplatesLocked(uid)
 		}
 	}
 	for uid := range l.seen {
@@ -224,6 +243,7 @@ func (l *Ledger) DeletePod(pod *corev1.Pod) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.removeLocked(uid)
+	l.dropTemplatesLocked(uid)
 	delete(l.seen, uid)
 	delete(l.known, uid)
 }
@@ -235,6 +255,7 @@ func (l *Ledger) DeletePodByName(ns, name string) {
 	defer l.mu.Unlock()
 	if uid, ok := l.byName[podName{ns, name}]; ok {
 		l.removeLocked(uid)
+		l.dropTemplatesLocked(uid)
 		delete(l.seen, uid)
 		delete(l.known, uid)
 	}

@@ -42,13 +42,16 @@ type Reservation struct {
 func (l *Ledger) Seen(uid types.UID) string {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	if rv, ok := l.claimSeen[uid]; ok {
+		return rv
+	}
 	return l.seen[uid]
 }
 
 // countLocked adds to s the reservations of pending that count.
 func (l *Ledger) countLocked(s *NamespaceSnapshot, pending []Reservation) {
 	for _, r := range pending {
-		if r.UID == "" || l.seen[r.UID] != "" || l.shadowedLocked(s.Namespace, r) {
+		if r.UID == "" || l.seen[r.UID] != "" || l.claimSeen[r.UID] != "" || l.goneClaimLocked(r.UID) || l.shadowedLocked(s.Namespace, r) {
 			continue
 		}
 		s.Reserved, _ = s.Reserved.Add(r.Demand)
@@ -57,6 +60,11 @@ func (l *Ledger) countLocked(s *NamespaceSnapshot, pending []Reservation) {
 			s.Unconfirmed, _ = s.Unconfirmed.Add(r.Demand)
 		}
 	}
+}
+
+func (l *Ledger) goneClaimLocked(uid types.UID) bool {
+	_, ok := l.gone[uid]
+	return ok
 }
 
 // shadowedLocked reports whether r does not count: its pod name is held by a

@@ -59,10 +59,34 @@ type podSlimmer struct {
 
 func (t *podSlimmer) slim(p *corev1.Pod) runtime.Object {
 	if !effective.RequestsAny(p, t.families) {
+		if hasTemplateClaim(p) {
+			// Its templates' claims may be charged under it (templates.go):
+			// its claims and its phase are read.
+			out := &corev1.Pod{ObjectMeta: identity(&p.ObjectMeta, false)}
+			out.Spec.ResourceClaims = p.Spec.ResourceClaims
+			out.Status.Phase = p.Status.Phase
+			return out
+		}
 		// Never charged: its identity is all the ledger reads, and a
 		// PartialObjectMetadata takes a fifth of an empty Pod's memory.
 		return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: identity(&p.ObjectMeta, false)}
 	}
+	out := t.slimGPU(p)
+	out.Spec.ResourceClaims = p.Spec.ResourceClaims
+	return out
+}
+
+// hasTemplateClaim reports whether the pod names a ResourceClaimTemplate.
+func hasTemplateClaim(p *corev1.Pod) bool {
+	for _, rc := range p.Spec.ResourceClaims {
+		if rc.ResourceClaimTemplateName != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *podSlimmer) slimGPU(p *corev1.Pod) *corev1.Pod {
 	out := &corev1.Pod{ObjectMeta: identity(&p.ObjectMeta, false, t.annotations...)}
 	out.Spec.InitContainers = t.slimContainers(p.Spec.InitContainers)
 	out.Spec.Containers = t.slimContainers(p.Spec.Containers)

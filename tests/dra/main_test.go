@@ -114,34 +114,53 @@ func TestClaims(t *testing.T) {
 		local.MustContain(t, "a third GPU", fmt.Sprint(err), "denied", "81920 MiB")
 	})
 
-	t.Run("a template's claim, created by the claim controller, is charged once", func(t *testing.T) {
+	t.Run("a template's claim is reserved at the pod's admission and charged once", func(t *testing.T) {
 		seed(t, c, "tmpl", "16384")
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "tpl", Namespace: "tmpl"},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
-				Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}},
-				ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu-template")}}}}
-		if err := c.CreatePod(ctx, pod); err != nil {
+		tmpl := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "gpu-10g", Namespace: "tmpl"},
+			Spec: resourcev1.ResourceClaimTemplateSpec{Spec: creates.HAMiDRAClaim("tmpl", "", 1, 10240, 0).Spec}}
+		if _, err := c.Kube.ResourceV1().ResourceClaimTemplates("tmpl").Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := c.Kube.CoreV1().Pods("tmpl").Get(ctx, "tpl", metav1.GetOptions{})
+		waitTemplate(t, c, "tmpl", "gpu-10g")
+		if err := c.CreatePod(ctx, templatePod("tmpl", "first", "gpu-10g")); err != nil {
+			t.Fatalf("a pod whose template's claim fits: %v", err)
+		}
+		// The first pod's claim does not exist yet, but counts: a second pod does not fit beside it.
+		err := c.CreatePod(ctx, templatePod("tmpl", "second", "gpu-10g"))
+		local.MustContain(t, "a second pod whose template's claim does not fit", fmt.Sprint(err), "denied", "pod needs 10240 MiB", "10240 MiB used")
+		first, err := c.Kube.CoreV1().Pods("tmpl").Get(ctx, "first", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The claim controller's claim: owned by the pod, named after it.
-		claim := creates.HAMiDRAClaim("tmpl", "tpl-gpu-x7k2p", 1, 10240, 0)
+		// The claim controller's claim for the first pod: owned by it, with its name for the claim.
+		claim := creates.HAMiDRAClaim("tmpl", "first-gpu-x7k2p", 1, 10240, 0)
 		claim.Annotations = map[string]string{"resource.kubernetes.io/pod-claim-name": "gpu"}
-		claim.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "tpl", UID: got.UID,
+		claim.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "first", UID: first.UID,
 			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
 		if err := claims("tmpl").create(ctx, claim); err != nil {
+			t.Fatalf("the generated claim, charged under its pod already: %v", err)
+		}
+		s := local.AwaitLedger(t, c, "tmpl", func(s ledger.NamespaceSnapshot) bool { return s.Claims == 1 && s.Reservations == 0 })
+		if used := s.Used.Of(nvidia).MemMiB; used != 10240 {
+			t.Fatalf("used %d MiB, want 10240: the template's claim charged once", used)
+		}
+		// A claim posing as the first pod's second one is decided as any claim.
+		forged := claim.DeepCopy()
+		forged.Name = "forged"
+		local.MustContain(t, "a claim claiming a pod's charge twice", fmt.Sprint(claims("tmpl").create(ctx, forged)), "denied", "claim needs 10240 MiB")
+		assertRecount(t, c, "tmpl")
+		if err := c.Kube.CoreV1().Pods("tmpl").Delete(ctx, "first", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		s := local.AwaitLedger(t, c, "tmpl", func(s ledger.NamespaceSnapshot) bool { return s.Claims == 1 })
-		if used := s.Used.Of(nvidia).MemMiB; used != 10240 || s.Pods != 0 {
-			t.Fatalf("used %d MiB with %d GPU pods, want 10240 MiB charged once, to the claim", used, s.Pods)
+		// The claim holds its devices until it is deleted (the garbage collector would, after the pod).
+		time.Sleep(300 * time.Millisecond)
+		if s := c.Namespace("tmpl"); s.Used.Of(nvidia).MemMiB != 10240 {
+			t.Fatalf("after the pod's deletion the claim's charge is %d MiB, want 10240 until the claim goes", s.Used.Of(nvidia).MemMiB)
 		}
-		second := creates.HAMiDRAClaim("tmpl", "other", 1, 8192, 0)
-		local.MustContain(t, "a claim over what is left", fmt.Sprint(claims("tmpl").create(ctx, second)), "denied", "10240 MiB used")
-		assertRecount(t, c, "tmpl")
+		if err := c.Kube.ResourceV1().ResourceClaims("tmpl").Delete(ctx, claim.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		local.AwaitLedger(t, c, "tmpl", func(s ledger.NamespaceSnapshot) bool { return s.Used.IsZero() && s.Claims == 0 })
 	})
 
 	t.Run("a claim of an ungoverned class is not looked at", func(t *testing.T) {
@@ -202,6 +221,25 @@ func nvidiaClaim(ns, name string, count int64) *resourcev1.ResourceClaim {
 	return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpus",
 			Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: count}}}}}}
+}
+
+func templatePod(ns, name, template string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
+			Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}},
+			ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To(template)}}}}
+}
+
+// waitTemplate waits until the server's ledger knows the template.
+func waitTemplate(t *testing.T, c *local.Cluster, ns, name string) {
+	t.Helper()
+	for range 500 {
+		if c.Server.Ledger.Template(ns, name) != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the ledger did not learn ResourceClaimTemplate %s/%s", ns, name)
 }
 
 // waitInventory waits until the server's ledger knows n devices.
