@@ -157,7 +157,7 @@ func podUID(pod *corev1.Pod) types.UID {
 // reservation under the pod's UID does not count (Seen).
 func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	uid := podUID(pod)
-	d := l.derive(pod, nil) // pure work outside the lock
+	d := l.derive(pod, nil)                         // pure work outside the lock
 	gpu := l.requests(pod) || hasTemplateClaim(pod) // a reservation may be under its UID
 	l.mu.Lock()
 	defer l.mu.Unlock()
