@@ -157,8 +157,10 @@ func podUID(pod *corev1.Pod) types.UID {
 // reservation under the pod's UID does not count (Seen).
 func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	uid := podUID(pod)
-	d := l.derive(pod, nil)                         // pure work outside the lock
-	gpu := l.requests(pod) || hasTemplateClaim(pod) // a reservation may be under its UID
+	d := l.derive(pod, nil) // pure work outside the lock
+	// A reservation may be under its UID: a GPU pod's, or one whose
+	// templates' claims were reserved with it.
+	gpu := l.requests(pod) || hasTemplateClaim(pod)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.known[uid] = struct{}{}
