@@ -1,6 +1,8 @@
 package decision
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 
@@ -100,6 +102,44 @@ func (d *Decider) podDemand(pod *corev1.Pod, view *nodeView) (effective.Demands,
 		}
 	}
 	return ds, nil
+}
+
+// initOnlyClaims warns of the pod's claims only its regular init
+// containers use: a claim holds its devices for the pod's whole life, and
+// is charged so (an init container's extended resources are charged only
+// until it finishes).
+func initOnlyClaims(pod *corev1.Pod) []string {
+	used := map[string]bool{}
+	for i := range pod.Spec.Containers {
+		for _, c := range pod.Spec.Containers[i].Resources.Claims {
+			used[c.Name] = true
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if ic := &pod.Spec.InitContainers[i]; initRole(ic) != effective.RoleInit {
+			for _, c := range ic.Resources.Claims {
+				used[c.Name] = true
+			}
+		}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for i := range pod.Spec.InitContainers {
+		for _, c := range pod.Spec.InitContainers[i].Resources.Claims {
+			if !used[c.Name] && !seen[c.Name] {
+				seen[c.Name] = true
+				out = append(out, fmt.Sprintf("pod %q: ResourceClaim %q is used only by init containers, but a claim holds its devices for the pod's whole life and is charged so; give the devices as the init container's extended resources to have them charged only until it finishes", pod.Name, c.Name))
+			}
+		}
+	}
+	return out
+}
+
+func initRole(c *corev1.Container) effective.Role {
+	if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		return effective.RoleSidecar
+	}
+	return effective.RoleInit
 }
 
 // claimPod is the identity of a claim as input.pod shows it.

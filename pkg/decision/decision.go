@@ -186,6 +186,9 @@ func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if req.Claim == nil {
+		res.Warnings = append(res.Warnings, initOnlyClaims(req.Pod)...)
+	}
 	if v := d.log.V(1); v.Enabled() {
 		v.Info("admission decision", "pod", klog.KRef(doc.namespace, req.Pod.Name), "operation", req.Operation,
 			"allowed", res.Allowed, "effective", res.Effective.String(), "denials", res.Denials, "warnings", res.Warnings)

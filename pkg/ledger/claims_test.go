@@ -8,9 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testclaim"
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
@@ -31,11 +31,9 @@ func newClaimLedger(t testing.TB) *Ledger {
 
 // hamiClaim is a claim as HAMi-DRA's webhook builds it (memory in bytes).
 func hamiClaim(ns, name, uid string, count, memMiB int64) *resourcev1.ResourceClaim {
-	req := map[resourcev1.QualifiedName]resource.Quantity{"memory": *resource.NewQuantity(memMiB<<20, resource.DecimalSI)}
-	return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(uid), ResourceVersion: "7"},
-		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu",
-			Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: hamiDRA, Count: count,
-				Capacity: &resourcev1.CapacityRequirements{Requests: req}}}}}}}
+	c := testclaim.HAMiDRA(ns, name, count, memMiB, 0)
+	c.UID, c.ResourceVersion = types.UID(uid), "7"
+	return c
 }
 
 func TestClaimLifecycle(t *testing.T) {

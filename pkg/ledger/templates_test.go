@@ -5,26 +5,23 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
+
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testclaim"
 )
 
 func template(ns, name string, memMiB int64) *resourcev1.ResourceClaimTemplate {
-	return &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: hamiClaim(ns, "", "", 1, memMiB).Spec}}
+	return testclaim.Template(ns, name, hamiClaim(ns, "", "", 1, memMiB))
 }
 
 func templatePod(ns, name, uid, tmpl string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID(uid), ResourceVersion: "3"},
-		Spec: corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To(tmpl)}}}}
+	p := testclaim.TemplatePod(ns, name, tmpl)
+	p.UID, p.ResourceVersion = types.UID(uid), "3"
+	return p
 }
 
 func generatedClaim(pod *corev1.Pod, name, uid string, memMiB int64) *resourcev1.ResourceClaim {
-	c := hamiClaim(pod.Namespace, name, uid, 1, memMiB)
-	c.Annotations = map[string]string{PodClaimNameAnnotation: "gpu"}
-	c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: ptr.To(true)}}
-	return c
+	return testclaim.GeneratedFor(hamiClaim(pod.Namespace, name, uid, 1, memMiB), pod, "gpu")
 }
 
 // TestTemplateClaimChargedOnce: a pod's template's claim is charged under

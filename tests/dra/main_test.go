@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testclaim"
 	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
@@ -42,7 +43,7 @@ func TestClaims(t *testing.T) {
 	// pod: the claim is what is charged.
 	t.Run("a HAMi-DRA claim over the limit is denied, one that fits is charged until deleted", func(t *testing.T) {
 		seed(t, c, "hami", "16384")
-		if err := claims("hami").create(ctx, creates.HAMiDRAClaim("hami", "hami-train-app", 1, 12288, 30)); err != nil {
+		if err := claims("hami").create(ctx, testclaim.HAMiDRA("hami", "hami-train-app", 1, 12288, 30)); err != nil {
 			t.Fatalf("a claim for 12288 MiB into a 16384 MiB limit: %v", err)
 		}
 		s := local.AwaitLedger(t, c, "hami", func(s ledger.NamespaceSnapshot) bool { return s.Claims == 1 })
@@ -57,7 +58,7 @@ func TestClaims(t *testing.T) {
 		if err := c.CreatePod(ctx, pod); err != nil {
 			t.Fatalf("the pod using the claim: %v", err)
 		}
-		err := claims("hami").create(ctx, creates.HAMiDRAClaim("hami", "hami-second-app", 1, 8192, 0))
+		err := claims("hami").create(ctx, testclaim.HAMiDRA("hami", "hami-second-app", 1, 8192, 0))
 		local.MustContain(t, "a second claim over the limit", fmt.Sprint(err), "denied", "limits.nvidia.com/gpumem", "8192 MiB", "12288 MiB used", "limit 16384 MiB")
 		var out string
 		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out, "12288") && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
@@ -68,7 +69,7 @@ func TestClaims(t *testing.T) {
 			t.Fatal(err)
 		}
 		local.AwaitLedger(t, c, "hami", func(s ledger.NamespaceSnapshot) bool { return s.Claims == 0 && s.Used.IsZero() })
-		if err := claims("hami").create(ctx, creates.HAMiDRAClaim("hami", "hami-second-app", 1, 8192, 0)); err != nil {
+		if err := claims("hami").create(ctx, testclaim.HAMiDRA("hami", "hami-second-app", 1, 8192, 0)); err != nil {
 			t.Fatalf("the claim refused before, once the first is deleted: %v", err)
 		}
 		assertRecount(t, c, "hami")
@@ -79,7 +80,7 @@ func TestClaims(t *testing.T) {
 		if err := c.CreatePod(ctx, creates.GPUPod("mixed", "ext", "", 8192)); err != nil {
 			t.Fatalf("the extended-resource pod: %v", err)
 		}
-		if err := claims("mixed").create(ctx, creates.HAMiDRAClaim("mixed", "claim-a", 1, 8192, 0)); err != nil {
+		if err := claims("mixed").create(ctx, testclaim.HAMiDRA("mixed", "claim-a", 1, 8192, 0)); err != nil {
 			t.Fatalf("the claim that fills the limit: %v", err)
 		}
 		s := local.AwaitLedger(t, c, "mixed", func(s ledger.NamespaceSnapshot) bool { return s.Claims == 1 && s.Pods == 1 })
@@ -88,7 +89,7 @@ func TestClaims(t *testing.T) {
 		}
 		err := c.CreatePod(ctx, creates.GPUPod("mixed", "one-more", "", 1))
 		local.MustContain(t, "a pod of 1 MiB more", fmt.Sprint(err), "denied", "16384 MiB used")
-		err = claims("mixed").create(ctx, creates.HAMiDRAClaim("mixed", "claim-b", 1, 1, 0))
+		err = claims("mixed").create(ctx, testclaim.HAMiDRA("mixed", "claim-b", 1, 1, 0))
 		local.MustContain(t, "a claim of 1 MiB more", fmt.Sprint(err), "denied", "16384 MiB used")
 		assertRecount(t, c, "mixed")
 	})
@@ -116,27 +117,23 @@ func TestClaims(t *testing.T) {
 
 	t.Run("a template's claim is reserved at the pod's admission and charged once", func(t *testing.T) {
 		seed(t, c, "tmpl", "16384")
-		tmpl := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "gpu-10g", Namespace: "tmpl"},
-			Spec: resourcev1.ResourceClaimTemplateSpec{Spec: creates.HAMiDRAClaim("tmpl", "", 1, 10240, 0).Spec}}
+		tmpl := testclaim.Template("tmpl", "gpu-10g", testclaim.HAMiDRA("tmpl", "", 1, 10240, 0))
 		if _, err := c.Kube.ResourceV1().ResourceClaimTemplates("tmpl").Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitTemplate(t, c, "tmpl", "gpu-10g")
-		if err := c.CreatePod(ctx, templatePod("tmpl", "first", "gpu-10g")); err != nil {
+		if err := c.CreatePod(ctx, testclaim.TemplatePod("tmpl", "first", "gpu-10g")); err != nil {
 			t.Fatalf("a pod whose template's claim fits: %v", err)
 		}
 		// The first pod's claim does not exist yet, but counts: a second pod does not fit beside it.
-		err := c.CreatePod(ctx, templatePod("tmpl", "second", "gpu-10g"))
+		err := c.CreatePod(ctx, testclaim.TemplatePod("tmpl", "second", "gpu-10g"))
 		local.MustContain(t, "a second pod whose template's claim does not fit", fmt.Sprint(err), "denied", "pod needs 10240 MiB", "10240 MiB used")
 		first, err := c.Kube.CoreV1().Pods("tmpl").Get(ctx, "first", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The claim controller's claim for the first pod: owned by it, with its name for the claim.
-		claim := creates.HAMiDRAClaim("tmpl", "first-gpu-x7k2p", 1, 10240, 0)
-		claim.Annotations = map[string]string{"resource.kubernetes.io/pod-claim-name": "gpu"}
-		claim.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "first", UID: first.UID,
-			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+		claim := testclaim.GeneratedFor(testclaim.HAMiDRA("tmpl", "first-gpu-x7k2p", 1, 10240, 0), first, "gpu")
 		if err := claims("tmpl").create(ctx, claim); err != nil {
 			t.Fatalf("the generated claim, charged under its pod already: %v", err)
 		}
@@ -165,7 +162,7 @@ func TestClaims(t *testing.T) {
 
 	t.Run("a claim of an ungoverned class is not looked at", func(t *testing.T) {
 		seed(t, c, "other", "1")
-		cl := creates.HAMiDRAClaim("other", "fpga", 4, 0, 0)
+		cl := testclaim.HAMiDRA("other", "fpga", 4, 0, 0)
 		cl.Spec.Devices.Requests[0].Exactly.DeviceClassName = "fpga.example.com"
 		cl.Spec.Devices.Requests[0].Exactly.Capacity = nil
 		cl.Spec.Devices.Requests[0].Exactly.Selectors = nil
@@ -221,13 +218,6 @@ func nvidiaClaim(ns, name string, count int64) *resourcev1.ResourceClaim {
 	return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpus",
 			Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: count}}}}}}
-}
-
-func templatePod(ns, name, template string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
-			Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}},
-			ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To(template)}}}}
 }
 
 // waitTemplate waits until the server's ledger knows the template.

@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testclaim"
 	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 )
 
@@ -27,7 +28,7 @@ func TestClaimBurstAcrossReplicas(t *testing.T) {
 		var wg sync.WaitGroup
 		for _, i := range rand.New(rand.NewPCG(uint64(round), 11)).Perm(100) {
 			wg.Go(func() {
-				_, err := k.ResourceV1().ResourceClaims(ns).Create(t.Context(), creates.HAMiDRAClaim(ns, fmt.Sprintf("c-%03d", i), 1, 2048, 0), metav1.CreateOptions{})
+				_, err := k.ResourceV1().ResourceClaims(ns).Create(t.Context(), testclaim.HAMiDRA(ns, fmt.Sprintf("c-%03d", i), 1, 2048, 0), metav1.CreateOptions{})
 				tl.Record(err)
 			})
 		}
