@@ -3,6 +3,7 @@ package gpuusage
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -179,13 +180,14 @@ func summarize(n ledger.NamespaceSnapshot, fams []effective.Family, conds []meta
 		others = append(others, fmt.Sprintf("%s %s, %s MiB", f.Name, cells[0], cells[1]))
 	}
 	st.Summary.Families = strings.Join(others, "; ")
+	st.Summary.Claims = int32(min(n.Claims, math.MaxInt32))
 	st.Conditions = append([]metav1.Condition(nil), conds...)
 	var quotas, pods, held []string
 	for _, p := range n.Problems {
 		switch p.Kind {
 		case ledger.ProblemQuota:
 			quotas = append(quotas, p.String())
-		case ledger.ProblemPod:
+		case ledger.ProblemPod, ledger.ProblemClaim:
 			pods = append(pods, p.String())
 		case ledger.ProblemCharge:
 			held = append(held, p.String())
@@ -207,7 +209,7 @@ func summarize(n ledger.NamespaceSnapshot, fams []effective.Family, conds []meta
 	set(gpuadmitv1.ConditionDemandResolved, "UnresolvedPercentage",
 		"pods whose memory is a percentage of a device of unknown size (their memory is not counted): ", unresolved,
 		"every pod's demand is resolved")
-	set(gpuadmitv1.ConditionPodsValid, "InvalidPods", "pods whose GPU requests gpuadmit cannot read: ", pods,
+	set(gpuadmitv1.ConditionPodsValid, "InvalidPods", "pods (or ResourceClaims) whose GPU requests gpuadmit cannot read: ", pods,
 		"every GPU pod's requests are valid")
 	set(gpuadmitv1.ConditionInputsTrusted, "ChargeHeld",
 		"pods still charged what their admission resolved, above what changed annotations or node capacity say (a charge goes down only through a pod's lifecycle): ",

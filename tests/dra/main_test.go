@@ -58,13 +58,26 @@ func TestClaims(t *testing.T) {
 		if err := c.CreatePod(ctx, pod); err != nil {
 			t.Fatalf("the pod using the claim: %v", err)
 		}
+		// A second pod sharing the claim adds nothing either: a claim counts once.
+		shared := pod.DeepCopy()
+		shared.Name = "train-2"
+		if err := c.CreatePod(ctx, shared); err != nil {
+			t.Fatalf("a second pod sharing the claim: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond) // a charge would have shown by now
+		if s := c.Namespace("hami"); s.Used.Of(nvidia).MemMiB != 12288 || s.Reservations != 0 {
+			t.Fatalf("two pods sharing one claim: used %s, %d reservations; want the claim's 12288 MiB once", s.Used, s.Reservations)
+		}
 		err := claims("hami").create(ctx, testclaim.HAMiDRA("hami", "hami-second-app", 1, 8192, 0))
 		local.MustContain(t, "a second claim over the limit", fmt.Sprint(err), "denied", "limits.nvidia.com/gpumem", "8192 MiB", "12288 MiB used", "limit 16384 MiB")
 		var out string
 		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out, "12288") && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-			out, _, _ = c.Kubectl(ctx, nil, "get", "gpuusage", "-n", "hami")
+			out, _, _ = c.Kubectl(ctx, nil, "get", "gpuusage", "-n", "hami", "-o", "wide")
 		}
-		local.MustContain(t, "kubectl get gpuusage (the summary the elected replica writes)", out, "GPUMEM", "12288")
+		local.MustContain(t, "kubectl get gpuusage (the summary the elected replica writes)", out, "GPUMEM", "12288/16384", "CLAIMS")
+		if n, _, err := c.Kubectl(ctx, nil, "get", "gpuusage", "usage", "-n", "hami", "-o", "jsonpath={.status.summary.claims}"); err != nil || n != "1" {
+			t.Errorf("the summary counts %q claims (%v), want 1", n, err)
+		}
 		if err := c.Kube.ResourceV1().ResourceClaims("hami").Delete(ctx, "hami-train-app", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -39,6 +39,7 @@ func AddToScheme(s *runtime.Scheme) error {
 // +kubebuilder:printcolumn:name="GPUMEM",type=string,JSONPath=`.status.summary.gpumem`,description="memory used/hard, MiB"
 // +kubebuilder:printcolumn:name="GPUCORES",type=string,JSONPath=`.status.summary.gpucores`,description="cores used/hard, percent of a device"
 // +kubebuilder:printcolumn:name="FAMILIES",type=string,JSONPath=`.status.summary.families`,description="other device families: count and memory used/hard"
+// +kubebuilder:printcolumn:name="CLAIMS",type=integer,JSONPath=`.status.summary.claims`,priority=1,description="ResourceClaims charged"
 // +kubebuilder:printcolumn:name="RESERVATIONS",type=integer,JSONPath=`.status.reservationCount`,priority=1
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 type GPUUsage struct {
@@ -129,6 +130,10 @@ type Summary struct {
 	// limits: "<family> <count used/hard>, <memory used/hard> MiB", joined
 	// by "; ".
 	Families string `json:"families,omitempty"`
+	// Claims is the number of ResourceClaims of governed DeviceClasses
+	// charged in the namespace (their devices are in the used values).
+	// +optional
+	Claims int32 `json:"claims,omitempty"`
 }
 
 // Condition types of a GPUUsage.
