@@ -67,11 +67,15 @@ func (c *cli) effectiveCmd() *cobra.Command {
 		Use:   "effective -f POD.yaml [--config CFG] [--device-memory MiB]",
 		Short: "Print a pod's effective GPU demand",
 		Long: `Print the effective GPU demand of each pod of the manifests: the maximum of
-its steady state and its init-container peak, per container role. -f
-repeats and takes directories (-R: with their subdirectories), as in
-kubectl; the objects of all are printed together. The nvidia family's
-demand is at the first level; that of every other device family the
-configuration governs and the pod asks for is under "families", by name.`,
+its steady state and its init-container peak, per container role, with
+the claims of its ResourceClaimTemplates (resourceClaimTemplateName) that
+the manifests hold; and of each ResourceClaim (resource.k8s.io/v1) of the
+manifests: the devices of the DeviceClasses the configuration governs it
+asks for, one container per request. -f repeats and takes directories
+(-R: with their subdirectories), as in kubectl; the objects of all are
+printed together. The nvidia family's demand is at the first level; that
+of every other device family the configuration governs and the pod asks
+for is under "families", by name.`,
 		Example: `  gpuadmit effective -f pod.yaml
   kubectl get deploy vllm -o yaml | gpuadmit effective -f -
   gpuadmit effective -f a.yaml -f manifests/ -R`,
@@ -101,10 +105,15 @@ func (c *cli) effective(in manifestFlags, cfgPath string, devMem int64) error {
 	if err != nil {
 		return err
 	}
+	ch, err := chargingOf(cfg)
+	if err != nil {
+		return err
+	}
+	d := demander{charging: ch, devMem: devMem, templates: objs.ClaimTemplates}
 	var out effectiveObjects
 	var errs []error
 	for _, w := range objs.Workloads {
-		o, err := effectiveOf(w, config.Families(cfg), devMem)
+		o, err := d.effective(w)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", w.Kind, w.Name, err))
 			continue
@@ -137,6 +146,16 @@ func refOf(w *manifest.Workload) objectRef {
 // devMem resolves the first family's memory percentages and whole devices
 // only: the other families' device sizes are not known here.
 func effectiveOf(w *manifest.Workload, fams []effective.Family, devMem int64) (effectiveOutput, error) {
+	ds, err := podDemands(w, fams, devMem)
+	if err != nil {
+		return effectiveOutput{}, err
+	}
+	return effectiveReport(ds, fams[0].Name), nil
+}
+
+// podDemands are the demands of one pod of w in each family of fams, the
+// first always (effectiveOf).
+func podDemands(w *manifest.Workload, fams []effective.Family, devMem int64) (effective.Demands, error) {
 	primary := fams[0]
 	opts := map[string]effective.Options{primary.Name: {DeviceMemoryMiB: devMem}}
 	ds, err := effective.ComputeAll(w.Pod, fams, opts)
@@ -152,10 +171,7 @@ func effectiveOf(w *manifest.Workload, fams []effective.Family, devMem int64) (e
 	if errors.As(err, &inv) {
 		inv.AsWritten(w.Written)
 	}
-	if err != nil {
-		return effectiveOutput{}, err
-	}
-	return effectiveReport(ds, primary.Name), nil
+	return ds, err
 }
 
 // effectiveReport renders demands in the command-line contract's shape:

@@ -122,7 +122,7 @@ the cluster, or nobody with --state.`,
 		},
 	}
 	filenameFlag(cmd, &o.in, "pod or workload manifests")
-	cmd.Flags().StringVar(&o.state, "state", "", "dump of the cluster's Pods, Nodes and ResourceQuotas, as 'kubectl get -o yaml' prints them (- for standard input); default: read the cluster")
+	cmd.Flags().StringVar(&o.state, "state", "", stateUsage)
 	setupFlagsOn(cmd, &o.setup, true)
 	outputFlag(cmd, &o.output)
 	cmd.Flags().BoolVar(&o.explain, "explain", false, "tell, for each denial and warning, the rule that produced it (file:line), and the namespace's limits against its usage after the pod")

@@ -20,8 +20,8 @@ import (
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
-// evaluation makes the webhook's decisions for the pods of a manifest in a
-// cluster holding a state.
+// evaluation makes the webhook's decisions for the pods and ResourceClaims
+// of a manifest in a cluster holding a state.
 type evaluation struct {
 	// namespace is -n: the namespace of every request, when set.
 	namespace string
@@ -76,18 +76,28 @@ func (e *evaluation) run(ctx context.Context, in manifestFlags, stdin io.Reader)
 }
 
 // loadState reads the source's ledger and reservations for the namespaces
-// the pods of objs are decided in, and warns of each of them the state
-// does not hold (it is added without labels).
+// the objects of objs are decided in, and warns of each of them the state
+// does not hold (it is added without labels). The ResourceClaimTemplates
+// of objs are added to the state, in those namespaces: a pod's templates'
+// claims are part of its demand.
 func (e *evaluation) loadState(ctx context.Context, objs *manifest.Objects) error {
 	var namespaces []string
 	for _, w := range objs.Workloads {
-		if ns := e.namespaceOf(w.Pod); !slices.Contains(namespaces, ns) {
+		if ns := e.namespaceOf(w.Namespace); !slices.Contains(namespaces, ns) {
 			namespaces = append(namespaces, ns)
 		}
 	}
-	var err error
-	if e.ledger, e.reserved, err = e.source.ledger(ctx, config.Families(e.setup.cfg), namespaces, true); err != nil {
+	ch, err := chargingOf(e.setup.cfg)
+	if err != nil {
 		return err
+	}
+	if e.ledger, e.reserved, err = e.source.ledger(ctx, ch, namespaces, true); err != nil {
+		return err
+	}
+	for _, t := range objs.ClaimTemplates {
+		t = t.DeepCopy()
+		t.Namespace = e.namespaceOf(t.Namespace)
+		e.ledger.UpsertTemplate(t)
 	}
 	for _, ns := range namespaces {
 		if !e.ledger.Namespace(ns, nil).LabelsKnown {
@@ -148,7 +158,10 @@ func loadSources(ctx context.Context, cfg *config.Configuration, sources []polic
 // recorded in the ledger (as the watch would record it, pending) before
 // the next is decided, and stops at the first denial.
 func (e *evaluation) object(ctx context.Context, w *manifest.Workload) (evalObject, error) {
-	o := evalObject{objectRef: refOf(w), evaluatedIn: e.namespaceOf(w.Pod)}
+	if w.Claim != nil {
+		return e.claim(ctx, w)
+	}
+	o := evalObject{objectRef: refOf(w), evaluatedIn: e.namespaceOf(w.Namespace)}
 	pod := w.Pod.DeepCopy()
 	pod.Namespace = o.evaluatedIn
 	if o.Replicas == manifest.PerNode {
@@ -197,14 +210,14 @@ func (e *evaluation) object(ctx context.Context, w *manifest.Workload) (evalObje
 	return o, nil
 }
 
-// namespaceOf is the namespace pod is decided in: -n, else the pod's, else
-// the fallback.
-func (e *evaluation) namespaceOf(pod *corev1.Pod) string {
+// namespaceOf is the namespace an object of namespace ns is decided in:
+// -n, else ns, else the fallback.
+func (e *evaluation) namespaceOf(ns string) string {
 	switch {
 	case e.namespace != "":
 		return e.namespace
-	case pod.Namespace != "":
-		return pod.Namespace
+	case ns != "":
+		return ns
 	}
 	return e.fallback
 }

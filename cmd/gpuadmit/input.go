@@ -30,14 +30,14 @@ func (m manifestFlags) required(cmd *cobra.Command) error {
 func (m manifestFlags) stdin() bool { return slices.Contains(m.files, "-") }
 
 // read reads every manifest, in order, into one set of objects; none of
-// them holding a Pod or a workload is an error.
+// them holding a Pod, a workload or a ResourceClaim is an error.
 func (m manifestFlags) read(stdin io.Reader) (*manifest.Objects, error) {
 	objs, err := manifest.ReadFiles(m.files, m.recursive, stdin)
 	if err != nil {
 		return nil, err
 	}
 	if len(objs.Workloads) == 0 {
-		return nil, fmt.Errorf("%s: no Pod or workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) found", strings.Join(m.files, ", "))
+		return nil, fmt.Errorf("%s: no Pod, workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) or ResourceClaim found", strings.Join(m.files, ", "))
 	}
 	return objs, nil
 }

@@ -12,22 +12,29 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
+	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 )
+
+// stateUsage is the help of --state.
+const stateUsage = "dump of the cluster's Pods, Nodes, ResourceQuotas, ResourceClaims, ResourceClaimTemplates and ResourceSlices, " +
+	"as 'kubectl get -o yaml' prints them (- for standard input); default: read the cluster"
 
 // source is where usage and eval read the cluster's state: a dump
 // (--state) or the cluster of the kubeconfig.
 type source interface {
 	// namespace is the namespace of a pod that names none.
 	namespace() (string, error)
-	// ledger builds the usage ledger from the cluster's Pods, Nodes and
-	// ResourceQuotas. namespaces are those the command reports on (nil:
-	// every one); reserve also reads their GPUUsage reservations, by
-	// namespace (a dump has none).
-	ledger(ctx context.Context, fams []effective.Family, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]ledger.Reservation, error)
+	// ledger builds the usage ledger from the cluster's Pods, Nodes,
+	// ResourceQuotas, ResourceClaims, ResourceClaimTemplates and
+	// ResourceSlices, charged as ch says. namespaces are those the command
+	// reports on (nil: every one); reserve also reads their GPUUsage
+	// reservations, by namespace (a dump has none).
+	ledger(ctx context.Context, ch charging, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]ledger.Reservation, error)
 	// user is who the requests come from (input.userInfo).
 	user(ctx context.Context) (decision.UserInfo, error)
 	// gpuadmit is the client that reads gpuadmit's own configuration and
@@ -44,7 +51,8 @@ func (c *cli) source(path string, warn func(string)) source {
 	return live{kube: c.kube, warn: warn}
 }
 
-// dump is a 'kubectl get -o yaml' dump of Pods, Nodes and ResourceQuotas.
+// dump is a 'kubectl get -o yaml' dump of Pods, Nodes, ResourceQuotas (and
+// Namespaces, ResourceClaims, ResourceClaimTemplates, ResourceSlices).
 type dump struct {
 	path  string
 	stdin io.Reader
@@ -55,29 +63,55 @@ func (dump) namespace() (string, error) { return "default", nil }
 
 func (dump) gpuadmit() (kubernetes.Interface, error) { return nil, nil }
 
-func (d dump) ledger(_ context.Context, fams []effective.Family, _ []string, _ bool) (*ledger.Ledger, map[string][]ledger.Reservation, error) {
-	l, err := loadState(d.path, d.stdin, fams, logr.Discard())
+func (d dump) ledger(_ context.Context, ch charging, _ []string, _ bool) (*ledger.Ledger, map[string][]ledger.Reservation, error) {
+	l, err := loadState(d.path, d.stdin, ch, logr.Discard())
 	return l, nil, err
 }
 
-// loadState reads a cluster dump ('kubectl get -o yaml' of Pods, Nodes and
-// ResourceQuotas) and builds the usage ledger from it.
-func loadState(path string, stdin io.Reader, fams []effective.Family, log logr.Logger) (*ledger.Ledger, error) {
+// loadState reads a cluster dump ('kubectl get -o yaml' of Pods, Nodes,
+// ResourceQuotas, ...) and builds the usage ledger from it.
+func loadState(path string, stdin io.Reader, ch charging, log logr.Logger) (*ledger.Ledger, error) {
 	objs, err := manifest.ReadFile(path, stdin)
 	if err != nil {
 		return nil, err
 	}
-	if len(objs.Pods)+len(objs.Nodes)+len(objs.Quotas)+len(objs.Namespaces) == 0 {
-		return nil, fmt.Errorf("%s: no Pod, Node, ResourceQuota or Namespace found (%d other objects)", path, objs.Skipped)
+	if len(objs.Pods)+len(objs.Nodes)+len(objs.Quotas)+len(objs.Namespaces)+
+		len(objs.Claims)+len(objs.ClaimTemplates)+len(objs.Slices)+len(objs.DeviceClasses) == 0 {
+		return nil, fmt.Errorf("%s: no Pod, Node, ResourceQuota, Namespace, ResourceClaim, ResourceClaimTemplate, ResourceSlice or DeviceClass found (%d other objects)",
+			path, objs.Skipped)
 	}
-	return ledgerOf(objs, fams, log), nil
+	return ledgerOf(objs, ch, log), nil
 }
 
+// charging is how the ledger charges requests: the device families (the
+// first at the first level of the output) and the charger of the
+// ResourceClaims of governed DeviceClasses (nil: no claim is charged).
+type charging struct {
+	families []effective.Family
+	claims   *dra.Charger
+}
+
+// chargingOf is the configuration's charging, the webhook's.
+func chargingOf(cfg *config.Configuration) (charging, error) {
+	fams := config.Families(cfg)
+	claims, err := dra.NewCharger(config.DeviceClasses(cfg), fams)
+	if err != nil {
+		return charging{}, fmt.Errorf("configuration: dra.deviceClasses: %w", err)
+	}
+	return charging{families: fams, claims: claims}, nil
+}
+
+// governs reports whether any DeviceClass is governed (claims are read).
+func (ch charging) governs() bool { return len(ch.claims.Classes()) > 0 }
+
 // ledgerOf builds the usage ledger from a dump's or the cluster's objects:
-// namespaces (their labels), then nodes (their devices resolve memory percentages), then quotas,
-// then pods.
-func ledgerOf(objs *manifest.Objects, fams []effective.Family, log logr.Logger) *ledger.Ledger {
-	l := ledger.New(ledger.Options{Families: fams, Log: log})
+// namespaces (their labels), then nodes (their devices resolve memory
+// percentages), quotas, ResourceSlices (their devices size claims),
+// ResourceClaimTemplates (a pod charges its templates' claims until they
+// are recorded), claims, then pods. The DeviceClasses are not read: which
+// classes are governed, and how, is the configuration's.
+func ledgerOf(objs *manifest.Objects, ch charging, log logr.Logger) *ledger.Ledger {
+	l := ledger.New(ledger.Options{Families: ch.families, Claims: ch.claims, Log: log})
 	for _, ns := range objs.Namespaces {
 		l.UpsertNamespace(ns)
 	}
@@ -86,6 +120,15 @@ func ledgerOf(objs *manifest.Objects, fams []effective.Family, log logr.Logger) 
 	}
 	for _, q := range objs.Quotas {
 		l.UpsertQuota(q)
+	}
+	for _, s := range objs.Slices {
+		l.UpsertSlice(s)
+	}
+	for _, t := range objs.ClaimTemplates {
+		l.UpsertTemplate(t)
+	}
+	for _, c := range objs.Claims {
+		l.UpsertClaim(c)
 	}
 	for _, p := range objs.Pods {
 		l.UpsertPod(p)
@@ -133,7 +176,7 @@ func (l live) client() (kubernetes.Interface, error) {
 
 func (l live) gpuadmit() (kubernetes.Interface, error) { return l.client() }
 
-func (l live) ledger(ctx context.Context, fams []effective.Family, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]ledger.Reservation, error) {
+func (l live) ledger(ctx context.Context, ch charging, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]ledger.Reservation, error) {
 	cfg, err := l.config()
 	if err != nil {
 		return nil, nil, err
@@ -149,7 +192,12 @@ func (l live) ledger(ctx context.Context, fams []effective.Family, namespaces []
 	for _, w := range st.Warnings {
 		l.warn(w)
 	}
-	led := ledgerOf(st.Objects, fams, logr.Discard())
+	if ch.governs() {
+		if err := readDRA(ctx, kc, namespaces, st.Objects, l.warn); err != nil {
+			return nil, nil, fmt.Errorf("reading the cluster (no --state given): %w", err)
+		}
+	}
+	led := ledgerOf(st.Objects, ch, logr.Discard())
 	if !reserve {
 		return led, nil, nil
 	}

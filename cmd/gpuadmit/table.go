@@ -38,42 +38,17 @@ func orDash(s string) string {
 // printUsage writes `usage -o table`: a row per namespace (used/limit),
 // then, when there are GPU nodes, a row per device (used/capacity). When a
 // namespace uses, reserves or limits a family other than the first, a
-// FAMILY column tells them apart and each namespace has a row per family.
+// FAMILY column tells them apart and each namespace has a row per family;
+// when a namespace is charged ResourceClaims, a CLAIMS column counts them.
 func printUsage(w io.Writer, u usageOutput) error {
-	t := newTable(w)
-	byFamily := false
-	for _, ns := range u.Namespaces {
-		byFamily = byFamily || len(ns.Families) > 0
-	}
-	if !byFamily {
-		fmt.Fprintln(t, "NAMESPACE\tPODS\tGPU\tGPUMEM(MiB)\tGPUCORES")
-	} else {
-		fmt.Fprintln(t, "NAMESPACE\tFAMILY\tPODS\tGPU\tGPUMEM(MiB)\tGPUCORES")
-	}
-	for _, name := range slices.Sorted(maps.Keys(u.Namespaces)) {
-		ns := u.Namespaces[name]
-		cells := func(used effective.Vector, l usageLimits) string {
-			return fmt.Sprintf("%d\t%s\t%s\t%s", ns.Pods, ofLimit(used.GPU, l.GPU), ofLimit(used.MemMiB, l.MemMiB), ofLimit(used.Cores, l.Cores))
-		}
-		if !byFamily {
-			fmt.Fprintf(t, "%s\t%s\n", name, cells(ns.Used, ns.Limits))
-			continue
-		}
-		if len(ns.Families) == 0 || !ns.Used.IsZero() || ns.Limits != (usageLimits{}) {
-			fmt.Fprintf(t, "%s\t%s\t%s\n", name, orDash(u.primary), cells(ns.Used, ns.Limits))
-		}
-		for _, f := range slices.Sorted(maps.Keys(ns.Families)) {
-			fmt.Fprintf(t, "%s\t%s\t%s\n", name, f, cells(ns.Families[f].Used, ns.Families[f].Limits))
-		}
-	}
-	if err := t.Flush(); err != nil {
+	if err := printNamespaces(w, u); err != nil {
 		return err
 	}
 	if len(u.Nodes) == 0 {
 		return nil
 	}
 	fmt.Fprintln(w)
-	t = newTable(w)
+	t := newTable(w)
 	fmt.Fprintln(t, "NODE\tDEVICE\tGPU\tGPUMEM(MiB)\tGPUCORES")
 	for _, node := range slices.Sorted(maps.Keys(u.Nodes)) {
 		devs := u.Nodes[node].Devices
@@ -87,6 +62,51 @@ func printUsage(w io.Writer, u usageOutput) error {
 		}
 	}
 	return t.Flush()
+}
+
+// printNamespaces writes the namespace rows of `usage -o table`.
+func printNamespaces(w io.Writer, u usageOutput) error {
+	t := newTable(w)
+	byFamily, claims := false, false
+	for _, ns := range u.Namespaces {
+		byFamily = byFamily || len(ns.Families) > 0
+		claims = claims || ns.Claims > 0
+	}
+	fmt.Fprintln(t, namespaceHeader(byFamily, claims))
+	for _, name := range slices.Sorted(maps.Keys(u.Namespaces)) {
+		ns := u.Namespaces[name]
+		count := strconv.Itoa(ns.Pods)
+		if claims {
+			count += "\t" + strconv.Itoa(ns.Claims)
+		}
+		cells := func(used effective.Vector, l usageLimits) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s", count, ofLimit(used.GPU, l.GPU), ofLimit(used.MemMiB, l.MemMiB), ofLimit(used.Cores, l.Cores))
+		}
+		if !byFamily {
+			fmt.Fprintf(t, "%s\t%s\n", name, cells(ns.Used, ns.Limits))
+			continue
+		}
+		if len(ns.Families) == 0 || !ns.Used.IsZero() || ns.Limits != (usageLimits{}) {
+			fmt.Fprintf(t, "%s\t%s\t%s\n", name, orDash(u.primary), cells(ns.Used, ns.Limits))
+		}
+		for _, f := range slices.Sorted(maps.Keys(ns.Families)) {
+			fmt.Fprintf(t, "%s\t%s\t%s\n", name, f, cells(ns.Families[f].Used, ns.Families[f].Limits))
+		}
+	}
+	return t.Flush()
+}
+
+// namespaceHeader is the header of the namespace rows: with a FAMILY
+// column, with a CLAIMS column.
+func namespaceHeader(byFamily, claims bool) string {
+	header := []string{"NAMESPACE", "PODS", "GPU", "GPUMEM(MiB)", "GPUCORES"}
+	if claims {
+		header = slices.Insert(header, 2, "CLAIMS")
+	}
+	if byFamily {
+		header = slices.Insert(header, 1, "FAMILY")
+	}
+	return strings.Join(header, "\t")
 }
 
 // printEval writes `eval -o table`: a row per object (the demand of one of

@@ -7,13 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // usageOutput is the command-line contract's JSON for `gpuadmit usage` (docs/design.md)
-// ("pods", "quotas", "unresolved" and "problems" are additions).
+// ("pods", "claims", "quotas", "unresolved" and "problems" are additions).
 type usageOutput struct {
 	Namespaces map[string]usageNamespace `json:"namespaces"`
 	Nodes      map[string]usageNode      `json:"nodes"`
@@ -29,6 +28,9 @@ type usageNamespace struct {
 	Used   effective.Vector `json:"used"`
 	Limits usageLimits      `json:"limits"`
 	Pods   int              `json:"pods"`
+	// Claims is the number of ResourceClaims of governed DeviceClasses
+	// charged to the namespace (their demand is in Used).
+	Claims int `json:"claims,omitempty"`
 	// Quotas are the limits of each ResourceQuota (Limits is the tightest);
 	// a quota that limits other families only is under theirs alone.
 	Quotas     map[string]usageLimits `json:"quotas,omitempty"`
@@ -76,11 +78,15 @@ func (c *cli) usageCmd() *cobra.Command {
 		Use:   "usage [--state STATE.yaml] [-n NAMESPACE] [-o json|table]",
 		Short: "Show GPU usage per namespace (with quota limits) and per device",
 		Long: `Show GPU usage per namespace, with the limits of its ResourceQuotas, and
-per device of each GPU node, from the Pods, Nodes and ResourceQuotas of a
-'kubectl get -o yaml' dump (--state), or of the cluster when --state is not
-given. -n shows one namespace only. The nvidia family is at the first
-level of each namespace; every other device family a namespace uses or
-limits is under "families" (a FAMILY column in the table).
+per device of each GPU node, from the Pods, Nodes and ResourceQuotas, and
+the ResourceClaims, ResourceClaimTemplates and ResourceSlices
+(resource.k8s.io/v1), of a 'kubectl get -o yaml' dump (--state), or of the
+cluster when --state is not given. The ResourceClaims of the DeviceClasses
+the configuration governs are charged like the pods' extended resources
+(a CLAIMS column in the table beside PODS when a namespace has any). -n
+shows one namespace only. The nvidia family is at the first level of each
+namespace; every other device family a namespace uses or limits is under
+"families" (a FAMILY column in the table).
 
 Reading the cluster, it reads the webhook's configuration too (the ConfigMap
 gpuadmit-config of --gpuadmit-namespace: resource names, memoryFactor),
@@ -89,7 +95,7 @@ unless --config names one, and says on stderr which it used.`,
   gpuadmit usage -o table
 
   # one namespace, from a dump
-  kubectl get pods,nodes,resourcequotas -A -o yaml > state.yaml
+  kubectl get pods,nodes,resourcequotas,resourceclaims,resourceclaimtemplates,resourceslices -A -o yaml > state.yaml
   gpuadmit usage --state state.yaml -n team-a`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -102,7 +108,7 @@ unless --config names one, and says on stderr which it used.`,
 			return c.usage(cmd, o.state, o.setup, o.output)
 		},
 	}
-	cmd.Flags().StringVar(&o.state, "state", "", "dump of the cluster's Pods, Nodes and ResourceQuotas, as 'kubectl get -o yaml' prints them (- for standard input); default: read the cluster")
+	cmd.Flags().StringVar(&o.state, "state", "", stateUsage)
 	setupFlagsOn(cmd, &o.setup, false)
 	outputFlag(cmd, &o.output)
 	return cmd
@@ -125,12 +131,15 @@ func (c *cli) usage(cmd *cobra.Command, state string, f setupFlags, output strin
 	if ns != "" {
 		scope = []string{ns}
 	}
-	fams := config.Families(st.cfg)
-	l, _, err := src.ledger(cmd.Context(), fams, scope, false)
+	ch, err := chargingOf(st.cfg)
 	if err != nil {
 		return err
 	}
-	out := usageReport(l.Snapshot(nil), ns, fams[0].Name)
+	l, _, err := src.ledger(cmd.Context(), ch, scope, false)
+	if err != nil {
+		return err
+	}
+	out := usageReport(l.Snapshot(nil), ns, ch.families[0].Name)
 	for _, p := range out.Problems {
 		warn(p)
 	}
@@ -157,7 +166,7 @@ func usageReport(s ledger.Snapshot, only, primary string) usageOutput {
 		s.Problems = slices.DeleteFunc(s.Problems, func(p ledger.Problem) bool { return p.Namespace != "" && p.Namespace != only })
 	}
 	for name, ns := range s.Namespaces {
-		u := usageNamespace{Used: ns.Used.Of(primary), Limits: limitsOf(ns.Limits[primary]), Pods: ns.Pods}
+		u := usageNamespace{Used: ns.Used.Of(primary), Limits: limitsOf(ns.Limits[primary]), Pods: ns.Pods, Claims: ns.Claims}
 		for _, q := range ns.Quotas {
 			if _, limited := q.Limits[primary]; limited || len(q.Limits) == 0 {
 				if u.Quotas == nil {

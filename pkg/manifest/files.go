@@ -94,6 +94,10 @@ func (o *Objects) append(more *Objects) {
 	o.Nodes = append(o.Nodes, more.Nodes...)
 	o.Quotas = append(o.Quotas, more.Quotas...)
 	o.Namespaces = append(o.Namespaces, more.Namespaces...)
+	o.Claims = append(o.Claims, more.Claims...)
+	o.ClaimTemplates = append(o.ClaimTemplates, more.ClaimTemplates...)
+	o.Slices = append(o.Slices, more.Slices...)
+	o.DeviceClasses = append(o.DeviceClasses, more.DeviceClasses...)
 	o.Workloads = append(o.Workloads, more.Workloads...)
 	o.Skipped += more.Skipped
 }

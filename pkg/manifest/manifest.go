@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
@@ -21,9 +22,21 @@ type Objects struct {
 	Quotas []*corev1.ResourceQuota
 	// Namespaces give the policies their labels (input.namespaceLabels).
 	Namespaces []*corev1.Namespace
-	// Workloads are the Pods and the pod templates of workload controllers
-	// (Deployments, StatefulSets, ReplicaSets, DaemonSets, Jobs, CronJobs),
-	// in input order: what `gpuadmit effective` and `eval` evaluate.
+	// Claims, ClaimTemplates and Slices are the resource.k8s.io/v1
+	// ResourceClaims, ResourceClaimTemplates and ResourceSlices (Dynamic
+	// Resource Allocation): what a claim asks for, the claims a pod's
+	// templates make, the devices drivers publish.
+	Claims         []*resourcev1.ResourceClaim
+	ClaimTemplates []*resourcev1.ResourceClaimTemplate
+	Slices         []*resourcev1.ResourceSlice
+	// DeviceClasses are the resource.k8s.io/v1 DeviceClasses, as read: which
+	// classes gpuadmit governs, and how, is its configuration's (dra
+	// section), whether or not the manifests hold them.
+	DeviceClasses []*resourcev1.DeviceClass
+	// Workloads are the Pods, the pod templates of workload controllers
+	// (Deployments, StatefulSets, ReplicaSets, DaemonSets, Jobs, CronJobs)
+	// and the ResourceClaims, in input order: what `gpuadmit effective` and
+	// `eval` evaluate.
 	Workloads []*Workload
 	// Skipped counts objects of other kinds.
 	Skipped int
@@ -109,25 +122,36 @@ func (o *Objects) addItems(h header, where string) error {
 // addObject decodes raw, an object of the kind h names, into the list of
 // its kind; objects of other kinds are counted as skipped.
 func (o *Objects) addObject(raw json.RawMessage, h header) error {
-	core := h.APIVersion == "v1"
 	switch {
-	case core && h.Kind == "Pod":
-		return o.addPod(raw)
+	case h.APIVersion == "v1":
+		return o.addCore(raw, h.Kind)
 	case workloadKind(h.APIVersion, h.Kind):
 		w, err := workloadOf(raw, h)
 		if err != nil {
 			return err
 		}
 		o.Workloads = append(o.Workloads, w)
-	case core && h.Kind == "Node":
-		return appendDecoded(raw, &o.Nodes)
-	case core && h.Kind == "ResourceQuota":
-		return appendDecoded(raw, &o.Quotas)
-	case core && h.Kind == "Namespace":
-		return appendDecoded(raw, &o.Namespaces)
+	case draKind(h.APIVersion, h.Kind):
+		return o.addDRA(raw, h)
 	default:
 		o.Skipped++
 	}
+	return nil
+}
+
+// addCore adds an object of the core group (apiVersion v1).
+func (o *Objects) addCore(raw json.RawMessage, kind string) error {
+	switch kind {
+	case "Pod":
+		return o.addPod(raw)
+	case "Node":
+		return appendDecoded(raw, &o.Nodes)
+	case "ResourceQuota":
+		return appendDecoded(raw, &o.Quotas)
+	case "Namespace":
+		return appendDecoded(raw, &o.Namespaces)
+	}
+	o.Skipped++
 	return nil
 }
 
@@ -197,7 +221,7 @@ func checkPodQuantities(raw json.RawMessage) (map[quantityKey]string, error) {
 				vals  map[string]json.RawMessage
 			}{{"limits", c.Resources.Limits}, {"requests", c.Resources.Requests}} {
 				for res, v := range part.vals {
-					s := strings.TrimSpace(strings.Trim(string(bytes.TrimSpace(v)), `"`))
+					s := asWritten(v)
 					if _, err := resource.ParseQuantity(s); err != nil {
 						return nil, fmt.Errorf("container %q: resources.%s[%q] %s: not a quantity (%w)", c.Name, part.field, res, v, err)
 					}
@@ -207,6 +231,12 @@ func checkPodQuantities(raw json.RawMessage) (map[quantityKey]string, error) {
 		}
 	}
 	return written, nil
+}
+
+// asWritten is a quantity as the manifest wrote it: a JSON string's text or
+// a number, surrounding blanks ignored (as the API server ignores them).
+func asWritten(v json.RawMessage) string {
+	return strings.TrimSpace(strings.Trim(string(bytes.TrimSpace(v)), `"`))
 }
 
 type rawContainer struct {

@@ -5,12 +5,14 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 )
 
 // Workload is a Pod, or the pod template of a workload controller, with the
-// number of pods the object makes.
+// number of pods the object makes; or a ResourceClaim.
 type Workload struct {
-	// Kind is Pod, Deployment, StatefulSet, ReplicaSet, DaemonSet, Job or CronJob.
+	// Kind is Pod, Deployment, StatefulSet, ReplicaSet, DaemonSet, Job,
+	// CronJob or ResourceClaim.
 	Kind      string
 	Name      string
 	Namespace string
@@ -21,8 +23,11 @@ type Workload struct {
 	// counts the nodes).
 	Replicas int64
 	// Pod is the Pod, or a pod made from the template: named after the
-	// object, in the object's namespace.
+	// object, in the object's namespace. It is nil for a ResourceClaim.
 	Pod *corev1.Pod
+	// Claim is the ResourceClaim of a workload of kind ResourceClaim (nil
+	// for the others): its CREATE is what is decided.
+	Claim *resourcev1.ResourceClaim
 	// written are the container quantities as the manifest wrote them.
 	written map[quantityKey]string
 }
