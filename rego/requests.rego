@@ -8,8 +8,18 @@ package gpuadmit.builtin
 
 deny contains msg if {
 	some e in input.demand.errors
+	not input.claim.name
 	msg := sprintf("namespace %q: pod %q: container %q: %s %q: %s", [
 		input.namespace, input.pod.name, e.container, e.resource, e.value, e.reason,
+	])
+}
+
+# A ResourceClaim's errors name its request ("<claim>/<request>").
+deny contains msg if {
+	some e in input.demand.errors
+	input.claim.name
+	msg := sprintf("namespace %q: ResourceClaim %q: request %q: %s %q: %s", [
+		input.namespace, input.claim.name, e.container, e.resource, e.value, e.reason,
 	])
 }
 

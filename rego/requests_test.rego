@@ -55,3 +55,13 @@ test_unresolved_other_family_denied if {
 test_unresolved_first_family_denied_once if {
 	count(builtin.deny) == 1 with input as unresolved_input
 }
+
+# A claim's unreadable request names the claim and its request.
+test_claim_error_names_the_request if {
+	inp := object.union(base, {
+		"claim": {"name": "c", "deviceClassNames": ["hami-core-gpu.project-hami.io"]},
+		"demand": object.union(base.demand, {"errors": [{"container": "c/gpu", "resource": "memory", "value": "-5", "reason": "must not be negative"}]}),
+	})
+	msgs := {m | some m in builtin.deny; contains(m, "ResourceClaim")} with input as inp
+	msgs == {`namespace "team-a": ResourceClaim "c": request "c/gpu": memory "-5": must not be negative`}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuadmit/gpuadmit/pkg/config"
+	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 )
@@ -65,13 +66,14 @@ func (c *cli) effectiveCmd() *cobra.Command {
 	}
 	cmd := &cobra.Command{
 		Use:   "effective -f POD.yaml [--config CFG] [--device-memory MiB]",
-		Short: "Print a pod's effective GPU demand",
+		Short: "Print the effective GPU demand of a pod, workload or ResourceClaim",
 		Long: `Print the effective GPU demand of each pod of the manifests: the maximum of
 its steady state and its init-container peak, per container role, with
 the claims of its ResourceClaimTemplates (resourceClaimTemplateName) that
 the manifests hold; and of each ResourceClaim (resource.k8s.io/v1) of the
 manifests: the devices of the DeviceClasses the configuration governs it
-asks for, one container per request. -f repeats and takes directories
+asks for, one container per request, whole devices sized by the
+manifests' ResourceSlices, else by --device-memory. -f repeats and takes directories
 (-R: with their subdirectories), as in kubectl; the objects of all are
 printed together. The nvidia family's demand is at the first level; that
 of every other device family the configuration governs and the pod asks
@@ -90,7 +92,7 @@ for is under "families", by name.`,
 			return c.effective(o.in, o.config, o.devMem)
 		},
 	}
-	filenameFlag(cmd, &o.in, "pod or workload manifests")
+	filenameFlag(cmd, &o.in, "pod, workload or ResourceClaim manifests")
 	configFlag(cmd, &o.config, "every default")
 	cmd.Flags().Int64Var(&o.devMem, "device-memory", 0, "device memory in MiB used to resolve memory percentages (0: unresolved)")
 	return cmd
@@ -109,7 +111,7 @@ func (c *cli) effective(in manifestFlags, cfgPath string, devMem int64) error {
 	if err != nil {
 		return err
 	}
-	d := demander{charging: ch, devMem: devMem, templates: objs.ClaimTemplates}
+	d := demander{charging: ch, devMem: devMem, templates: objs.ClaimTemplates, inv: dra.NewInventory(objs.Slices)}
 	var out effectiveObjects
 	var errs []error
 	for _, w := range objs.Workloads {

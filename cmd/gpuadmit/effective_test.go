@@ -40,7 +40,7 @@ func TestEffectiveCommand(t *testing.T) {
 			wantErrSub: `gpuadmit effective: Pod "broken": invalid GPU request: container "app": nvidia.com/gpumem "1500m": must be a whole number; container "app": nvidia.com/gpucores "150": must be within 0..100`},
 		{name: "missing file", args: []string{"effective", "-f", "nope.yaml"}, wantCode: 2, wantErrSub: "open nope.yaml: no such file"},
 		{name: "no pod in input", args: []string{"effective", "-f", "-"}, stdin: "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\n",
-			wantCode: 2, wantErrSub: "-: no Pod or workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) found"},
+			wantCode: 2, wantErrSub: "-: no Pod, workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) or ResourceClaim found"},
 		{name: "garbage input", args: []string{"effective", "-f", "-"}, stdin: "{{{", wantCode: 2, wantErrSub: "document 1: not valid YAML or JSON"},
 		{name: "bad config", args: []string{"effective", "-f", "../../examples/pods/scenario2-init20-app10.yaml", "--config", "../../examples/pods/invalid.yaml"},
 			wantCode: 2, wantErrSub: `apiVersion "v1", kind "Pod": want apiVersion config.gpuadmit.io/v1alpha1, kind Configuration`},

@@ -72,21 +72,25 @@ type evalObject struct {
 // evalTimeout bounds reading the state, loading the policies and deciding.
 const evalTimeout = time.Minute
 
-func (c *cli) evalCmd() *cobra.Command {
-	var o evalOptions
-	cmd := &cobra.Command{
-		Use:   "eval -f POD.yaml [--state STATE.yaml] [-n NAMESPACE] [-o json|table]",
-		Short: "Make the webhook's decision for a CREATE of a pod or workload",
-		Long: `Make the webhook's decision for a CREATE of each pod of the manifests in a
+// evalLong is eval's help.
+const evalLong = `Make the webhook's decision for a CREATE of each pod of the manifests in a
 cluster holding the state of a 'kubectl get -o yaml' dump (--state), or of
-the cluster when --state is not given (its Pods, Nodes, ResourceQuotas and
-the reservations of its GPUUsage objects): allowed, effective demand,
-denials, warnings. -f repeats and takes directories (-R: with their
-subdirectories), as in kubectl. The pods of all the manifests, and of a
-workload, are decided one after the other, each admitted one counted
-before the next. Exits 1 when a pod is denied. The effective demand is
-the nvidia family's; that of every other device family the pod asks for
-is under "families" (a FAMILY column in the table).
+the cluster when --state is not given (its Pods, Nodes, ResourceQuotas,
+ResourceClaims, ResourceClaimTemplates, ResourceSlices and the reservations
+of its GPUUsage objects): allowed, effective demand, denials, warnings.
+-f repeats and takes directories (-R: with their subdirectories), as in
+kubectl. The pods of all the manifests, and of a workload, are decided
+one after the other, each admitted one counted before the next. Exits 1
+when a pod or claim is denied. The effective demand is the nvidia
+family's; that of every other device family the pod asks for is under
+"families" (a FAMILY column in the table).
+
+Each ResourceClaim (resource.k8s.io/v1) of the manifests is decided as the
+webhook decides its CREATE: the devices of the DeviceClasses the
+configuration governs it asks for, against the same limits (a claim of
+no governed class is admitted undecided, and a warning says so). The
+claims of a pod's resourceClaimTemplateName templates, those of the state
+and of the manifests, are part of its demand.
 
 Reading the cluster, eval decides as the webhook installed there does:
 with its configuration (the ConfigMap gpuadmit-config in
@@ -101,7 +105,14 @@ context's namespace, or "default" with --state). The policies see the
 namespace's labels (a Namespace object in --state, or the cluster's) and
 the requesting user: --as and --as-group as kubectl takes them (the API
 server adds system:authenticated), else the kubeconfig's user when reading
-the cluster, or nobody with --state.`,
+the cluster, or nobody with --state.`
+
+func (c *cli) evalCmd() *cobra.Command {
+	var o evalOptions
+	cmd := &cobra.Command{
+		Use:   "eval -f POD.yaml [--state STATE.yaml] [-n NAMESPACE] [-o json|table]",
+		Short: "Make the webhook's decision for a CREATE of a pod, workload or ResourceClaim",
+		Long:  evalLong,
 		Example: `  # would the webhook admit this pod in the cluster of the current context?
   gpuadmit eval -f pod.yaml
 
@@ -121,7 +132,7 @@ the cluster, or nobody with --state.`,
 			return c.eval(cmd, o)
 		},
 	}
-	filenameFlag(cmd, &o.in, "pod or workload manifests")
+	filenameFlag(cmd, &o.in, "pod, workload or ResourceClaim manifests")
 	cmd.Flags().StringVar(&o.state, "state", "", stateUsage)
 	setupFlagsOn(cmd, &o.setup, true)
 	outputFlag(cmd, &o.output)

@@ -112,7 +112,7 @@ func TestEvalCommand(t *testing.T) {
 			wantErrSub: "gpuadmit eval: -f is required; usage: gpuadmit eval -f POD.yaml [--state STATE.yaml]"},
 		{name: "both from standard input", args: []string{"eval", "-f", "-", "--state", "-"}, wantCode: 2, wantErrSub: "cannot both read standard input"},
 		{name: "state is not a pod file", args: []string{"eval", "-f", state + "idle-a10-quota24g.yaml", "--state", state + "cluster.yaml"},
-			wantCode: 2, wantErrSub: "no Pod or workload"},
+			wantCode: 2, wantErrSub: "no Pod, workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) or ResourceClaim found"},
 		{name: "--gpuadmit-namespace reads the cluster, which --state does not",
 			args: []string{"eval", "-f", pods + "scenario2-init20-app10.yaml", "--state", state + "cluster.yaml", "--gpuadmit-namespace", "gpu"}, wantCode: 2,
 			wantErrSub: "gpuadmit eval: --gpuadmit-namespace names where the cluster's configuration is read; with --state nothing is read from the cluster"},

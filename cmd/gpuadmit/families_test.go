@@ -167,7 +167,7 @@ func TestUsageFamilies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := usageReport(ledgerOf(objs, twoFamilies(), logr.Discard()).Snapshot(nil), "", "nvidia")
+	out := usageReport(ledgerOf(objs, charging{families: twoFamilies()}, logr.Discard()).Snapshot(nil), "", "nvidia")
 	want := `{"namespaces":{` +
 		`"team-a":{"used":{"gpu":1,"gpumem":1024,"gpucores":0},"limits":{"gpu":2,"gpumem":8192},"pods":1,` +
 		`"quotas":{"q-both":{"gpu":2},"q-nv":{"gpumem":8192}},` +
@@ -195,7 +195,7 @@ team-b      ascend-910B2   0      0/1   0/-           0/-
 
 	// With nvidia alone configured the NPUs are not read: the output is
 	// what it was before families.
-	out = usageReport(ledgerOf(objs, []effective.Family{effective.Nvidia()}, logr.Discard()).Snapshot(nil), "team-a", "nvidia")
+	out = usageReport(ledgerOf(objs, charging{families: []effective.Family{effective.Nvidia()}}, logr.Discard()).Snapshot(nil), "team-a", "nvidia")
 	want = `{"namespaces":{"team-a":{"used":{"gpu":1,"gpumem":1024,"gpucores":0},"limits":{"gpu":2,"gpumem":8192},"pods":1,` +
 		`"quotas":{"q-both":{"gpu":2},"q-nv":{"gpumem":8192}}}},"nodes":{}}`
 	if got := compact(t, out); got != want {

@@ -94,7 +94,7 @@ func TestRepeatedFilename(t *testing.T) {
 		{name: "a missing file among others", args: []string{"effective", "-f", first, "-f", "nope.yaml"}, wantCode: 2,
 			wantErrSub: "open nope.yaml: no such file"},
 		{name: "no pod in any of them", args: []string{"effective", "-f", filepath.Join(files, "node.yaml"), "-f", idle}, wantCode: 2,
-			wantErrSub: "node.yaml, ../../examples/state/idle-a10-quota24g.yaml: no Pod or workload"},
+			wantErrSub: "node.yaml, ../../examples/state/idle-a10-quota24g.yaml: no Pod, workload"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, tt.check)

@@ -162,16 +162,25 @@ func evalNotes(out evalObjects) []string {
 	for _, o := range out.Objects {
 		if o.Explanation != nil {
 			notes = append(notes, fmt.Sprintf("%s %s/%s explained:", o.Kind, o.evaluatedIn, o.Name))
-			notes = append(notes, explanationLines(o.Explanation)...)
+			notes = append(notes, explanationLines(o.Explanation, subjectOf(o.Kind))...)
 		}
 	}
 	return notes
 }
 
+// subjectOf is what the explanation calls an object of kind: a claim, or
+// (for the pods of every other kind) a pod.
+func subjectOf(kind string) string {
+	if kind == "ResourceClaim" {
+		return "claim"
+	}
+	return "pod"
+}
+
 // explanationLines says, for each message, the rule that produced it and
 // the rules that passed it on, then each limit against the usage after
-// the pod.
-func explanationLines(x *decision.Explanation) []string {
+// the pod (or claim: subject).
+func explanationLines(x *decision.Explanation, subject string) []string {
 	var lines []string
 	for _, m := range []struct {
 		what string
@@ -193,8 +202,8 @@ func explanationLines(x *decision.Explanation) []string {
 		if l.Exceeded {
 			verdict = "EXCEEDED"
 		}
-		lines = append(lines, fmt.Sprintf("  limit %s: %d used + %d reserved + %d this pod = %d of %d (ResourceQuota %q %s): %s",
-			l.Resource, l.Used, l.Reserved, l.Pod, l.After, l.Limit, l.Quota, l.Key, verdict))
+		lines = append(lines, fmt.Sprintf("  limit %s: %d used + %d reserved + %d this %s = %d of %d (ResourceQuota %q %s): %s",
+			l.Resource, l.Used, l.Reserved, l.Pod, subject, l.After, l.Limit, l.Quota, l.Key, verdict))
 	}
 	if len(x.Limits) == 0 {
 		lines = append(lines, "  no ResourceQuota limits a managed resource in this namespace")

@@ -79,7 +79,7 @@ func TestUsageCommand(t *testing.T) {
 		{name: "missing file", args: []string{"usage", "--state", "nope.yaml"}, wantCode: 2, wantErrSub: "open nope.yaml: no such file"},
 		{name: "garbage input", args: []string{"usage", "--state", "-"}, stdin: "{{{", wantCode: 2, wantErrSub: "document 1: not valid YAML or JSON"},
 		{name: "nothing usable in the state", args: []string{"usage", "--state", "-"}, stdin: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
-			wantCode: 2, wantErrSub: "-: no Pod, Node, ResourceQuota or Namespace found (1 other objects)"},
+			wantCode: 2, wantErrSub: "-: no Pod, Node, ResourceQuota, Namespace, ResourceClaim, ResourceClaimTemplate, ResourceSlice or DeviceClass found (1 other objects)"},
 		{name: "unparsable quota value", args: []string{"usage", "--state", "-"},
 			stdin:    "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: a}\nspec: {hard: {limits.nvidia.com/gpu: lots}}\n",
 			wantCode: 2, wantErrSub: "(ResourceQuota a/q)"},

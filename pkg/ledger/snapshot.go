@@ -24,8 +24,9 @@ type NamespaceSnapshot struct {
 	// reservations counted in Reserved.
 	Pods         int `json:"pods"`
 	Reservations int `json:"reservations"`
-	// Claims is the number of ResourceClaims of governed classes recorded
-	// (their charge is in Used).
+	// Claims is the number of ResourceClaims of governed classes recorded,
+	// and of pods' template claims not created yet (charged under their
+	// pods); their charge is in Used.
 	Claims int `json:"claims,omitempty"`
 	// Limits is, per family, the tightest limit per dimension over all
 	// ResourceQuotas of the namespace, with the quota that set it (a family

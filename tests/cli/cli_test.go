@@ -24,7 +24,7 @@ import (
 // binary take most of the time.
 func TestCLI(t *testing.T) {
 	s := start(t)
-	t.Run("usage reads the cluster as a dump of it reads", s.testLiveIsTheDump)
+	t.Run("usage and eval read the cluster as a dump of it reads", s.testLiveIsTheDump)
 	t.Run("kubectl gpuadmit usage -n team-a -o table", s.testKubectlPluginTable)
 	t.Run("kubectl gpuadmit eval gives the webhook's verdict", s.testEvalIsTheWebhook)
 	t.Run("a namespace's user (--as) reads what it may", s.testNamespaceUser)
@@ -39,6 +39,7 @@ type usageJSON struct {
 		Used   struct{ GPU, GPUMem, GPUCores int64 }
 		Limits struct{ GPU, GPUMem, GPUCores *int64 }
 		Pods   int
+		Claims int
 	}
 	Nodes map[string]struct {
 		Devices map[string]struct {
@@ -49,7 +50,8 @@ type usageJSON struct {
 }
 
 func (s *suite) testLiveIsTheDump(t *testing.T) {
-	dump := s.kubectl(t, nil, "get", "pods,nodes,resourcequotas", "--all-namespaces", "-o", "yaml")
+	dump := s.kubectl(t, nil, "get", "namespaces,pods,nodes,resourcequotas,resourceclaims,resourceclaimtemplates,resourceslices,deviceclasses",
+		"--all-namespaces", "-o", "yaml")
 	if dump.code != 0 {
 		t.Fatalf("kubectl get: exit %d: %s", dump.code, dump.stderr)
 	}
@@ -62,6 +64,7 @@ func (s *suite) testLiveIsTheDump(t *testing.T) {
 		{"usage", "-n", local.TeamA},
 		{"usage", "--namespace", teamB, "-o", "table"},
 		{"usage", "-o", "table"},
+		{"usage", "-n", teamC, "-o", "table"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			live := s.plugin(t, args...)
@@ -86,12 +89,16 @@ func (s *suite) testLiveIsTheDump(t *testing.T) {
 	if b.Pods != 1 || b.Used.GPU != 1 || b.Used.GPUCores != 50 || b.Limits.GPU == nil || *b.Limits.GPU != 2 {
 		t.Errorf("team-b: %+v, want 1 pod using 1 of 2 GPUs", b)
 	}
+	if c := u.Namespaces[teamC]; c.Pods != 0 || c.Claims != 1 || c.Used.GPUMem != trainMiB || c.Limits.GPUMem == nil || *c.Limits.GPUMem != 16384 {
+		t.Errorf("team-c: %+v, want 1 claim using 12288 of 16384 MiB", c)
+	}
 	if _, ok := u.Namespaces["default"]; ok {
 		t.Errorf("namespace default has no GPU pod and no quota, yet is listed")
 	}
 	if d := u.Nodes[local.NodeName].Devices["GPU-0"]; d.Capacity == nil || d.Capacity.GPUMem != 24576 || d.Used.GPU != 2 || d.Used.GPUMem != 22528 {
 		t.Errorf("node1's GPU-0: %+v, want 2 pods using 22528 of 24576 MiB", d)
 	}
+	s.testEvalLiveIsTheDump(t, state)
 }
 
 func (s *suite) testKubectlPluginTable(t *testing.T) {

@@ -32,7 +32,8 @@ import (
 
 // The cluster the suite seeds: team-a (gpumem quota 24576 MiB) runs two
 // pods on node1's 24 GiB GPU, team-b (quota: 2 GPUs, 200 cores) one on
-// node2, and default a pod without GPUs.
+// node2, default a pod without GPUs, and team-c a HAMi-DRA claim
+// (seedDRA).
 const (
 	node2 = "node2"
 	teamB = "team-b"
@@ -95,7 +96,7 @@ func (s *suite) seed(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return s.seedDRA(ctx)
 }
 
 // result is what a command printed and its exit code.
