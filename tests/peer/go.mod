@@ -10,7 +10,10 @@ require (
 	k8s.io/apimachinery v0.37.2
 )
 
-require golang.org/x/sys v0.49.0 // indirect
+require (
+	golang.org/x/sys v0.49.0 // indirect
+	k8s.io/dynamic-resource-allocation v0.37.2 // indirect
+)
 
 require (
 	cel.dev/expr v0.25.3 // indirect
