@@ -107,9 +107,12 @@ func maxMemory(devs []devices.Device) int64 {
 	return m
 }
 
-// nodeDevices reads a node's device annotations.
+// nodeDevices reads a node's device annotations: HAMi's registration
+// first (the size HAMi books a whole device or a share against, its
+// deviceMemoryScaling overcommit included), else the node agent's
+// (the physical size, for nodes HAMi does not register).
 func nodeDevices(n *corev1.Node) ([]devices.Device, string, []Problem) {
-	for _, key := range []string{devices.NodeDevicesAnnotation, devices.HAMiNodeRegisterAnnotation} {
+	for _, key := range []string{devices.HAMiNodeRegisterAnnotation, devices.NodeDevicesAnnotation} {
 		value, ok := n.Annotations[key]
 		if !ok {
 			continue

@@ -34,9 +34,10 @@ func TestNodeCapacity(t *testing.T) {
 			devices.HAMiNodeRegisterAnnotation, []string{"GPU-hami", "GPU-hami2"}, 81920, false},
 		{"HAMi legacy registration", map[string]string{devices.HAMiNodeRegisterAnnotation: "GPU-l,10,16384,100,NVIDIA-T4,0,true:"},
 			devices.HAMiNodeRegisterAnnotation, []string{"GPU-l"}, 16384, false},
-		{"gpuadmit annotation preferred over HAMi's",
+		// HAMi's device plugin registers physical memory × deviceMemoryScaling and books against that: gpuadmit books the same.
+		{"HAMi's registration preferred over the agent's (overcommit honoured)",
 			map[string]string{devices.NodeDevicesAnnotation: agent, devices.HAMiNodeRegisterAnnotation: hami},
-			devices.NodeDevicesAnnotation, []string{"GPU-agent"}, 24576, false},
+			devices.HAMiNodeRegisterAnnotation, []string{"GPU-hami", "GPU-hami2"}, 81920, false},
 		{"malformed: reported, no known devices", map[string]string{devices.NodeDevicesAnnotation: `[{"uuid":"GPU-x"`},
 			devices.NodeDevicesAnnotation, nil, 0, true},
 		{"malformed HAMi: reported", map[string]string{devices.HAMiNodeRegisterAnnotation: "garbage"},
