@@ -42,12 +42,15 @@ type check struct {
 }
 
 // recorded notes that uid's pod was recorded at now, and how long after
-// the reservation was first seen.
-func (a *absence) recorded(uid types.UID, now time.Time) {
+// the reservation was first seen. A reservation seen before this replica
+// was last paused or cut off (suspect) teaches nothing: the outage, not
+// the API server storing creates, made it slow (learning from it would
+// keep ghost reservations for a minute after every outage).
+func (a *absence) recorded(uid types.UID, now, suspect time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c := a.checks[uid]
-	if c == nil || c.seen.IsZero() {
+	if c == nil || c.seen.IsZero() || (!suspect.IsZero() && !suspect.Before(c.seen)) {
 		return
 	}
 	if took := now.Sub(c.seen); took > a.slowest {

@@ -25,7 +25,7 @@ func (s *Store) tidy(st *gpuadmitv1.GPUUsageStatus) (changes []string) {
 			continue
 		case r.ClaimName != "":
 			if seen != "" && r.RecordedResourceVersion == "" {
-				s.absence.recorded(r.PodUID, s.opts.Clock.Now())
+				s.absence.recorded(r.PodUID, s.opts.Clock.Now(), s.members.SuspectSince())
 				r.RecordedResourceVersion = s.recordedAt(seen)
 				changes = append(changes, "")
 			}
@@ -36,7 +36,7 @@ func (s *Store) tidy(st *gpuadmitv1.GPUUsageStatus) (changes []string) {
 				continue
 			}
 		case seen != "":
-			s.absence.recorded(r.PodUID, s.opts.Clock.Now())
+			s.absence.recorded(r.PodUID, s.opts.Clock.Now(), s.members.SuspectSince())
 			r.RecordedResourceVersion = s.recordedAt(seen)
 			changes = append(changes, "") // changed, nothing ended
 		case s.absence.isAbsent(r.PodUID):

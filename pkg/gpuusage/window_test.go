@@ -20,7 +20,7 @@ func TestWindowFollowsObservedLatency(t *testing.T) {
 		t.Fatalf("first reservation due after %s, want the configured 1s", got)
 	}
 	clk.SetTime(t0.Add(3 * time.Second))
-	s.absence.recorded("slow", clk.Now())
+	s.absence.recorded("slow", clk.Now(), time.Time{})
 	t1 := clk.Now()
 	if got := s.dueAt("next").Sub(t1); got != 6*time.Second {
 		t.Errorf("after a 3s recording, a new reservation is due after %s, want 6s", got)
@@ -32,9 +32,32 @@ func TestWindowFollowsObservedLatency(t *testing.T) {
 		uid := "fast-" + string(rune('a'+i))
 		s.dueAt(types.UID(uid))
 		clk.SetTime(clk.Now().Add(10 * time.Millisecond))
-		s.absence.recorded(types.UID(uid), clk.Now())
+		s.absence.recorded(types.UID(uid), clk.Now(), time.Time{})
 	}
 	if got := s.dueAt("later").Sub(clk.Now()); got != time.Second {
 		t.Errorf("after 40 fast recordings a new reservation is due after %s, want the configured 1s again", got)
+	}
+}
+
+// TestWindowIgnoresOutages: a reservation that took 16 s to be recorded
+// because this replica was cut off from the API server meanwhile (its
+// liveness made it suspect after the reservation was seen) leaves the
+// window as configured: after an outage, ghost reservations end as fast as
+// before it.
+func TestWindowIgnoresOutages(t *testing.T) {
+	s, _, _, clk := newStore(t, fakeClient(t), "r0")
+	t0 := clk.Now()
+	s.dueAt("during-outage")
+	clk.SetTime(t0.Add(16 * time.Second))
+	s.absence.recorded("during-outage", clk.Now(), t0.Add(5*time.Second))
+	if got := s.dueAt("next").Sub(clk.Now()); got != time.Second {
+		t.Errorf("after a recording slowed by an outage, a new reservation is due after %s, want the configured 1s", got)
+	}
+	// One seen after the outage still teaches.
+	s.dueAt("after")
+	clk.SetTime(clk.Now().Add(3 * time.Second))
+	s.absence.recorded("after", clk.Now(), t0.Add(5*time.Second))
+	if got := s.dueAt("next-2").Sub(clk.Now()); got != 6*time.Second {
+		t.Errorf("after a 3s recording past the outage, a new reservation is due after %s, want 6s", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -187,4 +188,113 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if left := c.leftovers(t); !slices.Equal(left, []string{"CustomResourceDefinition/gpuusages.gpuadmit.io"}) {
 		t.Errorf("helm uninstall left %v, want only the CRD (crds.keep)", left)
 	}
+}
+
+// TestInstallEveryClusterValues: a real API server accepts what the values
+// for other clusters render: HAMi's chart-rendered device config pasted
+// under config.devices as it is (the webhooks' matchConditions, CEL the API
+// server compiles, naming every family's resources), two replicas and their
+// budget, the pods' extra metadata, arguments and environment, the host
+// network and other ports, OpenShift's security contexts, a namespace label
+// selector, a registry and a digest. Then, with HAMi's ConfigMap in the
+// release namespace, hami.deviceConfigMap: helm reads it at install, so the
+// matchConditions name its families' resources and the replicas roll when
+// it changes.
+func TestInstallEveryClusterValues(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	const ns = "gpuadmit-system"
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	values := writeValues(t, `
+replicas: 2
+podAnnotations: {example.com/owner: team-ml}
+podLabels: {team: ml}
+extraArgs: [--cert-check-interval=5m]
+extraEnv: [{name: HTTPS_PROXY, value: "http://proxy:3128"}]
+hostNetwork: true
+ports: {webhook: 9543, metrics: 9580, probes: 9581}
+podSecurityContext: {runAsUser: null, runAsGroup: null}
+image: {registry: registry.example.com, repository: gpuadmit/gpuadmit-webhook, digest: "`+digest+`"}
+webhook:
+  namespaceSelector:
+    matchExpressions: [{key: gpuadmit.io/exempt, operator: DoesNotExist}]
+agent:
+  podLabels: {tier: node}
+  podSecurityContext: {runAsUser: null, runAsGroup: null}
+crds: {keep: false}
+`)
+	c.helm(t, "install", "gpuadmit", chartDir, "-n", ns, "--create-namespace", "-f", pasteUnderDevices(t, hamiRendered), "-f", values)
+	pdb, err := c.kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "gpuadmit-webhook", metav1.GetOptions{})
+	if err != nil || pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 || pdb.Spec.MinAvailable != nil {
+		t.Errorf("the budget of two replicas: %+v (%v), want maxUnavailable 1", pdb.Spec, err)
+	}
+	d, err := c.kube.AppsV1().Deployments(ns).Get(ctx, "gpuadmit-webhook", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := d.Spec.Template.Spec
+	if !ps.HostNetwork || ps.SecurityContext.RunAsUser != nil || ps.SecurityContext.RunAsGroup != nil ||
+		ps.Containers[0].Image != "registry.example.com/gpuadmit/gpuadmit-webhook@"+digest || d.Spec.Template.Labels["team"] != "ml" {
+		t.Errorf("the webhook Deployment as installed: hostNetwork %v, securityContext %+v, image %s, labels %v",
+			ps.HostNetwork, ps.SecurityContext, ps.Containers[0].Image, d.Spec.Template.Labels)
+	}
+	vwc, err := c.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "gpuadmit", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exprs := vwc.Webhooks[0].NamespaceSelector.MatchExpressions; len(exprs) != 2 || exprs[1].Key != "gpuadmit.io/exempt" {
+		t.Errorf("the validating webhook's namespaceSelector as installed: %+v", vwc.Webhooks[0].NamespaceSelector)
+	}
+	if expr := vwc.Webhooks[0].MatchConditions[0].Expression; !strings.Contains(expr, "'huawei.com/Ascend910B3-memory'") {
+		t.Errorf("the matchConditions as installed do not name the pasted sections' resources: %s", expr)
+	}
+	c.helm(t, "uninstall", "gpuadmit", "-n", ns, "--wait")
+
+	hami, err := os.ReadFile(hamiRendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hami-scheduler-device", Namespace: ns},
+		Data: map[string]string{"device-config.yaml": string(hami)}}
+	if _, err := c.kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := c.helm(t, "install", "gpuadmit", chartDir, "-n", ns, "--set", "hami.deviceConfigMap=hami-scheduler-device", "--set", "crds.keep=false")
+	if !strings.Contains(out, "HAMi's device config is read from ConfigMap gpuadmit-system/hami-scheduler-device") || strings.Contains(out, "helm could not read it") {
+		t.Errorf("NOTES.txt does not say where HAMi's device config is read:\n%s", out)
+	}
+	mwc, err := c.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "gpuadmit", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expr := mwc.Webhooks[0].MatchConditions[0].Expression
+	for _, name := range []string{"'nvidia.com/gpu'", "'huawei.com/Ascend910B3-memory'", "'cambricon.com/vmlu'", "'iluvatar.ai/BI-V150-vgpu'"} {
+		if !strings.Contains(expr, name) {
+			t.Errorf("the matchConditions do not name %s, a resource of HAMi's ConfigMap: %s", name, expr)
+		}
+	}
+	cfg, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, "gpuadmit-config", metav1.GetOptions{})
+	if err != nil || !strings.Contains(cfg.Data["config.yaml"], "hamiConfigPath: /etc/hami/device-config.yaml") {
+		t.Errorf("the configuration does not read HAMi's mounted file: %q (%v)", cfg.Data["config.yaml"], err)
+	}
+	checksum := func() string {
+		d, err := c.kube.AppsV1().Deployments(ns).Get(ctx, "gpuadmit-webhook", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Spec.Template.Annotations["checksum/hami-device-config"]
+	}
+	before := checksum()
+	if before == "" {
+		t.Error("the webhook pods carry no checksum of HAMi's device config")
+	}
+	cm.Data["device-config.yaml"] = strings.Replace(string(hami), "deviceSplitCount: 10", "deviceSplitCount: 4", 1)
+	if _, err := c.kube.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.helm(t, "upgrade", "gpuadmit", chartDir, "-n", ns, "--reuse-values")
+	if after := checksum(); after == before || after == "" {
+		t.Errorf("HAMi's device config changed, the checksum stayed %q", after)
+	}
+	c.helm(t, "uninstall", "gpuadmit", "-n", ns, "--wait")
 }

@@ -23,7 +23,7 @@ var update = flag.Bool("update", false, "write manifests/ from the chart (make m
 // chart renders (hack/manifestgen); with -update (make manifests) it
 // writes them.
 func TestManifestsFromChart(t *testing.T) {
-	files, err := manifestgen.Files(context.Background(), helmBin(t), chartDir)
+	files, err := manifestgen.Files(context.Background(), templateHelm(t), chartDir)
 	if err != nil {
 		t.Fatal(err)
 	}

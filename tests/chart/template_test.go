@@ -24,7 +24,7 @@ import (
 func TestLint(t *testing.T) {
 	for _, values := range []string{"", "ci/cert-manager-values.yaml", "ci/renamed-resources-values.yaml", "ci/agent-disabled-values.yaml",
 		"ci/client-auth-values.yaml", "ci/guards-values.yaml", "ci/hami-devices-values.yaml"} {
-		args := []string{"lint", chartDir, "--strict"}
+		args := []string{"lint", chartDir, "--strict", "--kube-version", minKubeVersion}
 		if values != "" {
 			args = append(args, "-f", chartDir+"/"+values)
 		}
@@ -341,8 +341,24 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"guards.podAnnotations.enabled=true", "'podAnnotations' not allowed"},
 		{"guards.nodeDeviceAnnotations.allowedUsers[0]=two words", "/guards/nodeDeviceAnnotations/allowedUsers/0"},
 		{"guards.nodeDeviceAnnotations.hamiDevicePluginUsers=hami", "/guards/nodeDeviceAnnotations/hamiDevicePluginUsers"},
+		{"podDisruptionBudget.minAvailable=2,podDisruptionBudget.maxUnavailable=1", "/podDisruptionBudget/maxUnavailable"},
+		{"podDisruptionBudget.maxUnavailable=0", "/podDisruptionBudget/maxUnavailable"},
+		{"podDisruptionBudget.minAvailable=150%", "/podDisruptionBudget/minAvailable"},
+		{"ports.metrics=70000", "/ports/metrics"},
+		{"ports.grpc=9000", "'grpc' not allowed"},
+		{"image.digest=latest", "/image/digest"},
+		{"agent.image.registry=a b", "/agent/image/registry"},
+		{"extraArgs[0]=1", "/extraArgs/0"},
+		{"extraEnv[0].value=x", "/extraEnv/0"},
+		{"podLabels.team=1", "/podLabels/team"},
+		{"agent.podAnnotations.owner=true", "/agent/podAnnotations/owner"},
+		{"hostNetwork=yes", "/hostNetwork"},
+		{"webhook.namespaceSelector.matchExpressions[0].key=a,webhook.namespaceSelector.matchExpressions[0].operator=Absent",
+			"/webhook/namespaceSelector/matchExpressions/0/operator"},
+		{"webhook.namespaceSelector.matchNames=x", "'matchNames' not allowed"},
+		{"hami.deviceConfigMap=HAMi_Config", "/hami/deviceConfigMap"},
 	} {
-		_, err := manifestgen.Render(context.Background(), helmBin(t), chartDir, "--set", tc.set)
+		_, err := manifestgen.Render(context.Background(), templateHelm(t), chartDir, "--set", tc.set)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--set %s: %v, want an error naming %s", tc.set, err, tc.want)
 		}
@@ -367,8 +383,20 @@ func TestRenderRefuses(t *testing.T) {
 			"guards.hamiPodAnnotations.enabled with neither allowedUsers nor allowedGroups"},
 		{"a metrics reader ServiceAccount without a namespace", []string{"--set", "metrics.reader.subjects[0].kind=ServiceAccount,metrics.reader.subjects[0].name=p"},
 			"a ServiceAccount needs its namespace"},
+		{"a budget keeping every replica up", []string{"--set", "replicas=2", "--set", "podDisruptionBudget.minAvailable=2"},
+			"podDisruptionBudget.minAvailable (2) keeps every one of the replicas (2) up: that PodDisruptionBudget would block every node drain. " +
+				"Set it below replicas, or set podDisruptionBudget.maxUnavailable instead"},
+		{"a budget keeping every replica up, in percent", []string{"--set", "podDisruptionBudget.minAvailable=67%"},
+			"podDisruptionBudget.minAvailable (67%) keeps every one of the replicas (3) up"},
+		{"a budget above the replicas", []string{"--set", "replicas=2", "--set", "podDisruptionBudget.minAvailable=5"},
+			"podDisruptionBudget.minAvailable (5) keeps every one of the replicas (2) up"},
+		{"pod labels changing the selector's", []string{"--set", "podLabels.app\\.kubernetes\\.io/name=other"},
+			`podLabels: "app.kubernetes.io/name" is one of the chart's own pod labels (app.kubernetes.io/name: gpuadmit-webhook), which podLabels cannot change`},
+		{"two ports the same", []string{"--set", "ports.metrics=9443"}, "ports: webhook (9443), metrics (9443) and probes (8081) must be three different ports"},
+		{"agent pod labels changing the chart's", []string{"--set", "agent.podLabels.app\\.kubernetes\\.io/part-of=other"},
+			`agent.podLabels: "app.kubernetes.io/part-of" is one of the chart's own pod labels`},
 	} {
-		_, err := manifestgen.Render(context.Background(), helmBin(t), chartDir, tc.args...)
+		_, err := manifestgen.Render(context.Background(), templateHelm(t), chartDir, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
 		}

@@ -17,18 +17,41 @@ app.kubernetes.io/name: gpuadmit-nvml-agent
 {{ include "gpuadmit.labels" . }}
 {{- end }}
 
-{{/* An image reference: repository:tag, the tag defaulting to appVersion. */}}
+{{/*
+An image reference (dict "image" <image value> "chart" .Chart "global"
+.Values.global): [registry/]repository, then @digest when set, else :tag
+(the tag defaulting to appVersion). The registry is image.registry, else
+global.imageRegistry, prepended to the repository when set.
+*/}}
 {{- define "gpuadmit.image" -}}
-{{- printf "%s:%s" .image.repository (default .chart.AppVersion .image.tag) -}}
+{{- $registry := .image.registry | default ((.global | default dict).imageRegistry) | default "" | trimSuffix "/" -}}
+{{- $repo := .image.repository -}}
+{{- if $registry }}{{ $repo = printf "%s/%s" $registry $repo }}{{ end -}}
+{{- if .image.digest }}{{ printf "%s@%s" $repo .image.digest }}{{ else }}{{ printf "%s:%s" $repo (default .chart.AppVersion .image.tag) }}{{ end -}}
 {{- end }}
 
 {{/*
-The managed resource names, from the one place they are set: the devices
-section of the configuration. Every governed family's names: nvidia's,
-those of each HAMi section present (a name it leaves out at HAMi's default,
-as the server reads it: gpuadmit.hamiDefaultNames), gpushare's when
-present. The webhooks' matchConditions use them.
+A pod template's labels (dict "labels" <the chart's labels, as rendered>
+"extra" <podLabels> "value" <the value's name>): the chart's, then the extra
+ones. An extra label may not change one of the chart's (the selector's
+app.kubernetes.io/name among them): rendering fails naming it.
 */}}
+{{- define "gpuadmit.podLabels" -}}
+{{- $own := .labels | fromYaml -}}
+{{- .labels }}
+{{- $extra := .extra | default dict -}}
+{{- range $k := keys $extra | sortAlpha }}
+{{- if and (hasKey $own $k) (ne (toString (index $own $k)) (toString (index $extra $k))) }}
+{{- fail (printf "%s: %q is one of the chart's own pod labels (%s: %s), which %s cannot change (app.kubernetes.io/name selects the pods)" $.value $k $k (index $own $k) $.value) }}
+{{- end }}
+{{- end }}
+{{- $add := dict -}}
+{{- range $k, $v := $extra }}{{ if not (hasKey $own $k) }}{{ $_ := set $add $k $v }}{{ end }}{{ end -}}
+{{- with $add }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
 {{/*
 gpuadmit.deviceClassNames: the DeviceClasses config.dra governs, as a CEL
 list ("" when none).
@@ -39,10 +62,36 @@ list ("" when none).
 {{- if $quoted }}{{ printf "[%s]" (join ", " $quoted) }}{{ end -}}
 {{- end -}}
 
+{{/*
+The managed resource names, from the one place they are set: the devices
+section of the configuration. Every governed family's names: nvidia's,
+those of each HAMi section present (a name it leaves out at HAMi's default,
+as the server reads it: gpuadmit.hamiDefaultNames), gpushare's when
+present. The webhooks' matchConditions use them. With hami.deviceConfigMap
+the server reads HAMi's sections from that ConfigMap: its families' names
+are added when helm can read it (install, upgrade), to those of
+config.devices (all helm template sees).
+*/}}
 {{- define "gpuadmit.resourceNames" -}}
-{{- $d := .Values.config.devices -}}
-{{- $n := $d.nvidia -}}
-{{- $names := list $n.resourceCountName $n.resourceMemoryName $n.resourceMemoryPercentageName $n.resourceCoreName -}}
+{{- $names := include "gpuadmit.deviceResourceNames" .Values.config.devices | fromJsonArray -}}
+{{- with include "gpuadmit.hamiDevices" . | fromYaml -}}
+{{- $names = concat $names (include "gpuadmit.deviceResourceNames" . | fromJsonArray) -}}
+{{- end -}}
+{{- $quoted := list -}}
+{{- range without (uniq $names) "" }}{{ $quoted = append $quoted (printf "'%s'" .) }}{{ end -}}
+{{- printf "[%s]" (join ", " $quoted) -}}
+{{- end }}
+
+{{/*
+gpuadmit.deviceResourceNames: the resource names of every family a devices
+section (config.devices, or HAMi's device-config.yaml) governs, as a JSON
+list, "" for a name left empty.
+*/}}
+{{- define "gpuadmit.deviceResourceNames" -}}
+{{- $d := . | default dict -}}
+{{- $n := $d.nvidia | default dict -}}
+{{- $names := list ($n.resourceCountName | default "nvidia.com/gpu") ($n.resourceMemoryName | default "nvidia.com/gpumem")
+  ($n.resourceMemoryPercentageName | default "nvidia.com/gpumem-percentage") ($n.resourceCoreName | default "nvidia.com/gpucores") -}}
 {{- $defaults := include "gpuadmit.hamiDefaultNames" . | fromYaml -}}
 {{- range $sec := list "cambricon" "hygon" "metax" "enflame" "mthreads" "kunlun" "awsneuron" "amd" "vastai" "biren" -}}
 {{- if hasKey $d $sec -}}
@@ -67,9 +116,50 @@ list ("" when none).
 {{- $names = append $names ($c.resourceCoreName | default (ternary (printf "%s-core" $base) "" (ne $base ""))) -}}
 {{- end -}}
 {{- if hasKey $d "gpushare" }}{{ $names = append (append $names "aliyun.com/gpu-count") "aliyun.com/gpu-mem" }}{{ end -}}
-{{- $quoted := list -}}
-{{- range without (uniq $names) "" }}{{ $quoted = append $quoted (printf "'%s'" .) }}{{ end -}}
-{{- printf "[%s]" (join ", " $quoted) -}}
+{{- toJson $names -}}
+{{- end }}
+
+{{/*
+HAMi's device config from hami.deviceConfigMap, as helm reads it at install
+and upgrade (lookup): the YAML of its device-config.yaml key, "" when
+hami.deviceConfigMap is empty or helm cannot read the ConfigMap (helm
+template, a missing ConfigMap). Rendering fails when it is not valid YAML.
+*/}}
+{{- define "gpuadmit.hamiDeviceConfig" -}}
+{{- with .Values.hami.deviceConfigMap -}}
+{{- $data := (lookup "v1" "ConfigMap" $.Release.Namespace .).data | default dict -}}
+{{- $text := index $data "device-config.yaml" | default "" -}}
+{{- if $text -}}
+{{- $doc := $text | fromYaml -}}
+{{- if hasKey $doc "Error" -}}
+{{- fail (printf "hami.deviceConfigMap: the key device-config.yaml of ConfigMap %s/%s is not valid YAML: %s" $.Release.Namespace . $doc.Error) -}}
+{{- end -}}
+{{- $text -}}
+{{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/* gpuadmit.hamiDevices: HAMi's device config read from hami.deviceConfigMap, re-rendered as YAML ("" when unread). */}}
+{{- define "gpuadmit.hamiDevices" -}}
+{{- with include "gpuadmit.hamiDeviceConfig" . }}{{ . | fromYaml | toYaml }}{{ end -}}
+{{- end }}
+
+{{/*
+Where the webhook reads HAMi's device config mounted from
+hami.deviceConfigMap (devices.hamiConfigPath of the rendered configuration).
+*/}}
+{{- define "gpuadmit.hamiMountPath" -}}/etc/hami{{- end }}
+
+{{/*
+The nvidia family's resource names (a YAML map), for NOTES.txt: from the
+ConfigMap of hami.deviceConfigMap when helm reads it, else config.devices.
+*/}}
+{{- define "gpuadmit.nvidiaNames" -}}
+{{- $n := .Values.config.devices.nvidia -}}
+{{- with include "gpuadmit.hamiDevices" . | fromYaml }}{{ with .nvidia }}{{ $n = . }}{{ end }}{{ end -}}
+resourceCountName: {{ $n.resourceCountName | default "nvidia.com/gpu" }}
+resourceMemoryName: {{ $n.resourceMemoryName | default "nvidia.com/gpumem" }}
+resourceCoreName: {{ $n.resourceCoreName | default "nvidia.com/gpucores" }}
 {{- end }}
 
 {{/*
@@ -97,6 +187,25 @@ vnpuWords: {"910A": Ascend910A, "910B2": Ascend910B2, "910B3": Ascend910B3, "910
 {{- $ns := list .Release.Namespace -}}
 {{- range .Values.webhook.excludeNamespaces }}{{ if not (has . $ns) }}{{ $ns = append $ns . }}{{ end }}{{ end -}}
 {{- toJson (sortAlpha $ns) -}}
+{{- end }}
+
+{{/*
+The webhooks' namespaceSelector: the excluded namespaces by name, and
+webhook.namespaceSelector's terms (matchLabels, matchExpressions) beside.
+*/}}
+{{- define "gpuadmit.namespaceSelector" -}}
+{{- $sel := .Values.webhook.namespaceSelector | default dict -}}
+{{- with $sel.matchLabels }}
+matchLabels:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+matchExpressions:
+  - key: kubernetes.io/metadata.name
+    operator: NotIn
+    values: {{ include "gpuadmit.excludedNamespaces" . }}
+  {{- with $sel.matchExpressions }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
 {{- end }}
 
 {{/*
