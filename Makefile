@@ -10,9 +10,26 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
 all: build
 
+# The command line's version, commit and build date (`gpuadmit version`): the
+# commit when git can tell it, else "unknown". make build names the version
+# GPUADMIT_VERSION (dev), make release GPUADMIT_RELEASE (v and the chart's appVersion).
+GPUADMIT_VERSION ?= dev
+GPUADMIT_RELEASE ?= v$(APP_VERSION)
+gpuadmit_ldflags = -X main.version=$(1) \
+	-X main.commit=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown) \
+	-X main.buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags "$(call gpuadmit_ldflags,$(GPUADMIT_VERSION))" -o $(BIN)/gpuadmit ./cmd/gpuadmit
 	cp $(BIN)/gpuadmit $(BIN)/kubectl-gpuadmit
+
+## release: the command line stripped for distribution (-trimpath, no symbol table nor DWARF) in bin/release/,
+## as gpuadmit and kubectl-gpuadmit, version GPUADMIT_RELEASE.
+.PHONY: release
+release:
+	$(GO) build -trimpath -ldflags "-s -w $(call gpuadmit_ldflags,$(GPUADMIT_RELEASE))" -o $(BIN)/release/gpuadmit ./cmd/gpuadmit
+	cp $(BIN)/release/gpuadmit $(BIN)/release/kubectl-gpuadmit
 
 ## test: everything CI checks: lint, unit tests and each benchmark once (fuzz seed corpora included), the example policies, the monitoring files, the Gatekeeper comparison once, integration suites.
 test: lint unit policies monitoring peer-1x integration

@@ -25,11 +25,15 @@ type cliCase struct {
 	wantText string
 	// wantTextSub must each appear in stdout (wantOut is not read).
 	wantTextSub []string
+	// notInText must not appear in stdout.
+	notInText []string
 	// wantObjects are the objects of a multi-object JSON, in order, as
 	// objectsOf writes them (wantOut is not read).
 	wantObjects []string
 	// wantErrSub must appear in stderr; when empty, stderr must be empty.
 	wantErrSub string
+	// wantErr is the whole of stderr, when set (wantErrSub is not read).
+	wantErr string
 }
 
 // check runs the command line and compares exit code, stdout and stderr.
@@ -41,11 +45,11 @@ func (tt cliCase) check(t *testing.T) {
 	if code != tt.wantCode {
 		t.Fatalf("exit code %d, want %d; stderr: %s", code, tt.wantCode, errOut.String())
 	}
-	if tt.wantErrSub != "" && !strings.Contains(errOut.String(), tt.wantErrSub) {
-		t.Errorf("stderr %q does not contain %q", errOut.String(), tt.wantErrSub)
-	}
-	if tt.wantErrSub == "" && errOut.Len() != 0 {
-		t.Errorf("unexpected stderr: %s", errOut.String())
+	tt.checkStderr(t, errOut.String())
+	for _, sub := range tt.notInText {
+		if strings.Contains(out.String(), sub) {
+			t.Errorf("stdout contains %q:\n%s", sub, out.String())
+		}
 	}
 	if tt.wantText != "" && out.String() != tt.wantText {
 		t.Errorf("stdout\n%s\nwant\n%s", out.String(), tt.wantText)
@@ -80,6 +84,21 @@ func (tt cliCase) check(t *testing.T) {
 	w, _ := json.Marshal(want)
 	if string(g) != string(w) {
 		t.Errorf("stdout\n%s\nwant\n%s", g, w)
+	}
+}
+
+// checkStderr compares stderr with wantErr, or wantErrSub.
+func (tt cliCase) checkStderr(t *testing.T, stderr string) {
+	t.Helper()
+	switch {
+	case tt.wantErr != "":
+		if stderr != tt.wantErr {
+			t.Errorf("stderr %q, want %q", stderr, tt.wantErr)
+		}
+	case tt.wantErrSub != "" && !strings.Contains(stderr, tt.wantErrSub):
+		t.Errorf("stderr %q does not contain %q", stderr, tt.wantErrSub)
+	case tt.wantErrSub == "" && stderr != "":
+		t.Errorf("unexpected stderr: %s", stderr)
 	}
 }
 

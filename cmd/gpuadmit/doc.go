@@ -3,11 +3,11 @@
 // manifests and a 'kubectl get -o yaml' dump, or from the cluster of the
 // current kubeconfig context.
 //
-//	gpuadmit effective -f POD.yaml [-f ...] [-R] [--config CFG] [--device-memory MiB]
-//	gpuadmit usage [--state STATE.yaml] [-n NAMESPACE] [-o json|table]
-//	gpuadmit eval -f POD.yaml [-f ...] [-R] [--state STATE.yaml] [-n NAMESPACE] [-o json|table]
-//	gpuadmit policy test [DIR]
-//	gpuadmit version | completion bash|zsh|fish|powershell
+//	gpuadmit effective -f POD.yaml [-f ...] [-R] [--config CFG] [--device-memory MiB] [-o FORMAT]
+//	gpuadmit usage [--state STATE.yaml] [-n NAMESPACE | -A] [-o FORMAT]
+//	gpuadmit eval -f POD.yaml [-f ...] [-R] [--state STATE.yaml] [-n NAMESPACE] [-o FORMAT]
+//	gpuadmit policy test [DIR] | verify SUITE.yaml | schema
+//	gpuadmit version [-o json|yaml] | completion bash|zsh|fish|powershell
 //
 // Installed on the PATH as kubectl-gpuadmit, it is the kubectl plugin
 // `kubectl gpuadmit`. Without --state, usage and eval read the cluster with
@@ -15,7 +15,9 @@
 // decide with the webhook's configuration and policy ConfigMaps there
 // unless --config and --policy are given; a line on stderr says which.
 //
-// Output is JSON on stdout (a table with -o table); errors go to stderr with
-// exit code 2; eval exits 1 when a pod is denied, policy test when a test
-// fails. See docs/cli.md.
+// effective, usage and eval print a table on stdout, as kubectl does; -o
+// json prints the command-line contract's JSON (docs/design.md), -o yaml
+// that JSON as YAML, -o wide more columns, -o jsonpath=TEMPLATE a part of
+// the JSON. Errors go to stderr with exit code 2; eval exits 1 when a pod
+// is denied, policy test when a test fails. See docs/cli.md.
 package main

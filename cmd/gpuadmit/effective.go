@@ -42,6 +42,8 @@ type objectRef struct {
 // effectiveObjects is the output for a manifest that is not exactly one Pod.
 type effectiveObjects struct {
 	Objects []effectiveObject `json:"objects"`
+	// primary is the family at the first level of each object's demand.
+	primary string
 }
 
 type effectiveObject struct {
@@ -60,12 +62,12 @@ type containerOutput struct {
 
 func (c *cli) effectiveCmd() *cobra.Command {
 	var o struct {
-		in     manifestFlags
-		config string
-		devMem int64
+		in             manifestFlags
+		config, output string
+		devMem         int64
 	}
 	cmd := &cobra.Command{
-		Use:   "effective -f POD.yaml [--config CFG] [--device-memory MiB]",
+		Use:   "effective -f POD.yaml [--config CFG] [--device-memory MiB] [-o table|wide|json|yaml|jsonpath=TEMPLATE]",
 		Short: "Print the effective GPU demand of a pod, workload or ResourceClaim",
 		Long: `Print the effective GPU demand of each pod of the manifests: the maximum of
 its steady state and its init-container peak, per container role, with
@@ -75,12 +77,13 @@ manifests: the devices of the DeviceClasses the configuration governs it
 asks for, one container per request, whole devices sized by the
 manifests' ResourceSlices, else by --device-memory. -f repeats and takes directories
 (-R: with their subdirectories), as in kubectl; the objects of all are
-printed together. The nvidia family's demand is at the first level; that
-of every other device family the configuration governs and the pod asks
-for is under "families", by name.`,
+printed together, a row each in the table (-o wide adds its containers).
+The nvidia family's demand is at the first level; that of every other
+device family the configuration governs and the pod asks for is under
+"families", by name (a FAMILY column in the table).`,
 		Example: `  gpuadmit effective -f pod.yaml
-  kubectl get deploy vllm -o yaml | gpuadmit effective -f -
-  gpuadmit effective -f a.yaml -f manifests/ -R`,
+  kubectl get deploy vllm -o yaml | gpuadmit effective -f - -o json
+  gpuadmit effective -f a.yaml -f manifests/ -R -o wide`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.in.required(cmd); err != nil {
@@ -89,16 +92,21 @@ for is under "families", by name.`,
 			if o.devMem < 0 {
 				return usageErrorf("--device-memory must be >= 0, got %d", o.devMem)
 			}
-			return c.effective(o.in, o.config, o.devMem)
+			out, err := parseOutput(o.output, tableFormats)
+			if err != nil {
+				return err
+			}
+			return c.effective(o.in, o.config, o.devMem, out)
 		},
 	}
 	filenameFlag(cmd, &o.in, "pod, workload or ResourceClaim manifests")
+	outputFlag(cmd, &o.output, formatTable, tableFormats)
 	configFlag(cmd, &o.config, "every default")
 	cmd.Flags().Int64Var(&o.devMem, "device-memory", 0, "device memory in MiB used to resolve memory percentages (0: unresolved)")
 	return cmd
 }
 
-func (c *cli) effective(in manifestFlags, cfgPath string, devMem int64) error {
+func (c *cli) effective(in manifestFlags, cfgPath string, devMem int64, format output) error {
 	cfg, err := loadConfig(cfgPath, c.stderr)
 	if err != nil {
 		return err
@@ -112,7 +120,7 @@ func (c *cli) effective(in manifestFlags, cfgPath string, devMem int64) error {
 		return err
 	}
 	d := demander{charging: ch, devMem: devMem, templates: objs.ClaimTemplates, inv: dra.NewInventory(objs.Slices)}
-	var out effectiveObjects
+	out := effectiveObjects{primary: ch.families[0].Name}
 	var errs []error
 	for _, w := range objs.Workloads {
 		o, err := d.effective(w)
@@ -129,7 +137,7 @@ func (c *cli) effective(in manifestFlags, cfgPath string, devMem int64) error {
 	if onePod(objs) {
 		doc = out.Objects[0].effectiveOutput
 	}
-	return writeJSON(c.stdout, doc)
+	return format.write(c.stdout, doc, func(wide bool) error { return printEffective(c.stdout, out, wide) })
 }
 
 // onePod reports whether the manifest is exactly one Pod: its output keeps

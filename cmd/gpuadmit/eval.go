@@ -105,12 +105,18 @@ context's namespace, or "default" with --state). The policies see the
 namespace's labels (a Namespace object in --state, or the cluster's) and
 the requesting user: --as and --as-group as kubectl takes them (the API
 server adds system:authenticated), else the kubeconfig's user when reading
-the cluster, or nobody with --state.`
+the cluster, or nobody with --state. eval takes no -A: it decides in the
+pods' namespaces.
+
+It prints a table (a row per object, then the denials and warnings); -o
+wide adds how many of each, -o json the JSON of the command-line contract,
+-o yaml that JSON as YAML, -o jsonpath=TEMPLATE what the template picks of
+it. The exit code is the same in every format.`
 
 func (c *cli) evalCmd() *cobra.Command {
 	var o evalOptions
 	cmd := &cobra.Command{
-		Use:   "eval -f POD.yaml [--state STATE.yaml] [-n NAMESPACE] [-o json|table]",
+		Use:   "eval -f POD.yaml [--state STATE.yaml] [-n NAMESPACE] [-o table|wide|json|yaml|jsonpath=TEMPLATE]",
 		Short: "Make the webhook's decision for a CREATE of a pod, workload or ResourceClaim",
 		Long:  evalLong,
 		Example: `  # would the webhook admit this pod in the cluster of the current context?
@@ -119,23 +125,32 @@ func (c *cli) evalCmd() *cobra.Command {
   # two manifests and a directory with its subdirectories, decided one after the other
   gpuadmit eval -f quota-filler.yaml -f pod.yaml -f jobs/ -R
 
-  # and in namespace team-b, from a dump
-  gpuadmit eval -f pod.yaml --state state.yaml -n team-b -o table
+  # and in namespace team-b, from a dump, as JSON
+  gpuadmit eval -f pod.yaml --state state.yaml -n team-b -o json
 
   # as a member of ml-leads, with the rule behind each message
-  gpuadmit eval -f pod.yaml --state state.yaml --as alice --as-group ml-leads --explain -o table`,
-		Args: noArgs,
+  gpuadmit eval -f pod.yaml --state state.yaml --as alice --as-group ml-leads --explain
+
+  # only the verdict
+  gpuadmit eval -f pod.yaml -o jsonpath='{.allowed}'`,
+		Annotations: map[string]string{readsCluster: "true"},
+		Args:        noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.check(cmd); err != nil {
+			out, err := o.check(cmd)
+			if err != nil {
 				return err
 			}
-			return c.eval(cmd, o)
+			err = c.eval(cmd, o, out)
+			if o.state == "" {
+				err = c.unreachable(err)
+			}
+			return err
 		},
 	}
 	filenameFlag(cmd, &o.in, "pod, workload or ResourceClaim manifests")
 	cmd.Flags().StringVar(&o.state, "state", "", stateUsage)
 	setupFlagsOn(cmd, &o.setup, true)
-	outputFlag(cmd, &o.output)
+	outputFlag(cmd, &o.output, formatTable, tableFormats)
 	cmd.Flags().BoolVar(&o.explain, "explain", false, "tell, for each denial and warning, the rule that produced it (file:line), and the namespace's limits against its usage after the pod")
 	return cmd
 }
@@ -148,21 +163,22 @@ type evalOptions struct {
 	explain       bool
 }
 
-// check reports a usage error in eval's flags.
-func (o evalOptions) check(cmd *cobra.Command) error {
+// check reports a usage error in eval's flags, and reads -o.
+func (o evalOptions) check(cmd *cobra.Command) (output, error) {
 	if err := o.in.required(cmd); err != nil {
-		return err
+		return output{}, err
 	}
 	if o.in.stdin() && o.state == "-" {
-		return usageErrorf("-f and --state cannot both read standard input")
+		return output{}, usageErrorf("-f and --state cannot both read standard input")
 	}
-	if err := checkOutput(o.output); err != nil {
-		return err
+	out, err := parseOutput(o.output, tableFormats)
+	if err != nil {
+		return output{}, err
 	}
-	return checkSetupFlags(cmd, o.state)
+	return out, checkSetupFlags(cmd, o.state)
 }
 
-func (c *cli) eval(cmd *cobra.Command, o evalOptions) error {
+func (c *cli) eval(cmd *cobra.Command, o evalOptions, format output) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), evalTimeout)
 	defer cancel()
 	warn := func(w string) { fmt.Fprintf(c.stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }
@@ -185,12 +201,7 @@ func (c *cli) eval(cmd *cobra.Command, o evalOptions) error {
 	if single {
 		doc = out.Objects[0].evalOutput
 	}
-	if o.output == "table" {
-		err = printEval(c.stdout, out)
-	} else {
-		err = writeJSON(c.stdout, doc)
-	}
-	if err != nil {
+	if err := format.write(c.stdout, doc, func(wide bool) error { return printEval(c.stdout, out, wide) }); err != nil {
 		return err
 	}
 	if !out.Allowed {

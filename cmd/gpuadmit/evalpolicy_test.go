@@ -35,7 +35,7 @@ spec:
 // it); --explain names the rule behind each message.
 func TestEvalPolicyInputs(t *testing.T) {
 	eval := func(stdin string, extra ...string) []string {
-		return append([]string{"eval", "-f", "-", "--state", libraryState, "--policy", library}, extra...)
+		return append([]string{"eval", "-o", "json", "-f", "-", "--state", libraryState, "--policy", library}, extra...)
 	}
 	tests := []cliCase{
 		{name: "a whole H200 for someone outside ml-leads: denied", stdin: wholeH200, args: eval(wholeH200, "--as", "bob", "--as-group", "developers"),

@@ -181,7 +181,7 @@ func TestUsageFamilies(t *testing.T) {
 	}
 
 	var table bytes.Buffer
-	if err := printUsage(&table, out); err != nil {
+	if err := printUsage(&table, out, false); err != nil {
 		t.Fatal(err)
 	}
 	wantTable := `NAMESPACE   FAMILY         PODS   GPU   GPUMEM(MiB)   GPUCORES
@@ -191,6 +191,18 @@ team-b      ascend-910B2   0      0/1   0/-           0/-
 `
 	if table.String() != wantTable {
 		t.Errorf("table\n%s\nwant\n%s", table.String(), wantTable)
+	}
+	table.Reset()
+	if err := printUsage(&table, out, true); err != nil {
+		t.Fatal(err)
+	}
+	wantWide := `NAMESPACE   FAMILY         PODS   GPU   GPUMEM(MiB)   GPUCORES   QUOTAS         UNRESOLVED
+team-a      nvidia         1      1/2   1024/8192     0/-        q-both,q-nv    0
+team-a      ascend-910B2   1      3/4   8192/16384    0/-        q-both,q-npu   -
+team-b      ascend-910B2   0      0/1   0/-           0/-        npus           -
+`
+	if table.String() != wantWide {
+		t.Errorf("wide\n%s\nwant\n%s", table.String(), wantWide)
 	}
 
 	// With nvidia alone configured the NPUs are not read: the output is
@@ -227,7 +239,7 @@ func TestEvalFamilies(t *testing.T) {
 		{objectRef: objectRef{Kind: "Pod", Name: "npus", Replicas: 1}, evalOutput: npuOnly, evaluatedIn: "team-a"},
 	}}
 	var table bytes.Buffer
-	if err := printEval(&table, objs); err != nil {
+	if err := printEval(&table, objs, false); err != nil {
 		t.Fatal(err)
 	}
 	wantTable := `KIND   NAMESPACE   NAME    ALLOWED   ADMITTED   FAMILY         GPU   GPUMEM(MiB)   GPUCORES
@@ -239,5 +251,37 @@ Pod team-a/npus denied: too many NPUs
 `
 	if table.String() != wantTable {
 		t.Errorf("table\n%s\nwant\n%s", table.String(), wantTable)
+	}
+	table.Reset()
+	if err := printEval(&table, objs, true); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Pod    team-a      npus    false     0/1        ascend-910B2   9     0             0          1         0\n"; !strings.Contains(table.String(), want) {
+		t.Errorf("wide\n%s\nwant the row\n%s", table.String(), want)
+	}
+}
+
+// TestEffectiveFamiliesTable: a row per family the pod asks for, the
+// first family's containers and the other's apart.
+func TestEffectiveFamiliesTable(t *testing.T) {
+	o, err := effectiveOf(oneWorkload(t, mixedPod), twoFamilies(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := effectiveObjects{primary: "nvidia", Objects: []effectiveObject{
+		{objectRef: objectRef{Kind: "Pod", Namespace: "team-a", Name: "mixed", Replicas: 1}, effectiveOutput: o},
+		{objectRef: objectRef{Kind: "DaemonSet", Name: "agent", Replicas: -1}, effectiveOutput: effectiveOutput{familyEffective: familyEffective{}}},
+	}}
+	var table bytes.Buffer
+	if err := printEffective(&table, out, true); err != nil {
+		t.Fatal(err)
+	}
+	want := `KIND        NAMESPACE   NAME    REPLICAS   FAMILY         GPU   GPUMEM(MiB)   GPUCORES   CONTAINERS
+Pod         team-a      mixed   1          nvidia         1     1024          0          app:app,npu:app
+Pod         team-a      mixed   1          ascend-910B2   3     8192          0          app:app,npu:app
+DaemonSet   -           agent   per-node   nvidia         0     0             0          -
+`
+	if table.String() != want {
+		t.Errorf("table\n%s\nwant\n%s", table.String(), want)
 	}
 }

@@ -32,12 +32,18 @@ func (m manifestFlags) stdin() bool { return slices.Contains(m.files, "-") }
 // read reads every manifest, in order, into one set of objects; none of
 // them holding a Pod, a workload or a ResourceClaim is an error.
 func (m manifestFlags) read(stdin io.Reader) (*manifest.Objects, error) {
+	stdin, seen := teeStdin(m.files, stdin)
 	objs, err := manifest.ReadFiles(m.files, m.recursive, stdin)
 	if err != nil {
 		return nil, err
 	}
 	if len(objs.Workloads) == 0 {
-		return nil, fmt.Errorf("%s: no Pod, workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) or ResourceClaim found", strings.Join(m.files, ", "))
+		files, err := manifest.Files(m.files, m.recursive)
+		if err != nil {
+			files = m.files
+		}
+		return nil, fmt.Errorf("%s: no Pod, workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) or ResourceClaim found%s",
+			strings.Join(m.files, ", "), kindsHint(files, seen.Bytes()))
 	}
 	return objs, nil
 }

@@ -14,10 +14,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is the release, set when building:
-// go build -ldflags "-X main.version=v0.3.0" ./cmd/gpuadmit
-var version = "dev"
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	name, args := invocation(os.Args[0], os.Args[1:])

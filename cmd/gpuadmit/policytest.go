@@ -22,8 +22,10 @@ func (c *cli) policyCmd() *cobra.Command {
 	policyCmd := &cobra.Command{
 		Use:   "policy",
 		Short: "Work with the Rego policies",
+		Args:  unknownCommand,
 	}
 	var coverage bool
+	var schemaFormat string
 	test := &cobra.Command{
 		Use:   "test [DIR] [--coverage]",
 		Short: "Run the Rego unit tests of the policies",
@@ -51,10 +53,14 @@ they never reached (as 'opa test --coverage').`,
 (docs/policy-input.md), for editors and other tools.`,
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			_, err := c.stdout.Write(policy.InputSchema())
-			return err
+			o, err := parseOutput(schemaFormat, dataFormats)
+			if err != nil {
+				return err
+			}
+			return o.writeData(c.stdout, policy.InputSchema())
 		},
 	}
+	outputFlag(schema, &schemaFormat, formatJSON, dataFormats)
 	verify := c.verifyCmd()
 	policyCmd.AddCommand(test, verify, schema)
 	policyCmd.RunE = func(*cobra.Command, []string) error {

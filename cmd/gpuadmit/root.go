@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -16,10 +17,16 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	kube           *genericclioptions.ConfigFlags
+	// tty reports whether a stream is a terminal: a slow live read tells
+	// its progress on stderr then (after progressAfter, then every
+	// progressEvery).
+	tty                          func(io.Writer) bool
+	progressAfter, progressEvery time.Duration
 }
 
 func newCLI(stdin io.Reader, stdout, stderr io.Writer) *cli {
-	return &cli{stdin: stdin, stdout: stdout, stderr: stderr, kube: genericclioptions.NewConfigFlags(true)}
+	return &cli{stdin: stdin, stdout: stdout, stderr: stderr, kube: genericclioptions.NewConfigFlags(true),
+		tty: isTerminal, progressAfter: progressAfter, progressEvery: progressEvery}
 }
 
 // root builds the command tree; name is what the user typed to run it.
@@ -33,9 +40,10 @@ webhook's decision for a new pod, from manifests and a 'kubectl get -o yaml'
 dump (--state) or from the cluster of the current kubeconfig context.
 
 Manifests may be YAML or JSON, a single object, a List or a multi-document
-stream ("-" reads standard input). Output is JSON unless -o table. Exit
-codes: 0 ok, 1 a pod denied or a policy test failed, 2 bad input or error.`,
-		Version:       version,
+stream ("-" reads standard input). usage, eval and effective print a table
+unless -o json, yaml, wide or jsonpath=TEMPLATE. Exit codes: 0 ok, 1 a pod
+denied or a policy test failed, 2 bad input or error.`,
+		Version:       versionLine(),
 		Args:          unknownCommand,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -48,8 +56,8 @@ codes: 0 ok, 1 a pod denied or a policy test failed, 2 bad input or error.`,
 	root.SetIn(c.stdin)
 	root.SetOut(c.stdout)
 	root.SetErr(c.stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	c.kube.AddFlags(root.PersistentFlags())
+	root.SetFlagErrorFunc(flagError)
+	c.connectionFlags(root)
 	// --version without cobra's -v shorthand, which kubectl users know as
 	// the log level.
 	root.Flags().Bool("version", false, "print the version")
@@ -76,30 +84,6 @@ func renameExamples(cmd *cobra.Command, name string) {
 	}
 }
 
-func (c *cli) versionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(c.stdout, "%s version %s\n", cmd.Root().DisplayName(), version)
-			return err
-		},
-	}
-}
-
-// unknownCommand is the root's argument check: every argument is a command.
-func unknownCommand(cmd *cobra.Command, args []string) error {
-	if len(args) == 0 {
-		return nil
-	}
-	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
-	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-		msg += fmt.Sprintf(" (did you mean %q?)", s[0])
-	}
-	return usageError{fmt.Errorf("%s", msg)}
-}
-
 // noShell answers `completion` without a shell it knows (cobra prints
 // the help and exits 0).
 func noShell(cmd *cobra.Command, args []string) error {
@@ -113,20 +97,6 @@ func noShell(cmd *cobra.Command, args []string) error {
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return usageErrorf("unexpected argument %q; usage: %s", args[0], cmd.UseLine())
-	}
-	return nil
-}
-
-// outputFlag adds -o/--output (json or table) to cmd.
-func outputFlag(cmd *cobra.Command, out *string) {
-	cmd.Flags().StringVarP(out, "output", "o", "json", "output format: json or table")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "table"}, cobra.ShellCompDirectiveNoFileComp))
-}
-
-// checkOutput validates -o.
-func checkOutput(out string) error {
-	if out != "json" && out != "table" {
-		return usageErrorf("--output must be json or table, got %q", out)
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func (c *cli) source(path string, warn func(string)) source {
 	if path != "" {
 		return dump{path: path, stdin: c.stdin, kube: c.kube}
 	}
-	return live{kube: c.kube, warn: warn}
+	return live{kube: c.kube, warn: warn, progress: c.startProgress}
 }
 
 // dump is a 'kubectl get -o yaml' dump of Pods, Nodes, ResourceQuotas (and
@@ -71,14 +71,15 @@ func (d dump) ledger(_ context.Context, ch charging, _ []string, _ bool) (*ledge
 // loadState reads a cluster dump ('kubectl get -o yaml' of Pods, Nodes,
 // ResourceQuotas, ...) and builds the usage ledger from it.
 func loadState(path string, stdin io.Reader, ch charging, log logr.Logger) (*ledger.Ledger, error) {
+	stdin, seen := teeStdin([]string{path}, stdin)
 	objs, err := manifest.ReadFile(path, stdin)
 	if err != nil {
 		return nil, err
 	}
 	if len(objs.Pods)+len(objs.Nodes)+len(objs.Quotas)+len(objs.Namespaces)+
 		len(objs.Claims)+len(objs.ClaimTemplates)+len(objs.Slices)+len(objs.DeviceClasses) == 0 {
-		return nil, fmt.Errorf("%s: no Pod, Node, ResourceQuota, Namespace, ResourceClaim, ResourceClaimTemplate, ResourceSlice or DeviceClass found (%d other objects)",
-			path, objs.Skipped)
+		return nil, fmt.Errorf("%s: no Pod, Node, ResourceQuota, Namespace, ResourceClaim, ResourceClaimTemplate, ResourceSlice or DeviceClass found (%d other objects)%s",
+			path, objs.Skipped, kindsHint([]string{path}, seen.Bytes()))
 	}
 	return ledgerOf(objs, ch, log), nil
 }
@@ -140,13 +141,16 @@ func ledgerOf(objs *manifest.Objects, ch charging, log logr.Logger) *ledger.Ledg
 type live struct {
 	kube *genericclioptions.ConfigFlags
 	warn func(string)
+	// progress, when set, starts the lines that tell a slow read's
+	// progress.
+	progress func() *progress
 }
 
 // namespace is kubectl's: -n, else the context's, else "default".
 func (l live) namespace() (string, error) {
 	ns, _, err := l.kube.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
-		return "", fmt.Errorf("no --state given, reading the kubeconfig: %w", err)
+		return "", kubeconfigError(err)
 	}
 	return ns, nil
 }
@@ -155,7 +159,7 @@ func (l live) namespace() (string, error) {
 func (l live) config() (*rest.Config, error) {
 	cfg, err := l.kube.ToRESTConfig()
 	if err != nil {
-		return nil, fmt.Errorf("no --state given, reading the kubeconfig: %w", err)
+		return nil, kubeconfigError(err)
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "gpuadmit/" + version
@@ -185,17 +189,9 @@ func (l live) ledger(ctx context.Context, ch charging, namespaces []string, rese
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := clusterstate.Read(ctx, kc, namespaces)
+	st, err := l.read(ctx, kc, ch, namespaces)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the cluster (no --state given): %w", err)
-	}
-	for _, w := range st.Warnings {
-		l.warn(w)
-	}
-	if ch.governs() {
-		if err := readDRA(ctx, kc, namespaces, st.Objects, l.warn); err != nil {
-			return nil, nil, fmt.Errorf("reading the cluster (no --state given): %w", err)
-		}
+		return nil, nil, err
 	}
 	led := ledgerOf(st.Objects, ch, logr.Discard())
 	if !reserve {
@@ -215,4 +211,28 @@ func (l live) ledger(ctx context.Context, ch charging, namespaces []string, rese
 		reserved[ns] = rs
 	}
 	return led, reserved, nil
+}
+
+// read lists the cluster's objects (the DRA objects too when ch governs
+// a DeviceClass), telling its progress when it is slow, and warns of what
+// it could not read.
+func (l live) read(ctx context.Context, kc kubernetes.Interface, ch charging, namespaces []string) (*clusterstate.State, error) {
+	var p *progress
+	if l.progress != nil {
+		p = l.progress()
+	}
+	defer p.end()
+	st, err := clusterstate.ReadWithProgress(ctx, kc, namespaces, p.listed)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cluster (no --state given): %w", err)
+	}
+	for _, w := range st.Warnings {
+		l.warn(w)
+	}
+	if ch.governs() {
+		if err := readDRA(ctx, kc, namespaces, st.Objects, l.warn); err != nil {
+			return nil, fmt.Errorf("reading the cluster (no --state given): %w", err)
+		}
+	}
+	return st, nil
 }

@@ -84,6 +84,9 @@ func readSuite(path string) (*policySuite, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := notASuite(path, data); err != nil {
+		return nil, err
+	}
 	s := &policySuite{dir: filepath.Dir(path)}
 	if err := yaml.UnmarshalStrict(data, s); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

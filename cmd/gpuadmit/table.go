@@ -40,8 +40,10 @@ func orDash(s string) string {
 // namespace uses, reserves or limits a family other than the first, a
 // FAMILY column tells them apart and each namespace has a row per family;
 // when a namespace is charged ResourceClaims, a CLAIMS column counts them.
-func printUsage(w io.Writer, u usageOutput) error {
-	if err := printNamespaces(w, u); err != nil {
+// wide adds each row's ResourceQuotas and unresolved pods, and each
+// device's free memory and cores.
+func printUsage(w io.Writer, u usageOutput, wide bool) error {
+	if err := printNamespaces(w, u, wide); err != nil {
 		return err
 	}
 	if len(u.Nodes) == 0 {
@@ -49,7 +51,11 @@ func printUsage(w io.Writer, u usageOutput) error {
 	}
 	fmt.Fprintln(w)
 	t := newTable(w)
-	fmt.Fprintln(t, "NODE\tDEVICE\tGPU\tGPUMEM(MiB)\tGPUCORES")
+	header := "NODE\tDEVICE\tGPU\tGPUMEM(MiB)\tGPUCORES"
+	if wide {
+		header += "\tFREE-GPUMEM(MiB)\tFREE-GPUCORES"
+	}
+	fmt.Fprintln(t, header)
 	for _, node := range slices.Sorted(maps.Keys(u.Nodes)) {
 		devs := u.Nodes[node].Devices
 		for _, id := range slices.Sorted(maps.Keys(devs)) {
@@ -58,93 +64,138 @@ func printUsage(w io.Writer, u usageOutput) error {
 			if d.Capacity != nil {
 				mem, cores = &d.Capacity.MemMiB, &d.Capacity.Cores
 			}
-			fmt.Fprintf(t, "%s\t%s\t%d\t%s\t%s\n", node, id, d.Used.GPU, ofLimit(d.Used.MemMiB, mem), ofLimit(d.Used.Cores, cores))
+			row := fmt.Sprintf("%s\t%s\t%d\t%s\t%s", node, id, d.Used.GPU, ofLimit(d.Used.MemMiB, mem), ofLimit(d.Used.Cores, cores))
+			if wide {
+				row += "\t" + free(d.Used.MemMiB, mem) + "\t" + free(d.Used.Cores, cores)
+			}
+			fmt.Fprintln(t, row)
 		}
 	}
 	return t.Flush()
+}
+
+// free is capacity less used, "-" when the capacity is not known.
+func free(used int64, capacity *int64) string {
+	if capacity == nil {
+		return "-"
+	}
+	return strconv.FormatInt(*capacity-used, 10)
+}
+
+// namespaceColumns says which optional columns the namespace rows have.
+type namespaceColumns struct {
+	byFamily, claims, wide bool
 }
 
 // printNamespaces writes the namespace rows of `usage -o table`.
-func printNamespaces(w io.Writer, u usageOutput) error {
+func printNamespaces(w io.Writer, u usageOutput, wide bool) error {
 	t := newTable(w)
-	byFamily, claims := false, false
+	cols := namespaceColumns{wide: wide}
 	for _, ns := range u.Namespaces {
-		byFamily = byFamily || len(ns.Families) > 0
-		claims = claims || ns.Claims > 0
+		cols.byFamily = cols.byFamily || len(ns.Families) > 0
+		cols.claims = cols.claims || ns.Claims > 0
 	}
-	fmt.Fprintln(t, namespaceHeader(byFamily, claims))
+	fmt.Fprintln(t, cols.header())
 	for _, name := range slices.Sorted(maps.Keys(u.Namespaces)) {
 		ns := u.Namespaces[name]
-		count := strconv.Itoa(ns.Pods)
-		if claims {
-			count += "\t" + strconv.Itoa(ns.Claims)
-		}
-		cells := func(used effective.Vector, l usageLimits) string {
-			return fmt.Sprintf("%s\t%s\t%s\t%s", count, ofLimit(used.GPU, l.GPU), ofLimit(used.MemMiB, l.MemMiB), ofLimit(used.Cores, l.Cores))
-		}
-		if !byFamily {
-			fmt.Fprintf(t, "%s\t%s\n", name, cells(ns.Used, ns.Limits))
-			continue
-		}
-		if len(ns.Families) == 0 || !ns.Used.IsZero() || ns.Limits != (usageLimits{}) {
-			fmt.Fprintf(t, "%s\t%s\t%s\n", name, orDash(u.primary), cells(ns.Used, ns.Limits))
+		if !cols.byFamily || len(ns.Families) == 0 || !ns.Used.IsZero() || ns.Limits != (usageLimits{}) {
+			fmt.Fprintln(t, cols.row(name, orDash(u.primary), ns, ns.Used, ns.Limits, ns.Quotas, strconv.Itoa(len(ns.Unresolved))))
 		}
 		for _, f := range slices.Sorted(maps.Keys(ns.Families)) {
-			fmt.Fprintf(t, "%s\t%s\t%s\n", name, f, cells(ns.Families[f].Used, ns.Families[f].Limits))
+			uf := ns.Families[f]
+			fmt.Fprintln(t, cols.row(name, f, ns, uf.Used, uf.Limits, uf.Quotas, "-"))
 		}
 	}
 	return t.Flush()
 }
 
-// namespaceHeader is the header of the namespace rows: with a FAMILY
-// column, with a CLAIMS column.
-func namespaceHeader(byFamily, claims bool) string {
+// header is the header of the namespace rows: with a FAMILY column, with
+// a CLAIMS column, wide.
+func (c namespaceColumns) header() string {
 	header := []string{"NAMESPACE", "PODS", "GPU", "GPUMEM(MiB)", "GPUCORES"}
-	if claims {
+	if c.claims {
 		header = slices.Insert(header, 2, "CLAIMS")
 	}
-	if byFamily {
+	if c.byFamily {
 		header = slices.Insert(header, 1, "FAMILY")
+	}
+	if c.wide {
+		header = append(header, "QUOTAS", "UNRESOLVED")
 	}
 	return strings.Join(header, "\t")
 }
 
+// row is the row of namespace name's family (written only with a FAMILY
+// column): its used/limits, and, wide, its quotas and unresolved pods.
+func (c namespaceColumns) row(name, family string, ns usageNamespace, used effective.Vector, l usageLimits,
+	quotas map[string]usageLimits, unresolved string) string {
+	cells := []string{name}
+	if c.byFamily {
+		cells = append(cells, family)
+	}
+	cells = append(cells, strconv.Itoa(ns.Pods))
+	if c.claims {
+		cells = append(cells, strconv.Itoa(ns.Claims))
+	}
+	cells = append(cells, ofLimit(used.GPU, l.GPU), ofLimit(used.MemMiB, l.MemMiB), ofLimit(used.Cores, l.Cores))
+	if c.wide {
+		cells = append(cells, orDash(strings.Join(slices.Sorted(maps.Keys(quotas)), ",")), unresolved)
+	}
+	return strings.Join(cells, "\t")
+}
+
 // printEval writes `eval -o table`: a row per object (the demand of one of
 // its pods, how many of its pods would be admitted), then its denials and
-// warnings.
-func printEval(w io.Writer, out evalObjects) error {
+// warnings; wide adds the number of each.
+func printEval(w io.Writer, out evalObjects, wide bool) error {
 	t := newTable(w)
 	byFamily := false
 	for _, o := range out.Objects {
 		byFamily = byFamily || len(o.Families) > 0
 	}
-	if !byFamily {
-		fmt.Fprintln(t, "KIND\tNAMESPACE\tNAME\tALLOWED\tADMITTED\tGPU\tGPUMEM(MiB)\tGPUCORES")
-	} else {
-		fmt.Fprintln(t, "KIND\tNAMESPACE\tNAME\tALLOWED\tADMITTED\tFAMILY\tGPU\tGPUMEM(MiB)\tGPUCORES")
+	header := "KIND\tNAMESPACE\tNAME\tALLOWED\tADMITTED\tGPU\tGPUMEM(MiB)\tGPUCORES"
+	if byFamily {
+		header = "KIND\tNAMESPACE\tNAME\tALLOWED\tADMITTED\tFAMILY\tGPU\tGPUMEM(MiB)\tGPUCORES"
 	}
+	if wide {
+		header += "\tDENIALS\tWARNINGS"
+	}
+	fmt.Fprintln(t, header)
 	for _, o := range out.Objects {
 		object := fmt.Sprintf("%s\t%s\t%s\t%t\t%d/%d", o.Kind, o.evaluatedIn, o.Name, o.Allowed, o.Admitted, max(o.Replicas, 0))
-		demand := func(v effective.Vector) string { return fmt.Sprintf("%d\t%d\t%d", v.GPU, v.MemMiB, v.Cores) }
+		extra := ""
+		if wide {
+			extra = fmt.Sprintf("\t%d\t%d", len(o.Denials), len(o.Warnings))
+		}
 		if !byFamily {
-			fmt.Fprintf(t, "%s\t%s\n", object, demand(o.Effective))
+			fmt.Fprintf(t, "%s\t%s%s\n", object, demandCells(o.Effective), extra)
 			continue
 		}
 		if len(o.Families) == 0 || !o.Effective.IsZero() {
-			fmt.Fprintf(t, "%s\t%s\t%s\n", object, orDash(out.primary), demand(o.Effective))
+			fmt.Fprintf(t, "%s\t%s\t%s%s\n", object, orDash(out.primary), demandCells(o.Effective), extra)
 		}
 		for _, f := range slices.Sorted(maps.Keys(o.Families)) {
-			fmt.Fprintf(t, "%s\t%s\t%s\n", object, f, demand(o.Families[f].Effective))
+			fmt.Fprintf(t, "%s\t%s\t%s%s\n", object, f, demandCells(o.Families[f].Effective), extra)
 		}
 	}
 	if err := t.Flush(); err != nil {
 		return err
 	}
-	if notes := evalNotes(out); len(notes) > 0 {
-		_, err := fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n"))
-		return err
+	return printNotes(w, evalNotes(out))
+}
+
+// demandCells are the GPU, GPUMEM(MiB) and GPUCORES cells of a demand.
+func demandCells(v effective.Vector) string {
+	return fmt.Sprintf("%d\t%d\t%d", v.GPU, v.MemMiB, v.Cores)
+}
+
+// printNotes writes the lines under a table, after an empty line.
+func printNotes(w io.Writer, notes []string) error {
+	if len(notes) == 0 {
+		return nil
 	}
-	return nil
+	_, err := fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n"))
+	return err
 }
 
 // evalNotes are the lines under `eval -o table`'s rows: each object's

@@ -69,13 +69,17 @@ type usageCapacity struct {
 	Cores  int64 `json:"gpucores"`
 }
 
+// usageOptions are usage's flags.
+type usageOptions struct {
+	state, output string
+	all           bool
+	setup         setupFlags
+}
+
 func (c *cli) usageCmd() *cobra.Command {
-	var o struct {
-		state, output string
-		setup         setupFlags
-	}
+	var o usageOptions
 	cmd := &cobra.Command{
-		Use:   "usage [--state STATE.yaml] [-n NAMESPACE] [-o json|table]",
+		Use:   "usage [--state STATE.yaml] [-n NAMESPACE | -A] [-o table|wide|json|yaml|jsonpath=TEMPLATE]",
 		Short: "Show GPU usage per namespace (with quota limits) and per device",
 		Long: `Show GPU usage per namespace, with the limits of its ResourceQuotas, and
 per device of each GPU node, from the Pods, Nodes and ResourceQuotas, and
@@ -83,50 +87,73 @@ the ResourceClaims, ResourceClaimTemplates and ResourceSlices
 (resource.k8s.io/v1), of a 'kubectl get -o yaml' dump (--state), or of the
 cluster when --state is not given. The ResourceClaims of the DeviceClasses
 the configuration governs are charged like the pods' extended resources
-(a CLAIMS column in the table beside PODS when a namespace has any). -n
-shows one namespace only. The nvidia family is at the first level of each
-namespace; every other device family a namespace uses or limits is under
-"families" (a FAMILY column in the table).
+(a CLAIMS column in the table beside PODS when a namespace has any). The
+nvidia family is at the first level of each namespace; every other device
+family a namespace uses or limits is under "families" (a FAMILY column in
+the table).
+
+As kubectl get: reading the cluster, usage shows the namespace of -n, else
+that of the kubeconfig context ("default" when it names none); -A
+(--all-namespaces) shows every namespace. With --state, every namespace of
+the dump unless -n. The devices of every node are shown either way. -o
+wide adds the quotas, unresolved pods and free device memory and cores.
 
 Reading the cluster, it reads the webhook's configuration too (the ConfigMap
 gpuadmit-config of --gpuadmit-namespace: resource names, memoryFactor),
 unless --config names one, and says on stderr which it used.`,
-		Example: `  # every namespace of the cluster of the current context, as a table
-  gpuadmit usage -o table
+		Example: `  # every namespace of the cluster of the current context
+  gpuadmit usage -A
+
+  # the context's namespace, as YAML
+  gpuadmit usage -o yaml
 
   # one namespace, from a dump
   kubectl get pods,nodes,resourcequotas,resourceclaims,resourceclaimtemplates,resourceslices -A -o yaml > state.yaml
-  gpuadmit usage --state state.yaml -n team-a`,
-		Args: noArgs,
+  gpuadmit usage --state state.yaml -n team-a
+
+  # the GPU memory team-a uses, for a script
+  gpuadmit usage -n team-a -o jsonpath='{.namespaces.team-a.used.gpumem}'`,
+		Annotations: map[string]string{readsCluster: "true"},
+		Args:        noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(o.output); err != nil {
+			out, err := parseOutput(o.output, tableFormats)
+			if err != nil {
 				return err
 			}
 			if err := checkSetupFlags(cmd, o.state); err != nil {
 				return err
 			}
-			return c.usage(cmd, o.state, o.setup, o.output)
+			err = c.usage(cmd, o, out)
+			if o.state == "" {
+				err = c.unreachable(err)
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&o.state, "state", "", stateUsage)
+	cmd.Flags().BoolVarP(&o.all, "all-namespaces", "A", false,
+		"every namespace (default: -n, else the kubeconfig context's namespace; with --state, every namespace of the dump)")
 	setupFlagsOn(cmd, &o.setup, false)
-	outputFlag(cmd, &o.output)
+	outputFlag(cmd, &o.output, formatTable, tableFormats)
 	return cmd
 }
 
-func (c *cli) usage(cmd *cobra.Command, state string, f setupFlags, output string) error {
+func (c *cli) usage(cmd *cobra.Command, o usageOptions, out output) error {
 	warn := func(w string) { fmt.Fprintf(c.stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }
-	src := c.source(state, warn)
+	src := c.source(o.state, warn)
 	kube, err := src.gpuadmit()
 	if err != nil {
 		return err
 	}
-	st, err := newSetup(cmd.Context(), f, kube, false, c.stderr)
+	ns, err := c.usageNamespace(src, o)
 	if err != nil {
 		return err
 	}
-	st.say(cmd, f, kube != nil, false, c.stderr)
-	ns := *c.kube.Namespace
+	st, err := newSetup(cmd.Context(), o.setup, kube, false, c.stderr)
+	if err != nil {
+		return err
+	}
+	st.say(cmd, o.setup, kube != nil, false, c.stderr)
 	var scope []string
 	if ns != "" {
 		scope = []string{ns}
@@ -139,19 +166,33 @@ func (c *cli) usage(cmd *cobra.Command, state string, f setupFlags, output strin
 	if err != nil {
 		return err
 	}
-	out := usageReport(l.Snapshot(nil), ns, ch.families[0].Name)
-	for _, p := range out.Problems {
+	u := usageReport(l.Snapshot(nil), ns, ch.families[0].Name)
+	for _, p := range u.Problems {
 		warn(p)
 	}
-	if output == "table" {
-		for _, name := range slices.Sorted(maps.Keys(out.Namespaces)) {
-			for _, u := range out.Namespaces[name].Unresolved {
-				warn(fmt.Sprintf("namespace %s: %s", name, u))
+	if out.table() {
+		for _, name := range slices.Sorted(maps.Keys(u.Namespaces)) {
+			for _, un := range u.Namespaces[name].Unresolved {
+				warn(fmt.Sprintf("namespace %s: %s", name, un))
 			}
 		}
-		return printUsage(c.stdout, out)
 	}
-	return writeJSON(c.stdout, out)
+	return out.write(c.stdout, u, func(wide bool) error { return printUsage(c.stdout, u, wide) })
+}
+
+// usageNamespace is the namespace usage shows ("" for every one): none
+// with -A, else -n, else every one of a dump, else the kubeconfig
+// context's, as kubectl get.
+func (c *cli) usageNamespace(src source, o usageOptions) (string, error) {
+	switch {
+	case o.all:
+		return "", nil
+	case *c.kube.Namespace != "":
+		return *c.kube.Namespace, nil
+	case o.state != "":
+		return "", nil
+	}
+	return src.namespace()
 }
 
 // usageReport renders a ledger snapshot in the command-line contract's

@@ -19,11 +19,11 @@ func TestUsageCommand(t *testing.T) {
 		{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns"},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpumem":"12"}}}]}}]}`
 	tests := []cliCase{
 		{name: "seed scenario 3: init running holds 20 GiB, not 30",
-			args: []string{"usage", "--state", "../../examples/state/seed-init-running.yaml"}, wantOut: seedOutput("20480")},
+			args: []string{"usage", "-o", "json", "--state", "../../examples/state/seed-init-running.yaml"}, wantOut: seedOutput("20480")},
 		{name: "seed scenario 4: init finished, the app holds 10 GiB",
-			args: []string{"usage", "--state", "../../examples/state/seed-init-done.yaml"}, wantOut: seedOutput("10240")},
+			args: []string{"usage", "-o", "json", "--state", "../../examples/state/seed-init-done.yaml"}, wantOut: seedOutput("10240")},
 		{name: "cluster: quotas, split devices, HAMi node, percentages, problems",
-			args: []string{"usage", "--state", "../../examples/state/cluster.yaml"},
+			args: []string{"usage", "-o", "json", "--state", "../../examples/state/cluster.yaml"},
 			wantOut: `{"namespaces":{
 				"team-a":{"used":{"gpu":3,"gpumem":61440,"gpucores":50},"limits":{"gpu":4,"gpumem":65536,"gpucores":300},"pods":3,
 					"quotas":{"gpu-large":{"gpu":8,"gpumem":131072,"gpucores":300},"gpu-small":{"gpu":4,"gpumem":65536}}},
@@ -39,16 +39,16 @@ func TestUsageCommand(t *testing.T) {
 				"quota team-b/no-gpus: limits.nvidia.com/gpucores \"1500m\": must be a whole number; the limit blocks until it is fixed"]}`,
 			wantErrSub: "gpuadmit usage: warning: pod team-b/broken: invalid GPU request"},
 		{name: "standard input, memory factor applied once to requests and quota",
-			args:  []string{"usage", "--state", "-", "--config", "../../examples/config/memory-factor-1024.yaml"},
+			args:  []string{"usage", "-o", "json", "--state", "-", "--config", "../../examples/config/memory-factor-1024.yaml"},
 			stdin: stateWithFactorQuota,
 			wantOut: `{"namespaces":{"ns":{"used":{"gpu":1,"gpumem":12288,"gpucores":0},"limits":{"gpumem":24576},"pods":1,
 				"quotas":{"q":{"gpumem":24576}}}},"nodes":{}}`,
 			wantErrSub: "gpuadmit usage: configuration from --config ../../examples/config/memory-factor-1024.yaml\n"},
-		{name: "only nodes", args: []string{"usage", "--state", "-"},
+		{name: "only nodes", args: []string{"usage", "-o", "json", "--state", "-"},
 			stdin:   "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-node\n  annotations:\n    gpuadmit.io/gpu-devices: '[{\"uuid\":\"GPU-1\",\"memoryMiB\":1000}]'\n",
 			wantOut: `{"namespaces":{},"nodes":{"gpu-node":{"devices":{"GPU-1":{"capacity":{"gpumem":1000,"gpucores":100},"used":{"gpu":0,"gpumem":0,"gpucores":0}}}}}}`},
 		{name: "-n: that namespace alone, its problems and the nodes'",
-			args: []string{"usage", "--state", "../../examples/state/cluster.yaml", "-n", "team-b"},
+			args: []string{"usage", "-o", "json", "--state", "../../examples/state/cluster.yaml", "-n", "team-b"},
 			wantOut: `{"namespaces":{
 				"team-b":{"used":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{"gpu":0,"gpucores":0},"pods":0,"quotas":{"no-gpus":{"gpu":0,"gpucores":0}}}},
 			"nodes":{
@@ -62,7 +62,7 @@ func TestUsageCommand(t *testing.T) {
 				"quota team-b/no-gpus: limits.nvidia.com/gpucores \"1500m\": must be a whole number; the limit blocks until it is fixed"]}`,
 			wantErrSub: "gpuadmit usage: warning: pod team-b/broken: invalid GPU request"},
 		{name: "--namespace of a namespace without GPU pods or quotas: zero, no limits",
-			args: []string{"usage", "--state", "../../examples/state/cluster.yaml", "--namespace", "team-c"},
+			args: []string{"usage", "-o", "json", "--state", "../../examples/state/cluster.yaml", "--namespace", "team-c"},
 			wantOut: `{"namespaces":{"team-c":{"used":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{},"pods":0}},
 			"nodes":{
 				"node-a":{"devices":{

@@ -25,6 +25,9 @@ type State struct {
 	PodsResourceVersion string
 	// Warnings say what could not be read and what that leaves out.
 	Warnings []string
+	// progress, when set, is told the number of pods listed so far after
+	// each page.
+	progress func(pods int)
 }
 
 // Read lists the cluster's Pods, Nodes and ResourceQuotas. namespaces are
@@ -33,7 +36,14 @@ type State struct {
 // read, and their pods are what is listed when listing every namespace's
 // pods is forbidden.
 func Read(ctx context.Context, c kubernetes.Interface, namespaces []string) (*State, error) {
-	st := &State{Objects: &manifest.Objects{}}
+	return ReadWithProgress(ctx, c, namespaces, nil)
+}
+
+// ReadWithProgress is Read telling progress (when not nil) the number of
+// pods listed so far after each page of pods, for a command line that
+// shows a long read's progress.
+func ReadWithProgress(ctx context.Context, c kubernetes.Interface, namespaces []string, progress func(pods int)) (*State, error) {
+	st := &State{Objects: &manifest.Objects{}, progress: progress}
 	if err := st.readNodes(ctx, c); err != nil {
 		return nil, err
 	}
@@ -161,6 +171,9 @@ func (st *State) listPods(ctx context.Context, c kubernetes.Interface, ns string
 		}
 		for i := range l.Items {
 			st.Objects.Pods = append(st.Objects.Pods, &l.Items[i])
+		}
+		if st.progress != nil {
+			st.progress(len(st.Objects.Pods))
 		}
 		return l, nil
 	})

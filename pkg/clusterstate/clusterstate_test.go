@@ -130,3 +130,20 @@ func TestRead(t *testing.T) {
 		})
 	}
 }
+
+// TestReadWithProgress: progress is told the pods listed so far, after
+// each page.
+func TestReadWithProgress(t *testing.T) {
+	c := fake.NewClientset(
+		testpod.New("a").NS("team-a").App("c", testpod.GPU(1)).Build(),
+		testpod.New("b").NS("team-b").App("c", testpod.GPU(1)).Build(),
+	)
+	var told []int
+	st, err := clusterstate.ReadWithProgress(context.Background(), c, nil, func(pods int) { told = append(told, pods) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Objects.Pods) != 2 || !slices.Equal(told, []int{2}) {
+		t.Errorf("%d pods, progress told %v; want 2 pods, [2]", len(st.Objects.Pods), told)
+	}
+}

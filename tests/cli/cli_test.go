@@ -59,16 +59,28 @@ func (s *suite) testLiveIsTheDump(t *testing.T) {
 	if err := os.WriteFile(state, []byte(dump.stdout), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{
-		{"usage"},
-		{"usage", "-n", local.TeamA},
-		{"usage", "--namespace", teamB, "-o", "table"},
-		{"usage", "-o", "table"},
-		{"usage", "-n", teamC, "-o", "table"},
+	for _, tt := range []struct {
+		args []string
+		// dump is what the dump is asked instead (args when nil): the
+		// context's namespace (default) is the live default, every
+		// namespace of the dump the dump's.
+		dump []string
+	}{
+		{args: []string{"usage", "-A", "-o", "json"}},
+		{args: []string{"usage", "-n", local.TeamA, "-o", "json"}},
+		{args: []string{"usage", "--namespace", teamB}},
+		{args: []string{"usage", "--all-namespaces", "-o", "table"}},
+		{args: []string{"usage", "-n", teamC, "-o", "wide"}},
+		{args: []string{"usage", "-o", "json"}, dump: []string{"usage", "-n", "default", "-o", "json"}},
+		{args: []string{"usage", "-A", "-o", "yaml"}, dump: []string{"usage", "-o", "yaml"}},
 	} {
-		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			live := s.plugin(t, args...)
-			fromDump := s.plugin(t, append(args, "--state", state)...)
+		dumpArgs := tt.dump
+		if dumpArgs == nil {
+			dumpArgs = tt.args
+		}
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			live := s.plugin(t, tt.args...)
+			fromDump := s.plugin(t, append(dumpArgs, "--state", state)...)
 			if live.code != 0 || fromDump.code != 0 || live.stderr != usageLine || fromDump.stderr != "" {
 				t.Fatalf("live: exit %d, stderr %q (want %q); --state: exit %d, stderr %q", live.code, live.stderr, usageLine, fromDump.code, fromDump.stderr)
 			}
@@ -79,7 +91,7 @@ func (s *suite) testLiveIsTheDump(t *testing.T) {
 	}
 	// And what it answers is the seeded cluster.
 	var u usageJSON
-	if err := json.Unmarshal([]byte(s.plugin(t, "usage").stdout), &u); err != nil {
+	if err := json.Unmarshal([]byte(s.plugin(t, "usage", "-A", "-o", "json").stdout), &u); err != nil {
 		t.Fatal(err)
 	}
 	a, b := u.Namespaces[local.TeamA], u.Namespaces[teamB]
@@ -131,8 +143,13 @@ func (s *suite) testKubectlPluginTable(t *testing.T) {
 	if err := os.Symlink("kubectl-gpuadmit", filepath.Join(s.bin, "kubectl_complete-gpuadmit")); err != nil {
 		t.Fatal(err)
 	}
-	if comp := s.kubectl(t, nil, "__complete", "gpuadmit", "usage", "-o", ""); comp.code != 0 || comp.stdout != "json\ntable\n:4\n" {
+	if comp := s.kubectl(t, nil, "__complete", "gpuadmit", "usage", "-o", ""); comp.code != 0 || comp.stdout != "table\nwide\njson\nyaml\njsonpath=\n:4\n" {
 		t.Errorf("kubectl __complete gpuadmit usage -o '': exit %d, stdout %q, want the formats", comp.code, comp.stdout)
+	}
+	// -n completes the cluster's namespaces.
+	if comp := s.kubectl(t, nil, "__complete", "gpuadmit", "eval", "-n", "team-"); comp.code != 0 || !strings.HasPrefix(comp.stdout, "team-a\nteam-b\n") ||
+		!strings.HasSuffix(comp.stdout, ":4\n") {
+		t.Errorf("kubectl __complete gpuadmit eval -n team-: exit %d, stdout %q, want the team- namespaces", comp.code, comp.stdout)
 	}
 	bad := s.kubectl(t, nil, "gpuadmit", "usage", "--bogus")
 	if bad.code != 2 || !strings.Contains(bad.stderr, "kubectl gpuadmit usage: unknown flag: --bogus") {
@@ -172,7 +189,7 @@ func (s *suite) testEvalIsTheWebhook(t *testing.T) {
 			if tt.ns != "" {
 				nsArgs = []string{"-n", tt.ns}
 			}
-			eval := s.kubectl(t, nil, append([]string{"gpuadmit", "eval", "-f", file}, nsArgs...)...)
+			eval := s.kubectl(t, nil, append([]string{"gpuadmit", "eval", "-o", "json", "-f", file}, nsArgs...)...)
 			var got evalJSON
 			if err := json.Unmarshal([]byte(eval.stdout), &got); err != nil {
 				t.Fatalf("kubectl gpuadmit eval: exit %d, stderr %q, stdout not JSON: %v\n%s", eval.code, eval.stderr, err, eval.stdout)
@@ -224,7 +241,7 @@ func (s *suite) testNamespaceUser(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	var r result
 	for {
-		r = s.kubectl(t, nil, "gpuadmit", "usage", "-n", local.TeamA, "--as", "alice")
+		r = s.kubectl(t, nil, "gpuadmit", "usage", "-n", local.TeamA, "--as", "alice", "-o", "json")
 		if r.code == 0 || time.Now().After(deadline) {
 			break
 		}
@@ -296,7 +313,7 @@ func (s *suite) testEvalReservations(t *testing.T) {
 	}
 	file := podFile(t, testpod.New("fits").NS(local.TeamA).App("app", testpod.GPU(1), testpod.Mem(2048)).Build())
 	var got evalJSON
-	eval := s.plugin(t, "eval", "-f", file)
+	eval := s.plugin(t, "eval", "-f", file, "-o", "json")
 	if err := json.Unmarshal([]byte(eval.stdout), &got); err != nil {
 		t.Fatalf("eval: exit %d, stderr %q: %v", eval.code, eval.stderr, err)
 	}

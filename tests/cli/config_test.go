@@ -94,7 +94,7 @@ func (s *suite) testEvalClusterConfig(t *testing.T) {
 	t.Run("as the webhook decides", s.testSameVerdict)
 	t.Run("flags replace the cluster's", s.testFlagsWin)
 	t.Run("usage counts with the cluster's memoryFactor", func(t *testing.T) {
-		r := s.plugin(t, "usage", "-n", local.TeamA)
+		r := s.plugin(t, "usage", "-n", local.TeamA, "-o", "json")
 		var u usageJSON
 		if err := json.Unmarshal([]byte(r.stdout), &u); err != nil {
 			t.Fatalf("usage: exit %d, stderr %q: %v", r.code, r.stderr, err)
@@ -130,7 +130,7 @@ func (s *suite) testSameVerdict(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			file := podFile(t, tt.pod.Build())
-			eval := s.kubectl(t, nil, "gpuadmit", "eval", "-f", file)
+			eval := s.kubectl(t, nil, "gpuadmit", "eval", "-o", "json", "-f", file)
 			var got evalWithEffective
 			if err := json.Unmarshal([]byte(eval.stdout), &got); err != nil {
 				t.Fatalf("eval: exit %d, stderr %q: %v\n%s", eval.code, eval.stderr, err, eval.stdout)
@@ -200,7 +200,7 @@ func (s *suite) testFlagsWin(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			eval := s.kubectl(t, nil, append([]string{"gpuadmit", "eval", "-f", file}, tt.args...)...)
+			eval := s.kubectl(t, nil, append([]string{"gpuadmit", "eval", "-o", "json", "-f", file}, tt.args...)...)
 			var got evalWithEffective
 			if err := json.Unmarshal([]byte(eval.stdout), &got); err != nil {
 				t.Fatalf("eval: exit %d, stderr %q: %v", eval.code, eval.stderr, err)

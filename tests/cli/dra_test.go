@@ -90,9 +90,9 @@ func (s *suite) testEvalLiveIsTheDump(t *testing.T, state string) {
 		wantCode int
 		wantOut  []string
 	}{
-		{name: "a HAMi-DRA claim over team-c's limit", args: []string{"eval", "-f", claimFile}, wantCode: 1,
+		{name: "a HAMi-DRA claim over team-c's limit", args: []string{"eval", "-o", "json", "-f", claimFile}, wantCode: 1,
 			wantOut: []string{`"kind": "ResourceClaim"`, `claim needs 8192 MiB, 12288 MiB used + 0 MiB reserved, limit 16384 MiB`}},
-		{name: "a pod of the template gpu-2g", args: []string{"eval", "-f", podFile},
+		{name: "a pod of the template gpu-2g", args: []string{"eval", "-o", "json", "-f", podFile},
 			wantOut: []string{`"allowed": true`, `"gpumem": 2048`, `"gpucores": 20`}},
 		{name: "both, one after the other", args: []string{"eval", "-f", podFile, "-f", claimFile, "-o", "table"}, wantCode: 1,
 			wantOut: []string{"claim needs 8192 MiB, 14336 MiB used"}},

@@ -98,7 +98,7 @@ spec: {containers: [{name: c, image: registry.example/c:1, resources: {limits: {
 					denial = d
 				}
 			}
-			out, err := exec.Command(cli, "eval", "--config", file, "-f", podFile, "--state", stateFile).Output()
+			out, err := exec.Command(cli, "eval", "-o", "json", "--config", file, "-f", podFile, "--state", stateFile).Output()
 			var res struct {
 				Allowed  bool     `json:"allowed"`
 				Denials  []string `json:"denials"`
