@@ -284,3 +284,26 @@ func TestProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyReportFormats: policy verify and policy test print their
+// reports as text by default, and as data with -o (verify: the cases and
+// totals; test: OPA's JSON test report, as 'opa test --format=json').
+func TestPolicyReportFormats(t *testing.T) {
+	suite := "../../examples/policy/suite.yaml"
+	tests := []cliCase{
+		{name: "verify -o jsonpath totals", args: []string{"policy", "verify", suite, "-o", "jsonpath={.failed} failed, {.cases[0].name}"},
+			wantText: "0 failed, required-labels/denied without a cost-center label"},
+		{name: "verify -o yaml", args: []string{"policy", "verify", suite, "-o", "yaml"},
+			wantTextSub: []string{"cases:\n- name: required-labels/denied without a cost-center label\n  passed: true\n", "failed: 0\n"}},
+		{name: "verify text unchanged", args: []string{"policy", "verify", suite},
+			wantTextSub: []string{"PASS  required-labels/denied without a cost-center label\n", " passed, 0 failed\n"}},
+		{name: "test -o jsonpath", args: []string{"policy", "test", "-o", "jsonpath={[0].package}"}, wantText: "data.gpuadmit.builtin_test"},
+		{name: "test --coverage -o json refused", args: []string{"policy", "test", "--coverage", "-o", "json"}, wantCode: 2,
+			wantErrSub: "--coverage reports in text: use it without -o"},
+		{name: "verify -o wide refused", args: []string{"policy", "verify", suite, "-o", "wide"}, wantCode: 2,
+			wantErrSub: "allowed formats are json, yaml, jsonpath=TEMPLATE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, tt.check)
+	}
+}

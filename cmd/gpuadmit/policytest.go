@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -25,7 +26,7 @@ func (c *cli) policyCmd() *cobra.Command {
 		Args:  unknownCommand,
 	}
 	var coverage bool
-	var schemaFormat string
+	var schemaFormat, testFormat string
 	test := &cobra.Command{
 		Use:   "test [DIR] [--coverage]",
 		Short: "Run the Rego unit tests of the policies",
@@ -43,9 +44,19 @@ they never reached (as 'opa test --coverage').`,
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			return nil, cobra.ShellCompDirectiveFilterDirs
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return c.policyTest(cmd.Context(), args, coverage) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := textOr(testFormat, dataFormats)
+			if err != nil {
+				return err
+			}
+			if coverage && o.format != "" {
+				return usageErrorf("--coverage reports in text: use it without -o")
+			}
+			return c.policyTest(cmd.Context(), args, coverage, o)
+		},
 	}
 	test.Flags().BoolVar(&coverage, "coverage", false, "report which lines of the policies the tests evaluated")
+	outputFlag(test, &testFormat, "", dataFormats)
 	schema := &cobra.Command{
 		Use:   "schema",
 		Short: "Print the JSON Schema of the policies' input document",
@@ -73,7 +84,7 @@ they never reached (as 'opa test --coverage').`,
 // embedded policies, plus DIR's modules loaded as the engine loads them
 // (same file name replaces, others are added). Exit 0 all pass, 1 a test
 // failed, 2 the policies could not be read or compiled.
-func (c *cli) policyTest(ctx context.Context, args []string, coverage bool) error {
+func (c *cli) policyTest(ctx context.Context, args []string, coverage bool, o output) error {
 	var overrides []policy.Source
 	if len(args) == 1 {
 		overrides = append(overrides, policy.Dir(args[0]))
@@ -93,7 +104,7 @@ func (c *cli) policyTest(ctx context.Context, args []string, coverage bool) erro
 		ch <- r
 	}
 	close(ch)
-	if err := (tester.PrettyReporter{Output: c.stdout, Verbose: true, FailureLine: true}).Report(ch); err != nil {
+	if err := c.reportTests(ch, o); err != nil {
 		return err
 	}
 	if rep.Coverage != nil {
@@ -103,6 +114,19 @@ func (c *cli) policyTest(ctx context.Context, args []string, coverage bool) erro
 		return exitCode(1)
 	}
 	return nil
+}
+
+// reportTests prints the results as 'opa test' does: its verbose text by
+// default, its JSON report (--format=json) with -o json, yaml or jsonpath.
+func (c *cli) reportTests(ch chan *tester.Result, o output) error {
+	if o.format == "" {
+		return tester.PrettyReporter{Output: c.stdout, Verbose: true, FailureLine: true}.Report(ch)
+	}
+	var buf bytes.Buffer
+	if err := (tester.JSONReporter{Output: &buf}).Report(ch); err != nil {
+		return err
+	}
+	return o.writeData(c.stdout, buf.Bytes())
 }
 
 // failingEvent keeps, of a test's trace, the expression that failed (what

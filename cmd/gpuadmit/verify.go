@@ -17,7 +17,8 @@ import (
 )
 
 func (c *cli) verifyCmd() *cobra.Command {
-	return &cobra.Command{
+	var format string
+	cmd := &cobra.Command{
 		Use:   "verify SUITE.yaml",
 		Short: "Decide the cases of a policy suite and compare with what they expect",
 		Long: `Load each test's policies on top of the built-in ones (their Rego tests
@@ -33,24 +34,54 @@ Prints a line per case and 'N passed, N failed'; exits 1 when a case fails,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return c.policyVerify(cmd.Context(), args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := textOr(format, dataFormats)
+			if err != nil {
+				return err
+			}
+			return c.policyVerify(cmd.Context(), args[0], o)
+		},
 	}
+	outputFlag(cmd, &format, "", dataFormats)
+	return cmd
+}
+
+// verifyResult is one case's result in policy verify -o json.
+type verifyResult struct {
+	Name   string `json:"name"`
+	Passed bool   `json:"passed"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// verifyReport is policy verify -o json.
+type verifyReport struct {
+	Cases  []verifyResult `json:"cases"`
+	Passed int            `json:"passed"`
+	Failed int            `json:"failed"`
 }
 
 // policyVerify runs `gpuadmit policy verify SUITE`.
-func (c *cli) policyVerify(ctx context.Context, path string) error {
+func (c *cli) policyVerify(ctx context.Context, path string, o output) error {
 	suite, err := readSuite(path)
 	if err != nil {
 		return err
 	}
-	passed, failed := 0, 0
+	rep := verifyReport{Cases: []verifyResult{}}
 	report := func(ok bool, name, why string) {
+		rep.Cases = append(rep.Cases, verifyResult{Name: name, Passed: ok, Reason: why})
+		switch {
+		case ok:
+			rep.Passed++
+		default:
+			rep.Failed++
+		}
+		if o.format != "" {
+			return
+		}
 		if ok {
-			passed++
 			fmt.Fprintf(c.stdout, "PASS  %s\n", name)
 			return
 		}
-		failed++
 		fmt.Fprintf(c.stdout, "FAIL  %s: %s\n", name, why)
 	}
 	for _, t := range suite.Tests {
@@ -66,11 +97,26 @@ func (c *cli) policyVerify(ctx context.Context, path string) error {
 			report(why == "", t.Name+"/"+cs.Name, why)
 		}
 	}
-	fmt.Fprintf(c.stdout, "%d passed, %d failed\n", passed, failed)
-	if failed > 0 {
+	if err := c.verifySummary(rep, o); err != nil {
+		return err
+	}
+	if rep.Failed > 0 {
 		return exitCode(1)
 	}
 	return nil
+}
+
+// verifySummary prints the totals (text), or the whole report (-o).
+func (c *cli) verifySummary(rep verifyReport, o output) error {
+	if o.format == "" {
+		_, err := fmt.Fprintf(c.stdout, "%d passed, %d failed\n", rep.Passed, rep.Failed)
+		return err
+	}
+	data, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	return o.writeData(c.stdout, data)
 }
 
 // suiteEngine loads a test's policies: each entry a Rego file or a
@@ -156,4 +202,12 @@ func (c *cli) verifyCase(ctx context.Context, suite *policySuite, t suiteTest, c
 		}
 	}
 	return ""
+}
+
+// textOr is the -o of a command that prints text unless given a format.
+func textOr(s string, formats []string) (output, error) {
+	if s == "" {
+		return output{}, nil
+	}
+	return parseOutput(s, formats)
 }
