@@ -4,16 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/klog/v2"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
@@ -59,37 +56,17 @@ func (v *ClaimValidator) handle(ctx context.Context, req admission.Request) (adm
 	if !v.Claims.GovernsClaim(claim) {
 		return admission.Allowed(""), reasonNonGPU
 	}
-	ref := claim.Namespace + "/" + claim.Name
-	if v.Gate != nil {
-		if err := v.Gate.Blocked(); err != nil {
-			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("gpuadmit is not ready to admit ResourceClaim %s: %w", ref, err)), reasonNotReady
-		}
+	s := subject{kind: "ResourceClaim", ref: claim.Namespace + "/" + claim.Name, obj: klog.KObj(claim)}
+	if resp, blocked := gate(v.Gate, s); blocked {
+		return resp, reasonNotReady
 	}
 	dreq := decision.Request{Claim: claim, Namespace: claim.Namespace, Operation: string(req.Operation), DryRun: isDryRun(req),
 		User: decision.UserInfo{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}}
-	log := logf.FromContext(ctx)
-	verdict, err := v.Reserver.Admit(ctx, claimKey(claim, req), dreq)
-	if err != nil {
-		log.Error(err, "no admission decision", "resourceclaim", klog.KObj(claim))
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("gpuadmit: no decision for ResourceClaim %s: %w", ref, err)), reasonError
+	resp, reason := answer(ctx, v.Reserver, v.Gate, claimKey(claim, req), dreq, s)
+	if reason == reasonGPU {
+		v.Metrics.reserved()
 	}
-	if !verdict.Allowed {
-		logDenial(log.WithValues("resourceclaim", klog.KObj(claim)), &corev1.Pod{ObjectMeta: claim.ObjectMeta}, verdict)
-		msg := strings.Join(verdict.Denials, "; ")
-		if msg == "" {
-			msg = "denied by the GPU admission policy (no message given)"
-		}
-		return admission.Denied(msg).WithWarnings(verdict.Warnings...), reasonPolicy
-	}
-	resp := admission.Allowed("").WithWarnings(verdict.Warnings...)
-	switch {
-	case verdict.Effective.IsZero():
-		return resp, reasonNonGPU
-	case dreq.DryRun:
-		return resp, reasonDryRun
-	}
-	v.Metrics.reserved()
-	return resp, reasonGPU
+	return resp, reason
 }
 
 // decodeClaim reads the ResourceClaim of req, or says what is wrong (400).

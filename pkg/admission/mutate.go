@@ -11,7 +11,6 @@ import (
 
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -50,7 +49,7 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) (admission.
 	}
 	d, err := m.Demand.Demand(pod)
 	if d != nil || err != nil { // a GPU pod (or an invalid one)
-		if resp, blocked := gate(m.Gate, pod); blocked {
+		if resp, blocked := gate(m.Gate, subject{kind: "pod", ref: podRef(pod)}); blocked {
 			return resp, reasonNotReady
 		}
 	}
@@ -108,20 +107,6 @@ func unresolved(d effective.Demands) []string {
 		out = append(out, dm.Unresolved...)
 	}
 	return out
-}
-
-// gate refuses a review of a GPU pod while g is blocked (callers let a pod
-// that names no managed resource through: it needs no decision). A nil Gate
-// never blocks.
-func gate(g Gate, pod *corev1.Pod) (admission.Response, bool) {
-	if g == nil {
-		return admission.Response{}, false
-	}
-	if err := g.Blocked(); err != nil {
-		return admission.Errored(http.StatusInternalServerError,
-			fmt.Errorf("gpuadmit is not ready to decide on pod %s, so it is refused rather than admitted unchecked: %w", podRef(pod), err)), true
-	}
-	return admission.Response{}, false
 }
 
 // annotationPatch sets the annotation, creating the annotations map when the

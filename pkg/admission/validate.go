@@ -2,16 +2,10 @@ package admission
 
 import (
 	"context"
-	"fmt"
-	"net/http"
-	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
@@ -69,49 +63,15 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	if !v.GPUPods.Requests(pod) {
 		return admission.Allowed(""), reasonNonGPU
 	}
-	if resp, blocked := gate(v.Gate, pod); blocked {
+	s := subject{kind: "pod", ref: podRef(pod), obj: klog.KObj(pod)}
+	if resp, blocked := gate(v.Gate, s); blocked {
 		return resp, reasonNotReady
 	}
 	dreq := decision.Request{Pod: pod, Namespace: pod.Namespace, Operation: string(req.Operation), DryRun: isDryRun(req),
 		User: decision.UserInfo{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}}
-	log := logf.FromContext(ctx)
-	verdict, err := v.Reserver.Admit(ctx, reservationKey(pod, req), dreq)
-	if err != nil {
-		log.Error(err, "no admission decision", "pod", klog.KObj(pod))
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("gpuadmit: no decision for pod %s: %w", podRef(pod), err)), reasonError
+	resp, reason := answer(ctx, v.Reserver, v.Gate, reservationKey(pod, req), dreq, s)
+	if reason == reasonGPU {
+		v.Metrics.reserved()
 	}
-	if !verdict.Allowed {
-		logDenial(log, pod, verdict)
-		msg := strings.Join(verdict.Denials, "; ")
-		if msg == "" {
-			msg = "denied by the GPU admission policy (no message given)"
-		}
-		return admission.Denied(msg).WithWarnings(verdict.Warnings...), reasonPolicy
-	}
-	resp := admission.Allowed("").WithWarnings(verdict.Warnings...)
-	if v.Gate != nil {
-		if stale := v.Gate.Stale(); stale != "" {
-			resp = resp.WithWarnings("gpuadmit: a watch is stale, so usage may be over-counted until it recovers; pods admitted meanwhile stay reserved: " + stale)
-		}
-	}
-	switch {
-	case verdict.Effective.IsZero():
-		return resp, reasonNonGPU
-	case dreq.DryRun:
-		return resp, reasonDryRun
-	}
-	v.Metrics.reserved()
-	return resp, reasonGPU
-}
-
-// logDenial logs one line for a denied pod: the first limit its demand
-// would pass (resource, need, used, reserved, limit, quota), and the
-// policies' messages.
-func logDenial(log logr.Logger, pod *corev1.Pod, res decision.Result) {
-	kv := []any{"pod", klog.KObj(pod), "denials", res.Denials}
-	if len(res.Exceeded) > 0 {
-		x := res.Exceeded[0]
-		kv = append(kv, "resource", x.Resource, "need", x.Pod, "used", x.Used, "reserved", x.Reserved, "limit", x.Limit, "quota", x.Quota)
-	}
-	log.Info("pod denied", kv...)
+	return resp, reason
 }

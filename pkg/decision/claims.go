@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // Claims are decided like pods: the claim's demand (pkg/dra: the devices of
@@ -54,6 +55,9 @@ func (d *Decider) claimOptions() map[string]effective.Options {
 // it). A generated claim whose pod is only reserved yet is decided as any
 // claim.
 func (d *Decider) covered(c *resourcev1.ResourceClaim) bool {
+	if _, generated := c.Annotations[ledger.PodClaimNameAnnotation]; !generated {
+		return false // not the claim controller's: no demand computed twice
+	}
 	ds, err := d.ClaimDemand(c)
 	return err == nil && d.snap.ClaimCovered(c, ds.Effective())
 }
@@ -116,7 +120,7 @@ func initOnlyClaims(pod *corev1.Pod) []string {
 		}
 	}
 	for i := range pod.Spec.InitContainers {
-		if ic := &pod.Spec.InitContainers[i]; initRole(ic) != effective.RoleInit {
+		if ic := &pod.Spec.InitContainers[i]; effective.InitRole(ic) != effective.RoleInit {
 			for _, c := range ic.Resources.Claims {
 				used[c.Name] = true
 			}
@@ -133,13 +137,6 @@ func initOnlyClaims(pod *corev1.Pod) []string {
 		}
 	}
 	return out
-}
-
-func initRole(c *corev1.Container) effective.Role {
-	if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-		return effective.RoleSidecar
-	}
-	return effective.RoleInit
 }
 
 // claimPod is the identity of a claim as input.pod shows it.

@@ -98,7 +98,7 @@ func Compute(pod *corev1.Pod, s Family, opt Options) (*Demand, error) {
 		d.Containers = append(d.Containers, pc)
 	}
 	for i := range spec.InitContainers {
-		add(&spec.InitContainers[i], initRole(&spec.InitContainers[i]))
+		add(&spec.InitContainers[i], InitRole(&spec.InitContainers[i]))
 	}
 	for i := range spec.Containers {
 		add(&spec.Containers[i], RoleApp)
@@ -114,7 +114,9 @@ func Compute(pod *corev1.Pod, s Family, opt Options) (*Demand, error) {
 	return d, nil
 }
 
-func initRole(c *corev1.Container) Role {
+// InitRole is the role of an init container: a sidecar when its restart
+// policy is Always, else a regular init container.
+func InitRole(c *corev1.Container) Role {
 	if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
 		return RoleSidecar
 	}

@@ -42,7 +42,7 @@ func containerRoles(spec *corev1.PodSpec) ([]Role, []string) {
 	roles := make([]Role, 0, n)
 	names := make([]string, 0, n)
 	for i := range spec.InitContainers {
-		roles = append(roles, initRole(&spec.InitContainers[i]))
+		roles = append(roles, InitRole(&spec.InitContainers[i]))
 		names = append(names, spec.InitContainers[i].Name)
 	}
 	for i := range spec.Containers {

@@ -54,7 +54,7 @@ func StageOf(pod *corev1.Pod) Stage {
 	}
 	firstRegular, from := -1, len(inits)
 	for i := range inits {
-		if initRole(&inits[i]) != RoleInit {
+		if InitRole(&inits[i]) != RoleInit {
 			continue
 		}
 		if firstRegular < 0 {
@@ -117,7 +117,7 @@ func finishedCycleAfter(pod *corev1.Pod, statuses map[string]*corev1.ContainerSt
 		}
 	}
 	for i := from + 1; i < len(inits); i++ {
-		if initRole(&inits[i]) == RoleInit && exitedZero(statuses[inits[i].Name]) {
+		if InitRole(&inits[i]) == RoleInit && exitedZero(statuses[inits[i].Name]) {
 			return true
 		}
 	}

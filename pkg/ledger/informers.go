@@ -267,28 +267,7 @@ func namedHandler[T any](what string, upsert func(T), del func(name string), log
 
 // QuotaHandler applies ResourceQuota events to sink (tombstones included).
 func QuotaHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFuncs {
-	upsert := func(obj any) {
-		if q, ok := obj.(*corev1.ResourceQuota); ok {
-			sink.UpsertQuota(q)
-			return
-		}
-		log.Error(errUnexpected, "resourcequota handler", "type", fmt.Sprintf("%T", obj))
-	}
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    upsert,
-		UpdateFunc: func(_, obj any) { upsert(obj) },
-		DeleteFunc: func(obj any) {
-			key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-			if err == nil {
-				var ns, name string
-				if ns, name, err = toolscache.SplitMetaNamespaceKey(key); err == nil {
-					sink.DeleteQuota(ns, name)
-					return
-				}
-			}
-			log.Error(err, "resourcequota delete: no key", "type", fmt.Sprintf("%T", obj))
-		},
-	}
+	return namespacedHandler("resourcequota", sink.UpsertQuota, sink.DeleteQuota, log)
 }
 
 // delayed hands every event after the initial list to h d after it arrived,
