@@ -9,11 +9,14 @@ ARG GO_VERSION=1.26
 
 FROM golang:${GO_VERSION}-bookworm AS build
 ENV GOFLAGS=-buildvcs=false
+# The webhook's gpuadmit_build_info{version,revision} (make image passes both).
+ARG VERSION=dev
+ARG COMMIT=unknown
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o /out/webhook ./cmd/webhook \
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" -o /out/webhook ./cmd/webhook \
  && CGO_ENABLED=1 CGO_CFLAGS='-O2 -g -Wno-deprecated-declarations' \
     go build -trimpath -ldflags '-s -w' -o /out/nvml-agent ./cmd/nvml-agent
 

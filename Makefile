@@ -10,18 +10,21 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
 all: build
 
-# The command line's version, commit and build date (`gpuadmit version`): the
-# commit when git can tell it, else "unknown". make build names the version
+# The command line's version, commit and build date (`gpuadmit version`), and
+# the webhook's (gpuadmit_build_info; it has no build date): the commit when
+# git can tell it, else "unknown". make build names the version
 # GPUADMIT_VERSION (dev), make release GPUADMIT_RELEASE (v and the chart's appVersion).
 GPUADMIT_VERSION ?= dev
 GPUADMIT_RELEASE ?= v$(APP_VERSION)
+GPUADMIT_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 gpuadmit_ldflags = -X main.version=$(1) \
-	-X main.commit=$(shell git rev-parse --short HEAD 2>/dev/null || echo unknown) \
+	-X main.commit=$(GPUADMIT_COMMIT) \
 	-X main.buildDate=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 	$(GO) build -ldflags "$(call gpuadmit_ldflags,$(GPUADMIT_VERSION))" -o $(BIN)/gpuadmit ./cmd/gpuadmit
+	$(GO) build -ldflags "$(call gpuadmit_ldflags,$(GPUADMIT_VERSION))" -o $(BIN)/webhook ./cmd/webhook
 	cp $(BIN)/gpuadmit $(BIN)/kubectl-gpuadmit
 
 ## release: the command line stripped for distribution (-trimpath, no symbol table nor DWARF) in bin/release/,
@@ -139,7 +142,7 @@ print-images:
 
 image:
 	@test -n "$(IMAGE_TOOL)" || { echo "make image: neither docker nor podman is on the PATH (set IMAGE_TOOL)"; exit 1; }
-	$(IMAGE_TOOL) build --target webhook --build-arg VERSION=$(APP_VERSION) -t $(WEBHOOK_IMAGE) .
+	$(IMAGE_TOOL) build --target webhook --build-arg VERSION=$(APP_VERSION) --build-arg COMMIT=$(GPUADMIT_COMMIT) -t $(WEBHOOK_IMAGE) .
 	$(IMAGE_TOOL) build --target nvml-agent --build-arg VERSION=$(APP_VERSION) -t $(AGENT_IMAGE) .
 
 clean:

@@ -35,14 +35,16 @@ func (c *cli) root(name string) *cobra.Command {
 		Use:   "gpuadmit",
 		Short: "GPU admission policy tool",
 		Long: `gpuadmit computes what the gpuadmit admission webhook computes: a pod's
-effective GPU demand, each namespace's GPU usage against its quotas, and the
+effective GPU demand, each namespace's GPU usage against its quotas, what
+each pod and claim is charged, which namespaces are over a limit, and the
 webhook's decision for a new pod, from manifests and a 'kubectl get -o yaml'
 dump (--state) or from the cluster of the current kubeconfig context.
 
 Manifests may be YAML or JSON, a single object, a List or a multi-document
-stream ("-" reads standard input). usage, eval and effective print a table
-unless -o json, yaml, wide or jsonpath=TEMPLATE. Exit codes: 0 ok, 1 a pod
-denied or a policy test failed, 2 bad input or error.`,
+stream ("-" reads standard input). usage, top, audit, eval and effective
+print a table unless -o json, yaml, wide or jsonpath=TEMPLATE. Exit codes:
+0 ok, 1 a pod denied, a policy test failed or a namespace over a limit
+(audit, top --fail-over), 2 bad input or error.`,
 		Version:       versionLine(),
 		Args:          unknownCommand,
 		SilenceErrors: true,
@@ -61,7 +63,7 @@ denied or a policy test failed, 2 bad input or error.`,
 	// --version without cobra's -v shorthand, which kubectl users know as
 	// the log level.
 	root.Flags().Bool("version", false, "print the version")
-	root.AddCommand(c.effectiveCmd(), c.usageCmd(), c.evalCmd(), c.policyCmd(), c.versionCmd())
+	root.AddCommand(c.effectiveCmd(), c.usageCmd(), c.topCmd(), c.auditCmd(), c.evalCmd(), c.policyCmd(), c.versionCmd())
 	root.InitDefaultCompletionCmd()
 	for _, sub := range root.Commands() {
 		if sub.Name() == "completion" {

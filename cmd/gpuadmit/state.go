@@ -33,7 +33,8 @@ type source interface {
 	// ResourceQuotas, ResourceClaims, ResourceClaimTemplates and
 	// ResourceSlices, charged as ch says. namespaces are those the command
 	// reports on (nil: every one); reserve also reads their GPUUsage
-	// reservations, by namespace (a dump has none).
+	// reservations, by namespace (a dump has none; for every namespace,
+	// those of the namespaces the state has GPU pods, claims or quotas in).
 	ledger(ctx context.Context, ch charging, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]ledger.Reservation, error)
 	// user is who the requests come from (input.userInfo).
 	user(ctx context.Context) (decision.UserInfo, error)
@@ -200,6 +201,9 @@ func (l live) ledger(ctx context.Context, ch charging, namespaces []string, rese
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	if namespaces == nil { // every namespace: those the state has
+		namespaces = sortedNamespaces(led.Snapshot(nil))
 	}
 	reserved := map[string][]ledger.Reservation{}
 	for _, ns := range namespaces {

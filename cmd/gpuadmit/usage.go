@@ -71,9 +71,8 @@ type usageCapacity struct {
 
 // usageOptions are usage's flags.
 type usageOptions struct {
-	state, output string
-	all           bool
-	setup         setupFlags
+	stateFlags
+	output string
 }
 
 func (c *cli) usageCmd() *cobra.Command {
@@ -120,79 +119,32 @@ unless --config names one, and says on stderr which it used.`,
 			if err != nil {
 				return err
 			}
-			if err := checkSetupFlags(cmd, o.state); err != nil {
-				return err
-			}
-			err = c.usage(cmd, o, out)
-			if o.state == "" {
-				err = c.unreachable(err)
-			}
-			return err
+			return c.reading(cmd, o.stateFlags, func() error { return c.usage(cmd, o, out) })
 		},
 	}
-	cmd.Flags().StringVar(&o.state, "state", "", stateUsage)
-	cmd.Flags().BoolVarP(&o.all, "all-namespaces", "A", false,
+	stateFlagsOn(cmd, &o.stateFlags,
 		"every namespace (default: -n, else the kubeconfig context's namespace; with --state, every namespace of the dump)")
-	setupFlagsOn(cmd, &o.setup, false)
 	outputFlag(cmd, &o.output, formatTable, tableFormats)
 	return cmd
 }
 
 func (c *cli) usage(cmd *cobra.Command, o usageOptions, out output) error {
-	warn := func(w string) { fmt.Fprintf(c.stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }
-	src := c.source(o.state, warn)
-	kube, err := src.gpuadmit()
+	v, err := c.readView(cmd, o.stateFlags, false, false)
 	if err != nil {
 		return err
 	}
-	ns, err := c.usageNamespace(src, o)
-	if err != nil {
-		return err
-	}
-	st, err := newSetup(cmd.Context(), o.setup, kube, false, c.stderr)
-	if err != nil {
-		return err
-	}
-	st.say(cmd, o.setup, kube != nil, false, c.stderr)
-	var scope []string
-	if ns != "" {
-		scope = []string{ns}
-	}
-	ch, err := chargingOf(st.cfg)
-	if err != nil {
-		return err
-	}
-	l, _, err := src.ledger(cmd.Context(), ch, scope, false)
-	if err != nil {
-		return err
-	}
-	u := usageReport(l.Snapshot(nil), ns, ch.families[0].Name)
+	u := usageReport(v.ledger.Snapshot(nil), v.ns, v.primary())
 	for _, p := range u.Problems {
-		warn(p)
+		v.warn(p)
 	}
 	if out.table() {
 		for _, name := range slices.Sorted(maps.Keys(u.Namespaces)) {
 			for _, un := range u.Namespaces[name].Unresolved {
-				warn(fmt.Sprintf("namespace %s: %s", name, un))
+				v.warn(fmt.Sprintf("namespace %s: %s", name, un))
 			}
 		}
 	}
 	return out.write(c.stdout, u, func(wide bool) error { return printUsage(c.stdout, u, wide) })
-}
-
-// usageNamespace is the namespace usage shows ("" for every one): none
-// with -A, else -n, else every one of a dump, else the kubeconfig
-// context's, as kubectl get.
-func (c *cli) usageNamespace(src source, o usageOptions) (string, error) {
-	switch {
-	case o.all:
-		return "", nil
-	case *c.kube.Namespace != "":
-		return *c.kube.Namespace, nil
-	case o.state != "":
-		return "", nil
-	}
-	return src.namespace()
 }
 
 // usageReport renders a ledger snapshot in the command-line contract's
@@ -201,11 +153,7 @@ func (c *cli) usageNamespace(src source, o usageOptions) (string, error) {
 // namespace and of nodes.
 func usageReport(s ledger.Snapshot, only, primary string) usageOutput {
 	out := usageOutput{Namespaces: map[string]usageNamespace{}, Nodes: map[string]usageNode{}, primary: primary}
-	if only != "" {
-		ns := s.Namespaces[only]
-		s.Namespaces = map[string]ledger.NamespaceSnapshot{only: ns}
-		s.Problems = slices.DeleteFunc(s.Problems, func(p ledger.Problem) bool { return p.Namespace != "" && p.Namespace != only })
-	}
+	s = scoped(s, only)
 	for name, ns := range s.Namespaces {
 		u := usageNamespace{Used: ns.Used.Of(primary), Limits: limitsOf(ns.Limits[primary]), Pods: ns.Pods, Claims: ns.Claims}
 		for _, q := range ns.Quotas {
@@ -217,10 +165,7 @@ func usageReport(s ledger.Snapshot, only, primary string) usageOutput {
 			}
 		}
 		u.Families = familiesOf(ns, primary)
-		for _, p := range ns.Unresolved {
-			u.Unresolved = append(u.Unresolved, fmt.Sprintf(
-				"pod %s: containers %q: memory is a percentage of a device of unknown size; not counted in used.gpumem", p.Pod, p.Containers))
-		}
+		u.Unresolved = unresolvedOf(ns)
 		out.Namespaces[name] = u
 	}
 	for name, n := range s.Nodes {
@@ -236,6 +181,17 @@ func usageReport(s ledger.Snapshot, only, primary string) usageOutput {
 	}
 	for _, p := range s.Problems {
 		out.Problems = append(out.Problems, p.String())
+	}
+	return out
+}
+
+// unresolvedOf says, for each pod of ns whose memory is unresolved, which
+// containers and that their memory is not counted (nil when none).
+func unresolvedOf(ns ledger.NamespaceSnapshot) []string {
+	var out []string
+	for _, p := range ns.Unresolved {
+		out = append(out, fmt.Sprintf(
+			"pod %s: containers %q: memory is a percentage of a device of unknown size; not counted in used.gpumem", p.Pod, p.Containers))
 	}
 	return out
 }

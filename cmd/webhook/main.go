@@ -124,7 +124,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 			}
 		}
 	}
-	log.Info("starting", "namespace", opts.Namespace, "port", opts.Port, "policySelector", *opts.Config.Policy.ConfigMapSelector,
+	log.Info("starting", "version", opts.Version, "commit", opts.Revision, "namespace", opts.Namespace, "port", opts.Port, "policySelector", *opts.Config.Policy.ConfigMapSelector,
 		"selfManagedCerts", opts.CertDir == "", "families", strings.Join(families, ","), "resources", strings.Join(resources, ","))
 	return serve(ctx, srv, *f.drainFor, log)
 }
@@ -196,7 +196,7 @@ func (f *flags) options(log logr.Logger) (server.Options, *rest.Config, error) {
 		CertDNSNames: []string{svc, svc + ".cluster.local", *f.service + "." + *f.namespace, *f.service},
 		CertIPs:      ips, CertCheckEvery: *f.certCheck,
 		MutatingWebhook: *f.mutating, ValidatingWebhook: *f.validating, Log: log,
-		Replica: *f.replica, AdvertiseAddress: advertise,
+		Replica: *f.replica, AdvertiseAddress: advertise, Version: version, Revision: commit,
 	}, restCfg, nil
 }
 

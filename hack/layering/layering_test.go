@@ -32,6 +32,9 @@ func TestRequestPathGoesDown(t *testing.T) {
 		"pkg/gpuusage":   {"pkg/membership", "pkg/admission", "pkg/server"},
 		"pkg/membership": {"pkg/gpuusage", "pkg/decision", "pkg/admission", "pkg/server", "policy"},
 		"pkg/admission":  {"pkg/server"},
+		// The Reports are an output of the ledger, beside the summaries:
+		// nothing on the request path.
+		"pkg/openreports": {"pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "policy"},
 		// The HTTPS server knows nothing of admission: it only bounds and authenticates.
 		"pkg/webhookserver": {"pkg/", "policy", "internal/", "hack/", "cmd/"},
 		// What ships: no test support, no build tooling. cmd/webhook's

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -24,6 +25,9 @@ type subject struct {
 	// ref is namespace/name (podRef for a pod).
 	ref string
 	obj klog.ObjectRef
+	// meta is the pod's or claim's: its controller is the object of the
+	// denial's Event (events.go).
+	meta metav1.Object
 }
 
 func (s subject) String() string { return s.kind + " " + s.ref }
@@ -45,10 +49,11 @@ func gate(g Gate, s subject) (admission.Response, bool) {
 }
 
 // answer hands dreq to r under key and answers the review: 500 when no
-// decision could be made, 403 with the policies' messages (logged once),
+// decision could be made, 403 with the policies' messages (logged once,
+// and recorded as an Event through rec unless it is a dry run),
 // else allowed with the warnings (and the gate's staleness), with the
 // reason its metrics count.
-func answer(ctx context.Context, r Reserver, g Gate, key types.UID, dreq decision.Request, s subject) (admission.Response, string) {
+func answer(ctx context.Context, r Reserver, g Gate, rec Recorder, key types.UID, dreq decision.Request, s subject) (admission.Response, string) {
 	log := logf.FromContext(ctx)
 	verdict, err := r.Admit(ctx, key, dreq)
 	if err != nil {
@@ -61,7 +66,8 @@ func answer(ctx context.Context, r Reserver, g Gate, key types.UID, dreq decisio
 		if msg == "" {
 			msg = "denied by the GPU admission policy (no message given)"
 		}
-		return admission.Denied(msg).WithWarnings(verdict.Warnings...), reasonPolicy
+		recordDenial(ctx, rec, s, dreq.DryRun, verdict, msg)
+		return admission.Denied(msg).WithWarnings(verdict.Warnings...), denialReason(verdict)
 	}
 	resp := admission.Allowed("").WithWarnings(verdict.Warnings...)
 	if g != nil {

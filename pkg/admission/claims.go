@@ -33,6 +33,9 @@ type ClaimValidator struct {
 	Claims   Claims
 	Reserver Reserver
 	Metrics  *Metrics
+	// Events records each denial (not of a dry run) as a Warning Event;
+	// nil: none.
+	Events Recorder
 }
 
 var _ admission.Handler = (*ClaimValidator)(nil)
@@ -41,7 +44,7 @@ var _ admission.Handler = (*ClaimValidator)(nil)
 func (v *ClaimValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
 	resp, reason := v.handle(ctx, req)
-	v.Metrics.observe(webhookValidateClaims, resp, reason, start)
+	v.Metrics.observe(webhookValidateClaims, req.Namespace, resp, reason, start)
 	return resp
 }
 
@@ -56,13 +59,13 @@ func (v *ClaimValidator) handle(ctx context.Context, req admission.Request) (adm
 	if !v.Claims.GovernsClaim(claim) {
 		return admission.Allowed(""), reasonNonGPU
 	}
-	s := subject{kind: "ResourceClaim", ref: claim.Namespace + "/" + claim.Name, obj: klog.KObj(claim)}
+	s := subject{kind: "ResourceClaim", ref: claim.Namespace + "/" + claim.Name, obj: klog.KObj(claim), meta: claim}
 	if resp, blocked := gate(v.Gate, s); blocked {
 		return resp, reasonNotReady
 	}
 	dreq := decision.Request{Claim: claim, Namespace: claim.Namespace, Operation: string(req.Operation), DryRun: isDryRun(req),
 		User: decision.UserInfo{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}}
-	resp, reason := answer(ctx, v.Reserver, v.Gate, claimKey(claim, req), dreq, s)
+	resp, reason := answer(ctx, v.Reserver, v.Gate, v.Events, claimKey(claim, req), dreq, s)
 	if reason == reasonGPU {
 		v.Metrics.reserved()
 	}

@@ -11,5 +11,7 @@
 // depend only on the small interfaces of admission.go, so tests run them
 // with fakes and the server wires the real store and decision; they log
 // with the request's logger (controller-runtime puts it in the context),
-// every denial once at the default verbosity.
+// every denial once at the default verbosity, and hand every denial (not
+// of a dry run) to the Recorder, on a goroutine of its own, to become a
+// Warning Event on the pod's owner or its namespace (events.go).
 package admission

@@ -141,3 +141,13 @@ func review(t testing.TB, op admissionv1.Operation, pod *corev1.Pod, dryRun bool
 		Object:    runtime.RawExtension{Raw: raw},
 	}}
 }
+
+// fixedReserver answers every review with verdict (or err).
+type fixedReserver struct {
+	verdict decision.Result
+	err     error
+}
+
+func (r fixedReserver) Admit(context.Context, types.UID, decision.Request) (decision.Result, error) {
+	return r.verdict, r.err
+}

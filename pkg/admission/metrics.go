@@ -2,10 +2,14 @@ package admission
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 )
 
 // Webhook names and reasons used as metric labels (a small, fixed set).
@@ -22,11 +26,24 @@ const (
 	reasonUnchanged  = "unchanged"   // annotation already right (reinvocation)
 	reasonUnresolved = "unresolved"  // memory percentage of an unknown device
 	reasonInvalid    = "invalid"     // invalid GPU request (validation denies it)
-	reasonPolicy     = "policy"      // denied by the policy
+	reasonQuota      = "quota"       // denied: the demand passes a ResourceQuota limit
+	reasonPolicy     = "policy"      // denied by a policy rule, no limit passed
 	reasonBadRequest = "bad-request" // malformed review
 	reasonNotReady   = "not-ready"   // watches not synced, no policy, or stale watches in deny mode
 	reasonError      = "error"       // decision or reservation failed
 )
+
+// MaxNamespaceLabels bounds the namespace label of
+// gpuadmit_admission_decisions_total: the first MaxNamespaceLabels distinct
+// namespaces a process answers reviews of keep their name, every other one
+// counts as OtherNamespace.
+const MaxNamespaceLabels = 200
+
+// OtherNamespace is the namespace label of the reviews of namespaces beyond
+// MaxNamespaceLabels, and of reviews whose namespace is not a valid
+// namespace name (a hand-made review): no namespace can be called that, a
+// namespace's name is a DNS label.
+const OtherNamespace = "_other"
 
 // Metrics are the handlers' Prometheus collectors. A nil *Metrics records
 // nothing.
@@ -34,6 +51,7 @@ type Metrics struct {
 	decisions    *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
 	reservations prometheus.Counter
+	namespaces   namespaceLabels
 }
 
 // NewMetrics creates the collectors and registers them on reg.
@@ -41,8 +59,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpuadmit_admission_decisions_total",
-			Help: "Admission answers by webhook (mutate, validate), verdict (allowed, denied, error) and reason.",
-		}, []string{"webhook", "verdict", "reason"}),
+			Help: fmt.Sprintf("Admission answers by webhook (mutate, validate, validate-claims), verdict (allowed, denied, error), reason "+
+				"and namespace (the review's: the first %d distinct ones by name, any other as %s; empty for a review without one).",
+				MaxNamespaceLabels, OtherNamespace),
+		}, []string{"webhook", "verdict", "reason", "namespace"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "gpuadmit_admission_duration_seconds",
 			Help:    "Time to decide one admission review, by webhook.",
@@ -52,6 +72,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "gpuadmit_reservations_total",
 			Help: "Demands reserved in the namespaces' GPUUsage objects for admitted pods.",
 		}),
+		namespaces: namespaceLabels{max: MaxNamespaceLabels, seen: map[string]struct{}{}},
 	}
 	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.reservations} {
 		if err := reg.Register(c); err != nil {
@@ -61,7 +82,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-func (m *Metrics) observe(webhook string, resp admission.Response, reason string, start time.Time) {
+// observe counts one answer of webhook to a review of namespace.
+func (m *Metrics) observe(webhook, namespace string, resp admission.Response, reason string, start time.Time) {
 	if m == nil {
 		return
 	}
@@ -73,7 +95,7 @@ func (m *Metrics) observe(webhook string, resp admission.Response, reason string
 	default:
 		verdict = "denied"
 	}
-	m.decisions.WithLabelValues(webhook, verdict, reason).Inc()
+	m.decisions.WithLabelValues(webhook, verdict, reason, m.namespaces.label(namespace)).Inc()
 	m.latency.WithLabelValues(webhook).Observe(time.Since(start).Seconds())
 }
 
@@ -81,4 +103,43 @@ func (m *Metrics) reserved() {
 	if m != nil {
 		m.reservations.Inc()
 	}
+}
+
+// denialReason is the reason a denial counts under: invalid (the request
+// is), quota (its demand passes a limit), else policy (another rule).
+func denialReason(res decision.Result) string {
+	switch {
+	case res.Invalid:
+		return reasonInvalid
+	case len(res.Exceeded) > 0:
+		return reasonQuota
+	}
+	return reasonPolicy
+}
+
+// namespaceLabels hands out the values of the namespace label: a
+// namespace keeps its name once it was seen while fewer than max were.
+type namespaceLabels struct {
+	mu   sync.Mutex
+	max  int
+	seen map[string]struct{}
+}
+
+func (n *namespaceLabels) label(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	if len(validation.IsDNS1123Label(ns)) > 0 {
+		return OtherNamespace
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.seen[ns]; ok {
+		return ns
+	}
+	if len(n.seen) >= n.max {
+		return OtherNamespace
+	}
+	n.seen[ns] = struct{}{}
+	return ns
 }

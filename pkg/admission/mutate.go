@@ -35,7 +35,7 @@ var _ admission.Handler = (*Mutator)(nil)
 func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
 	resp, reason := m.handle(ctx, req)
-	m.Metrics.observe(webhookMutate, resp, reason, start)
+	m.Metrics.observe(webhookMutate, req.Namespace, resp, reason, start)
 	return resp
 }
 

@@ -38,6 +38,9 @@ type Validator struct {
 	GPUPods  GPUPods
 	Reserver Reserver
 	Metrics  *Metrics
+	// Events records each denial (not of a dry run) as a Warning Event;
+	// nil: none.
+	Events Recorder
 }
 
 var _ admission.Handler = (*Validator)(nil)
@@ -48,7 +51,7 @@ var _ admission.Handler = (*Validator)(nil)
 func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
 	resp, reason := v.handle(ctx, req)
-	v.Metrics.observe(webhookValidate, resp, reason, start)
+	v.Metrics.observe(webhookValidate, req.Namespace, resp, reason, start)
 	return resp
 }
 
@@ -63,13 +66,13 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	if !v.GPUPods.Requests(pod) {
 		return admission.Allowed(""), reasonNonGPU
 	}
-	s := subject{kind: "pod", ref: podRef(pod), obj: klog.KObj(pod)}
+	s := subject{kind: "pod", ref: podRef(pod), obj: klog.KObj(pod), meta: pod}
 	if resp, blocked := gate(v.Gate, s); blocked {
 		return resp, reasonNotReady
 	}
 	dreq := decision.Request{Pod: pod, Namespace: pod.Namespace, Operation: string(req.Operation), DryRun: isDryRun(req),
 		User: decision.UserInfo{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}}
-	resp, reason := answer(ctx, v.Reserver, v.Gate, reservationKey(pod, req), dreq, s)
+	resp, reason := answer(ctx, v.Reserver, v.Gate, v.Events, reservationKey(pod, req), dreq, s)
 	if reason == reasonGPU {
 		v.Metrics.reserved()
 	}

@@ -72,6 +72,9 @@ type Result struct {
 	// Exceeded lists, for a denied pod, the limits its demand would pass
 	// (empty when only other rules denied it).
 	Exceeded []LimitCheck
+	// Invalid: the request is invalid (an *effective.InvalidError: a value
+	// that is not a whole number, a negative one...); the policies deny it.
+	Invalid bool
 	// FitsWithoutUnconfirmed: denied, but the pod would be allowed if the
 	// request's unconfirmed reservations (ledger.Reservation.Unconfirmed)
 	// ended. Its review may wait for them, within its deadline.
@@ -241,7 +244,7 @@ func (d *Decider) evaluate(ctx context.Context, doc *inputDoc) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Allowed: len(out.Deny) == 0, Denials: out.Deny, Warnings: out.Warn}
+	res := Result{Allowed: len(out.Deny) == 0, Denials: out.Deny, Warnings: out.Warn, Invalid: doc.invalid != nil}
 	if res.FitsWithoutUnconfirmed, err = d.fitsWithoutUnconfirmed(ctx, doc, res.Allowed); err != nil {
 		return Result{}, err
 	}

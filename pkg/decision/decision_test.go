@@ -198,6 +198,9 @@ func TestDecide(t *testing.T) {
 				t.Errorf("got  allowed=%v effective=%v\n  denials=%q\n  warnings=%q\nwant allowed=%v effective=%v\n  denials=%q\n  warnings=%q",
 					got.Allowed, got.Effective, got.Denials, got.Warnings, tt.want.Allowed, tt.want.Effective, tt.want.Denials, tt.want.Warnings)
 			}
+			if got.Invalid != tt.invalid {
+				t.Errorf("Invalid = %v, want %v", got.Invalid, tt.invalid)
+			}
 			// The mutating webhook's Demand agrees with the decision.
 			dem, err := d.Demand(tt.pod)
 			switch {

@@ -214,6 +214,13 @@ func summarize(n ledger.NamespaceSnapshot, fams []effective.Family, conds []meta
 	set(gpuadmitv1.ConditionInputsTrusted, "ChargeHeld",
 		"pods still charged what their admission resolved, above what changed annotations or node capacity say (a charge goes down only through a pod's lifecycle): ",
 		held, "no device assignment or node capacity changed under an admitted pod")
+	var over []string
+	for _, o := range ledger.OverLimits(n, fams) {
+		over = append(over, o.String())
+	}
+	set(gpuadmitv1.ConditionWithinLimits, "OverLimit",
+		"usage passes a limit lowered under it (admission refuses more until it is back within; nothing is evicted): ", over,
+		"usage is within every GPU limit")
 	return st
 }
 

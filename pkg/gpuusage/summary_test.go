@@ -118,3 +118,35 @@ func TestSummarizerWritesOnlyChangesAtMostOncePerGap(t *testing.T) {
 type reserved map[string][]ledger.Reservation
 
 func (r reserved) Reserved(context.Context) (map[string][]ledger.Reservation, error) { return r, nil }
+
+// TestSummarizeWithinLimits: a quota lowered under the namespace's use
+// turns WithinLimits False, naming the resource, what is charged and the
+// limit; raised back, True again.
+func TestSummarizeWithinLimits(t *testing.T) {
+	fams := []effective.Family{effective.Nvidia()}
+	l := ledger.New(ledger.Options{Families: fams})
+	l.UpsertPod(testpod.New("a").NS("ns").UID("a").App("srv", testpod.GPU(1), testpod.Mem(10240)).Build())
+	pending := []ledger.Reservation{{UID: "r", Name: "r", Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 2048})}}
+	now := time.Unix(1000, 0)
+	for _, tt := range []struct {
+		name, limit string
+		status      metav1.ConditionStatus
+		message     string
+	}{
+		{name: "within", limit: "12288", status: metav1.ConditionTrue, message: "usage is within every GPU limit"},
+		{name: "lowered under use, reservations included", limit: "12287", status: metav1.ConditionFalse,
+			message: "nvidia.com/gpumem: 12288 MiB charged (10240 used, 2048 reserved), over the limit 12287 MiB of ResourceQuota gpu"},
+		{name: "raised back", limit: "16384", status: metav1.ConditionTrue, message: "usage is within every GPU limit"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l.UpsertQuota(testquota.New("ns", "gpu", map[string]string{"limits.nvidia.com/gpumem": tt.limit}))
+			c := condition(summarize(l.Namespace("ns", pending), fams, nil, now), gpuadmitv1.ConditionWithinLimits)
+			if c.Status != tt.status || !strings.Contains(c.Message, tt.message) {
+				t.Errorf("WithinLimits = %s %q, want %s containing %q", c.Status, c.Message, tt.status, tt.message)
+			}
+			if tt.status == metav1.ConditionFalse && c.Reason != "OverLimit" {
+				t.Errorf("reason %q", c.Reason)
+			}
+		})
+	}
+}

@@ -108,7 +108,7 @@ func (q *quota) parseFamily(rq *corev1.ResourceQuota, f *effective.Family) Limit
 		if !ok {
 			continue
 		}
-		v, err := quotaValue(val.String(), d.factor)
+		v, err := QuotaValue(val.String(), d.factor)
 		if err != nil {
 			q.problems = append(q.problems, Problem{Kind: ProblemQuota, Namespace: rq.Namespace, Name: rq.Name,
 				Key: key, Value: val.String(), Message: err.Error() + "; the limit blocks until it is fixed"})
@@ -120,9 +120,11 @@ func (q *quota) parseFamily(rq *corev1.ResourceQuota, f *effective.Family) Limit
 	return lim
 }
 
-// quotaValue parses a quota value as a non-negative whole number and
-// multiplies it by factor (memory units to MiB), reporting overflow.
-func quotaValue(s string, factor int64) (int64, error) {
+// QuotaValue parses a quota value as a non-negative whole number and
+// multiplies it by factor (memory units to MiB: the family's memoryFactor
+// for its memory resource, 1 otherwise), reporting overflow. The command
+// line reads a limit given by hand (top --what-if) with it, as a quota's.
+func QuotaValue(s string, factor int64) (int64, error) {
 	v, err := effective.ParseQuantity(s)
 	if err != nil {
 		return 0, err

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -60,4 +61,15 @@ func (e *elected) Start(ctx context.Context) error {
 		le.Run(ctx) // returns once the Lease is lost, or ctx ended
 	}, time.Second)
 	return nil
+}
+
+// both runs a and b until ctx ends and both returned, and returns the
+// first error (the elected replica's writers run side by side).
+func both(a, b func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		g, ctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return a(ctx) })
+		g.Go(func() error { return b(ctx) })
+		return g.Wait()
+	}
 }

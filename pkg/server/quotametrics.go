@@ -33,15 +33,19 @@ const (
 //     inputs say (0 when none: the series stay while the namespace is
 //     known), and the nodes with malformed device annotations (namespace
 //     ""): at most namespaces × 4 + 1 series.
+//
+// It also exposes the showback series (usagemetrics.go) from the same
+// snapshot.
 type namespaceCollector struct {
 	ledger   *ledger.Ledger
 	store    reservations
 	quota    *prometheus.Desc
 	problems *prometheus.Desc
+	showback showback
 }
 
 func newNamespaceCollector(l *ledger.Ledger, store reservations) *namespaceCollector {
-	return &namespaceCollector{ledger: l, store: store,
+	return &namespaceCollector{ledger: l, store: store, showback: newShowback(),
 		quota: prometheus.NewDesc("gpuadmit_resourcequota",
 			"A namespace's tightest limit (hard, with the ResourceQuota that sets it; 0 while its value is invalid), what its recorded pods use (used) and what admitted pods not yet recorded hold (reserved), per managed resource; memory in MiB.",
 			[]string{"namespace", "resourcequota", "resource", "type"}, nil),
@@ -54,6 +58,7 @@ func newNamespaceCollector(l *ledger.Ledger, store reservations) *namespaceColle
 func (c *namespaceCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.quota
 	ch <- c.problems
+	c.showback.describe(ch)
 }
 
 func (c *namespaceCollector) Collect(ch chan<- prometheus.Metric) {
@@ -72,8 +77,10 @@ func (c *namespaceCollector) Collect(ch chan<- prometheus.Metric) {
 		c.gauge(ch, c.problems, distinct(s.Problems, ledger.ProblemPod), ns, problemInvalidPod)
 		c.gauge(ch, c.problems, distinct(s.Problems, ledger.ProblemQuota), ns, problemInvalidQuota)
 		c.gauge(ch, c.problems, distinct(s.Problems, ledger.ProblemCharge), ns, problemHeldCharge)
+		c.showback.namespace(ch, fams, ns, s)
 	}
 	c.gauge(ch, c.problems, distinct(snap.Problems, ledger.ProblemNode), "", problemInvalidNode)
+	c.showback.resourceInfo(ch, fams)
 }
 
 // family emits the quota gauges of one family of namespace ns.
@@ -98,7 +105,7 @@ func (c *namespaceCollector) family(ch chan<- prometheus.Metric, ns string, f *e
 }
 
 func (c *namespaceCollector) gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v int64, labels ...string) {
-	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	gauge(ch, d, v, labels...)
 }
 
 // distinct counts the objects (namespace and name) with problems of kind:

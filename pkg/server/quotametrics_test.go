@@ -10,21 +10,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testclaim"
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testnode"
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
+	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
-// world is what a ledger is fed: nodes, quotas, pods, then reservations.
+// world is what a ledger is fed: nodes, quotas, pods, claims, then reservations.
 type world struct {
-	settings     *effective.Family // nil: the defaults
+	settings     *effective.Family  // nil: the defaults
+	families     []effective.Family // several families (settings is ignored)
 	nodes        []*corev1.Node
 	quotas       []*corev1.ResourceQuota
 	pods         []*testpod.Builder
+	claims       []*resourcev1.ResourceClaim // of HAMi-DRA's class, counted against the first family
 	reservations map[string][]ledger.Reservation
 	after        []*corev1.Node // node changes once the pods are recorded
 }
@@ -34,7 +39,19 @@ func (w world) ledger() *ledger.Ledger {
 	if w.settings != nil {
 		s = *w.settings
 	}
-	l := ledger.New(ledger.Options{Families: []effective.Family{s}})
+	fams := []effective.Family{s}
+	if w.families != nil {
+		fams = w.families
+	}
+	opts := ledger.Options{Families: fams}
+	if len(w.claims) > 0 {
+		var err error
+		if opts.Claims, err = dra.NewCharger([]dra.Class{{Name: testclaim.HAMiDRAClass, Family: fams[0].Name, Mode: dra.ModeCapacity,
+			Driver: testclaim.HAMiDRAClass, MemoryCapacity: "memory", CoresCapacity: "cores"}}, fams); err != nil {
+			panic(err)
+		}
+	}
+	l := ledger.New(opts)
 	for _, n := range w.nodes {
 		l.UpsertNode(n)
 	}
@@ -43,6 +60,9 @@ func (w world) ledger() *ledger.Ledger {
 	}
 	for _, p := range w.pods {
 		l.UpsertPod(p.Build())
+	}
+	for _, c := range w.claims {
+		l.UpsertClaim(c)
 	}
 	for _, n := range w.after {
 		l.UpsertNode(n)

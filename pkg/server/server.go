@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	reportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -82,6 +83,10 @@ type Options struct {
 	// Replica names this replica (its reservations' writer and its
 	// progress Lease); default the host name.
 	Replica string
+	// Version and Revision name this build in gpuadmit_build_info
+	// (cmd/webhook's -ldflags); empty: the binary's module version and VCS
+	// stamp, else "unknown".
+	Version, Revision string
 	// AdvertiseAddress (host:port) is where the other replicas reach this
 	// one's webhook server: the validating reviews of GPU pods are
 	// forwarded to the replica that owns their namespace, so that replicas
@@ -128,7 +133,10 @@ type Server struct {
 	certificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	certFiles   *certwatcher.CertWatcher
 	metrics     *serverMetrics
-	opts        Options
+	// events records the validating handlers' denials as Events
+	// (events.go), from Start until the webhook server has stopped.
+	events *denialEvents
+	opts   Options
 	// drain is set once shutdown began: readiness fails first, so that
 	// traffic moves to other replicas before the server stops.
 	drain atomic.Bool
@@ -156,6 +164,9 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	if s.metrics, err = newServerMetrics(opts.Registry); err != nil {
+		return nil, err
+	}
+	if err := registerInfoMetrics(opts.Registry, opts, s.servingCertificate); err != nil {
 		return nil, err
 	}
 	if err := s.watches(cfg); err != nil {
@@ -207,7 +218,7 @@ func (s *Server) manager(cfg *rest.Config) error {
 		return err
 	}
 	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), gpuadmitv1.AddToScheme(scheme)); err != nil {
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), gpuadmitv1.AddToScheme(scheme), reportsv1alpha1.Install(scheme)); err != nil {
 		return fmt.Errorf("scheme: %w", err)
 	}
 	s.mgr, err = ctrl.NewManager(cfg, manager.Options{

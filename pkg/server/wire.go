@@ -20,6 +20,7 @@ import (
 	configv1alpha1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
+	"github.com/gpuadmit/gpuadmit/pkg/openreports"
 )
 
 // wire builds the decision and the reservation store, and registers the
@@ -58,6 +59,9 @@ func (s *Server) handlers(dec *decision.Decider) error {
 	if err != nil {
 		return err
 	}
+	if s.events, err = s.denialEvents(); err != nil {
+		return err
+	}
 	hooks := s.mgr.GetWebhookServer()
 	requestLog := func(name string) func(logr.Logger, *ctrladmission.Request) logr.Logger {
 		return func(_ logr.Logger, req *ctrladmission.Request) logr.Logger {
@@ -68,7 +72,7 @@ func (s *Server) handlers(dec *decision.Decider) error {
 		Gate: annotateGate{s}, Demand: dec, Metrics: am}, RecoverPanic: ptr.To(true), LogConstructor: requestLog("mutate")},
 		s.opts.Config.Admission.ReviewTimeout.Duration)))
 	var validate http.Handler = &admission.PodReviews{Webhook: &ctrladmission.Webhook{Handler: &admission.Validator{
-		Gate: s, GPUPods: dec, Reserver: s.Store, Metrics: am}, RecoverPanic: ptr.To(true), LogConstructor: requestLog("validate")}}
+		Gate: s, GPUPods: dec, Reserver: s.Store, Metrics: am, Events: s.events}, RecoverPanic: ptr.To(true), LogConstructor: requestLog("validate")}}
 	if s.opts.AdvertiseAddress != "" {
 		fwd, err := newForwarder(s.opts.Registry, s.members, s.servingCertificate, s.opts.TLSMinVersion, s.NotReady,
 			s.Ledger.Families(), s.opts.Log.WithName("forward"))
@@ -78,7 +82,7 @@ func (s *Server) handlers(dec *decision.Decider) error {
 		validate = fwd.wrap(validate)
 	}
 	hooks.Register(ValidatePath, s.draining(detached(validate, s.opts.Config.Admission.ReviewTimeout.Duration)))
-	claims := &ctrladmission.Webhook{Handler: &admission.ClaimValidator{Gate: s, Claims: dec, Reserver: s.Store, Metrics: am},
+	claims := &ctrladmission.Webhook{Handler: &admission.ClaimValidator{Gate: s, Claims: dec, Reserver: s.Store, Metrics: am, Events: s.events},
 		RecoverPanic: ptr.To(true), LogConstructor: requestLog("validate-claims")}
 	hooks.Register(ValidateClaimsPath, s.draining(detached(claims, s.opts.Config.Admission.ReviewTimeout.Duration)))
 	return nil
@@ -115,7 +119,13 @@ func (s *Server) runnables(kube kubernetes.Interface) error {
 	// replica elected through the Lease gpuadmit-usage-status.
 	summary := &gpuusage.Summarizer{Client: s.mgr.GetClient(), Ledger: s.Ledger, Reservations: s.Store, Clock: s.opts.Clock,
 		OnWrite: s.metrics.summaryWritten, Log: s.opts.Log.WithName("summary")}
-	if err := s.mgr.Add(&elected{run: summary.Start, kube: kube, namespace: s.opts.Namespace, name: LeaderElectionID,
+	run := summary.Start
+	if s.opts.Config.OpenReportsEnabled() {
+		reports := &openreports.Writer{Client: s.mgr.GetClient(), Reader: s.mgr.GetAPIReader(), Ledger: s.Ledger,
+			Reservations: s.Store, Clock: s.opts.Clock, Log: s.opts.Log.WithName("openreports")}
+		run = both(summary.Start, reports.Start)
+	}
+	if err := s.mgr.Add(&elected{run: run, kube: kube, namespace: s.opts.Namespace, name: LeaderElectionID,
 		identity: s.opts.Replica, log: s.opts.Log.WithName("summary")}); err != nil {
 		return fmt.Errorf("adding the summarizer: %w", err)
 	}
@@ -239,8 +249,12 @@ func (s *Server) draining(h http.Handler) http.Handler {
 	})
 }
 
-// Start runs everything until ctx is done, then shuts down gracefully.
+// Start runs everything until ctx is done, then shuts down gracefully:
+// the denials' Events recorded until the webhook server stopped are
+// written before it returns (within eventsFlushTimeout).
 func (s *Server) Start(ctx context.Context) error {
+	s.events.start()
+	defer s.events.stop()
 	if err := s.mgr.Start(ctx); err != nil {
 		return fmt.Errorf("webhook server: %w", err)
 	}

@@ -6,8 +6,10 @@
 // the denial or the near-limit warning and charging nothing, 200
 // concurrent creates against a quota that fits 20 (exactly 20 admitted),
 // and HAMi's charges for a zero, a bare count, a whole card and half cards
-// (never fewer MiB than the card the pod may land on). Each test ends by
-// checking what the namespace's ledger holds against its limit.
+// (never fewer MiB than the card the pod may land on), and the Events
+// denials leave (one per denial, identical ones counted on one, on the
+// pod's owner). Each test ends by checking what the namespace's ledger
+// holds against its limit.
 //
 // Without KUBEBUILDER_ASSETS the suite skips, unless GPUADMIT_REQUIRE_ENVTEST=1
 // (make integration), where it fails instead.
@@ -101,4 +103,5 @@ func TestAdmission(t *testing.T) {
 
 	t.Run("a zero gpumem or percentage is the whole card", func(t *testing.T) { testZeroIsTheWholeCard(t, c) })
 	t.Run("pending whole-card and 50 % pods are charged", func(t *testing.T) { testPendingSharesAreCharged(t, c) })
+	t.Run("denials become Events", func(t *testing.T) { testDenialEvents(t, c) })
 }

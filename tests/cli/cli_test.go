@@ -29,6 +29,8 @@ func TestCLI(t *testing.T) {
 	t.Run("kubectl gpuadmit eval gives the webhook's verdict", s.testEvalIsTheWebhook)
 	t.Run("a namespace's user (--as) reads what it may", s.testNamespaceUser)
 	t.Run("eval decides with the cluster's configuration and policies, as the webhook", s.testEvalClusterConfig)
+	// It lowers team-a's quota under its usage, and sets it back.
+	t.Run("kubectl gpuadmit top and audit", s.testTopAndAudit)
 	// Last: it stops the webhook and removes the GPUUsage CRD.
 	t.Run("eval counts the GPUUsage reservations, and goes without the CRD", s.testEvalReservations)
 }
@@ -49,7 +51,10 @@ type usageJSON struct {
 	}
 }
 
-func (s *suite) testLiveIsTheDump(t *testing.T) {
+// dump writes what kubectl get -A -o yaml prints of the objects the
+// commands read into a file of the test's, and returns its path.
+func (s *suite) dump(t *testing.T) string {
+	t.Helper()
 	dump := s.kubectl(t, nil, "get", "namespaces,pods,nodes,resourcequotas,resourceclaims,resourceclaimtemplates,resourceslices,deviceclasses",
 		"--all-namespaces", "-o", "yaml")
 	if dump.code != 0 {
@@ -59,6 +64,11 @@ func (s *suite) testLiveIsTheDump(t *testing.T) {
 	if err := os.WriteFile(state, []byte(dump.stdout), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return state
+}
+
+func (s *suite) testLiveIsTheDump(t *testing.T) {
+	state := s.dump(t)
 	for _, tt := range []struct {
 		args []string
 		// dump is what the dump is asked instead (args when nil): the

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -19,7 +21,9 @@ import (
 // BenchmarkCreateLatency measures what a GPU pod create costs through the
 // API server, in one run on one control plane: with gpuadmit's webhooks
 // served by three replicas, then by one (the others stopped), then with the
-// webhook configurations removed. Each op is 500 creates from 8 clients;
+// webhook configurations removed, then with Kubernetes' own ResourceQuota
+// on the GPU requests instead (the in-tree admission writes its status per
+// create: the anchor of the three replicas' row). Each op is 500 creates from 8 clients;
 // it reports the creates' p50 and p99 and, with webhooks, the mean time the
 // replicas spent in each review (from their duration histograms): the rest
 // is the API server's (TLS, two webhook calls, etcd writes).
@@ -77,6 +81,53 @@ func BenchmarkCreateLatency(b *testing.B) {
 	}
 	time.Sleep(2 * time.Second) // the API server's webhook configuration informer
 	b.Run("webhooks=none", func(b *testing.B) { creates(b, nil) })
+	nativeQuota(b, c, ns)
+	b.Run("webhooks=none,native-quota", func(b *testing.B) { creates(b, nil) })
+}
+
+// nativeQuota puts Kubernetes' own ResourceQuota on the GPU requests in ns,
+// its status initialised as the quota controller would (envtest runs no
+// controller manager; the in-tree admission refuses creates against a
+// quota whose status it does not know): the in-tree admission then checks
+// and writes the quota's status on every create, in process and batched —
+// the anchor gpuadmit's rows compare with.
+func nativeQuota(b *testing.B, c *replicas.Cluster, ns string) {
+	b.Helper()
+	ctx := b.Context()
+	hard := corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("1000000"),
+		"requests.nvidia.com/gpumem": resource.MustParse("1000000000000")}
+	q, err := c.Kube.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "native-gpu"},
+		Spec: corev1.ResourceQuotaSpec{Hard: hard}}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pods, err := c.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var gpus, mem int64
+	for i := range pods.Items {
+		for _, ctr := range pods.Items[i].Spec.Containers {
+			gpus += ctr.Resources.Requests.Name("nvidia.com/gpu", resource.DecimalSI).Value()
+			mem += ctr.Resources.Requests.Name("nvidia.com/gpumem", resource.DecimalSI).Value()
+		}
+	}
+	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{
+		"requests.nvidia.com/gpu": *resource.NewQuantity(gpus, resource.DecimalSI), "requests.nvidia.com/gpumem": *resource.NewQuantity(mem, resource.DecimalSI)}}
+	if _, err := c.Kube.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	// The admission plugin reads quotas through its informer.
+	time.Sleep(2 * time.Second)
+	before := len(pods.Items)
+	createAll(b, c.Kube, ns, "native-warm-", 1, 1)
+	got, err := c.Kube.CoreV1().ResourceQuotas(ns).Get(ctx, "native-gpu", metav1.GetOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if used := got.Status.Used["requests.nvidia.com/gpu"]; used.Value() != gpus+1 {
+		b.Fatalf("the native quota did not count the create (%d pods before): used %s, want %d", before, used.String(), gpus+1)
+	}
 }
 
 // createAll creates n GPU pods from clients goroutines and returns each

@@ -5,7 +5,6 @@ package metrics_test
 import (
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -67,6 +66,12 @@ func scrape(t *testing.T, url, token string) map[string]family {
 	if status != http.StatusOK {
 		t.Fatalf("scraping %s: %d: %s", url, status, body)
 	}
+	return parseExposition(t, url, body)
+}
+
+// parseExposition reads a text exposition (from url) into families.
+func parseExposition(t *testing.T, url, body string) map[string]family {
+	t.Helper()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := parser.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
@@ -131,14 +136,4 @@ func seriesDiff(got, want map[string]float64) []string {
 		}
 	}
 	return out
-}
-
-func freeLoopbackPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

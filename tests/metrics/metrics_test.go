@@ -3,7 +3,6 @@ package metrics_test
 import (
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -28,15 +27,19 @@ const metricsNode = "metrics-node"
 // TestMetrics runs the server with its metrics endpoint on a loopback port
 // and checks what a Prometheus scraping it reads: gpuadmit_resourcequota
 // equals the ledger's namespaces, gpuadmit_device the node's devices and
-// their recorded usage, and every metric charts/gpuadmit/files/monitoring's rules and
-// dashboard use (charts/gpuadmit/files/monitoring/metrics.txt) has samples.
+// their recorded usage, the validating webhook's decisions per namespace
+// and reason, the showback and over-limit series (namespaces.go), the build
+// and certificate gauges, the API server's webhook metrics the alerts read,
+// and every metric charts/gpuadmit/files/monitoring's rules and dashboard
+// use (charts/gpuadmit/files/monitoring/metrics.txt) has samples.
 func TestMetrics(t *testing.T) {
-	port := freeLoopbackPort(t)
+	port := local.FreeLoopbackPort(t)
 	reg := &undoRegisterer{Registerer: ctrlmetrics.Registry}
 	t.Cleanup(reg.undo) // runs after ForTest's cleanup stopped the server
 	c := local.ForTest(t, "../../manifests/webhook", func(c *local.Cluster) *server.Options {
 		o := c.Options()
 		o.MetricsAddr, o.Registry = fmt.Sprintf("127.0.0.1:%d", port), reg
+		o.Version, o.Revision = testVersion, testRevision
 		return &o
 	})
 	ctx := t.Context()
@@ -105,12 +108,13 @@ func TestMetrics(t *testing.T) {
 	} {
 		local.AwaitLedger(t, c, ns, ok)
 	}
+	setUpShowback(t, c)
 
 	t.Run("gpuadmit_resourcequota is the ledger's namespaces", func(t *testing.T) {
 		eventually(t, url, token, "gpuadmit_resourcequota", func() map[string]float64 {
 			want := map[string]float64{}
 			names := c.Server.Ledger.Families()[0].Names
-			for _, ns := range slices.Sorted(maps.Keys(quotas)) {
+			for _, ns := range append(slices.Sorted(maps.Keys(quotas)), loweredNS) {
 				s := c.Namespace(ns)
 				for _, r := range []struct {
 					name           corev1.ResourceName
@@ -128,7 +132,7 @@ func TestMetrics(t *testing.T) {
 					want[key+"hard"], want[key+"used"], want[key+"reserved"] = float64(r.limit.Value), float64(r.used), float64(r.reserved)
 				}
 			}
-			if len(want) != (2+2+1)*3 { // m-a: 2 limits, m-b: 2, m-c: 1 (the tightest quota's)
+			if len(want) != (2+2+1+1)*3 { // m-a: 2 limits, m-b: 2, m-c: 1 (the tightest quota's), m-e: 1
 				t.Fatalf("the ledger's limits: %v", want)
 			}
 			return want
@@ -167,35 +171,11 @@ func TestMetrics(t *testing.T) {
 		})
 	})
 
-	t.Run("every metric of charts/gpuadmit/files/monitoring has samples", func(t *testing.T) {
-		b, err := os.ReadFile("../../charts/gpuadmit/files/monitoring/metrics.txt")
-		if err != nil {
-			t.Fatal(err)
-		}
-		names := strings.Fields(string(b))
-		if len(names) == 0 {
-			t.Fatal("charts/gpuadmit/files/monitoring/metrics.txt lists no metric")
-		}
-		// A vector family without children prints nothing, not even # HELP,
-		// so each name must have samples. They come from the events above: the
-		// quotas (gpuadmit_resourcequota; gpuadmit_ledger_problems has a
-		// series per known namespace), the node's devices (gpuadmit_device),
-		// the admitted and the denied pods (gpuadmit_admission_*); the
-		// policy and watch gauges (gpuadmit_policy_*, gpuadmit_feed_stale)
-		// have a sample from the start.
-		families := scrape(t, url, token)
-		for _, n := range names {
-			f, ok := families[n]
-			if !ok { // a histogram's _bucket, _sum or _count: its family
-				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-					if base, cut := strings.CutSuffix(n, suffix); cut && families[base].typ == "HISTOGRAM" {
-						f, ok = families[base], true
-					}
-				}
-			}
-			if !ok || len(f.series) == 0 {
-				t.Errorf("%s (charts/gpuadmit/files/monitoring/metrics.txt) has no samples on %s", n, url)
-			}
-		}
-	})
+	t.Run("decisions per namespace and reason", func(t *testing.T) { checkDecisions(t, url, token) })
+	t.Run("usage of every namespace with GPU pods", func(t *testing.T) { checkShowback(t, c, url, token) })
+	t.Run("a namespace over a lowered limit", func(t *testing.T) { checkOverLimit(t, c, url, token) })
+	t.Run("build and certificate", func(t *testing.T) { checkInfo(t, c, url, token) })
+	t.Run("the API server's webhook metrics", func(t *testing.T) { checkAPIServerMetrics(t, c) })
+
+	t.Run("every metric of charts/gpuadmit/files/monitoring has samples", func(t *testing.T) { checkListed(t, c, url, token) })
 }

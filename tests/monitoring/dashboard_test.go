@@ -30,7 +30,12 @@ type panel struct {
 		Expr       string      `json:"expr"`
 		Datasource *datasource `json:"datasource"`
 	} `json:"targets"`
-	Panels []panel `json:"panels"` // a collapsed row's
+	Panels      []panel `json:"panels"` // a collapsed row's
+	FieldConfig struct {
+		Defaults struct {
+			Unit string `json:"unit"`
+		} `json:"defaults"`
+	} `json:"fieldConfig"`
 }
 
 type datasource struct {
@@ -169,5 +174,45 @@ func TestDashboard(t *testing.T) {
 		if _, err := q.parse(); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// memoryQuery matches a query that selects the memory resources
+// (gpuadmit_resource_info{dimension="memory"}), and inBytes one that
+// converts their MiB to bytes.
+var (
+	memoryQuery = regexp.MustCompile(`gpuadmit_resource_info\{dimension="memory"\}`)
+	inBytes     = regexp.MustCompile(`\* 1048576\s*$`)
+)
+
+// TestDashboardMemoryInBytes: a panel of memory shows bytes, as Grafana
+// expects them: each of its queries selects the memory resources and
+// multiplies their MiB by 1048576, and its unit is "bytes"; a panel in
+// bytes has only such queries.
+func TestDashboardMemoryInBytes(t *testing.T) {
+	memoryPanels := 0
+	for _, p := range readDashboard(t).panels() {
+		memory, bytes := 0, p.FieldConfig.Defaults.Unit == "bytes"
+		for _, tg := range p.Targets {
+			if memoryQuery.MatchString(tg.Expr) {
+				memory++
+				if !inBytes.MatchString(tg.Expr) {
+					t.Errorf("%s: panel %d %q target %s reads memory in MiB without * 1048576: %s", dashboardFile, p.ID, p.Title, tg.RefID, tg.Expr)
+				}
+			}
+		}
+		switch {
+		case memory > 0 && !bytes:
+			t.Errorf("%s: panel %d %q shows memory with unit %q, want bytes", dashboardFile, p.ID, p.Title, p.FieldConfig.Defaults.Unit)
+		case bytes && memory != len(p.Targets):
+			t.Errorf("%s: panel %d %q is in bytes but %d of its %d queries are not memory in bytes", dashboardFile, p.ID, p.Title,
+				len(p.Targets)-memory, len(p.Targets))
+		}
+		if memory > 0 {
+			memoryPanels++
+		}
+	}
+	if memoryPanels == 0 {
+		t.Errorf("%s: no panel shows GPU memory", dashboardFile)
 	}
 }

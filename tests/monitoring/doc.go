@@ -4,8 +4,8 @@
 // severity and annotations that name what its expression keeps, and the
 // metric names they use are exactly charts/gpuadmit/files/monitoring/metrics.txt, which
 // the metrics suite (tests/metrics) checks against a running server's
-// /metrics, and docs/monitoring.md lists each alert with its duration and
-// severity.
+// /metrics, GPU memory panels are in bytes, and docs/monitoring.md lists
+// each alert with its duration, severity and what a responder does.
 //
 // It is a module of its own so that the main module does not depend on
 // Prometheus's server code; it does not import the main module either.

@@ -15,9 +15,10 @@ var update = flag.Bool("update", false, "rewrite "+metricsFile+" from the rules 
 
 // TestMetricNames lists every metric name the rules and the dashboard use
 // (histogram series such as _bucket as written) and compares the sorted
-// list with metrics.txt, one name a line. The webhook suite checks that a
-// running server exposes each of them, so a renamed metric cannot leave a
-// rule or a panel reading nothing.
+// list with metrics.txt, one name a line. The metrics suite (tests/metrics)
+// checks that a running server exposes each of gpuadmit's (and the API
+// server each apiserver_ one), so a renamed metric cannot leave a rule or a
+// panel reading nothing.
 func TestMetricNames(t *testing.T) {
 	names := map[string]bool{}
 	for _, q := range append(ruleQueries(t), dashboardQueries(t)...) {

@@ -153,8 +153,8 @@ func TestAlertRules(t *testing.T) {
 const docFile = "../../docs/monitoring.md"
 
 // TestAlertsDocumented: docs/monitoring.md's table of alerts has a row for
-// each alert, with its duration and severity, and no row for an alert the
-// rules file does not have.
+// each alert, with its duration, its severity and what a responder does,
+// and no row for an alert the rules file does not have.
 func TestAlertsDocumented(t *testing.T) {
 	b, err := os.ReadFile(docFile)
 	if err != nil {
@@ -163,7 +163,7 @@ func TestAlertsDocumented(t *testing.T) {
 	rows := map[string][]string{} // alert: its cells
 	for _, line := range strings.Split(string(b), "\n") {
 		cells := strings.Split(strings.Trim(line, "| "), " | ")
-		if name, ok := strings.CutPrefix(cells[0], "`GPUAdmit"); ok && len(cells) == 4 {
+		if name, ok := strings.CutPrefix(cells[0], "`GPUAdmit"); ok && len(cells) == 5 {
 			rows["GPUAdmit"+strings.TrimSuffix(name, "`")] = cells
 		}
 	}
@@ -181,6 +181,8 @@ func TestAlertsDocumented(t *testing.T) {
 			t.Errorf("%s: %s says for %s, the rule %s", r.where, docFile, cells[2], *r.For)
 		case cells[3] != r.Labels["severity"]:
 			t.Errorf("%s: %s says severity %s, the rule %s", r.where, docFile, cells[3], r.Labels["severity"])
+		case strings.TrimSpace(cells[4]) == "":
+			t.Errorf("%s: %s does not say what to do", r.where, docFile)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(rows)) {

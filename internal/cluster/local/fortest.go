@@ -75,3 +75,14 @@ func MustContain(t testing.TB, what, got string, want ...string) {
 		}
 	}
 }
+
+// FreeLoopbackPort is a port of 127.0.0.1 free now, for a test's own
+// listener (a metrics endpoint, an address nothing answers on).
+func FreeLoopbackPort(t testing.TB) int {
+	t.Helper()
+	p, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -58,6 +58,7 @@ func SetDefaults_Configuration(c *Configuration) {
 	setDefault(&c.ClientConnection.QPS, DefaultQPS)
 	setDefault(&c.ClientConnection.Burst, DefaultBurst)
 	setDefaultsDRA(c)
+	setDefaultsAudit(c)
 }
 
 // setDefaultsNvidia sets HAMi's own defaults (effective.DefaultSettings:

@@ -21,6 +21,8 @@ type Configuration struct {
 	ClientConnection *ClientConnection `json:"clientConnection,omitempty"`
 	// DRA says which DeviceClasses' ResourceClaims are charged, and how.
 	DRA *DRA `json:"dra,omitempty"`
+	// Audit says how namespaces over a lowered limit are reported.
+	Audit *Audit `json:"audit,omitempty"`
 }
 
 // Admission tunes decisions and reservations.

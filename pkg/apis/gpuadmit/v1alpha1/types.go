@@ -142,6 +142,9 @@ const (
 	ConditionDemandResolved = "DemandResolved"
 	ConditionPodsValid      = "PodsValid"
 	ConditionInputsTrusted  = "InputsTrusted"
+	// ConditionWithinLimits is False while the namespace's usage passes a
+	// limit lowered (or created) under it.
+	ConditionWithinLimits = "WithinLimits"
 )
 
 // Reservation holds the demand of one admitted pod.

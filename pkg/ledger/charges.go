@@ -1,0 +1,66 @@
+package ledger
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// Charge is what one object of a namespace is charged now: a recorded GPU
+// pod, a recorded ResourceClaim, or the claim a pod's
+// ResourceClaimTemplate makes, charged under the pod until the claim is
+// recorded (templates.go). Memory is MiB.
+type Charge struct {
+	// Kind is "Pod" or "ResourceClaim".
+	Kind string `json:"kind"`
+	// Name is the object's; a template's claim not made yet is named
+	// POD/CLAIM, after the pod and its name for the claim.
+	Name string `json:"name"`
+	// Node is a pod's spec.nodeName ("" before it is bound, and for claims).
+	Node string `json:"node,omitempty"`
+	// State is a pod's lifecycle state ("" for claims).
+	State effective.State `json:"state,omitempty"`
+	// Pod is, for a template's claim not made yet, the pod it is charged under.
+	Pod string `json:"pod,omitempty"`
+	// Used is what the object is charged, per family.
+	Used effective.Usage `json:"used"`
+}
+
+// Charge kinds.
+const (
+	ChargePod   = "Pod"
+	ChargeClaim = "ResourceClaim"
+)
+
+// Charges lists what each object of namespace ns is charged, sorted by
+// kind, then name. Invalid pods (charged nothing; see the namespace's
+// problems) are not listed; a recorded pod that charges nothing is.
+func (l *Ledger) Charges(ns string) []Charge {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var out []Charge
+	for _, r := range l.pods {
+		if r.namespace == ns {
+			out = append(out, Charge{Kind: ChargePod, Name: r.name, Node: r.bound, State: r.state, Used: r.used.Clone()})
+		}
+	}
+	underPods := map[types.UID]bool{}
+	for _, r := range l.pending {
+		underPods[r.uid] = true
+		if r.namespace == ns {
+			pod, _, _ := strings.Cut(r.name, "/")
+			out = append(out, Charge{Kind: ChargeClaim, Name: r.name, Pod: pod, Used: r.used.Clone()})
+		}
+	}
+	for _, r := range l.claims {
+		if r.namespace == ns && !underPods[r.uid] {
+			out = append(out, Charge{Kind: ChargeClaim, Name: r.name, Used: r.used.Clone()})
+		}
+	}
+	slices.SortFunc(out, func(a, b Charge) int { return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name)) })
+	return out
+}

@@ -1,0 +1,103 @@
+package ledger
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// LimitUse is one limit of a namespace and what is charged against it:
+// Used + Reserved. A namespace is over a limit when a ResourceQuota was
+// lowered (or created) under usage already admitted: admission never
+// passes a limit, but nothing evicts what a lowered limit no longer covers
+// (as with Kubernetes' own ResourceQuota). Memory is MiB.
+type LimitUse struct {
+	Family   string `json:"family"`
+	Resource string `json:"resource"`
+	Used     int64  `json:"used"`
+	Reserved int64  `json:"reserved"`
+	Limit    int64  `json:"limit"`
+	Quota    string `json:"quota"`
+	Key      string `json:"key"`
+	// Unit is "MiB" for memory, "" for counts and cores.
+	Unit string `json:"unit,omitempty"`
+	// Invalid: the quota's value is unusable; the limit blocks the
+	// resource and is reported as a problem of its own, never as over.
+	Invalid bool `json:"invalid,omitempty"`
+}
+
+// Charged is Used + Reserved (saturating).
+func (o LimitUse) Charged() int64 { return satAdd(o.Used, o.Reserved) }
+
+// Over reports whether the charge passes a valid limit.
+func (o LimitUse) Over() bool { return !o.Invalid && o.Charged() > o.Limit }
+
+// String says what is charged against which limit, e.g.
+// "nvidia.com/gpumem: 10240 MiB charged (10240 used, 0 reserved), over
+// the limit 8192 MiB of ResourceQuota gpu".
+func (o LimitUse) String() string {
+	u := ""
+	if o.Unit != "" {
+		u = " " + o.Unit
+	}
+	rel := "within"
+	switch {
+	case o.Invalid:
+		return fmt.Sprintf("%s: the value of ResourceQuota %s (%s) is unusable, so the resource is blocked", o.Resource, o.Quota, o.Key)
+	case o.Over():
+		rel = "over"
+	}
+	return fmt.Sprintf("%s: %d%s charged (%d used, %d reserved), %s the limit %d%s of ResourceQuota %s",
+		o.Resource, o.Charged(), u, o.Used, o.Reserved, rel, o.Limit, u, o.Quota)
+}
+
+// LimitUses lists every limit of n with its charge, family by family in
+// the order of fams, then count, memory, cores.
+func LimitUses(n NamespaceSnapshot, fams []effective.Family) []LimitUse {
+	var out []LimitUse
+	for i := range fams {
+		f := &fams[i]
+		lim, ok := n.Limits[f.Name]
+		if !ok {
+			continue
+		}
+		used, reserved := n.Used.Of(f.Name), n.Reserved.Of(f.Name)
+		for _, d := range []struct {
+			name, unit     string
+			limit          *Limit
+			used, reserved int64
+		}{
+			{string(f.Names.Count), "", lim.GPU, used.GPU, reserved.GPU},
+			{string(f.Names.Memory), "MiB", lim.MemMiB, used.MemMiB, reserved.MemMiB},
+			{string(f.Names.Cores), "", lim.Cores, used.Cores, reserved.Cores},
+		} {
+			if d.limit == nil || d.name == "" {
+				continue
+			}
+			out = append(out, LimitUse{Family: f.Name, Resource: d.name, Used: d.used, Reserved: d.reserved,
+				Limit: d.limit.Value, Quota: d.limit.Quota, Key: d.limit.Key, Unit: d.unit, Invalid: d.limit.Invalid})
+		}
+	}
+	return out
+}
+
+// OverLimits lists the limits of n that its usage and reservations pass
+// (LimitUses that are Over).
+func OverLimits(n NamespaceSnapshot, fams []effective.Family) []LimitUse {
+	var out []LimitUse
+	for _, u := range LimitUses(n, fams) {
+		if u.Over() {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// satAdd adds two non-negative values, saturating at math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
