@@ -242,8 +242,7 @@ func topUsageOf(ns ledger.NamespaceSnapshot, f string) topUsage {
 
 // charged is used + reserved, saturating.
 func (u topUsage) charged() effective.Vector {
-	return effective.Vector{GPU: addSat(u.Used.GPU, u.Reserved.GPU), MemMiB: addSat(u.Used.MemMiB, u.Reserved.MemMiB),
-		Cores: addSat(u.Used.Cores, u.Reserved.Cores)}
+	return u.Used.AddSat(u.Reserved)
 }
 
 func topChargeOf(ch ledger.Charge, primary string) topCharge {
@@ -300,7 +299,7 @@ func sortKey(by string, charged map[string]effective.Vector, limits map[string]u
 	var total effective.Vector
 	load := int64(-1)
 	for f, c := range charged {
-		total = effective.Vector{GPU: addSat(total.GPU, c.GPU), MemMiB: addSat(total.MemMiB, c.MemMiB), Cores: addSat(total.Cores, c.Cores)}
+		total = total.AddSat(c)
 		l := limits[f]
 		load = max(load, loadOf(c.GPU, l.GPU), loadOf(c.MemMiB, l.MemMiB), loadOf(c.Cores, l.Cores))
 	}

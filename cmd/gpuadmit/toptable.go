@@ -5,7 +5,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -204,16 +203,7 @@ func percent(charged int64, limit *int64) *int64 {
 	if limit == nil || *limit <= 0 {
 		return nil
 	}
-	p := int64(0)
-	if charged > 0 {
-		hi, lo := bits.Mul64(uint64(charged), 100)
-		p = math.MaxInt64
-		if hi < uint64(*limit) {
-			if q, _ := bits.Div64(hi, lo, uint64(*limit)); q <= math.MaxInt64 {
-				p = int64(q)
-			}
-		}
-	}
+	p := effective.Percent(max(charged, 0), *limit)
 	return &p
 }
 
@@ -229,12 +219,4 @@ func loadOf(charged int64, limit *int64) int64 {
 		return 0
 	}
 	return *percent(charged, limit)
-}
-
-// addSat adds two non-negative values, saturating at math.MaxInt64.
-func addSat(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

@@ -20,10 +20,11 @@ const whatIfExample = "want NAMESPACE=RESOURCE=LIMIT, as in team-a=nvidia.com/gp
 type whatIf struct {
 	arg                        string
 	namespace, resource, value string
-	// family and dim are the resolved resource's family and dimension
-	// (gpu, gpumem or gpucores), limit its value.
-	family, dim string
-	limit       int64
+	// family and dim are the resolved resource's family and dimension,
+	// limit its value.
+	family string
+	dim    effective.Dimension
+	limit  int64
 }
 
 // whatIfShown is a --what-if as top's JSON shows it: the limit used and
@@ -77,19 +78,19 @@ func parseWhatIf(arg string) (whatIf, error) {
 func (w *whatIf) resolve(fams []effective.Family) error {
 	for i := range fams {
 		f := &fams[i]
-		for _, d := range []struct {
-			name   string
-			dim    string
-			factor int64
-		}{{string(f.Names.Count), "gpu", 1}, {string(f.Names.Memory), "gpumem", f.Factor()}, {string(f.Names.Cores), "gpucores", 1}} {
-			if d.name == "" || d.name != w.resource {
+		for _, d := range effective.Dimensions() {
+			if name := f.Names.Of(d); name == "" || string(name) != w.resource {
 				continue
 			}
-			v, err := ledger.QuotaValue(w.value, d.factor)
+			factor := int64(1)
+			if d == effective.DimensionMemory {
+				factor = f.Factor()
+			}
+			v, err := ledger.QuotaValue(w.value, factor)
 			if err != nil {
 				return usageErrorf("--what-if %q: limit %q of %s: %w", w.arg, w.value, w.resource, err)
 			}
-			w.family, w.dim, w.limit = f.Name, d.dim, v
+			w.family, w.dim, w.limit = f.Name, d, v
 			return nil
 		}
 	}
@@ -101,8 +102,8 @@ func (w *whatIf) resolve(fams []effective.Family) error {
 func managedResources(fams []effective.Family) []string {
 	var out []string
 	for _, f := range fams {
-		for _, r := range []string{string(f.Names.Count), string(f.Names.Memory), string(f.Names.Cores)} {
-			if r != "" && !slices.Contains(out, r) {
+		for _, d := range effective.Dimensions() {
+			if r := string(f.Names.Of(d)); r != "" && !slices.Contains(out, r) {
 				out = append(out, r)
 			}
 		}
@@ -131,16 +132,14 @@ func applyWhatIfs(s ledger.Snapshot, ws []whatIf, fams []effective.Family, only 
 			ns.Limits = map[string]ledger.Limits{}
 		}
 		lim := ns.Limits[w.family]
-		dst := map[string]**ledger.Limit{"gpu": &lim.GPU, "gpumem": &lim.MemMiB, "gpucores": &lim.Cores}[w.dim]
 		sh := whatIfShown{Namespace: w.namespace, Resource: w.resource, Limit: w.limit}
-		switch old := *dst; {
+		switch old := lim.Of(w.dim); {
 		case old != nil && old.Invalid:
 			sh.ActualInvalid = true
 		case old != nil:
 			sh.Actual = &old.Value
 		}
-		*dst = &ledger.Limit{Value: w.limit, Key: "limits." + w.resource}
-		ns.Limits[w.family] = lim
+		ns.Limits[w.family] = lim.With(w.dim, &ledger.Limit{Value: w.limit, Key: "limits." + w.resource})
 		s.Namespaces[w.namespace] = ns
 		shown = append(shown, sh)
 	}

@@ -129,15 +129,12 @@ func (n *namespaceLabels) label(ns string) string {
 	if ns == "" {
 		return ""
 	}
-	if len(validation.IsDNS1123Label(ns)) > 0 {
-		return OtherNamespace
-	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if _, ok := n.seen[ns]; ok {
-		return ns
+		return ns // validated when first seen: the common case costs one lookup
 	}
-	if len(n.seen) >= n.max {
+	if len(n.seen) >= n.max || len(validation.IsDNS1123Label(ns)) > 0 {
 		return OtherNamespace
 	}
 	n.seen[ns] = struct{}{}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
@@ -59,29 +60,11 @@ func (d *Decider) explain(doc *inputDoc, out policy.Output) *Explanation {
 func (d *Decider) limitChecks(doc *inputDoc) []LimitCheck {
 	eff := doc.demand.Effective()
 	checks := []LimitCheck{}
-	for i := range d.families {
-		f := &d.families[i]
-		lim, ok := doc.ns.Limits[f.Name]
-		if !ok {
-			continue
-		}
-		used, reserved, pod := doc.ns.Used.Of(f.Name), doc.ns.Reserved.Of(f.Name), eff.Of(f.Name)
-		for _, l := range []struct {
-			name                string
-			limit               *ledger.Limit
-			used, reserved, pod int64
-		}{
-			{string(f.Names.Count), lim.GPU, used.GPU, reserved.GPU, pod.GPU},
-			{string(f.Names.Memory), lim.MemMiB, used.MemMiB, reserved.MemMiB, pod.MemMiB},
-			{string(f.Names.Cores), lim.Cores, used.Cores, reserved.Cores, pod.Cores},
-		} {
-			if l.limit == nil {
-				continue
-			}
-			after := satAdd(satAdd(l.used, l.reserved), l.pod)
-			checks = append(checks, LimitCheck{Family: f.Name, Resource: l.name, Used: l.used, Reserved: l.reserved, Pod: l.pod, After: after,
-				Limit: l.limit.Value, Quota: l.limit.Quota, Key: l.limit.Key, Exceeded: l.pod > 0 && after > l.limit.Value})
-		}
+	for _, u := range ledger.LimitUses(doc.ns, d.families) {
+		pod := eff.Of(u.Family).Get(u.Dimension)
+		after := effective.SatAdd(u.Charged(), pod)
+		checks = append(checks, LimitCheck{Family: u.Family, Resource: u.Resource, Used: u.Used, Reserved: u.Reserved, Pod: pod, After: after,
+			Limit: u.Limit, Quota: u.Quota, Key: u.Key, Exceeded: pod > 0 && after > u.Limit})
 	}
 	return checks
 }

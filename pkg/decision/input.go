@@ -3,8 +3,6 @@ package decision
 import (
 	"fmt"
 	"maps"
-	"math"
-	"math/big"
 	"slices"
 
 	"k8s.io/utils/ptr"
@@ -181,7 +179,7 @@ func limitsTerm(l ledger.Limits, after effective.Vector) *ast.Term {
 		if l.limit != nil {
 			limits.Insert(str(l.dim), ast.ObjectTerm(item("value", num(l.limit.Value)), item("quota", str(l.limit.Quota)),
 				item("key", str(l.limit.Key)), item("invalid", ast.InternedTerm(l.limit.Invalid)),
-				item("afterPercent", num(percent(l.after, l.limit.Value)))))
+				item("afterPercent", num(effective.Percent(l.after, l.limit.Value)))))
 		}
 	}
 	return ast.NewTerm(limits)
@@ -259,31 +257,9 @@ func nonNegative(u effective.Usage) effective.Usage {
 func sum(vs ...effective.Vector) effective.Vector {
 	var out effective.Vector
 	for _, v := range vs {
-		out = effective.Vector{GPU: satAdd(out.GPU, v.GPU), MemMiB: satAdd(out.MemMiB, v.MemMiB), Cores: satAdd(out.Cores, v.Cores)}
+		out = out.AddSat(v)
 	}
 	return out
-}
-
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
-// percent is floor(a * 100 / limit), saturating; 0 for a zero limit.
-func percent(a, limit int64) int64 {
-	switch {
-	case limit <= 0:
-		return 0
-	case a <= math.MaxInt64/100:
-		return a * 100 / limit
-	}
-	p := new(big.Int).Mul(big.NewInt(a), big.NewInt(100))
-	if p.Quo(p, big.NewInt(limit)); !p.IsInt64() {
-		return math.MaxInt64
-	}
-	return p.Int64()
 }
 
 // capacityValue converts a node view to the input's capacity document.

@@ -234,22 +234,15 @@ func familyResources(st *gpuadmitv1.GPUUsageStatus, f *effective.Family, used, r
 		return fmt.Sprintf("%d/%d", used, l.Value)
 	}
 	var cells [3]string
-	for i, r := range []struct {
-		name           string
-		used, reserved int64
-		limit          *ledger.Limit
-	}{
-		{string(f.Names.Count), used.GPU, reserved.GPU, lim.GPU},
-		{string(f.Names.Memory), used.MemMiB, reserved.MemMiB, lim.MemMiB},
-		{string(f.Names.Cores), used.Cores, reserved.Cores, lim.Cores},
-	} {
-		cells[i] = cell(r.used, r.limit)
-		if r.name == "" {
+	for i, d := range effective.Dimensions() {
+		name, u, l := string(f.Names.Of(d)), used.Get(d), lim.Of(d)
+		cells[i] = cell(u, l)
+		if name == "" {
 			continue // the family has no such resource
 		}
-		ru := gpuadmitv1.ResourceUsage{Resource: r.name, Used: r.used, Reserved: r.reserved}
-		if r.limit != nil {
-			ru.Hard, ru.ResourceQuota = &r.limit.Value, r.limit.Quota
+		ru := gpuadmitv1.ResourceUsage{Resource: name, Used: u, Reserved: reserved.Get(d)}
+		if l != nil {
+			ru.Hard, ru.ResourceQuota = &l.Value, l.Quota
 		}
 		st.Resources = append(st.Resources, ru)
 	}

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
@@ -15,11 +14,13 @@ import (
 type LimitUse struct {
 	Family   string `json:"family"`
 	Resource string `json:"resource"`
-	Used     int64  `json:"used"`
-	Reserved int64  `json:"reserved"`
-	Limit    int64  `json:"limit"`
-	Quota    string `json:"quota"`
-	Key      string `json:"key"`
+	// Dimension is the resource's (count, memory, cores).
+	Dimension effective.Dimension `json:"-"`
+	Used      int64               `json:"used"`
+	Reserved  int64               `json:"reserved"`
+	Limit     int64               `json:"limit"`
+	Quota     string              `json:"quota"`
+	Key       string              `json:"key"`
 	// Unit is "MiB" for memory, "" for counts and cores.
 	Unit string `json:"unit,omitempty"`
 	// Invalid: the quota's value is unusable; the limit blocks the
@@ -28,7 +29,7 @@ type LimitUse struct {
 }
 
 // Charged is Used + Reserved (saturating).
-func (o LimitUse) Charged() int64 { return satAdd(o.Used, o.Reserved) }
+func (o LimitUse) Charged() int64 { return effective.SatAdd(o.Used, o.Reserved) }
 
 // Over reports whether the charge passes a valid limit.
 func (o LimitUse) Over() bool { return !o.Invalid && o.Charged() > o.Limit }
@@ -63,20 +64,17 @@ func LimitUses(n NamespaceSnapshot, fams []effective.Family) []LimitUse {
 			continue
 		}
 		used, reserved := n.Used.Of(f.Name), n.Reserved.Of(f.Name)
-		for _, d := range []struct {
-			name, unit     string
-			limit          *Limit
-			used, reserved int64
-		}{
-			{string(f.Names.Count), "", lim.GPU, used.GPU, reserved.GPU},
-			{string(f.Names.Memory), "MiB", lim.MemMiB, used.MemMiB, reserved.MemMiB},
-			{string(f.Names.Cores), "", lim.Cores, used.Cores, reserved.Cores},
-		} {
-			if d.limit == nil || d.name == "" {
+		for _, d := range effective.Dimensions() {
+			l, name := lim.Of(d), f.Names.Of(d)
+			if l == nil || name == "" {
 				continue
 			}
-			out = append(out, LimitUse{Family: f.Name, Resource: d.name, Used: d.used, Reserved: d.reserved,
-				Limit: d.limit.Value, Quota: d.limit.Quota, Key: d.limit.Key, Unit: d.unit, Invalid: d.limit.Invalid})
+			unit := ""
+			if d == effective.DimensionMemory {
+				unit = "MiB"
+			}
+			out = append(out, LimitUse{Family: f.Name, Resource: string(name), Dimension: d, Used: used.Get(d), Reserved: reserved.Get(d),
+				Limit: l.Value, Quota: l.Quota, Key: l.Key, Unit: unit, Invalid: l.Invalid})
 		}
 	}
 	return out
@@ -92,12 +90,4 @@ func OverLimits(n NamespaceSnapshot, fams []effective.Family) []LimitUse {
 		}
 	}
 	return out
-}
-
-// satAdd adds two non-negative values, saturating at math.MaxInt64.
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

@@ -22,15 +22,15 @@ func TestOverLimits(t *testing.T) {
 		{name: "no limit: never over", used: vec(8, 1<<20, 800)},
 		{name: "at the limit exactly: not over", used: vec(2, 16384, 100), limits: Limits{GPU: lim(2), MemMiB: lim(16384), Cores: lim(100)}},
 		{name: "memory lowered under use", used: vec(2, 16384, 0), limits: Limits{GPU: lim(4), MemMiB: lim(8192)},
-			want: []LimitUse{{Family: "nvidia", Resource: "nvidia.com/gpumem", Used: 16384, Limit: 8192, Quota: "q", Key: "k", Unit: "MiB"}}},
+			want: []LimitUse{{Family: "nvidia", Resource: "nvidia.com/gpumem", Dimension: effective.DimensionMemory, Used: 16384, Limit: 8192, Quota: "q", Key: "k", Unit: "MiB"}}},
 		{name: "reservations count: admitted pods the watch has not recorded", used: vec(1, 4096, 0), reserved: vec(1, 4096, 0),
 			limits: Limits{MemMiB: lim(8191)},
-			want:   []LimitUse{{Family: "nvidia", Resource: "nvidia.com/gpumem", Used: 4096, Reserved: 4096, Limit: 8191, Quota: "q", Key: "k", Unit: "MiB"}}},
+			want:   []LimitUse{{Family: "nvidia", Resource: "nvidia.com/gpumem", Dimension: effective.DimensionMemory, Used: 4096, Reserved: 4096, Limit: 8191, Quota: "q", Key: "k", Unit: "MiB"}}},
 		{name: "every dimension over, in count, memory, cores order", used: vec(3, 3, 3), limits: Limits{GPU: lim(2), MemMiB: lim(2), Cores: lim(2)},
 			want: []LimitUse{
 				{Family: "nvidia", Resource: "nvidia.com/gpu", Used: 3, Limit: 2, Quota: "q", Key: "k"},
-				{Family: "nvidia", Resource: "nvidia.com/gpumem", Used: 3, Limit: 2, Quota: "q", Key: "k", Unit: "MiB"},
-				{Family: "nvidia", Resource: "nvidia.com/gpucores", Used: 3, Limit: 2, Quota: "q", Key: "k"}}},
+				{Family: "nvidia", Resource: "nvidia.com/gpumem", Dimension: effective.DimensionMemory, Used: 3, Limit: 2, Quota: "q", Key: "k", Unit: "MiB"},
+				{Family: "nvidia", Resource: "nvidia.com/gpucores", Dimension: effective.DimensionCores, Used: 3, Limit: 2, Quota: "q", Key: "k"}}},
 		{name: "an invalid limit blocks but is a problem, not an overage", used: vec(1, 0, 0),
 			limits: Limits{GPU: &Limit{Value: 0, Quota: "q", Invalid: true}}},
 		{name: "zero limit with use: over", used: vec(1, 0, 0), limits: Limits{GPU: lim(0)},
@@ -69,7 +69,7 @@ func TestOverLimitsLoweredQuota(t *testing.T) {
 	}
 	l.UpsertQuota(testquota.New("team-a", "gpu", map[string]string{"limits.nvidia.com/gpumem": "8192"}))
 	over := OverLimits(l.Namespace("team-a", nil), fams)
-	want := []LimitUse{{Family: "nvidia", Resource: "nvidia.com/gpumem", Used: 10240, Limit: 8192, Quota: "gpu", Key: "limits.nvidia.com/gpumem", Unit: "MiB"}}
+	want := []LimitUse{{Family: "nvidia", Resource: "nvidia.com/gpumem", Dimension: effective.DimensionMemory, Used: 10240, Limit: 8192, Quota: "gpu", Key: "limits.nvidia.com/gpumem", Unit: "MiB"}}
 	if !reflect.DeepEqual(over, want) {
 		t.Fatalf("after lowering the quota: %+v, want %+v", over, want)
 	}

@@ -79,6 +79,32 @@ func cloneLimits(m map[string]Limits) map[string]Limits {
 	return out
 }
 
+// Of is the limit of dimension d (nil: none).
+func (l Limits) Of(d effective.Dimension) *Limit {
+	switch d {
+	case effective.DimensionCount:
+		return l.GPU
+	case effective.DimensionMemory:
+		return l.MemMiB
+	case effective.DimensionCores:
+		return l.Cores
+	}
+	return nil
+}
+
+// With is l with the limit of dimension d replaced by lim.
+func (l Limits) With(d effective.Dimension, lim *Limit) Limits {
+	switch d {
+	case effective.DimensionCount:
+		l.GPU = lim
+	case effective.DimensionMemory:
+		l.MemMiB = lim
+	case effective.DimensionCores:
+		l.Cores = lim
+	}
+	return l
+}
+
 func (l Limits) clone() Limits {
 	c := func(p *Limit) *Limit {
 		if p == nil {

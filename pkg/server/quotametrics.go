@@ -6,7 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
@@ -70,8 +69,10 @@ func (c *namespaceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	snap := c.ledger.Snapshot(pending)
 	for ns, s := range snap.Namespaces {
-		for i := range fams {
-			c.family(ch, ns, &fams[i], s)
+		for _, u := range ledger.LimitUses(s, fams) {
+			c.gauge(ch, c.quota, u.Limit, ns, u.Quota, u.Resource, "hard")
+			c.gauge(ch, c.quota, u.Used, ns, u.Quota, u.Resource, "used")
+			c.gauge(ch, c.quota, u.Reserved, ns, u.Quota, u.Resource, "reserved")
 		}
 		c.gauge(ch, c.problems, int64(len(s.Unresolved)), ns, problemUnresolvedPod)
 		c.gauge(ch, c.problems, distinct(s.Problems, ledger.ProblemPod), ns, problemInvalidPod)
@@ -81,27 +82,6 @@ func (c *namespaceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.gauge(ch, c.problems, distinct(snap.Problems, ledger.ProblemNode), "", problemInvalidNode)
 	c.showback.resourceInfo(ch, fams)
-}
-
-// family emits the quota gauges of one family of namespace ns.
-func (c *namespaceCollector) family(ch chan<- prometheus.Metric, ns string, f *effective.Family, s ledger.NamespaceSnapshot) {
-	lim, used, reserved := s.Limits[f.Name], s.Used.Of(f.Name), s.Reserved.Of(f.Name)
-	for _, r := range []struct {
-		name           string
-		limit          *ledger.Limit
-		used, reserved int64
-	}{
-		{string(f.Names.Count), lim.GPU, used.GPU, reserved.GPU},
-		{string(f.Names.Memory), lim.MemMiB, used.MemMiB, reserved.MemMiB},
-		{string(f.Names.Cores), lim.Cores, used.Cores, reserved.Cores},
-	} {
-		if r.limit == nil {
-			continue
-		}
-		c.gauge(ch, c.quota, r.limit.Value, ns, r.limit.Quota, r.name, "hard")
-		c.gauge(ch, c.quota, r.used, ns, r.limit.Quota, r.name, "used")
-		c.gauge(ch, c.quota, r.reserved, ns, r.limit.Quota, r.name, "reserved")
-	}
 }
 
 func (c *namespaceCollector) gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v int64, labels ...string) {

@@ -7,13 +7,10 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
-// Values of the dimension label of gpuadmit_resource_info and of the kind
-// label of gpuadmit_namespace_charged_objects (fixed sets).
+// Values of the kind label of gpuadmit_namespace_charged_objects (a fixed
+// set; the dimension label of gpuadmit_resource_info is
+// effective.Dimension's).
 const (
-	dimensionCount  = "count"
-	dimensionMemory = "memory"
-	dimensionCores  = "cores"
-
 	objectPod         = "pod"
 	objectClaim       = "claim"
 	objectReservation = "reservation"
@@ -88,19 +85,13 @@ func (s showback) family(ch chan<- prometheus.Metric, f *effective.Family, ns st
 	if used.IsZero() && reserved.IsZero() {
 		return
 	}
-	for _, r := range []struct {
-		name           string
-		used, reserved int64
-	}{
-		{string(f.Names.Count), used.GPU, reserved.GPU},
-		{string(f.Names.Memory), used.MemMiB, reserved.MemMiB},
-		{string(f.Names.Cores), used.Cores, reserved.Cores},
-	} {
-		if r.name == "" {
+	for _, d := range effective.Dimensions() {
+		name := string(f.Names.Of(d))
+		if name == "" {
 			continue
 		}
-		gauge(ch, s.usage, r.used, ns, f.Name, r.name, "used")
-		gauge(ch, s.usage, r.reserved, ns, f.Name, r.name, "reserved")
+		gauge(ch, s.usage, used.Get(d), ns, f.Name, name, "used")
+		gauge(ch, s.usage, reserved.Get(d), ns, f.Name, name, "reserved")
 	}
 }
 
@@ -108,13 +99,9 @@ func (s showback) family(ch chan<- prometheus.Metric, f *effective.Family, ns st
 func (s showback) resourceInfo(ch chan<- prometheus.Metric, fams []effective.Family) {
 	for i := range fams {
 		f := &fams[i]
-		for _, r := range []struct{ name, dimension string }{
-			{string(f.Names.Count), dimensionCount},
-			{string(f.Names.Memory), dimensionMemory},
-			{string(f.Names.Cores), dimensionCores},
-		} {
-			if r.name != "" {
-				gauge(ch, s.resources, 1, f.Name, r.name, r.dimension)
+		for _, d := range effective.Dimensions() {
+			if name := f.Names.Of(d); name != "" {
+				gauge(ch, s.resources, 1, f.Name, string(name), d.String())
 			}
 		}
 	}
