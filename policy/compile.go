@@ -14,7 +14,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/cover"
-	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
 )
 
@@ -39,12 +40,19 @@ type module struct {
 
 func (m *module) test() bool { return strings.HasSuffix(m.path, "_test.rego") }
 
-// policySet is a compiled, tested policy set with its prepared query.
+// policySet is a compiled, tested policy set with its compiled admission
+// query, evaluated by topdown directly (see Engine.eval).
 type policySet struct {
 	revision string
 	modules  []string // file names, sorted
 	tests    int
-	query    rego.PreparedEvalQuery
+	compiler *ast.Compiler
+	query    ast.Body
+	// reads is what the rules read of the input.
+	reads *Reads
+	// store is empty: the policies read only their input (a store is what
+	// topdown reads data documents other than the rules from).
+	store storage.Store
 }
 
 // collect reads the sources in order; later modules replace earlier ones
@@ -198,14 +206,14 @@ func build(ctx context.Context, sources []Source, run testRun) (*policySet, erro
 	if err != nil {
 		return nil, err
 	}
-	set.query, err = rego.New(
-		rego.Query(query),
-		rego.Compiler(compiler),
-		rego.Capabilities(run.caps),
-	).PrepareForEval(ctx)
+	body, err := ast.ParseBodyWithOpts(query, ast.ParserOptions{RegoVersion: ast.RegoV1})
 	if err != nil {
 		return nil, fmt.Errorf("preparing the admission query: %w", err)
 	}
+	if set.query, err = compiler.QueryCompiler().WithStrict(false).Compile(body); err != nil {
+		return nil, fmt.Errorf("preparing the admission query: %w", err)
+	}
+	set.compiler, set.store, set.reads = compiler, inmem.New(), readsOf(compiler.Modules)
 	return set, nil
 }
 
@@ -231,7 +239,9 @@ func admissionQuery(compiler *ast.Compiler) (string, error) {
 		if len(refs) == 0 {
 			return "", fmt.Errorf("compiling policies: no module defines %s.%s or %s.%s", Package, name, BuiltinPackage, name)
 		}
-		bindings = append(bindings, name+" := "+strings.Join(refs, " | "))
+		// = rather than :=, so that the compiled query binds the names
+		// themselves (:= declares them under generated names).
+		bindings = append(bindings, name+" = "+strings.Join(refs, " | "))
 	}
 	return strings.Join(bindings, "; "), nil
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/cover"
 	"github.com/open-policy-agent/opa/v1/metrics"
-	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/tester"
 	"github.com/open-policy-agent/opa/v1/topdown"
 
@@ -214,61 +213,120 @@ func (e *Engine) Test(ctx context.Context, opts TestOptions, overrides ...Source
 // Eval evaluates the active policy set on input (a PolicyInput document).
 // It stops at the context's deadline or after the engine's EvalTimeout.
 func (e *Engine) Eval(ctx context.Context, input ast.Value) (Output, error) {
-	return e.eval(ctx, input, nil)
+	p, err := e.Prepare()
+	if err != nil {
+		return Output{}, err
+	}
+	return p.Eval(ctx, input)
 }
 
-// eval evaluates the active set, tracing into tracer when it is not nil.
-func (e *Engine) eval(ctx context.Context, input ast.Value, tracer topdown.QueryTracer) (Output, error) {
+// Prepared is one policy set ready to evaluate: what its rules read of the
+// input, and its evaluation. A caller that builds the input for what a set
+// reads evaluates it with the same Prepared, whatever set is activated
+// meanwhile.
+type Prepared struct {
+	e   *Engine
+	set *policySet
+}
+
+// Prepare returns the active policy set (ErrNoPolicy before any).
+func (e *Engine) Prepare() (*Prepared, error) {
 	set := e.active.Load()
 	if set == nil {
-		return Output{}, ErrNoPolicy
+		return nil, ErrNoPolicy
 	}
-	if e.evalTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, e.evalTimeout)
-		defer cancel()
-	}
-	// Cancel through context.AfterFunc rather than OPA's goroutine per evaluation.
+	return &Prepared{e: e, set: set}, nil
+}
+
+// Reads is what the set's rules can read of the input.
+func (p *Prepared) Reads() *Reads { return p.set.reads }
+
+// Eval evaluates the set on input, as Engine.Eval.
+func (p *Prepared) Eval(ctx context.Context, input ast.Value) (Output, error) {
+	return p.e.eval(ctx, p.set, input, nil)
+}
+
+// Explain evaluates the set on input, as Engine.Explain.
+func (p *Prepared) Explain(ctx context.Context, input ast.Value) (Output, error) {
+	return p.e.explain(ctx, p.set, input)
+}
+
+// eval evaluates set, tracing into tracer when it is not nil.
+func (e *Engine) eval(ctx context.Context, set *policySet, input ast.Value, tracer topdown.QueryTracer) (Output, error) {
+	// Cancel through context.AfterFunc and a timer rather than a context
+	// and OPA's goroutine per evaluation.
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
-	opts := []rego.EvalOption{rego.EvalParsedInput(input), rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp())}
-	if tracer != nil {
-		opts = append(opts, rego.EvalQueryTracer(tracer))
+	var timedOut atomic.Bool
+	if e.evalTimeout > 0 {
+		t := time.AfterFunc(e.evalTimeout, func() { timedOut.Store(true); cancel.Cancel() })
+		defer t.Stop()
 	}
-	rs, err := set.query.Eval(ctx, opts...)
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil { // OPA's own error only repeats it
-			return Output{}, fmt.Errorf("evaluating policy set %s: %w", set.revision, ctxErr)
-		}
+	deny, warn, err := set.run(ctx, input, cancel, tracer)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil: // OPA's own error only repeats it
+		return Output{}, fmt.Errorf("evaluating policy set %s: %w", set.revision, ctx.Err())
+	case timedOut.Load():
+		return Output{}, fmt.Errorf("evaluating policy set %s: ran past its %s: %w", set.revision, e.evalTimeout, context.DeadlineExceeded)
+	default:
 		return Output{}, fmt.Errorf("evaluating policy set %s: %w", set.revision, err)
-	}
-	if len(rs) != 1 {
-		return Output{}, fmt.Errorf("evaluating policy set %s: deny or warn is undefined", set.revision)
-	}
-	deny, okDeny := messages(rs[0].Bindings["deny"])
-	warn, okWarn := messages(rs[0].Bindings["warn"])
-	if !okDeny || !okWarn {
-		return Output{}, fmt.Errorf("evaluating policy set %s: deny and warn must be sets of messages", set.revision)
 	}
 	return Output{Deny: deny, Warn: warn}, nil
 }
 
+// run evaluates the set's admission query on input with topdown directly
+// (what rego.PreparedEvalQuery.Eval does, without converting its results to
+// Go values and back).
+func (set *policySet) run(ctx context.Context, input ast.Value, cancel topdown.Cancel, tracer topdown.QueryTracer) (deny, warn []string, err error) {
+	txn, err := set.store.NewTransaction(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer set.store.Abort(ctx, txn)
+	q := topdown.NewQuery(set.query).WithCompiler(set.compiler).WithStore(set.store).WithTransaction(txn).
+		WithInput(ast.NewTerm(input)).WithCancel(cancel).WithEarlyExit(true).WithIndexing(true).WithTime(time.Now()).WithMetrics(metrics.NoOp())
+	if tracer != nil {
+		q = q.WithQueryTracer(tracer)
+	}
+	results := 0
+	var okDeny, okWarn bool
+	err = q.Iter(ctx, func(qr topdown.QueryResult) error {
+		results++
+		deny, okDeny = messages(qr[ast.Var("deny")])
+		warn, okWarn = messages(qr[ast.Var("warn")])
+		return nil
+	})
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case results != 1:
+		return nil, nil, errors.New("deny or warn is undefined")
+	case !okDeny || !okWarn:
+		return nil, nil, errors.New("deny and warn must be sets of messages")
+	}
+	return deny, warn, nil
+}
+
 // messages converts a set of messages to sorted strings; a message that is
 // not a string is kept in its printed form, never dropped.
-func messages(v any) ([]string, bool) {
-	items, ok := v.([]any)
+func messages(t *ast.Term) ([]string, bool) {
+	if t == nil {
+		return nil, false
+	}
+	set, ok := t.Value.(ast.Set)
 	if !ok {
 		return nil, false
 	}
-	out := make([]string, 0, len(items))
-	for _, it := range items {
-		if s, ok := it.(string); ok {
-			out = append(out, s)
+	out := make([]string, 0, set.Len())
+	set.Foreach(func(m *ast.Term) {
+		if s, ok := m.Value.(ast.String); ok {
+			out = append(out, string(s))
 		} else {
-			out = append(out, fmt.Sprint(it))
+			out = append(out, m.String())
 		}
-	}
+	})
 	slices.Sort(out)
 	return out, true
 }

@@ -365,3 +365,27 @@ func TestExplainNamesTheRules(t *testing.T) {
 		t.Errorf("Origin.String() = %q", s)
 	}
 }
+
+// TestMessagesThatAreNotStrings: a deny message that is not a string (a
+// number, an object) is kept in its Rego form, never dropped, and sorted
+// with the others, so a pod is never admitted because a rule's message
+// has the wrong type.
+func TestMessagesThatAreNotStrings(t *testing.T) {
+	const odd = `package gpuadmit.admission
+
+deny contains 42 if input.pod.name == "odd"
+
+deny contains {"reason": "odd"} if input.pod.name == "odd"
+
+warn contains ["a", 1] if input.pod.name == "odd"
+`
+	e := loaded(t, policy.Map("operators", map[string]string{"odd.rego": odd}))
+	out, err := e.Eval(context.Background(), input(t, "odd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"42", quotaDenial, `{"reason": "odd"}`}
+	if !slices.Equal(out.Deny, want) || !slices.Equal(out.Warn, []string{`["a", 1]`}) {
+		t.Fatalf("deny %q warn %q, want deny %q warn [\"a\", 1]", out.Deny, out.Warn, want)
+	}
+}

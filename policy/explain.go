@@ -31,8 +31,17 @@ func (o Origin) String() string {
 // It traces the evaluation, which costs many times an Eval: for the
 // command line, never for the webhook.
 func (e *Engine) Explain(ctx context.Context, input ast.Value) (Output, error) {
+	p, err := e.Prepare()
+	if err != nil {
+		return Output{}, err
+	}
+	return p.Explain(ctx, input)
+}
+
+// explain evaluates set on input with a trace, and tells each message's rules.
+func (e *Engine) explain(ctx context.Context, set *policySet, input ast.Value) (Output, error) {
 	tracer := topdown.NewBufferTracer()
-	out, err := e.eval(ctx, input, tracer)
+	out, err := e.eval(ctx, set, input, tracer)
 	if err != nil {
 		return out, err
 	}

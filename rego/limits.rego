@@ -57,10 +57,11 @@ else := ""
 
 warn contains msg if {
 	input.operation == "CREATE"
+	near := input.settings.nearLimitPercent
+	near > 0 # 0: never warn
 	some family, usage in input.namespaceUsage.families
 	some dim, limit in usage.limits
-	input.settings.nearLimitPercent > 0 # 0: never warn
-	limit.afterPercent >= input.settings.nearLimitPercent
+	limit.afterPercent >= near
 	a := usage.after[dim]
 	a <= limit.value
 	input.demand.families[family].effective[dim] > 0

@@ -23,7 +23,7 @@ import (
 
 // benchLedger holds 1000 two-GPU nodes, 200 namespaces with a memory quota
 // and n GPU pods (sidecar, init, app; half of them past their init).
-func benchLedger(b *testing.B, n int) *ledger.Ledger {
+func benchLedger(b testing.TB, n int) *ledger.Ledger {
 	b.Helper()
 	l := ledger.New(ledger.Options{Families: config.Families(config.Default()), Log: logr.Discard()})
 	for i := range 1000 {
@@ -192,8 +192,8 @@ func BenchmarkEval(b *testing.B) {
 		b.Fatal(err)
 	}
 	doc := &inputDoc{req: Request{Pod: pod, Operation: "CREATE"}, namespace: "team-7", primary: f.Name, demand: dem,
-		ns: l.Namespace("team-7", nil), capacity: capVal, settings: d.settingsVal}
-	in := doc.value()
+		ns: l.Namespace("team-7", nil), capacity: capVal, settings: d.settingsVal, words: d.words}
+	in := doc.value(policy.AllReads())
 	t := benchtimer.New()
 	b.ReportAllocs()
 	for b.Loop() {

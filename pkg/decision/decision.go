@@ -116,6 +116,7 @@ type Decider struct {
 	log     logr.Logger
 
 	settingsVal ast.Value
+	words       words
 	// all caches the view of every node (pods that do not restrict their
 	// nodes), keyed by the ledger's immutable Capacity value.
 	all atomic.Pointer[cachedView]
@@ -160,7 +161,8 @@ func newDecider(engine Evaluator, snap Snapshotter, cfg *config.Configuration, f
 	if err != nil {
 		return nil, err
 	}
-	return &Decider{policy: engine, families: fams, snap: snap, claims: claims, noNodes: noNodes, log: log, settingsVal: sv}, nil
+	return &Decider{policy: engine, families: fams, snap: snap, claims: claims, noNodes: noNodes, log: log, settingsVal: sv,
+		words: newWords(fams)}, nil
 }
 
 // Decide decides one admission. An error means no decision could be made
@@ -211,7 +213,7 @@ func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) 
 	if req.Claim != nil {
 		capVal = d.noNodes // a claim's devices are its driver's (ResourceSlices), not the nodes' annotated ones
 	}
-	doc := &inputDoc{req: req, namespace: ns, primary: d.families[0].Name, capacity: capVal, settings: d.settingsVal}
+	doc := &inputDoc{req: req, namespace: ns, primary: d.families[0].Name, capacity: capVal, settings: d.settingsVal, words: d.words}
 	if req.Claim != nil {
 		doc.demand, err = d.ClaimDemand(req.Claim)
 	} else {
@@ -232,20 +234,24 @@ func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) 
 }
 
 // evaluate runs the policies on doc (traced when the request asks for an
-// explanation).
+// explanation), built for what the policy set reads.
 func (d *Decider) evaluate(ctx context.Context, doc *inputDoc) (Result, error) {
-	eval := d.policy.Eval
+	ev, reads, err := d.prepare()
+	if err != nil {
+		return Result{}, err
+	}
+	eval := ev.Eval
 	if doc.req.Explain {
-		if ex, ok := d.policy.(Explainer); ok {
+		if ex, ok := ev.(Explainer); ok {
 			eval = ex.Explain
 		}
 	}
-	out, err := eval(ctx, doc.value())
+	out, err := eval(ctx, doc.value(reads))
 	if err != nil {
 		return Result{}, err
 	}
 	res := Result{Allowed: len(out.Deny) == 0, Denials: out.Deny, Warnings: out.Warn, Invalid: doc.invalid != nil}
-	if res.FitsWithoutUnconfirmed, err = d.fitsWithoutUnconfirmed(ctx, doc, res.Allowed); err != nil {
+	if res.FitsWithoutUnconfirmed, err = fitsWithoutUnconfirmed(ctx, ev, reads, doc, res.Allowed); err != nil {
 		return Result{}, err
 	}
 	if !res.Allowed {
@@ -258,17 +264,38 @@ func (d *Decider) evaluate(ctx context.Context, doc *inputDoc) (Result, error) {
 	return res, nil
 }
 
+// Preparer hands out the active policy set with what its rules read of the
+// input; *policy.Engine satisfies it. When the Decider's evaluator has it,
+// each decision builds only what that set reads, and evaluates with it.
+type Preparer interface {
+	Prepare() (*policy.Prepared, error)
+}
+
+// prepare returns the evaluator of one decision and what it reads (all of
+// the input for an evaluator that cannot tell).
+func (d *Decider) prepare() (Evaluator, *policy.Reads, error) {
+	p, ok := d.policy.(Preparer)
+	if !ok {
+		return d.policy, policy.AllReads(), nil
+	}
+	set, err := p.Prepare()
+	if err != nil {
+		return nil, nil, err
+	}
+	return set, set.Reads(), nil
+}
+
 // fitsWithoutUnconfirmed evaluates a denied pod again without the
 // namespace's unconfirmed reservations (admissions whose pod no replica has
 // seen yet: a create that failed after admission, or a review that did not
 // come from the API server), and reports whether it would then be allowed.
-func (d *Decider) fitsWithoutUnconfirmed(ctx context.Context, doc *inputDoc, allowed bool) (bool, error) {
+func fitsWithoutUnconfirmed(ctx context.Context, ev Evaluator, reads *policy.Reads, doc *inputDoc, allowed bool) (bool, error) {
 	if allowed || doc.ns.Unconfirmed.IsZero() || doc.demand == nil || doc.invalid != nil {
 		return false, nil
 	}
 	again := *doc
 	again.ns.Reserved = nonNegative(doc.ns.Reserved.Sub(doc.ns.Unconfirmed))
-	out, err := d.policy.Eval(ctx, again.value())
+	out, err := ev.Eval(ctx, again.value(reads))
 	if err != nil {
 		return false, err
 	}

@@ -50,10 +50,10 @@ func configWith(f func(*config.Configuration)) *config.Configuration {
 }
 
 // engine is loaded once: compiling and testing the policies takes a while.
-func engine(t testing.TB) *policy.Engine {
+func engine(t testing.TB, overrides ...policy.Source) *policy.Engine {
 	t.Helper()
 	e := policy.New(policy.Options{})
-	if err := e.Load(context.Background()); err != nil {
+	if err := e.Load(context.Background(), overrides...); err != nil {
 		t.Fatal(err)
 	}
 	return e

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/policy"
 )
 
 // The policy input document's version (docs/policy-input.md).
@@ -28,7 +29,8 @@ const (
 )
 
 // inputDoc is one request's input document before conversion. Capacity and
-// settings are converted once and reused (see Decider).
+// settings are converted once and reused (see Decider), and so are the
+// document's words.
 type inputDoc struct {
 	req       Request
 	namespace string
@@ -41,45 +43,55 @@ type inputDoc struct {
 	ns       ledger.NamespaceSnapshot
 	capacity ast.Value
 	settings ast.Value
-}
-
-func str(s string) *ast.Term { return ast.InternedTerm(s) }
-
-func num(n int64) *ast.Term { return ast.InternedTerm(n) }
-
-func item(key string, value *ast.Term) [2]*ast.Term { return ast.Item(str(key), value) }
-
-// labelMap converts a label-like map; a nil map is an empty object.
-func labelMap(m map[string]string) *ast.Term {
-	items := make([][2]*ast.Term, 0, len(m))
-	for k, v := range m {
-		items = append(items, item(k, str(v)))
-	}
-	return ast.ObjectTerm(items...)
-}
-
-func vector(v effective.Vector) *ast.Term {
-	return ast.ObjectTerm(item("gpu", num(v.GPU)), item("gpumem", num(v.MemMiB)), item("gpucores", num(v.Cores)))
+	words    words
 }
 
 // value builds the document as an ast.Value directly (numbers are int64;
-// no JSON or reflection round trip).
-func (d *inputDoc) value() ast.Value {
-	return ast.NewObject(
-		item("apiVersion", str(InputAPIVersion)),
-		item("kind", str(InputKind)),
-		item("operation", str(d.req.Operation)),
-		item("dryRun", ast.InternedTerm(d.req.DryRun)),
-		item("namespace", str(d.namespace)),
-		item("namespaceLabels", labelMap(d.ns.Labels)),
-		item("userInfo", d.userTerm()),
-		item("pod", d.podTerm()),
-		item("claim", d.claimTerm()),
-		item("demand", d.demandTerm()),
-		item("namespaceUsage", d.usageTerm()),
-		item("capacity", ast.NewTerm(d.capacity)),
-		item("settings", ast.NewTerm(d.settings)),
-	)
+// no JSON or reflection round trip), with the parts reads names: a part no
+// rule of the policy set reads is left out (policy.Reads).
+func (d *inputDoc) value(reads *policy.Reads) ast.Value {
+	b := &builder{words: d.words}
+	keys := [...]string{"apiVersion", "kind", "operation", "dryRun", "namespace", "namespaceLabels", "userInfo", "pod", "claim",
+		"demand", "namespaceUsage", "capacity", "settings"}
+	items := make([][2]*ast.Term, 0, len(keys))
+	for _, k := range keys {
+		if reads.Has(k) {
+			items = append(items, b.item(k, d.part(b, k, reads)))
+		}
+	}
+	return ast.NewObject(items...)
+}
+
+// part is the input's first-level part key.
+func (d *inputDoc) part(b *builder, key string, reads *policy.Reads) *ast.Term {
+	switch key {
+	case "apiVersion":
+		return b.str(InputAPIVersion)
+	case "kind":
+		return b.str(InputKind)
+	case "operation":
+		return b.str(d.req.Operation)
+	case "dryRun":
+		return ast.InternedTerm(d.req.DryRun)
+	case "namespace":
+		return b.str(d.namespace)
+	case "namespaceLabels":
+		return b.labelMap(d.ns.Labels)
+	case "userInfo":
+		return d.userTerm(b)
+	case "pod":
+		return d.podTerm(b, reads.Under("pod"))
+	case "claim":
+		return d.claimTerm(b)
+	case "demand":
+		return d.demandTerm(b)
+	case "namespaceUsage":
+		return d.usageTerm(b)
+	case "capacity":
+		return b.term(d.capacity)
+	default:
+		return b.term(d.settings)
+	}
 }
 
 // after is the namespace's usage after the pod: used + reserved + demand.
@@ -88,19 +100,29 @@ func (d *inputDoc) after() effective.Usage {
 }
 
 // usageTerm is input.namespaceUsage: the first family's usage, after and
-// limits at the first level, every family's under families, and the native
-// requests quotas.
-func (d *inputDoc) usageTerm() *ast.Term {
-	after := d.after()
-	fams := ast.NewObject()
-	for _, f := range d.inView() {
-		fams.Insert(str(f), ast.ObjectTerm(item("used", vector(d.ns.Used.Of(f))), item("reserved", vector(d.ns.Reserved.Of(f))),
-			item("after", vector(after.Of(f))), item("limits", limitsTerm(d.ns.Limits[f], after.Of(f)))))
+// limits at the first level, every family's under families (the same
+// terms), and the native requests quotas.
+func (d *inputDoc) usageTerm(b *builder) *ast.Term {
+	after, inView := d.after(), d.inView()
+	fams := make([][2]*ast.Term, 0, len(inView))
+	var primary [][2]*ast.Term
+	for _, f := range inView {
+		items := d.familyUsage(b, f, after.Of(f))
+		fams = append(fams, b.item(f, b.object(items...)))
+		if f == d.primary {
+			primary = items
+		}
 	}
-	p := d.primary
-	return ast.ObjectTerm(item("used", vector(d.ns.Used.Of(p))), item("reserved", vector(d.ns.Reserved.Of(p))),
-		item("after", vector(after.Of(p))), item("limits", limitsTerm(d.ns.Limits[p], after.Of(p))),
-		item("nativeRequestQuotas", d.nativeTerm()), item("families", ast.NewTerm(fams)))
+	if primary == nil {
+		primary = d.familyUsage(b, d.primary, after.Of(d.primary))
+	}
+	return b.object(append(primary, b.item("nativeRequestQuotas", d.nativeTerm(b)), b.item("families", b.object(fams...)))...)
+}
+
+// familyUsage is one family's used, reserved, after and limits.
+func (d *inputDoc) familyUsage(b *builder, f string, after effective.Vector) [][2]*ast.Term {
+	return [][2]*ast.Term{b.item("used", b.vector(d.ns.Used.Of(f))), b.item("reserved", b.vector(d.ns.Reserved.Of(f))),
+		b.item("after", b.vector(after)), b.item("limits", b.limitsTerm(d.ns.Limits[f], after))}
 }
 
 // inView are the families the pod asks for or the namespace uses, reserves
@@ -123,25 +145,33 @@ func (d *inputDoc) inView() []string {
 
 // demandTerm is input.demand: the first family's effective demand, its
 // containers and unresolved ones at the first level, every family's under
-// families, and the errors of an invalid request (any family).
-func (d *inputDoc) demandTerm() *ast.Term {
-	fams := ast.NewObject()
+// families (the same terms), and the errors of an invalid request (any
+// family).
+func (d *inputDoc) demandTerm(b *builder) *ast.Term {
+	fams := make([][2]*ast.Term, 0, len(d.demand))
+	var primary [][2]*ast.Term
 	for _, dm := range d.demand {
-		fams.Insert(str(dm.Family), ast.ObjectTerm(familyDemand(dm)...))
+		items := b.familyDemand(dm)
+		fams = append(fams, b.item(dm.Family, b.object(items...)))
+		if dm.Family == d.primary {
+			primary = items
+		}
+	}
+	if primary == nil {
+		primary = b.familyDemand(nil)
 	}
 	errs := make([]*ast.Term, len(d.invalid))
 	for i, e := range d.invalid {
-		errs[i] = ast.ObjectTerm(item("container", str(e.Container)), item("resource", str(e.Resource)),
-			item("value", str(e.Value)), item("reason", str(e.Reason)))
+		errs[i] = b.object(b.item("container", b.str(e.Container)), b.item("resource", b.str(e.Resource)),
+			b.item("value", b.str(e.Value)), b.item("reason", b.str(e.Reason)))
 	}
-	items := append(familyDemand(d.demand.Of(d.primary)), item("errors", ast.ArrayTerm(errs...)), item("families", ast.NewTerm(fams)))
-	return ast.ObjectTerm(items...)
+	return b.object(append(primary, b.item("errors", b.array(errs...)), b.item("families", b.object(fams...)))...)
 }
 
 // familyDemand is one family's demand in the input: effective, the
 // containers naming the family, the unresolved ones, the largest
 // per-device demand (zeros and empty lists for nil).
-func familyDemand(dm *effective.Demand) [][2]*ast.Term {
+func (b *builder) familyDemand(dm *effective.Demand) [][2]*ast.Term {
 	var eff, maxPerDevice effective.Vector
 	var cs, unresolved []*ast.Term
 	if dm != nil {
@@ -152,71 +182,97 @@ func familyDemand(dm *effective.Demand) [][2]*ast.Term {
 				continue
 			}
 			maxPerDevice = maxPerDevice.Max(effective.Vector{GPU: c.Count, MemMiB: c.MemPerDeviceMiB, Cores: c.CoresPerDevice})
-			cs = append(cs, ast.ObjectTerm(
-				item("name", str(c.Name)), item("role", str(string(c.Role))), item("gpu", num(c.Count)),
-				item("gpumemPerDevice", num(c.MemPerDeviceMiB)), item("gpumemPercent", num(c.MemPercent)),
-				item("gpucoresPerDevice", num(c.CoresPerDevice)), item("unresolved", ast.InternedTerm(c.Unresolved)),
-				item("total", vector(c.Total))))
+			cs = append(cs, b.object(
+				b.item("name", b.str(c.Name)), b.item("role", b.str(string(c.Role))), b.item("gpu", b.num(c.Count)),
+				b.item("gpumemPerDevice", b.num(c.MemPerDeviceMiB)), b.item("gpumemPercent", b.num(c.MemPercent)),
+				b.item("gpucoresPerDevice", b.num(c.CoresPerDevice)), b.item("unresolved", ast.InternedTerm(c.Unresolved)),
+				b.item("total", b.vector(c.Total))))
 		}
 		unresolved = make([]*ast.Term, len(dm.Unresolved))
 		for i, n := range dm.Unresolved {
-			unresolved[i] = str(n)
+			unresolved[i] = b.str(n)
 		}
 	}
-	return [][2]*ast.Term{item("effective", vector(eff)), item("containers", ast.ArrayTerm(cs...)),
-		item("unresolved", ast.ArrayTerm(unresolved...)), item("maxPerDevice", vector(maxPerDevice))}
+	return [][2]*ast.Term{b.item("effective", b.vector(eff)), b.item("containers", b.array(cs...)),
+		b.item("unresolved", b.array(unresolved...)), b.item("maxPerDevice", b.vector(maxPerDevice))}
 }
 
 // limitsTerm is one family's limits in input.namespaceUsage: each limited
 // dimension with the share of it the namespace uses after the pod.
-func limitsTerm(l ledger.Limits, after effective.Vector) *ast.Term {
-	limits := ast.NewObject()
-	for _, l := range []struct {
-		dim   string
-		limit *ledger.Limit
-		after int64
-	}{{"gpu", l.GPU, after.GPU}, {"gpumem", l.MemMiB, after.MemMiB}, {"gpucores", l.Cores, after.Cores}} {
-		if l.limit != nil {
-			limits.Insert(str(l.dim), ast.ObjectTerm(item("value", num(l.limit.Value)), item("quota", str(l.limit.Quota)),
-				item("key", str(l.limit.Key)), item("invalid", ast.InternedTerm(l.limit.Invalid)),
-				item("afterPercent", num(effective.Percent(l.after, l.limit.Value)))))
+func (b *builder) limitsTerm(l ledger.Limits, after effective.Vector) *ast.Term {
+	items := make([][2]*ast.Term, 0, 3)
+	for _, dim := range effective.Dimensions() {
+		lim := l.Of(dim)
+		if lim == nil {
+			continue
 		}
+		items = append(items, b.item(dimKey(dim), b.object(b.item("value", b.num(lim.Value)), b.item("quota", b.str(lim.Quota)),
+			b.item("key", b.str(lim.Key)), b.item("invalid", ast.InternedTerm(lim.Invalid)),
+			b.item("afterPercent", b.num(effective.Percent(after.Get(dim), lim.Value))))))
 	}
-	return ast.NewTerm(limits)
+	return b.object(items...)
 }
 
 // nativeTerm is input.namespaceUsage.nativeRequestQuotas.
-func (d *inputDoc) nativeTerm() *ast.Term {
+func (d *inputDoc) nativeTerm(b *builder) *ast.Term {
 	var native []*ast.Term
 	for _, q := range d.ns.Quotas {
 		for _, k := range q.NativeRequests {
-			native = append(native, ast.ObjectTerm(item("quota", str(q.Name)), item("key", str(k))))
+			native = append(native, b.object(b.item("quota", b.str(q.Name)), b.item("key", b.str(k))))
 		}
 	}
-	return ast.ArrayTerm(native...)
+	return b.array(native...)
 }
 
 // userTerm is input.userInfo.
-func (d *inputDoc) userTerm() *ast.Term {
+func (d *inputDoc) userTerm(b *builder) *ast.Term {
 	groups := make([]*ast.Term, len(d.req.User.Groups))
 	for i, g := range d.req.User.Groups {
-		groups[i] = str(g)
+		groups[i] = b.str(g)
 	}
-	return ast.ObjectTerm(item("username", str(d.req.User.Username)), item("groups", ast.ArrayTerm(groups...)))
+	return b.object(b.item("username", b.str(d.req.User.Username)), b.item("groups", b.array(groups...)))
 }
 
-// podTerm is input.pod.
-func (d *inputDoc) podTerm() *ast.Term {
+// podTerm is input.pod, with the fields reads names.
+func (d *inputDoc) podTerm(b *builder, reads *policy.Reads) *ast.Term {
+	keys := [...]string{"name", "generateName", "uid", "labels", "annotations", "nodeSelector", "priorityClassName", "runtimeClassName", "schedulerName"}
+	items := make([][2]*ast.Term, 0, len(keys))
+	for _, k := range keys {
+		if reads.Has(k) {
+			items = append(items, b.item(k, d.podField(b, k)))
+		}
+	}
+	return b.object(items...)
+}
+
+// podField is the input's pod field key.
+func (d *inputDoc) podField(b *builder, key string) *ast.Term {
 	pod := d.req.Pod
-	return ast.ObjectTerm(item("name", str(pod.Name)), item("generateName", str(pod.GenerateName)), item("uid", str(string(pod.UID))),
-		item("labels", labelMap(pod.Labels)), item("annotations", labelMap(pod.Annotations)), item("nodeSelector", labelMap(pod.Spec.NodeSelector)),
-		item("priorityClassName", str(pod.Spec.PriorityClassName)), item("runtimeClassName", str(ptr.Deref(pod.Spec.RuntimeClassName, ""))),
-		item("schedulerName", str(pod.Spec.SchedulerName)))
+	switch key {
+	case "name":
+		return b.str(pod.Name)
+	case "generateName":
+		return b.str(pod.GenerateName)
+	case "uid":
+		return b.str(string(pod.UID))
+	case "labels":
+		return b.labelMap(pod.Labels)
+	case "annotations":
+		return b.labelMap(pod.Annotations)
+	case "nodeSelector":
+		return b.labelMap(pod.Spec.NodeSelector)
+	case "priorityClassName":
+		return b.str(pod.Spec.PriorityClassName)
+	case "runtimeClassName":
+		return b.str(ptr.Deref(pod.Spec.RuntimeClassName, ""))
+	default:
+		return b.str(pod.Spec.SchedulerName)
+	}
 }
 
 // claimTerm is input.claim: null for a pod; for a ResourceClaim its name
 // and the classes its requests name.
-func (d *inputDoc) claimTerm() *ast.Term {
+func (d *inputDoc) claimTerm(b *builder) *ast.Term {
 	c := d.req.Claim
 	if c == nil {
 		return ast.NullTerm()
@@ -224,13 +280,13 @@ func (d *inputDoc) claimTerm() *ast.Term {
 	var classes []*ast.Term
 	for _, r := range c.Spec.Devices.Requests {
 		if r.Exactly != nil {
-			classes = append(classes, str(r.Exactly.DeviceClassName))
+			classes = append(classes, b.str(r.Exactly.DeviceClassName))
 		}
 		for _, sr := range r.FirstAvailable {
-			classes = append(classes, str(sr.DeviceClassName))
+			classes = append(classes, b.str(sr.DeviceClassName))
 		}
 	}
-	return ast.ObjectTerm(item("name", str(c.Name)), item("deviceClassNames", ast.ArrayTerm(classes...)))
+	return b.object(b.item("name", b.str(c.Name)), b.item("deviceClassNames", b.array(classes...)))
 }
 
 // sumUsage adds usages per family, saturating instead of overflowing.

@@ -21,15 +21,24 @@
 // A reservation's life in the object:
 //
 //	admitted, written ──▶ RESERVED ──a replica's watch records the pod──▶ MARKED (recordedResourceVersion)
-//	                         │                                               │ every live replica's pod
-//	                         │ nobody recorded it, confirmAfter passed       │ watch passed that mark
-//	                         ▼                                               ▼
-//	                        DUE ──a read finds no pod of that UID──▶ REMOVED ◀┘ (removedResourceVersion advances)
+//	                         │  │                                            │ every live replica's pod
+//	                         │  └─every live replica's watch passed the      │ watch passed that mark
+//	                         │    tidying one's record of the pod─────────┐  │
+//	                         │ nobody recorded it, confirmAfter passed    ▼  ▼
+//	                        DUE ──a read finds no pod of that UID──▶ REMOVED (removedResourceVersion advances)
 //	                         ▲ │ the pod exists unseen, or the read failed
 //	                         └─┘ read again later, backing off to recheckMax
 //
 // How far every replica's pod watch got comes from the replicas' progress
-// Leases (Membership, pkg/membership); a replica counts a reservation
+// Leases (Membership, pkg/membership): renewed every second, and, while an
+// object holds a reservation of a pod a replica's watch recorded (Changed
+// calls Membership.Hurry), within 100 ms of each change of its progress,
+// so that a reservation lasts a few writes rather than a second or two: a
+// smaller object is a cheaper write, for the API server and for every
+// replica's watch. A reservation whose pod the tidying replica recorded is
+// removed at once, unmarked, when every live replica's watch already
+// passed that record (the same rule as for a mark, one write sooner). A
+// replica counts a reservation
 // until its own watch recorded the pod (Countable), and one whose watch is
 // behind removedResourceVersion waits before deciding. Marks and removals
 // ride on the namespace's next write, made by the worker: an admission

@@ -60,6 +60,7 @@ type fakeMembers struct {
 	mu      sync.Mutex
 	others  map[string]string
 	suspect time.Time
+	hurried atomic.Int64 // calls of Hurry
 }
 
 func (m *fakeMembers) MinLive() (string, bool) {
@@ -84,6 +85,8 @@ func (m *fakeMembers) SuspectSince() time.Time {
 }
 
 func (m *fakeMembers) Now() time.Time { return time.Now() }
+
+func (m *fakeMembers) Hurry() { m.hurried.Add(1) }
 
 func (m *fakeMembers) set(replica, progress string) {
 	m.mu.Lock()

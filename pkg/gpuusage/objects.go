@@ -3,6 +3,7 @@ package gpuusage
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,8 +66,17 @@ func (c *copies) next() <-chan struct{} {
 }
 
 // Changed is the GPUUsage informer's add and update handler: it wakes the
-// rounds waiting for the informer to catch up after a conflict.
-func (s *Store) Changed(any) {
+// rounds waiting for the informer to catch up after a conflict, and, while
+// the object holds a reservation of a pod this replica's watch recorded,
+// hurries this replica's progress Lease (Membership.Hurry): the
+// reservation's removal waits for every live replica's progress to pass
+// the pod.
+func (s *Store) Changed(obj any) {
+	if u, ok := obj.(*gpuadmitv1.GPUUsage); ok && slices.ContainsFunc(u.Status.Reservations, func(r gpuadmitv1.Reservation) bool {
+		return r.ClaimName == "" && s.ledger.Seen(r.PodUID) != ""
+	}) {
+		s.members.Hurry()
+	}
 	s.copies.mu.Lock()
 	defer s.copies.mu.Unlock()
 	close(s.copies.changed)

@@ -67,6 +67,9 @@ type Membership interface {
 	// never), on the clock of Now.
 	SuspectSince() time.Time
 	Now() time.Time
+	// Hurry has this replica publish its pod watch's progress soon after
+	// it changes, for a while (reservations wait for it).
+	Hurry()
 }
 
 // PodWatch is this replica's pod watch (*ledger.Feed).

@@ -140,15 +140,15 @@ func TestClean(t *testing.T) {
 	s, l, w, clk := newStore(t, c, "a")
 	l.UpsertPod(testpod.New("rec").NS("ns").UID("rec").RV("70").App("c", testpod.GPU(1), testpod.Mem(100)).Build())
 	w.rv.Store(70)
+	members(s).set("b", "60") // behind rec: it is marked, not removed
 	ctx := context.Background()
 	s.Clean(ctx) // first sight: rec marked; nothing due yet
 	st := usage(t, c, "ns").Status
 	if len(st.Reservations) != 3 || st.Reservations[2].RecordedResourceVersion != "70" {
 		t.Fatalf("after the first round: %+v", st.Reservations)
 	}
-	// Another live replica is at 60: rec stays.
+	// The other live replica is still at 60: rec stays.
 	clk.SetTime(clk.Now().Add(time.Hour)) // a long time: nothing lapses on its own
-	members(s).set("b", "60")
 	s.Clean(ctx)
 	st = usage(t, c, "ns").Status
 	if len(st.Reservations) != 2 || st.Reservations[0].PodUID != "exists" || st.Reservations[1].PodUID != "rec" {

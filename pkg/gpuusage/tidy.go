@@ -10,6 +10,7 @@ import (
 //
 //	reserved, this ledger recorded the pod ──▶ marked (recordedResourceVersion: the pod's)
 //	marked, every live replica's watch passed the mark ──▶ removed (removedResourceVersion advances)
+//	reserved, every live replica's watch passed this ledger's record ──▶ removed at once (no mark)
 //	unmarked, a read confirmed the pod absent ──▶ removed
 //	a claim's: marked when recorded; removed only when a read confirmed the claim gone
 //
@@ -29,12 +30,13 @@ func (s *Store) tidy(st *gpuadmitv1.GPUUsageStatus) (changes []string) {
 				r.RecordedResourceVersion = s.recordedAt(seen)
 				changes = append(changes, "")
 			}
-		case r.RecordedResourceVersion != "":
-			if live && resourceversion.AtLeast(least, r.RecordedResourceVersion) {
-				changes = append(changes, EndRecorded)
-				st.RemovedResourceVersion = resourceversion.Max(st.RemovedResourceVersion, r.RecordedResourceVersion)
-				continue
-			}
+		case live && resourceversion.AtLeast(least, s.markOf(r, seen)):
+			// every live replica's watch passed the mark, or, unmarked, this
+			// one's record of the pod (removed in the write that would mark it)
+			changes = append(changes, EndRecorded)
+			st.RemovedResourceVersion = resourceversion.Max(st.RemovedResourceVersion, s.markOf(r, seen))
+			continue
+		case r.RecordedResourceVersion != "": // marked; a watch is behind it
 		case seen != "":
 			s.absence.recorded(r.PodUID, s.opts.Clock.Now(), s.members.SuspectSince())
 			r.RecordedResourceVersion = s.recordedAt(seen)
@@ -47,6 +49,19 @@ func (s *Store) tidy(st *gpuadmitv1.GPUUsageStatus) (changes []string) {
 	}
 	st.Reservations = kept
 	return changes
+}
+
+// markOf is the resourceVersion every live replica's watch must pass
+// before pod reservation r is removed: its mark, else this ledger's record
+// of the pod (seen), else "" (never passed).
+func (s *Store) markOf(r gpuadmitv1.Reservation, seen string) string {
+	switch {
+	case r.RecordedResourceVersion != "":
+		return r.RecordedResourceVersion
+	case seen != "":
+		return s.recordedAt(seen)
+	}
+	return ""
 }
 
 // recordedAt is the resourceVersion to publish for a pod this ledger

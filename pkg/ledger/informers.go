@@ -27,7 +27,9 @@ type Sink interface {
 	Families() []effective.Family
 	UpsertPod(*corev1.Pod)
 	DeletePod(*corev1.Pod)
-	ReplacePods([]*corev1.Pod)
+	// ReplacePods takes a list's pods: *corev1.Pod, or the
+	// *metav1.PartialObjectMetadata of a pod without managed resources.
+	ReplacePods([]metav1.Object)
 	DeletePodByName(namespace, name string)
 	UpsertNode(*corev1.Node)
 	DeleteNode(name string)
@@ -59,6 +61,12 @@ type FeedOptions struct {
 	Delay time.Duration
 	// Log receives handler errors. The zero value discards.
 	Log logr.Logger
+	// PodConfig, when set, is the config of the pod watch's own client
+	// (the API server the clientset of NewFeed talks to): it decodes
+	// protobuf pods keeping only what PodTransform keeps (podcodec.go),
+	// which is most of a relist's decoding and allocation left out. nil:
+	// pods are watched through the clientset, decoded whole.
+	PodConfig *rest.Config
 }
 
 // Feed feeds a ledger from a pod watch of its own (podfeed.go) and from Node,
@@ -130,7 +138,14 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 		f.regs = append(f.regs, reg)
 		f.names = append(f.names, w.what)
 	}
-	f.pods = newPodFeed(client, sink, PodTransform(s), opts.Delay, f.log.WithName("pods"))
+	var pods *toolscache.ListWatch
+	if opts.PodConfig != nil {
+		var err error
+		if pods, err = podListWatch(opts.PodConfig, s); err != nil {
+			return nil, err
+		}
+	}
+	f.pods = newPodFeed(client, pods, sink, PodTransform(s), opts.Delay, f.log.WithName("pods"))
 	probed["pods"] = f.pods.resourceVersion
 	probed["nodes"] = core.Nodes().Informer().LastSyncResourceVersion
 	probed["resourcequotas"] = core.ResourceQuotas().Informer().LastSyncResourceVersion

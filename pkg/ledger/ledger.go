@@ -1,11 +1,13 @@
 package ledger
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -144,12 +146,7 @@ func (l *Ledger) requests(pod *corev1.Pod) bool { return effective.RequestsAny(p
 
 // podUID is the key of a pod: its UID, or namespace/name for objects that
 // have none (hand-written manifests).
-func podUID(pod *corev1.Pod) types.UID {
-	if pod.UID != "" {
-		return pod.UID
-	}
-	return types.UID(pod.Namespace + "/" + pod.Name)
-}
+func podUID(pod *corev1.Pod) types.UID { return metaUID(pod) }
 
 // UpsertPod records the pod's current target (an add, an update, a resync or
 // a relist: all the same). The previous record of the pod, and of an older
@@ -194,11 +191,15 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 
 // ReplacePods makes the ledger hold the pods of a list: every pod it holds
 // that the list lacks (deleted while the watch was down) is removed, as if
-// deleted, and every listed pod is recorded.
-func (l *Ledger) ReplacePods(pods []*corev1.Pod) {
+// deleted, and every listed pod is recorded. Each is a *corev1.Pod or the
+// *metav1.PartialObjectMetadata of a pod without managed resources
+// (PodTransform), read as a pod with only its metadata: the Pod is made
+// when it is recorded, not for the whole list at once (a list is mostly
+// such pods, and a Pod is five times their size).
+func (l *Ledger) ReplacePods(pods []metav1.Object) {
 	listed := make(map[types.UID]bool, len(pods))
 	for _, p := range pods {
-		listed[podUID(p)] = true
+		listed[metaUID(p)] = true
 	}
 	l.mu.Lock()
 	for uid := range l.known {
@@ -224,9 +225,24 @@ func (l *Ledger) ReplacePods(pods []*corev1.Pod) {
 		}
 	}
 	l.mu.Unlock()
-	for _, p := range pods {
-		l.UpsertPod(p)
+	for _, o := range pods {
+		switch p := o.(type) {
+		case *corev1.Pod:
+			l.UpsertPod(p)
+		case *metav1.PartialObjectMetadata:
+			l.UpsertPod(&corev1.Pod{ObjectMeta: p.ObjectMeta})
+		default:
+			l.log.Error(errUnexpected, "pod list", "type", fmt.Sprintf("%T", o))
+		}
 	}
+}
+
+// metaUID is podUID of a pod's metadata.
+func metaUID(m metav1.Object) types.UID {
+	if uid := m.GetUID(); uid != "" {
+		return uid
+	}
+	return types.UID(m.GetNamespace() + "/" + m.GetName())
 }
 
 // Knows reports whether the feed delivered pod uid (a GPU pod or not) and

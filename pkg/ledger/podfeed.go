@@ -39,17 +39,22 @@ type podFeed struct {
 	queue chan func()
 }
 
-func newPodFeed(client kubernetes.Interface, sink Sink, transform toolscache.TransformFunc, delay time.Duration, log logr.Logger) *podFeed {
+// newPodFeed lists and watches pods through pods, or through client when
+// pods is nil.
+func newPodFeed(client kubernetes.Interface, pods *toolscache.ListWatch, sink Sink, transform toolscache.TransformFunc, delay time.Duration, log logr.Logger) *podFeed {
 	f := &podFeed{sink: sink, log: log, delay: delay}
 	f.progress.init()
-	lw := toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return client.CoreV1().Pods("").List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return client.CoreV1().Pods("").Watch(ctx, o)
-		},
-	}, client)
+	if pods == nil {
+		pods = &toolscache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return client.CoreV1().Pods("").List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return client.CoreV1().Pods("").Watch(ctx, o)
+			},
+		}
+	}
+	lw := toolscache.ToListWatcherWithWatchListSemantics(pods, client)
 	queue := toolscache.NewRealFIFOWithOptions(toolscache.RealFIFOOptions{
 		Transformer: transform, AtomicEvents: true, EmitDeltaTypeBookmark: true, Name: "gpuadmit-pods"})
 	f.controller = toolscache.New(&toolscache.Config{Queue: queue, ListerWatcher: lw, ObjectType: &corev1.Pod{},
@@ -113,10 +118,15 @@ func (f *podFeed) delta(d toolscache.Delta) (func(), string) {
 			f.log.Error(errUnexpected, "pod feed: a list", "type", fmt.Sprintf("%T", d.Object))
 			return nil, ""
 		}
-		pods := make([]*corev1.Pod, 0, len(info.Objects))
+		pods := make([]metav1.Object, 0, len(info.Objects))
 		for _, o := range info.Objects {
-			if p := asPod(o, f.log); p != nil {
+			switch p := o.(type) {
+			case *corev1.Pod:
 				pods = append(pods, p)
+			case *metav1.PartialObjectMetadata:
+				pods = append(pods, p) // the ledger makes it a Pod when it records it
+			default:
+				f.log.Error(errUnexpected, "pod feed: a list", "type", fmt.Sprintf("%T", o))
 			}
 		}
 		return func() { f.sink.ReplacePods(pods) }, info.ResourceVersion

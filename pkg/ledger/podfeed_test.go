@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
@@ -27,7 +28,7 @@ func (s *progressSink) UpsertPod(p *corev1.Pod) {
 	s.Ledger.UpsertPod(p)
 }
 
-func (s *progressSink) ReplacePods(ps []*corev1.Pod) {
+func (s *progressSink) ReplacePods(ps []metav1.Object) {
 	s.replaced++
 	s.Ledger.ReplacePods(ps)
 }

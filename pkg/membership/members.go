@@ -34,6 +34,13 @@ const (
 const (
 	leaseDuration = 10 * time.Second
 	renewEvery    = time.Second
+	// progressEvery: while hurried (Hurry), a replica publishes a change
+	// of its pod watch's progress within this long; observeEvery: how often
+	// it reads the others' Leases (from its informer: no request).
+	progressEvery = 100 * time.Millisecond
+	observeEvery  = 50 * time.Millisecond
+	// hurryFor is how long one Hurry lasts.
+	hurryFor = 2 * time.Second
 	// renewTimeout bounds one renewal (and one read of the others'), so
 	// that a stalled connection is noticed (Connected) rather than waited on.
 	renewTimeout = 2 * time.Second
@@ -57,7 +64,7 @@ type Options struct {
 }
 
 // Members publishes how far this replica's pod watch got (a Lease in the
-// server's namespace, renewed every second) and tells how far every live
+// server's namespace, renewed every second, sooner while hurried) and tells how far every live
 // replica's did, which replica owns a namespace, and whether this process
 // kept running and reaching the API server (liveness.go). Liveness of the
 // others is judged by when this replica saw their Lease change, on its own
@@ -77,6 +84,11 @@ type Members struct {
 	// advertised is where this replica takes forwarded reviews ("" none;
 	// Advertise).
 	advertised string
+	// lastRenew is when this replica last tried to renew, and
+	// publishedProgress what its last successful renewal published;
+	// hurriedUntil ends the last Hurry (this replica's clock).
+	lastRenew, hurriedUntil time.Time
+	publishedProgress       string
 
 	// alive tells whether this process kept running and reaching the API
 	// server (liveness.go).
@@ -110,27 +122,19 @@ func (p *Members) NeedLeaderElection() bool { return false }
 func (p *Members) leaseName(replica string) string { return "gpuadmit-replica-" + replica }
 
 // Start renews this replica's Lease and reads the others' until ctx ends,
-// then deletes its Lease so that the others stop waiting for it.
+// then deletes its Lease so that the others stop waiting for it. It renews
+// every renewEvery, and, while hurried, within progressEvery of a change
+// of its progress.
 func (p *Members) Start(ctx context.Context) error {
 	go p.alive.beat(ctx, p.log)
-	t := time.NewTicker(renewEvery)
+	t := time.NewTicker(observeEvery)
 	defer t.Stop()
 	for {
-		rctx, cancel := context.WithTimeout(ctx, renewTimeout)
-		err := p.renew(rctx)
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			p.log.Error(err, "renewing the progress lease")
-		} else if err == nil && p.watch.PodsResourceVersion() != "" {
-			p.alive.renewed()
-			p.mu.Lock()
-			if p.published.IsZero() {
-				p.published = p.clock.Now()
-			}
-			p.mu.Unlock()
+		if p.renewDue() {
+			p.renewOnce(ctx)
 		}
 		octx, cancel := context.WithTimeout(ctx, renewTimeout)
-		err = p.observe(octx)
+		err := p.observe(octx)
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			p.log.Error(err, "reading the other replicas' progress")
@@ -149,11 +153,62 @@ func (p *Members) Start(ctx context.Context) error {
 	}
 }
 
-// renew writes this replica's progress.
-func (p *Members) renew(ctx context.Context) error {
+// Hurry has this replica publish its pod watch's progress within
+// progressEvery of each change, for the next hurryFor, instead of with its
+// next renewal (up to renewEvery later): the gpuusage store calls it while
+// an object holds reservations, whose removal waits for every live
+// replica's published progress.
+func (p *Members) Hurry() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hurriedUntil = p.clock.Now().Add(hurryFor)
+}
+
+// renewDue reports whether this tick renews: renewEvery after the last
+// try, or, while hurried, when the progress changed since the last
+// renewal.
+func (p *Members) renewDue() bool {
+	now, progress := p.clock.Now(), p.watch.PodsResourceVersion()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch since := now.Sub(p.lastRenew); {
+	case since >= renewEvery:
+	case since >= progressEvery && now.Before(p.hurriedUntil) && progress != p.publishedProgress:
+	default:
+		return false
+	}
+	p.lastRenew = now
+	return true
+}
+
+// renewOnce renews this replica's Lease and notes what it published.
+func (p *Members) renewOnce(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, renewTimeout)
+	defer cancel()
+	rv, err := p.renew(rctx)
+	switch {
+	case err != nil && apierrors.IsConflict(err):
+		// the informer has not delivered this replica's last renewal yet: the next tick renews
+		p.log.V(1).Info("renewing the progress lease conflicted", "error", err.Error())
+	case err != nil && ctx.Err() == nil:
+		p.log.Error(err, "renewing the progress lease")
+	case err == nil && rv != "":
+		p.alive.renewed()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.publishedProgress = rv
+		if p.published.IsZero() {
+			p.published = p.clock.Now()
+		}
+	}
+}
+
+// renew writes this replica's progress and returns what it wrote ("":
+// nothing yet).
+func (p *Members) renew(ctx context.Context) (string, error) {
 	rv := p.watch.PodsResourceVersion()
 	if rv == "" {
-		return nil // not synced yet: publish nothing (a Lease without progress holds removals back)
+		return "", nil // not synced yet: publish nothing (a Lease without progress holds removals back)
 	}
 	now := metav1.NewMicroTime(p.clock.Now())
 	dur := int32(leaseDuration / time.Second)
@@ -165,9 +220,9 @@ func (p *Members) renew(ctx context.Context) error {
 			Labels:      map[string]string{ProgressLabel: "true"},
 			Annotations: map[string]string{PodsResourceVersionAnnotation: rv, AddressAnnotation: p.address()}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &p.replica, LeaseDurationSeconds: &dur, RenewTime: &now}}
-		return p.client.Create(ctx, lease)
+		return rv, p.client.Create(ctx, lease)
 	case err != nil:
-		return err
+		return "", err
 	}
 	lease = lease.DeepCopy()
 	if lease.Annotations == nil {
@@ -179,7 +234,7 @@ func (p *Members) renew(ctx context.Context) error {
 		lease.Annotations[AddressAnnotation] = addr
 	}
 	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &p.replica, &dur, &now
-	return p.client.Update(ctx, lease)
+	return rv, p.client.Update(ctx, lease)
 }
 
 // observe reads the other replicas' Leases.

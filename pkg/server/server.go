@@ -257,11 +257,12 @@ func (s *Server) watches(cfg *rest.Config) error {
 	// The watches list and watch built-in types only: in protobuf, the API
 	// server's own encoding, decoding costs a fraction of JSON's (a relist
 	// of 100k pods is most of a cold start).
-	feedKube, err := kubernetes.NewForConfig(ledger.ProtobufConfig(cfg))
+	feedCfg := ledger.ProtobufConfig(cfg)
+	feedKube, err := kubernetes.NewForConfig(feedCfg)
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
-	s.feed, err = ledger.NewFeed(feedKube, s.Ledger, ledger.FeedOptions{Log: opts.Log.WithName("feed"), Delay: opts.WatchDelay,
+	s.feed, err = ledger.NewFeed(feedKube, s.Ledger, ledger.FeedOptions{Log: opts.Log.WithName("feed"), Delay: opts.WatchDelay, PodConfig: feedCfg,
 		Freshness: ledger.FreshnessOptions{ProbeEvery: adm.Watches.ProbeEvery.Duration, StaleAfter: adm.Watches.StaleAfter.Duration, Clock: opts.Clock}})
 	if err != nil {
 		return fmt.Errorf("informers: %w", err)

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +37,12 @@ const (
 	childEnv      = "GPUADMIT_RELIST_CHILD"
 	kubeconfigEnv = "GPUADMIT_RELIST_KUBECONFIG"
 	resultPrefix  = "RELIST-RESULT "
+	// profileEnv, when set, is the path prefix of the CPU profile (from the
+	// child's start to its decision, <prefix>.cpu.pprof) and the heap
+	// profile (at the decision, <prefix>.heap.pprof) the child writes.
+	profileEnv = "GPUADMIT_RELIST_CHILD_PROFILE"
+	// noGzipEnv=1 makes the child ask for uncompressed responses.
+	noGzipEnv = "GPUADMIT_RELIST_NO_GZIP"
 )
 
 // coldStart is what the child reports, the moment it decided.
@@ -64,8 +72,12 @@ func TestRelistChild(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := start(ctx, os.Getenv(kubeconfigEnv), enc == "protobuf")
+	stop, err := startProfile(os.Getenv(profileEnv))
 	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := start(ctx, os.Getenv(kubeconfigEnv), enc == "protobuf")
+	if err := errors.Join(err, stop()); err != nil {
 		t.Fatal(err)
 	}
 	out, err := json.Marshal(res)
@@ -91,6 +103,7 @@ func start(ctx context.Context, kubeconfig string, protobuf bool) (*coldStart, e
 		// type is set: ask for JSON explicitly.
 		cfg.ContentType, cfg.AcceptContentTypes = kruntime.ContentTypeJSON, kruntime.ContentTypeJSON
 	}
+	cfg.DisableCompression = os.Getenv(noGzipEnv) == "1"
 	types := &contentTypes{seen: map[string]int{}}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return types.wrap(rt) })
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -102,7 +115,7 @@ func start(ctx context.Context, kubeconfig string, protobuf bool) (*coldStart, e
 	loaded := make(chan error, 1)
 	go func() { loaded <- engine.Load(ctx) }()
 	l := ledger.New(ledger.Options{Families: []effective.Family{config.Settings(gpuadmit)}})
-	feed, err := ledger.NewFeed(kube, l, ledger.FeedOptions{Freshness: ledger.FreshnessOptions{ProbeEvery: -1}})
+	feed, err := ledger.NewFeed(kube, l, ledger.FeedOptions{Freshness: ledger.FreshnessOptions{ProbeEvery: -1}, PodConfig: cfg})
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +151,30 @@ func start(ctx context.Context, kubeconfig string, protobuf bool) (*coldStart, e
 	res.GPUPods = l.Stats().Pods
 	res.ContentTypes = types.snapshot()
 	return res, nil
+}
+
+// startProfile starts a CPU profile into prefix.cpu.pprof; the returned
+// function stops it and writes the heap profile into prefix.heap.pprof
+// (prefix "": no profile, nothing to stop).
+func startProfile(prefix string) (func() error, error) {
+	if prefix == "" {
+		return func() error { return nil }, nil
+	}
+	cpu, err := os.Create(prefix + ".cpu.pprof")
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		return nil, errors.Join(fmt.Errorf("cpu profile: %w", err), cpu.Close())
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		heap, err := os.Create(prefix + ".heap.pprof")
+		if err != nil {
+			return errors.Join(fmt.Errorf("heap profile: %w", err), cpu.Close())
+		}
+		return errors.Join(pprof.Lookup("heap").WriteTo(heap, 0), heap.Close(), cpu.Close())
+	}, nil
 }
 
 // procStatusMiB reads a kB field of /proc/self/status in MiB (-1 when it

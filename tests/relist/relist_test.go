@@ -79,12 +79,12 @@ func BenchmarkRelist(b *testing.B) {
 	runs := 0
 	for b.Loop() {
 		runs++
-		order := variants()
+		order := variants(os.Getenv(variantsEnv), os.Getenv(baseEnv))
 		if runs%2 == 0 { // no variant always meets the API server first
 			slices.Reverse(order)
 		}
 		for _, v := range order {
-			wall, res := child(b, kubeconfig, v)
+			wall, res := child(b, kubeconfig, v, runs)
 			if want := (pods + 4) / 5; res.GPUPods != want {
 				b.Fatalf("%s: the ledger recorded %d GPU pods, want %d", v.name, res.GPUPods, want)
 			}
@@ -118,20 +118,49 @@ func BenchmarkRelist(b *testing.B) {
 	}
 }
 
-// variant is one way to start the child: its encoding and environment.
+// variant is one way to start the child: its encoding and environment,
+// and the test binary to run (os.Args[0] unless bin is set).
 type variant struct {
-	name, encoding string
-	env            []string
+	name, encoding, bin string
+	env                 []string
 }
 
-// variants: JSON, protobuf, and protobuf under a Go memory limit (what a
-// chart sets from the container's memory limit).
-func variants() []variant {
-	return []variant{
+// The parent's knobs for comparing builds and profiling, all optional:
+// variantsEnv keeps only the named variants (comma-separated); baseEnv is
+// another build of this test binary (go test -c), run as "base-<name>" next
+// to every variant, on the same filled API server; profileDirEnv is a
+// directory for each child's CPU and heap profiles (profileEnv).
+const (
+	variantsEnv   = "GPUADMIT_RELIST_VARIANTS"
+	baseEnv       = "GPUADMIT_RELIST_BASE"
+	profileDirEnv = "GPUADMIT_RELIST_PROFILE_DIR"
+)
+
+// variants: JSON, protobuf, protobuf under a Go memory limit (what a
+// chart sets from the container's memory limit) and protobuf without gzip
+// (the responses uncompressed), filtered by only
+// (comma-separated names, "" all) and each repeated with the base build
+// when base is set.
+func variants(only, base string) []variant {
+	all := []variant{
 		{name: "json", encoding: "json"},
 		{name: "protobuf", encoding: "protobuf"},
 		{name: "protobuf-memlimit", encoding: "protobuf", env: []string{"GOMEMLIMIT=256MiB"}},
+		{name: "protobuf-nogzip", encoding: "protobuf", env: []string{noGzipEnv + "=1"}},
 	}
+	var out []variant
+	for _, v := range all {
+		if only != "" && !slices.Contains(strings.Split(only, ","), v.name) {
+			continue
+		}
+		out = append(out, v)
+		if base != "" {
+			b := v
+			b.name, b.bin = "base-"+v.name, base
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // say reports progress on stderr (a benchmark's log keeps only its first
@@ -140,12 +169,19 @@ func say(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "relist: "+format+"\n", args...)
 }
 
-// child runs TestRelistChild in a new process and returns the time from
-// exec to its result, and the result.
-func child(b *testing.B, kubeconfig string, v variant) (time.Duration, *coldStart) {
+// child runs TestRelistChild in a new process (the run-th) and returns
+// the time from exec to its result, and the result.
+func child(b *testing.B, kubeconfig string, v variant, run int) (time.Duration, *coldStart) {
 	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRelistChild$", "-test.count=1")
+	bin := v.bin
+	if bin == "" {
+		bin = os.Args[0]
+	}
+	cmd := exec.Command(bin, "-test.run=^TestRelistChild$", "-test.count=1")
 	cmd.Env = append(append(os.Environ(), childEnv+"="+v.encoding, kubeconfigEnv+"="+kubeconfig), v.env...)
+	if dir := os.Getenv(profileDirEnv); dir != "" {
+		cmd.Env = append(cmd.Env, profileEnv+"="+filepath.Join(dir, fmt.Sprintf("%s-%d", v.name, run)))
+	}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

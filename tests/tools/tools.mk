@@ -22,7 +22,7 @@ ENVTEST_LDFLAGS := -s -w \
 	-X k8s.io/component-base/version.gitMinor=$(ENVTEST_K8S_MINOR) \
 	-X k8s.io/component-base/version.gitTreeState=clean
 
-.PHONY: envtest-bins helm integration bench-relist bench-https
+.PHONY: envtest-bins helm integration bench-relist bench-https bench-review bench-create
 
 ## envtest-bins: build kube-apiserver, etcd and kubectl into $(ENVTEST_ASSETS) (once; ~9 min cold on 2 cores).
 envtest-bins: $(ENVTEST_BINS)
@@ -66,3 +66,12 @@ bench-relist: $(ENVTEST_BINS)
 bench-https: $(ENVTEST_BINS)
 	$(GO) build -o $(BIN)/loadgen ./cmd/loadgen
 	taskset -c 0 $(BIN)/loadgen --assets $(ENVTEST_ASSETS) -n 20000 -c 16 --client-cpu 1
+
+## bench-review: the HTTPS path (/validate-pods against the decode+encode floor), 10,000 reviews over 16 connections from a client in the same process (both cores shared).
+bench-review: $(ENVTEST_BINS)
+	$(GO) build -o $(BIN)/loadgen ./cmd/loadgen
+	$(BIN)/loadgen --assets $(ENVTEST_ASSETS) -n 10000 -c 16
+
+## bench-create: GPU pod creates through the API server (BenchmarkCreateLatency, tests/ha): three replicas, one, no webhook, and native ResourceQuota admission instead, p50 and p99.
+bench-create: $(ENVTEST_BINS)
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) GPUADMIT_REQUIRE_ENVTEST=1 $(GO) test -count=1 -run '^$$' -bench CreateLatency -benchtime=1x -v ./tests/ha

@@ -1,0 +1,247 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// podSkimmer decodes a Pod from its protobuf encoding keeping only what
+// PodTransform reads: PodTransform(skimmed) equals PodTransform(decoded)
+// for every pod (podskim_test.go). The rest of the pod (managedFields,
+// env, probes, volumes, images, conditions, the quantities of resources no
+// family manages) is skipped unread, which is most of a pod's bytes and of
+// its decoding: a relist of 100k pods allocates a fraction of what
+// decoding them whole does. Field numbers are those of k8s.io/api's
+// generated.proto; fields kept whole are unmarshalled by their generated
+// code. Like the generated code, repeated fields append, messages merge and
+// scalars take the last value.
+type podSkimmer struct {
+	families []effective.Family
+	// annotations are the pod annotations kept (newPodSkimmer).
+	annotations []string
+}
+
+// newPodSkimmer keeps the annotations PodTransform keeps and the one that
+// marks a watch's bookmark as the end of its initial events (the reflector
+// reads it; a bookmark is a Pod with only its metadata).
+func newPodSkimmer(fams []effective.Family) *podSkimmer {
+	keep := append(allocAnnotations(fams), effective.PodAnnotations()...)
+	return &podSkimmer{families: fams, annotations: append(keep, metav1.InitialEventsAnnotationKey)}
+}
+
+var errSkim = errors.New("malformed protobuf")
+
+// eachField calls f with the number and the bytes of every length-delimited
+// field of the message b; fields of other wire types are skipped (none of
+// those read here is one).
+func eachField(b []byte, f func(num protowire.Number, v []byte) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return fmt.Errorf("%w: %w", errSkim, protowire.ParseError(n))
+		}
+		b = b[n:]
+		if typ != protowire.BytesType {
+			n = protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return fmt.Errorf("%w: field %d: %w", errSkim, num, protowire.ParseError(n))
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return fmt.Errorf("%w: field %d: %w", errSkim, num, protowire.ParseError(n))
+		}
+		b = b[n:]
+		if err := f(num, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mapEntry reads a map<string, …> entry: its key and its value's bytes.
+func mapEntry(b []byte) (key string, value []byte, err error) {
+	err = eachField(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 1:
+			key = string(v)
+		case 2:
+			value = v
+		}
+		return nil
+	})
+	return key, value, err
+}
+
+// pod skims a Pod message into p.
+func (s *podSkimmer) pod(b []byte, p *corev1.Pod) error {
+	return eachField(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 1:
+			return s.meta(v, &p.ObjectMeta)
+		case 2:
+			return s.spec(v, &p.Spec)
+		case 3:
+			return s.status(v, &p.Status)
+		}
+		return nil
+	})
+}
+
+// meta keeps the name, namespace, UID, resourceVersion and the annotations
+// PodTransform keeps.
+func (s *podSkimmer) meta(b []byte, m *metav1.ObjectMeta) error {
+	return eachField(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 1:
+			m.Name = string(v)
+		case 3:
+			m.Namespace = string(v)
+		case 5:
+			m.UID = types.UID(v)
+		case 6:
+			m.ResourceVersion = string(v)
+		case 12:
+			return s.annotation(v, m)
+		}
+		return nil
+	})
+}
+
+func (s *podSkimmer) annotation(b []byte, m *metav1.ObjectMeta) error {
+	k, v, err := mapEntry(b)
+	if err != nil || !slices.Contains(s.annotations, k) {
+		return err
+	}
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[k] = string(v)
+	return nil
+}
+
+// spec keeps the containers (skimmed), nodeName, nodeSelector, affinity
+// and resource claims.
+func (s *podSkimmer) spec(b []byte, sp *corev1.PodSpec) error {
+	return eachField(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 2:
+			sp.Containers = append(sp.Containers, corev1.Container{})
+			return s.container(v, &sp.Containers[len(sp.Containers)-1])
+		case 20:
+			sp.InitContainers = append(sp.InitContainers, corev1.Container{})
+			return s.container(v, &sp.InitContainers[len(sp.InitContainers)-1])
+		case 7:
+			k, val, err := mapEntry(v)
+			if err != nil {
+				return err
+			}
+			if sp.NodeSelector == nil {
+				sp.NodeSelector = map[string]string{}
+			}
+			sp.NodeSelector[k] = string(val)
+		case 10:
+			sp.NodeName = string(v)
+		case 18:
+			if sp.Affinity == nil {
+				sp.Affinity = &corev1.Affinity{}
+			}
+			return sp.Affinity.Unmarshal(v)
+		case 39:
+			sp.ResourceClaims = append(sp.ResourceClaims, corev1.PodResourceClaim{})
+			return sp.ResourceClaims[len(sp.ResourceClaims)-1].Unmarshal(v)
+		}
+		return nil
+	})
+}
+
+// container keeps the name, restartPolicy and the managed resources.
+func (s *podSkimmer) container(b []byte, c *corev1.Container) error {
+	return eachField(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 1:
+			c.Name = string(v)
+		case 8:
+			return s.resources(v, &c.Resources)
+		case 24:
+			rp := corev1.ContainerRestartPolicy(v)
+			c.RestartPolicy = &rp
+		}
+		return nil
+	})
+}
+
+// resources keeps the limits and requests of managed resources (the
+// quantities of the others are never parsed).
+func (s *podSkimmer) resources(b []byte, r *corev1.ResourceRequirements) error {
+	return eachField(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 1:
+			return s.quantity(v, &r.Limits)
+		case 2:
+			return s.quantity(v, &r.Requests)
+		}
+		return nil
+	})
+}
+
+func (s *podSkimmer) quantity(b []byte, rl *corev1.ResourceList) error {
+	k, v, err := mapEntry(b)
+	if err != nil {
+		return err
+	}
+	if _, managed := effective.ManagedBy(s.families, corev1.ResourceName(k)); !managed {
+		return nil
+	}
+	var q resource.Quantity
+	if err := q.Unmarshal(v); err != nil {
+		return fmt.Errorf("%s: %w", k, err)
+	}
+	if *rl == nil {
+		*rl = corev1.ResourceList{}
+	}
+	(*rl)[corev1.ResourceName(k)] = q
+	return nil
+}
+
+// status keeps the phase and the container statuses' names and states.
+func (s *podSkimmer) status(b []byte, st *corev1.PodStatus) error {
+	return eachField(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 1:
+			st.Phase = corev1.PodPhase(v)
+		case 8:
+			st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{})
+			return containerStatus(v, &st.ContainerStatuses[len(st.ContainerStatuses)-1])
+		case 10:
+			st.InitContainerStatuses = append(st.InitContainerStatuses, corev1.ContainerStatus{})
+			return containerStatus(v, &st.InitContainerStatuses[len(st.InitContainerStatuses)-1])
+		}
+		return nil
+	})
+}
+
+func containerStatus(b []byte, cs *corev1.ContainerStatus) error {
+	return eachField(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 1:
+			cs.Name = string(v)
+		case 2:
+			return cs.State.Unmarshal(v)
+		case 3:
+			return cs.LastTerminationState.Unmarshal(v)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,90 @@
+package ledger
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/randfill"
+
+	"github.com/gpuadmit/gpuadmit/pkg/devices"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// randomPods fills pods at random, every field of a Pod included; resource
+// names, annotation keys and quantities are drawn from sets that hold the
+// managed names, the assignment annotations and unmanaged ones.
+func randomPods(seed int64) *randfill.Filler {
+	names := []corev1.ResourceName{"nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores", "cpu", "memory", "example.com/fpga"}
+	keys := []string{devices.PodAllocatedAnnotation, devices.GpushareIndexAnnotation, "app", "kubectl.kubernetes.io/last-applied-configuration"}
+	quantities := []string{"0", "1", "2", "500m", "4096", "1Gi", "50"}
+	return randfill.NewWithSeed(seed).NilChance(0.3).NumElements(0, 3).MaxDepth(12).Funcs(
+		func(q *resource.Quantity, c randfill.Continue) {
+			*q = resource.MustParse(quantities[c.Intn(len(quantities))])
+		},
+		func(rl *corev1.ResourceList, c randfill.Continue) {
+			*rl = corev1.ResourceList{}
+			for range c.Intn(4) {
+				(*rl)[names[c.Intn(len(names))]] = resource.MustParse(quantities[c.Intn(len(quantities))])
+			}
+		},
+		func(m *map[string]string, c randfill.Continue) {
+			*m = map[string]string{}
+			for range c.Intn(4) {
+				k := keys[c.Intn(len(keys))]
+				if c.Intn(3) == 0 {
+					k = c.String(8)
+				}
+				(*m)[k] = c.String(12)
+			}
+		},
+		func(t *metav1.Time, c randfill.Continue) { *t = metav1.Unix(c.Int63n(1<<31), 0) },
+		func(t *metav1.MicroTime, c randfill.Continue) {
+			*t = metav1.NewMicroTime(metav1.Unix(c.Int63n(1<<31), 0).Time)
+		},
+		func(f *metav1.FieldsV1, _ randfill.Continue) { f.SetRawString(`{"f:spec":{}}`) },
+	)
+}
+
+// TestPodSkimRandomPods: PodTransform of a skimmed pod is PodTransform of
+// the pod decoded whole, for random pods.
+func TestPodSkimRandomPods(t *testing.T) {
+	fams := []effective.Family{effective.Nvidia()}
+	codecs := skimCodecs(fams)
+	skim := codecs.DecoderToVersion(protobufInfo(t, codecs).Serializer, corev1.SchemeGroupVersion)
+	whole := scheme.Codecs.UniversalDeserializer()
+	fill := randomPods(1)
+	tr := PodTransform(fams)
+	gpuPods := 0
+	for i := range 500 {
+		var p corev1.Pod
+		fill.Fill(&p)
+		data := encodePB(t, &p)
+		got, err := runtime.Decode(skim, data)
+		if err != nil {
+			t.Fatalf("pod %d: %v", i, err)
+		}
+		want, err := runtime.Decode(whole, data)
+		if err != nil {
+			t.Fatalf("pod %d: %v", i, err)
+		}
+		gotSlim, err1 := tr(got)
+		wantSlim, err2 := tr(want)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if !apiequality.Semantic.DeepEqual(gotSlim, wantSlim) {
+			t.Fatalf("pod %d: skimmed then slimmed:\n%#v\nwant (decoded whole):\n%#v", i, gotSlim, wantSlim)
+		}
+		if _, ok := gotSlim.(*corev1.Pod); ok {
+			gpuPods++
+		}
+	}
+	if gpuPods < 100 {
+		t.Errorf("%d of 500 random pods kept as pods: the generator hardly tests the GPU path", gpuPods)
+	}
+}

@@ -1,0 +1,106 @@
+package policy
+
+import (
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// Reads are the parts of the input document a policy set's rules can
+// read, found in the compiled rules: every reference to input, from its
+// first key down, as far as the reference names constant keys. A part that
+// no rule names is never read, so the caller may leave it out of the input
+// (docs/policy-input.md still describes the whole document: a policy that
+// reads a part makes it present). Anything the analysis cannot follow
+// (input itself passed on or iterated, a key computed at evaluation) reads
+// everything below that point.
+type Reads struct {
+	all  bool
+	keys map[string]*Reads
+}
+
+// AllReads reads everything: the whole input is built.
+func AllReads() *Reads { return &Reads{all: true} }
+
+// All reports whether everything below this point is read.
+func (r *Reads) All() bool { return r == nil || r.all }
+
+// Has reports whether key (or something under it) is read.
+func (r *Reads) Has(key string) bool {
+	if r.All() {
+		return true
+	}
+	_, ok := r.keys[key]
+	return ok
+}
+
+// Under is what is read under key (everything when everything here is).
+func (r *Reads) Under(key string) *Reads {
+	if r.All() {
+		return AllReads()
+	}
+	if u := r.keys[key]; u != nil {
+		return u
+	}
+	return &Reads{}
+}
+
+// child is the node of key under r, made when missing.
+func (r *Reads) child(key string) *Reads {
+	if r.keys == nil {
+		r.keys = map[string]*Reads{}
+	}
+	c := r.keys[key]
+	if c == nil {
+		c = &Reads{}
+		r.keys[key] = c
+	}
+	return c
+}
+
+// add records a read of input's path (the reference's elements after input).
+func (r *Reads) add(path ast.Ref) {
+	node := r
+	for _, t := range path {
+		if node.all {
+			return
+		}
+		key, ok := t.Value.(ast.String)
+		if !ok {
+			node.all = true // a key only known at evaluation: anything here
+			return
+		}
+		node = node.child(string(key))
+	}
+	node.all = true // the value at the end is read whole
+}
+
+// readsOf finds what the compiled modules read of input.
+func readsOf(modules map[string]*ast.Module) *Reads {
+	w := &readsWalker{reads: &Reads{}}
+	for _, m := range modules {
+		ast.WalkTerms(m, w.visit)
+	}
+	return w.reads
+}
+
+type readsWalker struct{ reads *Reads }
+
+// visit records a reference to input (and what its computed keys read), or
+// everything for input used other than through a reference.
+func (w *readsWalker) visit(t *ast.Term) bool {
+	switch v := t.Value.(type) {
+	case ast.Ref:
+		if !v.HasPrefix(ast.InputRootRef) {
+			return false
+		}
+		w.reads.add(v[1:])
+		for _, e := range v[1:] {
+			ast.WalkTerms(e, w.visit)
+		}
+		return true
+	case ast.Var:
+		if v.Equal(ast.InputRootDocument.Value) {
+			w.reads.all = true
+		}
+	}
+	return false
+}
