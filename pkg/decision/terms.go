@@ -8,18 +8,14 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
-// words holds the string terms every input document repeats (its keys,
-// roles, operations, the families' names), made once per Decider and
-// shared, read-only, by every document (as the capacity and settings
-// values are: OPA never changes an input's terms).
-type words map[string]*ast.Term
-
-// The words' keys of the shared empty array and object (not strings a
-// document can hold as keys: they start with a NUL).
-const (
-	emptyArrayWord  = "\x00[]"
-	emptyObjectWord = "\x00{}"
-)
+// words holds the terms every input document repeats (its keys, roles,
+// operations, the families' names, the empty array and object), made once
+// per Decider and shared, read-only, by every document (as the capacity and
+// settings values are: OPA never changes an input's terms).
+type words struct {
+	strs                    map[string]*ast.Term
+	emptyArray, emptyObject *ast.Term
+}
 
 // newWords makes the terms of the input's keys and fixed values and of the
 // families' names.
@@ -34,14 +30,13 @@ func newWords(fams []effective.Family) words {
 		"username", "groups", "generateName", "uid", "labels", "annotations", "nodeSelector",
 		"priorityClassName", "runtimeClassName", "schedulerName", "deviceClassNames",
 		string(effective.RoleApp), string(effective.RoleInit), string(effective.RoleSidecar), ""}
-	w := make(words, len(list)+len(fams))
+	w := words{strs: make(map[string]*ast.Term, len(list)+len(fams)), emptyArray: ast.ArrayTerm(), emptyObject: ast.ObjectTerm()}
 	for _, s := range list {
-		w[s] = ast.StringTerm(s)
+		w.strs[s] = ast.StringTerm(s)
 	}
 	for i := range fams {
-		w[fams[i].Name] = ast.StringTerm(fams[i].Name)
+		w.strs[fams[i].Name] = ast.StringTerm(fams[i].Name)
 	}
-	w[emptyArrayWord], w[emptyObjectWord] = ast.ArrayTerm(), ast.ObjectTerm()
 	return w
 }
 
@@ -74,7 +69,7 @@ func (b *builder) term(v ast.Value) *ast.Term {
 
 // str is s's term: the shared one when s is one of the words.
 func (b *builder) str(s string) *ast.Term {
-	if t, ok := b.words[s]; ok {
+	if t, ok := b.words.strs[s]; ok {
 		return t
 	}
 	if ast.HasInternedValue(s) {
@@ -105,15 +100,15 @@ func (b *builder) item(key string, value *ast.Term) [2]*ast.Term {
 }
 
 func (b *builder) object(items ...[2]*ast.Term) *ast.Term {
-	if t := b.words[emptyObjectWord]; len(items) == 0 && t != nil {
-		return t
+	if len(items) == 0 && b.words.emptyObject != nil {
+		return b.words.emptyObject
 	}
 	return b.term(ast.NewObject(items...))
 }
 
 func (b *builder) array(elems ...*ast.Term) *ast.Term {
-	if t := b.words[emptyArrayWord]; len(elems) == 0 && t != nil {
-		return t
+	if len(elems) == 0 && b.words.emptyArray != nil {
+		return b.words.emptyArray
 	}
 	return b.term(ast.NewArray(elems...))
 }
@@ -128,7 +123,11 @@ func (b *builder) labelMap(m map[string]string) *ast.Term {
 }
 
 func (b *builder) vector(v effective.Vector) *ast.Term {
-	return b.object(b.item("gpu", b.num(v.GPU)), b.item("gpumem", b.num(v.MemMiB)), b.item("gpucores", b.num(v.Cores)))
+	var items [3][2]*ast.Term
+	for i, d := range effective.Dimensions() {
+		items[i] = b.item(dimKey(d), b.num(v.Get(d)))
+	}
+	return b.object(items[:]...)
 }
 
 // dimKey is a dimension's key in the input's vectors and limits.

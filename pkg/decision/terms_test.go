@@ -42,7 +42,7 @@ func checkKeys(t *testing.T, w words, term *ast.Term, path string) {
 	case ast.Object:
 		v.Foreach(func(k, val *ast.Term) {
 			key := string(k.Value.(ast.String))
-			if w[key] != k && !ast.HasInternedValue(key) {
+			if w.strs[key] != k && !ast.HasInternedValue(key) {
 				t.Errorf("%s.%s: the key is not a shared word (add it to newWords)", path, key)
 			}
 			switch key {
