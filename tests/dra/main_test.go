@@ -150,8 +150,19 @@ func TestClaims(t *testing.T) {
 		if err := claims("tmpl").create(ctx, claim); err != nil {
 			t.Fatalf("the generated claim, charged under its pod already: %v", err)
 		}
-		s := local.AwaitLedger(t, c, "tmpl", func(s ledger.NamespaceSnapshot) bool { return s.Claims == 1 && s.Reservations == 0 })
-		if used := s.Used.Of(nvidia).MemMiB; used != 10240 {
+		local.AwaitLedger(t, c, "tmpl", func(s ledger.NamespaceSnapshot) bool { return s.Claims == 1 && s.Reservations == 0 })
+		// Claims counts the pod's template claim before the generated one is
+		// recorded too: wait for the claim watch to have delivered it.
+		recorded, err := c.Kube.ResourceV1().ResourceClaims("tmpl").Get(ctx, claim.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(30 * time.Second); c.Server.Ledger.Seen(recorded.UID) == ""; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the generated claim was never recorded")
+			}
+		}
+		if used := c.Namespace("tmpl").Used.Of(nvidia).MemMiB; used != 10240 {
 			t.Fatalf("used %d MiB, want 10240: the template's claim charged once", used)
 		}
 		// A claim posing as the first pod's second one is decided as any claim.
