@@ -224,13 +224,21 @@ func (l *Ledger) ReplacePods(pods []metav1.Object) {
 			l.removeLocked(uid)
 		}
 	}
+	if len(l.known) == 0 { // the first list: the maps of every pod, sized once
+		l.known = make(map[types.UID]struct{}, len(pods))
+	}
 	l.mu.Unlock()
+	// A pod without managed resources is recorded from one Pod holding its
+	// metadata, reused: UpsertPod keeps no pod that names no managed
+	// resource and no claim.
+	var bare corev1.Pod
 	for _, o := range pods {
 		switch p := o.(type) {
 		case *corev1.Pod:
 			l.UpsertPod(p)
 		case *metav1.PartialObjectMetadata:
-			l.UpsertPod(&corev1.Pod{ObjectMeta: p.ObjectMeta})
+			bare.ObjectMeta = p.ObjectMeta
+			l.UpsertPod(&bare)
 		default:
 			l.log.Error(errUnexpected, "pod list", "type", fmt.Sprintf("%T", o))
 		}

@@ -41,7 +41,7 @@ func podListWatch(cfg *rest.Config, fams []effective.Family) (*toolscache.ListWa
 	}
 	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			var out corev1.PodList
+			var out metav1.List // of slimmed pods (podSerializer.slimList)
 			err := rc.Get().Resource("pods").VersionedParams(&o, scheme.ParameterCodec).Timeout(timeoutOf(o)).Do(ctx).Into(&out)
 			return &out, err
 		},
@@ -103,8 +103,10 @@ type podSerializer struct {
 // protobufPrefix starts every protobuf body of the API server.
 var protobufPrefix = []byte("k8s\x00")
 
-// Decode skims a v1 Pod (into nil or a *corev1.Pod) or PodList (into a
-// *corev1.PodList); anything else is the embedded serializer's.
+// Decode skims a v1 Pod into nil (slimmed: PodTransform's result, a Pod
+// or a PartialObjectMetadata) or into a *corev1.Pod (skimmed), a PodList
+// into a *metav1.List (its items slimmed) or a *corev1.PodList (skimmed);
+// anything else is the embedded serializer's.
 func (s podSerializer) Decode(data []byte, gvk *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	kind, raw, ok := envelope(data)
 	if !ok {
@@ -114,8 +116,11 @@ func (s podSerializer) Decode(data []byte, gvk *schema.GroupVersionKind, into ru
 	switch into := into.(type) {
 	case nil:
 		if kind == "Pod" {
-			p := &corev1.Pod{}
-			return p, actual, s.skimPod(raw, p)
+			obj, err := s.skim.decode(raw)
+			if err != nil {
+				return nil, actual, fmt.Errorf("decoding a pod: %w", err)
+			}
+			return obj, actual, nil
 		}
 	case *corev1.Pod:
 		if kind == "Pod" {
@@ -126,6 +131,11 @@ func (s podSerializer) Decode(data []byte, gvk *schema.GroupVersionKind, into ru
 		if kind == "PodList" {
 			*into = corev1.PodList{}
 			return into, actual, s.podList(raw, into)
+		}
+	case *metav1.List:
+		if kind == "PodList" {
+			*into = metav1.List{}
+			return into, actual, s.slimList(raw, into)
 		}
 	}
 	return s.Serializer.Decode(data, gvk, into)
@@ -147,6 +157,27 @@ func (s podSerializer) podList(b []byte, l *corev1.PodList) error {
 		case 2:
 			l.Items = append(l.Items, corev1.Pod{})
 			return s.skim.pod(v, &l.Items[len(l.Items)-1])
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("decoding a pod list: %w", err)
+	}
+	return nil
+}
+
+// slimList decodes a PodList into a List: its ListMeta whole, its items
+// slimmed (a List holds Pods and PartialObjectMetadata alike, as a
+// reflector's store does).
+func (s podSerializer) slimList(b []byte, l *metav1.List) error {
+	err := eachField(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 1:
+			return l.ListMeta.Unmarshal(v)
+		case 2:
+			obj, err := s.skim.decode(v)
+			l.Items = append(l.Items, runtime.RawExtension{Object: obj})
+			return err
 		}
 		return nil
 	})

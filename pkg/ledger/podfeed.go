@@ -39,12 +39,21 @@ type podFeed struct {
 	queue chan func()
 }
 
-// newPodFeed lists and watches pods through pods, or through client when
-// pods is nil.
+// newPodFeed lists and watches pods through pods, whose objects are
+// slimmed already (podListWatch: a Pod or a PartialObjectMetadata, no
+// transform), or through client, its pods slimmed by transform, when pods
+// is nil.
 func newPodFeed(client kubernetes.Interface, pods *toolscache.ListWatch, sink Sink, transform toolscache.TransformFunc, delay time.Duration, log logr.Logger) *podFeed {
 	f := &podFeed{sink: sink, log: log, delay: delay}
 	f.progress.init()
-	if pods == nil {
+	// The reflector drops watched objects of another type than objType's
+	// (nil: none dropped), and transforms a watch list twice: once into
+	// its temporary store, once more into the queue.
+	var objType runtime.Object
+	if pods != nil {
+		transform = nil
+	} else {
+		objType = &corev1.Pod{}
 		pods = &toolscache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return client.CoreV1().Pods("").List(ctx, o)
@@ -57,7 +66,7 @@ func newPodFeed(client kubernetes.Interface, pods *toolscache.ListWatch, sink Si
 	lw := toolscache.ToListWatcherWithWatchListSemantics(pods, client)
 	queue := toolscache.NewRealFIFOWithOptions(toolscache.RealFIFOOptions{
 		Transformer: transform, AtomicEvents: true, EmitDeltaTypeBookmark: true, Name: "gpuadmit-pods"})
-	f.controller = toolscache.New(&toolscache.Config{Queue: queue, ListerWatcher: lw, ObjectType: &corev1.Pod{},
+	f.controller = toolscache.New(&toolscache.Config{Queue: queue, ListerWatcher: lw, ObjectType: objType,
 		ObjectDescription: "pods", Process: f.process})
 	if delay > 0 {
 		f.queue = make(chan func(), 1<<16)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
@@ -24,18 +25,32 @@ import (
 // generated.proto; fields kept whole are unmarshalled by their generated
 // code. Like the generated code, repeated fields append, messages merge and
 // scalars take the last value.
+//
+// decode goes further, for the pod watch: it returns what PodTransform
+// makes of the pod (podscan.go), so that the watch needs no transform.
 type podSkimmer struct {
 	families []effective.Family
-	// annotations are the pod annotations kept (newPodSkimmer).
+	// annotations are the pod annotations kept (newPodSlimmer's).
 	annotations []string
+	// bookmark keeps only the annotation that ends a watch's initial
+	// events: what a pod recognised as naming no managed resource keeps.
+	bookmark []string
+	// slim is the PodTransform that decode applies; scratch holds the
+	// podScratch a GPU pod is skimmed into before it is slimmed (reused:
+	// the slimmed pod shares nothing with it that the next pod overwrites).
+	slim    *podSlimmer
+	scratch sync.Pool
 }
 
-// newPodSkimmer keeps the annotations PodTransform keeps and the one that
-// marks a watch's bookmark as the end of its initial events (the reflector
-// reads it; a bookmark is a Pod with only its metadata).
+// newPodSkimmer keeps the annotations PodTransform keeps, the one that
+// marks a watch's bookmark as the end of its initial events included (the
+// reflector reads it; a bookmark is a Pod with only its metadata).
 func newPodSkimmer(fams []effective.Family) *podSkimmer {
-	keep := append(allocAnnotations(fams), effective.PodAnnotations()...)
-	return &podSkimmer{families: fams, annotations: append(keep, metav1.InitialEventsAnnotationKey)}
+	slim := newPodSlimmer(fams)
+	s := &podSkimmer{families: fams, annotations: slim.annotations, slim: slim,
+		bookmark: []string{metav1.InitialEventsAnnotationKey}}
+	s.scratch.New = func() any { return &podScratch{} }
+	return s
 }
 
 var errSkim = errors.New("malformed protobuf")
@@ -89,7 +104,7 @@ func (s *podSkimmer) pod(b []byte, p *corev1.Pod) error {
 	return eachField(b, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 1:
-			return s.meta(v, &p.ObjectMeta)
+			return s.meta(v, &p.ObjectMeta, s.annotations)
 		case 2:
 			return s.spec(v, &p.Spec)
 		case 3:
@@ -99,9 +114,9 @@ func (s *podSkimmer) pod(b []byte, p *corev1.Pod) error {
 	})
 }
 
-// meta keeps the name, namespace, UID, resourceVersion and the annotations
-// PodTransform keeps.
-func (s *podSkimmer) meta(b []byte, m *metav1.ObjectMeta) error {
+// meta reads the ObjectMeta message b as identity(m, false, keep...) keeps
+// it: name, namespace, UID, resourceVersion and the annotations keep names.
+func (s *podSkimmer) meta(b []byte, m *metav1.ObjectMeta, keep []string) error {
 	return eachField(b, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 1:
@@ -113,15 +128,16 @@ func (s *podSkimmer) meta(b []byte, m *metav1.ObjectMeta) error {
 		case 6:
 			m.ResourceVersion = string(v)
 		case 12:
-			return s.annotation(v, m)
+			return annotation(v, m, keep)
 		}
 		return nil
 	})
 }
 
-func (s *podSkimmer) annotation(b []byte, m *metav1.ObjectMeta) error {
+// annotation adds the map entry b to m's annotations if keep names it.
+func annotation(b []byte, m *metav1.ObjectMeta, keep []string) error {
 	k, v, err := mapEntry(b)
-	if err != nil || !slices.Contains(s.annotations, k) {
+	if err != nil || !slices.Contains(keep, k) {
 		return err
 	}
 	if m.Annotations == nil {

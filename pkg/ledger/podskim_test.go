@@ -74,46 +74,77 @@ func skimPods() map[string]*corev1.Pod {
 	return map[string]*corev1.Pod{"full": full, "plain": plain, "claims": claimOnly, "percent": pct, "empty": {}}
 }
 
-// TestPodSkimMatchesTransform: for every pod and every family set,
-// PodTransform of the skimmed pod is PodTransform of the pod decoded whole.
+// TestPodSkimMatchesTransform: for every pod and every family set, the
+// pod client's decoding is PodTransform of the pod decoded whole, and so is
+// PodTransform of the pod skimmed into a Pod.
 func TestPodSkimMatchesTransform(t *testing.T) {
 	families := map[string][]effective.Family{
 		"nvidia":  {effective.Nvidia()},
 		"default": config.Families(config.Default()),
 	}
 	for fname, fams := range families {
-		codecs := skimCodecs(fams)
-		skim := codecs.DecoderToVersion(protobufInfo(t, codecs).Serializer, corev1.SchemeGroupVersion)
-		whole := scheme.Codecs.UniversalDeserializer()
 		for name, p := range skimPods() {
 			t.Run(fname+"/"+name, func(t *testing.T) {
-				data := encodePB(t, p)
-				got, err := runtime.Decode(skim, data)
-				if err != nil {
+				if _, err := checkSkim(t, fams, encodePB(t, p)); err != nil {
 					t.Fatal(err)
-				}
-				want, err := runtime.Decode(whole, data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				tr := PodTransform(fams)
-				gotSlim, err1 := tr(got)
-				wantSlim, err2 := tr(want)
-				if err1 != nil || err2 != nil {
-					t.Fatal(err1, err2)
-				}
-				if p := got.(*corev1.Pod); p.ManagedFields != nil || p.Labels != nil {
-					t.Error("not skimmed")
-				}
-				if !apiequality.Semantic.DeepEqual(gotSlim, wantSlim) {
-					t.Errorf("skimmed then slimmed:\n%#v\nwant (decoded whole):\n%#v", gotSlim, wantSlim)
 				}
 			})
 		}
 	}
 }
 
-// TestPodSerializer: a PodList is skimmed item by item with its ListMeta;
+// checkSkim decodes the protobuf pod data with the pod client's decoder
+// for fams, into nil (slimmed) and into a Pod (skimmed), and checks both
+// against the pod decoded whole: the first is PodTransform of it (but for
+// a PartialObjectMetadata's TypeMeta, which the client's decoder clears),
+// PodTransform of the second is. It returns the slimmed pod.
+func checkSkim(t *testing.T, fams []effective.Family, data []byte) (runtime.Object, error) {
+	t.Helper()
+	codecs := skimCodecs(fams)
+	skim := codecs.DecoderToVersion(protobufInfo(t, codecs).Serializer, corev1.SchemeGroupVersion)
+	want, err := runtime.Decode(scheme.Codecs.UniversalDeserializer(), data)
+	if err != nil {
+		return nil, err
+	}
+	tr := PodTransform(fams)
+	wantSlim, err := tr(want)
+	if err != nil {
+		return nil, err
+	}
+	got, err := runtime.Decode(skim, data)
+	if err != nil {
+		return nil, err
+	}
+	if !apiequality.Semantic.DeepEqual(withoutKind(got), withoutKind(wantSlim)) {
+		t.Errorf("slimmed by the decoder:\n%#v\nwant (decoded whole, then slimmed):\n%#v", got, wantSlim)
+	}
+	skimmed, _, err := skim.Decode(data, nil, &corev1.Pod{Spec: corev1.PodSpec{Hostname: "stale"}})
+	if err != nil {
+		return nil, err
+	}
+	if p := skimmed.(*corev1.Pod); p.ManagedFields != nil || p.Labels != nil || p.Spec.Hostname != "" {
+		t.Error("not skimmed")
+	}
+	if gotSlim, err := tr(skimmed); err != nil || !apiequality.Semantic.DeepEqual(gotSlim, wantSlim) {
+		t.Errorf("skimmed then slimmed (%v):\n%#v\nwant (decoded whole):\n%#v", err, gotSlim, wantSlim)
+	}
+	return got, nil
+}
+
+// withoutKind is obj with a PartialObjectMetadata's TypeMeta cleared (the
+// client's decoder clears it on a watched object, not on a listed one;
+// nothing reads it).
+func withoutKind(obj any) any {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		c := *m
+		c.TypeMeta = metav1.TypeMeta{}
+		return &c
+	}
+	return obj
+}
+
+// TestPodSerializer: a PodList is skimmed item by item with its ListMeta
+// (into a List: slimmed);
 // a pod decoded into a *corev1.Pod is reset first; any other object, and a
 // pod into another type, is decoded whole.
 func TestPodSerializer(t *testing.T) {
@@ -136,6 +167,18 @@ func TestPodSerializer(t *testing.T) {
 			}
 			if len(l.Items[0].ManagedFields) != 0 || l.Items[0].Spec.Containers[0].Env != nil || l.Items[0].Labels != nil {
 				t.Error("list items not skimmed")
+			}
+		}},
+		{"list into a List", list, &metav1.List{Items: []runtime.RawExtension{{}}}, func(t *testing.T, got runtime.Object) {
+			l := got.(*metav1.List)
+			if l.ResourceVersion != "7" || l.Continue != "next" || len(l.Items) != 2 {
+				t.Fatalf("list: %+v, %d items", l.ListMeta, len(l.Items))
+			}
+			if p, ok := l.Items[0].Object.(*corev1.Pod); !ok || p.Name != "full" || p.Spec.Containers[0].Env != nil {
+				t.Errorf("GPU pod not slimmed: %#v", l.Items[0].Object)
+			}
+			if m, ok := l.Items[1].Object.(*metav1.PartialObjectMetadata); !ok || m.Name != "plain" {
+				t.Errorf("plain pod not its metadata: %#v", l.Items[1].Object)
 			}
 		}},
 		{"pod into a pod", pods["full"], &corev1.Pod{Spec: corev1.PodSpec{Hostname: "stale"}}, func(t *testing.T, got runtime.Object) {

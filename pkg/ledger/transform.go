@@ -35,8 +35,7 @@ import (
 // stage the same statuses): the informer's objects are read-only, so sharing
 // is safe, and it halves the memory of 100k pods.
 func PodTransform(fams []effective.Family) toolscache.TransformFunc {
-	t := &podSlimmer{families: fams, names: managedNames(fams),
-		annotations: append(allocAnnotations(fams), effective.PodAnnotations()...), containers: newInterner[[]corev1.Container](), statuses: newInterner[[]corev1.ContainerStatus]()}
+	t := newPodSlimmer(fams)
 	return func(obj any) (any, error) {
 		switch p := obj.(type) {
 		case *corev1.Pod:
@@ -46,6 +45,17 @@ func PodTransform(fams []effective.Family) toolscache.TransformFunc {
 		}
 		return nil, fmt.Errorf("pod transform: unexpected object %T", obj)
 	}
+}
+
+// newPodSlimmer slims pods for fams. Besides the annotations the ledger
+// reads it keeps the one that marks a watch's bookmark as the end of its
+// initial events (metav1.InitialEventsAnnotationKey: a bookmark is a Pod
+// with only its metadata, which the pod watch's decoder slims before the
+// reflector reads it, podskim.go); no other pod carries it.
+func newPodSlimmer(fams []effective.Family) *podSlimmer {
+	keep := append(allocAnnotations(fams), effective.PodAnnotations()...)
+	return &podSlimmer{families: fams, names: managedNames(fams), annotations: append(keep, metav1.InitialEventsAnnotationKey),
+		containers: newInterner[[]corev1.Container](), statuses: newInterner[[]corev1.ContainerStatus]()}
 }
 
 type podSlimmer struct {
@@ -69,11 +79,16 @@ func (t *podSlimmer) slim(p *corev1.Pod) runtime.Object {
 		}
 		// Never charged: its identity is all the ledger reads, and a
 		// PartialObjectMetadata takes a fifth of an empty Pod's memory.
-		return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: identity(&p.ObjectMeta, false)}
+		return podMeta(identity(&p.ObjectMeta, false, metav1.InitialEventsAnnotationKey))
 	}
 	out := t.slimGPU(p)
 	out.Spec.ResourceClaims = p.Spec.ResourceClaims
 	return out
+}
+
+// podMeta is the PartialObjectMetadata of a pod that is never charged.
+func podMeta(m metav1.ObjectMeta) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: m}
 }
 
 // hasTemplateClaim reports whether the pod names a ResourceClaimTemplate.
