@@ -150,34 +150,32 @@ func (s podSerializer) skimPod(raw []byte, p *corev1.Pod) error {
 
 // podList skims a PodList: its ListMeta whole, its items skimmed.
 func (s podSerializer) podList(b []byte, l *corev1.PodList) error {
-	err := eachField(b, func(num protowire.Number, v []byte) error {
-		switch num {
-		case 1:
-			return l.ListMeta.Unmarshal(v)
-		case 2:
-			l.Items = append(l.Items, corev1.Pod{})
-			return s.skim.pod(v, &l.Items[len(l.Items)-1])
-		}
-		return nil
+	return eachListItem(b, &l.ListMeta, func(v []byte) error {
+		l.Items = append(l.Items, corev1.Pod{})
+		return s.skim.pod(v, &l.Items[len(l.Items)-1])
 	})
-	if err != nil {
-		return fmt.Errorf("decoding a pod list: %w", err)
-	}
-	return nil
 }
 
 // slimList decodes a PodList into a List: its ListMeta whole, its items
 // slimmed (a List holds Pods and PartialObjectMetadata alike, as a
 // reflector's store does).
 func (s podSerializer) slimList(b []byte, l *metav1.List) error {
+	return eachListItem(b, &l.ListMeta, func(v []byte) error {
+		obj, err := s.skim.decode(v)
+		l.Items = append(l.Items, runtime.RawExtension{Object: obj})
+		return err
+	})
+}
+
+// eachListItem reads a protobuf PodList: its ListMeta into meta, each
+// item's bytes handed to item.
+func eachListItem(b []byte, meta *metav1.ListMeta, item func(v []byte) error) error {
 	err := eachField(b, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 1:
-			return l.ListMeta.Unmarshal(v)
+			return meta.Unmarshal(v)
 		case 2:
-			obj, err := s.skim.decode(v)
-			l.Items = append(l.Items, runtime.RawExtension{Object: obj})
-			return err
+			return item(v)
 		}
 		return nil
 	})

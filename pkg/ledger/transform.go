@@ -51,7 +51,9 @@ func PodTransform(fams []effective.Family) toolscache.TransformFunc {
 // reads it keeps the one that marks a watch's bookmark as the end of its
 // initial events (metav1.InitialEventsAnnotationKey: a bookmark is a Pod
 // with only its metadata, which the pod watch's decoder slims before the
-// reflector reads it, podskim.go); no other pod carries it.
+// reflector reads it, podskim.go). A tenant may set it on any pod too: the
+// reflector reads it on bookmark events only, and the ledger never reads
+// it, so on a pod it costs only its bytes.
 func newPodSlimmer(fams []effective.Family) *podSlimmer {
 	keep := append(allocAnnotations(fams), effective.PodAnnotations()...)
 	return &podSlimmer{families: fams, names: managedNames(fams), annotations: append(keep, metav1.InitialEventsAnnotationKey),

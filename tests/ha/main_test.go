@@ -56,6 +56,8 @@ func startHAWith(t testing.TB, f func(*replicas.Options)) *replicas.Cluster {
 			for _, r := range c.Replicas {
 				t.Logf("log of %s: %s", r.Name, r.Log)
 			}
+			t.Logf("webhook proxy: %d connections accepted, %d closed for want of a ready replica; in rotation now: %v",
+				c.Proxy.Accepted(), c.Proxy.Refused(), c.Proxy.Healthy())
 		}
 		if err := c.Stop(); err != nil {
 			t.Errorf("stopping: %v", err)

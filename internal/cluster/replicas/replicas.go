@@ -197,14 +197,20 @@ func (c *Cluster) StartReplica(i int, extra ...string) error {
 	return nil
 }
 
-// WaitReady waits until replica i answers /readyz.
+// WaitReady waits until replica i answers /readyz and the proxy's health
+// check has put it in rotation (as a Service's endpoints follow a pod's
+// readiness: until then a review may find no backend, and its connection
+// is closed unanswered).
 func (c *Cluster) WaitReady(ctx context.Context, i int) error {
 	r := c.Replicas[i]
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		err := ready(r.Probe)
-		if err == nil {
+		if err == nil && c.Proxy.Healthy()[i] {
 			return nil
+		}
+		if err == nil {
+			err = errors.New("ready, not yet in the proxy's rotation")
 		}
 		select {
 		case e := <-r.exited:
