@@ -71,7 +71,9 @@ warn contains msg if {
 	])
 }
 
+# nativeRequestQuotas[0]: OPA's rule index skips the rule when there is none.
 warn contains msg if {
+	input.namespaceUsage.nativeRequestQuotas[0]
 	some q in input.namespaceUsage.nativeRequestQuotas
 	msg := sprintf("namespace %q: ResourceQuota %q sets %s: Kubernetes charges a pod's init-container peak there for the pod's whole life, even after its init containers finish; use limits.%s, which gpuadmit enforces and releases when init containers exit", [
 		input.namespace, q.quota, q.key, trim_prefix(q.key, "requests."),

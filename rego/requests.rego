@@ -6,7 +6,12 @@
 # denied with an explanation: it could not be counted against any limit.
 package gpuadmit.builtin
 
+# A rule that starts from a list names its first element (errors[0]) as
+# well: OPA's rule index then skips the rule without evaluating it when the
+# list is empty, as it is for almost every pod.
+
 deny contains msg if {
+	input.demand.errors[0]
 	some e in input.demand.errors
 	not input.claim.name
 	msg := sprintf("namespace %q: pod %q: container %q: %s %q: %s", [
@@ -16,6 +21,7 @@ deny contains msg if {
 
 # A ResourceClaim's errors name its request ("<claim>/<request>").
 deny contains msg if {
+	input.demand.errors[0]
 	some e in input.demand.errors
 	input.claim.name
 	msg := sprintf("namespace %q: ResourceClaim %q: request %q: %s %q: %s", [
@@ -25,6 +31,7 @@ deny contains msg if {
 
 deny contains msg if {
 	input.operation == "CREATE"
+	input.demand.unresolved[0]
 	some name in input.demand.unresolved
 	some c in input.demand.containers
 	c.name == name
@@ -42,9 +49,9 @@ deny contains msg if {
 deny contains msg if {
 	input.operation == "CREATE"
 	some family, demand in input.demand.families
+	some name in demand.unresolved
 	names := input.settings.families[family].resourceNames
 	names.gpu != input.settings.resourceNames.gpu # the first family is above
-	some name in demand.unresolved
 	some c in demand.containers
 	c.name == name
 	msg := sprintf("namespace %q: pod %q: container %q needs %d %% of the memory of each of its %d %s device(s), but no node it could run on announces the memory of its %s devices (HAMi's register annotation), so the request cannot be counted in MiB against the namespace's limits; set %s explicitly or check the nodes' device registration", [

@@ -116,6 +116,7 @@ type Decider struct {
 
 	settingsVal ast.Value
 	words       words
+	memo        *memo
 	// all caches the view of every node (pods that do not restrict their
 	// nodes), keyed by the ledger's immutable Capacity value.
 	all atomic.Pointer[cachedView]
@@ -160,8 +161,9 @@ func newDecider(engine Evaluator, snap Snapshotter, cfg *config.Configuration, f
 	if err != nil {
 		return nil, err
 	}
+	w := newWords(fams)
 	return &Decider{policy: engine, families: fams, snap: snap, claims: claims, noNodes: noNodes, log: log, settingsVal: sv,
-		words: newWords(fams)}, nil
+		words: w, memo: newMemo(w)}, nil
 }
 
 // Decide decides one admission. An error means no decision could be made
@@ -212,7 +214,7 @@ func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) 
 	if req.Claim != nil {
 		capVal = d.noNodes // a claim's devices are its driver's (ResourceSlices), not the nodes' annotated ones
 	}
-	doc := &inputDoc{req: req, namespace: ns, primary: d.families[0].Name, capacity: capVal, settings: d.settingsVal, words: d.words}
+	doc := &inputDoc{req: req, namespace: ns, primary: d.families[0].Name, capacity: capVal, settings: d.settingsVal, words: d.words, memo: d.memo}
 	if req.Claim != nil {
 		doc.demand, err = d.ClaimDemand(req.Claim)
 	} else {

@@ -44,13 +44,14 @@ type inputDoc struct {
 	capacity ast.Value
 	settings ast.Value
 	words    words
+	memo     *memo
 }
 
 // value builds the document as an ast.Value directly (numbers are int64;
 // no JSON or reflection round trip), with the parts reads names: a part no
 // rule of the policy set reads is left out (policy.Reads).
 func (d *inputDoc) value(reads *policy.Reads) ast.Value {
-	b := &builder{words: d.words}
+	b := &builder{words: d.words, memo: d.memo}
 	keys := [...]string{"apiVersion", "kind", "operation", "dryRun", "namespace", "namespaceLabels", "userInfo", "pod", "claim",
 		"demand", "namespaceUsage", "capacity", "settings"}
 	items := make([][2]*ast.Term, 0, len(keys))
@@ -76,7 +77,7 @@ func (d *inputDoc) part(b *builder, key string, reads *policy.Reads) *ast.Term {
 	case "namespace":
 		return b.str(d.namespace)
 	case "namespaceLabels":
-		return b.labelMap(d.ns.Labels)
+		return b.nsLabels(d.namespace, d.ns.Labels)
 	case "userInfo":
 		return d.userTerm(b)
 	case "pod":
@@ -182,19 +183,15 @@ func (b *builder) familyDemand(dm *effective.Demand) [][2]*ast.Term {
 				continue
 			}
 			maxPerDevice = maxPerDevice.Max(effective.Vector{GPU: c.Count, MemMiB: c.MemPerDeviceMiB, Cores: c.CoresPerDevice})
-			cs = append(cs, b.object(
-				b.item("name", b.str(c.Name)), b.item("role", b.str(string(c.Role))), b.item("gpu", b.num(c.Count)),
-				b.item("gpumemPerDevice", b.num(c.MemPerDeviceMiB)), b.item("gpumemPercent", b.num(c.MemPercent)),
-				b.item("gpucoresPerDevice", b.num(c.CoresPerDevice)), b.item("unresolved", ast.InternedTerm(c.Unresolved)),
-				b.item("total", b.vector(c.Total))))
+			cs = append(cs, b.container(&c))
 		}
 		unresolved = make([]*ast.Term, len(dm.Unresolved))
 		for i, n := range dm.Unresolved {
 			unresolved[i] = b.str(n)
 		}
 	}
-	return [][2]*ast.Term{b.item("effective", b.vector(eff)), b.item("containers", b.array(cs...)),
-		b.item("unresolved", b.array(unresolved...)), b.item("maxPerDevice", b.vector(maxPerDevice))}
+	return [][2]*ast.Term{b.item("effective", b.podVector(eff)), b.item("containers", b.array(cs...)),
+		b.item("unresolved", b.array(unresolved...)), b.item("maxPerDevice", b.podVector(maxPerDevice))}
 }
 
 // limitsTerm is one family's limits in input.namespaceUsage: each limited
@@ -206,9 +203,7 @@ func (b *builder) limitsTerm(l ledger.Limits, after effective.Vector) *ast.Term 
 		if lim == nil {
 			continue
 		}
-		items = append(items, b.item(dimKey(dim), b.object(b.item("value", b.num(lim.Value)), b.item("quota", b.str(lim.Quota)),
-			b.item("key", b.str(lim.Key)), b.item("invalid", ast.InternedTerm(lim.Invalid)),
-			b.item("afterPercent", b.num(effective.Percent(after.Get(dim), lim.Value))))))
+		items = append(items, b.item(dimKey(dim), b.limit(lim, effective.Percent(after.Get(dim), lim.Value))))
 	}
 	return b.object(items...)
 }

@@ -48,7 +48,9 @@ const slabSize = 64
 // live and die together, with its evaluation).
 type builder struct {
 	words words
-	slab  []ast.Term
+	// memo, when set, holds the containers' terms across documents.
+	memo *memo
+	slab []ast.Term
 	// numbers are the last numbers made: a document repeats its sizes
 	// (a container's memory in its total, the pod's maximum, ...).
 	numbers [8]struct {
