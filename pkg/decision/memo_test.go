@@ -96,8 +96,9 @@ func TestMemoBounded(t *testing.T) {
 	}
 }
 
-// TestMemoConcurrent: documents built at once share the memo's terms
-// (run under -race by make test's race pass when there is one).
+// TestMemoConcurrent: documents built at once share the memo's terms and
+// each gets the right one (`go test -race -run Memo ./pkg/decision` checks
+// the locking too; make test runs it without the race detector).
 func TestMemoConcurrent(t *testing.T) {
 	w := newWords(nil)
 	m := newMemo(w)

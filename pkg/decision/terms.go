@@ -48,7 +48,8 @@ const slabSize = 64
 // live and die together, with its evaluation).
 type builder struct {
 	words words
-	// memo, when set, holds the containers' terms across documents.
+	// memo, when set, holds the terms that repeat across documents
+	// (memo.go); nil builds every term.
 	memo *memo
 	slab []ast.Term
 	// numbers are the last numbers made: a document repeats its sizes
