@@ -1,6 +1,8 @@
 package ledger
 
 import (
+	"strings"
+
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,12 +58,20 @@ const (
 type claimSlimmer struct {
 	charger *dra.Charger
 	classes map[string]dra.Class
+	// capacityNames are the capacity names any class reads (memory,
+	// cores).
+	capacityNames map[string]struct{}
 }
 
 func newClaimSlimmer(c *dra.Charger) *claimSlimmer {
-	s := &claimSlimmer{charger: c, classes: map[string]dra.Class{}}
+	s := &claimSlimmer{charger: c, classes: map[string]dra.Class{}, capacityNames: map[string]struct{}{}}
 	for _, cl := range c.Classes() {
 		s.classes[cl.Name] = cl
+		for _, name := range []string{cl.MemoryCapacity, cl.CoresCapacity} {
+			if name != "" {
+				s.capacityNames[name] = struct{}{}
+			}
+		}
 	}
 	return s
 }
@@ -79,10 +89,36 @@ func (s *claimSlimmer) claim(c *resourcev1.ResourceClaim) *resourcev1.ResourceCl
 	meta.OwnerReferences = controllerRef(c.OwnerReferences)
 	out := &resourcev1.ResourceClaim{ObjectMeta: meta, Spec: s.spec(&c.Spec)}
 	if a := c.Status.Allocation; a != nil {
-		// Written by the scheduler (the results, one per device, at most
-		// 32); the configuration is the claim's and its class's, copied.
-		out.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: a.Devices.Results},
+		out.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: s.results(a.Devices.Results)},
 			NodeSelector: a.NodeSelector, AllocationTimestamp: a.AllocationTimestamp}
+	}
+	return out
+}
+
+// results are an allocation's results (written by the scheduler, one per
+// device, at most 32) without the tolerations each copies from the claim,
+// and of the capacity each consumed only the names a class reads (plain,
+// or qualified with the result's driver); the allocation's configuration,
+// the claim's and its class's, copied, is not kept either.
+func (s *claimSlimmer) results(rs []resourcev1.DeviceRequestAllocationResult) []resourcev1.DeviceRequestAllocationResult {
+	if rs == nil {
+		return nil
+	}
+	out := make([]resourcev1.DeviceRequestAllocationResult, len(rs))
+	for i := range rs {
+		r := &out[i]
+		*r = rs[i]
+		r.Tolerations = nil
+		if rs[i].ConsumedCapacity == nil {
+			continue
+		}
+		r.ConsumedCapacity = map[resourcev1.QualifiedName]resource.Quantity{}
+		for k, q := range rs[i].ConsumedCapacity {
+			name, _ := strings.CutPrefix(string(k), r.Driver+"/")
+			if _, read := s.capacityNames[name]; read {
+				r.ConsumedCapacity[k] = q
+			}
+		}
 	}
 	return out
 }
