@@ -24,13 +24,13 @@ import (
 //	                                           the class, allocation mode, count, admin access and, for a governed
 //	                                           class, its selectors and the capacity requests its class reads;
 //	                                           a claim also its controller owner, its pod-claim-name annotation and
-//	                                           status.allocation without configuration
+//	                                           its allocation's results and node selector
 //
 // Nothing of the spec's constraints or configuration, tolerations, the
 // template's claim metadata, managed fields, labels, other annotations, the
 // reserved-for list or device statuses is kept: the charger reads none of
-// them (claimslim_test.go checks that the demand of the slimmed claim is
-// the demand of the claim, for random claims). What a governed claim may
+// them (claimslim_prop_test.go checks that the demand of the slimmed claim
+// is the demand of the claim, for random claims). What a governed claim may
 // make a replica hold is bounded too: its selectors are kept up to
 // claimSelectorBytes, and a claim over it is kept without its own
 // selectors, which charges the worst case of its class (every device of
@@ -41,7 +41,7 @@ const (
 	// keeps: the sum over its governed requests' selectors of
 	// selectorOverhead plus the expression's length. An honest claim's are
 	// a few hundred bytes (HAMi-DRA writes one per device type); the API
-	// server accepts 32 requests of 9 requests or subrequests of 32
+	// server accepts 32 requests of up to 8 subrequests, each with 32
 	// selectors of 10 KiB.
 	claimSelectorBytes = 64 << 10
 	// selectorOverhead is what one kept selector costs besides its
