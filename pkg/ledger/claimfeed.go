@@ -8,23 +8,27 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/go-logr/logr"
+
+	"github.com/gpuadmit/gpuadmit/pkg/dra"
 )
 
-// ClaimTransform slims ResourceClaims to their identity (owners and the
-// pod-claim-name annotation of a generated claim included), spec and
+// ClaimTransform slims ResourceClaims to what charger reads (claimslim.go):
+// a claim of no governed class to its identity, a governed one to its
+// identity, controller owner and pod-claim-name annotation (a generated
+// claim's pod, templates.go), the request fields the charger reads and its
 // allocation (no managed fields, no reserved-for list: a claim shared by
 // many pods lists them all).
-func ClaimTransform(obj any) (any, error) {
-	switch c := obj.(type) {
-	case *resourcev1.ResourceClaim:
-		meta := identity(&c.ObjectMeta, false, PodClaimNameAnnotation)
-		meta.OwnerReferences = c.OwnerReferences // a generated claim's pod (templates.go)
-		return &resourcev1.ResourceClaim{ObjectMeta: meta, Spec: c.Spec,
-			Status: resourcev1.ResourceClaimStatus{Allocation: c.Status.Allocation}}, nil
-	case toolscache.DeletedFinalStateUnknown:
-		return c, nil
+func ClaimTransform(charger *dra.Charger) toolscache.TransformFunc {
+	s := newClaimSlimmer(charger)
+	return func(obj any) (any, error) {
+		switch c := obj.(type) {
+		case *resourcev1.ResourceClaim:
+			return s.claim(c), nil
+		case toolscache.DeletedFinalStateUnknown:
+			return c, nil
+		}
+		return nil, fmt.Errorf("resourceclaim transform: unexpected object %T", obj)
 	}
-	return nil, fmt.Errorf("resourceclaim transform: unexpected object %T", obj)
 }
 
 // SliceTransform slims ResourceSlices to their name and spec.
@@ -39,15 +43,20 @@ func SliceTransform(obj any) (any, error) {
 	return nil, fmt.Errorf("resourceslice transform: unexpected object %T", obj)
 }
 
-// TemplateTransform slims ResourceClaimTemplates to their identity and spec.
-func TemplateTransform(obj any) (any, error) {
-	switch t := obj.(type) {
-	case *resourcev1.ResourceClaimTemplate:
-		return &resourcev1.ResourceClaimTemplate{ObjectMeta: identity(&t.ObjectMeta, false), Spec: t.Spec}, nil
-	case toolscache.DeletedFinalStateUnknown:
-		return t, nil
+// TemplateTransform slims ResourceClaimTemplates as ClaimTransform slims
+// claims: identity, and for a governed class the request fields charger
+// reads.
+func TemplateTransform(charger *dra.Charger) toolscache.TransformFunc {
+	s := newClaimSlimmer(charger)
+	return func(obj any) (any, error) {
+		switch t := obj.(type) {
+		case *resourcev1.ResourceClaimTemplate:
+			return s.template(t), nil
+		case toolscache.DeletedFinalStateUnknown:
+			return t, nil
+		}
+		return nil, fmt.Errorf("resourceclaimtemplate transform: unexpected object %T", obj)
 	}
-	return nil, fmt.Errorf("resourceclaimtemplate transform: unexpected object %T", obj)
 }
 
 // ClaimHandler applies ResourceClaim events to sink (tombstones included).

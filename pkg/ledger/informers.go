@@ -122,9 +122,9 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 	if c := sink.Charger(); c != nil && len(c.Classes()) > 0 {
 		res := f.factory.Resource().V1()
 		watches = append(watches,
-			watched{"resourceclaims", res.ResourceClaims().Informer(), ClaimTransform, delayed(ClaimHandler(sink, f.log), opts.Delay)},
+			watched{"resourceclaims", res.ResourceClaims().Informer(), ClaimTransform(c), delayed(ClaimHandler(sink, f.log), opts.Delay)},
 			watched{"resourceslices", res.ResourceSlices().Informer(), SliceTransform, delayed(SliceHandler(sink, f.log), opts.Delay)},
-			watched{"resourceclaimtemplates", res.ResourceClaimTemplates().Informer(), TemplateTransform, delayed(TemplateHandler(sink, f.log), opts.Delay)})
+			watched{"resourceclaimtemplates", res.ResourceClaimTemplates().Informer(), TemplateTransform(c), delayed(TemplateHandler(sink, f.log), opts.Delay)})
 		probed["resourceclaims"] = res.ResourceClaims().Informer().LastSyncResourceVersion
 	}
 	for _, w := range watches {

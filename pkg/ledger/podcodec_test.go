@@ -46,8 +46,9 @@ func podServer(t *testing.T, pods []corev1.Pod) *httptest.Server {
 
 // TestPodListWatch: through the pod client, listed and watched pods (many
 // frames, each decoded while the next is read into the same buffer) are
-// PodTransform of the pods decoded whole, and the bookmark that ends the
-// initial events keeps what the reflector reads.
+// PodTransform of the pods decoded whole, a pod's initial-events annotation
+// dropped, and the bookmark that ends the initial events keeps what the
+// reflector reads.
 func TestPodListWatch(t *testing.T) {
 	fams := []effective.Family{effective.Nvidia()}
 	var pods []corev1.Pod
@@ -58,6 +59,9 @@ func TestPodListWatch(t *testing.T) {
 	}
 	for i := range pods {
 		pods[i].Name = pods[i].Name + "-" + string(rune('a'+i%26))
+		if i%2 == 0 { // set by a tenant: dropped on receipt
+			metav1.SetMetaDataAnnotation(&pods[i].ObjectMeta, metav1.InitialEventsAnnotationKey, "true")
+		}
 	}
 	srv := podServer(t, pods)
 	defer srv.Close()
@@ -71,6 +75,9 @@ func TestPodListWatch(t *testing.T) {
 		want, err := tr(&pods[i])
 		if err != nil || !apiequality.Semantic.DeepEqual(withoutKind(got), withoutKind(want)) {
 			t.Errorf("pod %d: got %#v, want %#v (%v)", i, got, want, err)
+		}
+		if m, err := meta.Accessor(got); err != nil || m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "" {
+			t.Errorf("pod %d keeps the initial-events annotation (%v)", i, err)
 		}
 	}
 	ctx := context.Background()

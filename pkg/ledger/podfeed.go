@@ -44,8 +44,6 @@ type podFeed struct {
 // transform), or through client, its pods slimmed by transform, when pods
 // is nil.
 func newPodFeed(client kubernetes.Interface, pods *toolscache.ListWatch, sink Sink, transform toolscache.TransformFunc, delay time.Duration, log logr.Logger) *podFeed {
-	f := &podFeed{sink: sink, log: log, delay: delay}
-	f.progress.init()
 	// The reflector drops watched objects of another type than objType's
 	// (nil: none dropped), and transforms a watch list twice: once into
 	// its temporary store, once more into the queue.
@@ -63,7 +61,13 @@ func newPodFeed(client kubernetes.Interface, pods *toolscache.ListWatch, sink Si
 			},
 		}
 	}
-	lw := toolscache.ToListWatcherWithWatchListSemantics(pods, client)
+	return newPodFeedFrom(toolscache.ToListWatcherWithWatchListSemantics(pods, client), objType, sink, transform, delay, log)
+}
+
+// newPodFeedFrom feeds sink the pods of lw, of objType, transformed.
+func newPodFeedFrom(lw toolscache.ListerWatcher, objType runtime.Object, sink Sink, transform toolscache.TransformFunc, delay time.Duration, log logr.Logger) *podFeed {
+	f := &podFeed{sink: sink, log: log, delay: delay}
+	f.progress.init()
 	queue := toolscache.NewRealFIFOWithOptions(toolscache.RealFIFOOptions{
 		Transformer: transform, AtomicEvents: true, EmitDeltaTypeBookmark: true, Name: "gpuadmit-pods"})
 	f.controller = toolscache.New(&toolscache.Config{Queue: queue, ListerWatcher: lw, ObjectType: objType,

@@ -27,13 +27,7 @@ func (s *podSkimmer) decode(b []byte) (runtime.Object, error) {
 		return nil, err
 	}
 	if plain {
-		var m metav1.ObjectMeta
-		err := eachField(b, func(num protowire.Number, v []byte) error {
-			if num == 1 {
-				return s.meta(v, &m, s.bookmark)
-			}
-			return nil
-		})
+		m, err := s.plainMeta(b)
 		if err != nil {
 			return nil, err
 		}
@@ -48,6 +42,17 @@ func (s *podSkimmer) decode(b []byte) (runtime.Object, error) {
 		return nil, err
 	}
 	return s.slim.slim(p), nil
+}
+
+// plainMeta reads the identity of the Pod message b as bookmarkMeta keeps
+// it: the initial-events annotation only on an object without a name (read
+// in a second pass, for a bookmark alone: a pod's is never copied).
+func (s *podSkimmer) plainMeta(b []byte) (metav1.ObjectMeta, error) {
+	var m metav1.ObjectMeta
+	if err := s.metaOnly(b, &m, nil); err != nil || m.Name != "" {
+		return m, err
+	}
+	return m, s.metaOnly(b, &m, s.bookmark)
 }
 
 // errManaged stops a scan at the first managed resource name.

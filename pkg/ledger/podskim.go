@@ -33,7 +33,7 @@ type podSkimmer struct {
 	// annotations are the pod annotations kept (newPodSlimmer's).
 	annotations []string
 	// bookmark keeps only the annotation that ends a watch's initial
-	// events: what a pod recognised as naming no managed resource keeps.
+	// events, for an object without a name (bookmarkMeta).
 	bookmark []string
 	// slim is the PodTransform that decode applies; scratch holds the
 	// podScratch a GPU pod is skimmed into before it is slimmed (reused:
@@ -42,9 +42,10 @@ type podSkimmer struct {
 	scratch sync.Pool
 }
 
-// newPodSkimmer keeps the annotations PodTransform keeps, the one that
-// marks a watch's bookmark as the end of its initial events included (the
-// reflector reads it; a bookmark is a Pod with only its metadata).
+// newPodSkimmer keeps the annotations PodTransform keeps; the one that
+// marks a watch's bookmark as the end of its initial events only on an
+// object without a name (the reflector reads it; a bookmark is a Pod with
+// only its metadata; bookmarkMeta).
 func newPodSkimmer(fams []effective.Family) *podSkimmer {
 	slim := newPodSlimmer(fams)
 	s := &podSkimmer{families: fams, annotations: slim.annotations, slim: slim,
@@ -99,9 +100,11 @@ func mapEntry(b []byte) (key string, value []byte, err error) {
 	return key, value, err
 }
 
-// pod skims a Pod message into p.
+// pod skims a Pod message into p. An object without a name (a bookmark)
+// keeps the initial-events annotation too (bookmarkMeta), read in a second
+// pass: a pod's is never copied.
 func (s *podSkimmer) pod(b []byte, p *corev1.Pod) error {
-	return eachField(b, func(num protowire.Number, v []byte) error {
+	err := eachField(b, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 1:
 			return s.meta(v, &p.ObjectMeta, s.annotations)
@@ -109,6 +112,21 @@ func (s *podSkimmer) pod(b []byte, p *corev1.Pod) error {
 			return s.spec(v, &p.Spec)
 		case 3:
 			return s.status(v, &p.Status)
+		}
+		return nil
+	})
+	if err != nil || p.Name != "" {
+		return err
+	}
+	return s.metaOnly(b, &p.ObjectMeta, s.bookmark)
+}
+
+// metaOnly reads the ObjectMeta of the Pod message b into m, keeping the
+// annotations keep names.
+func (s *podSkimmer) metaOnly(b []byte, m *metav1.ObjectMeta, keep []string) error {
+	return eachField(b, func(num protowire.Number, v []byte) error {
+		if num == 1 {
+			return s.meta(v, m, keep)
 		}
 		return nil
 	})

@@ -47,17 +47,27 @@ func PodTransform(fams []effective.Family) toolscache.TransformFunc {
 	}
 }
 
-// newPodSlimmer slims pods for fams. Besides the annotations the ledger
-// reads it keeps the one that marks a watch's bookmark as the end of its
-// initial events (metav1.InitialEventsAnnotationKey: a bookmark is a Pod
-// with only its metadata, which the pod watch's decoder slims before the
-// reflector reads it, podskim.go). A tenant may set it on any pod too: the
-// reflector reads it on bookmark events only, and the ledger never reads
-// it, so on a pod it costs only its bytes.
+// newPodSlimmer slims pods for fams, keeping the annotations the ledger
+// reads.
 func newPodSlimmer(fams []effective.Family) *podSlimmer {
 	keep := append(allocAnnotations(fams), effective.PodAnnotations()...)
-	return &podSlimmer{families: fams, names: managedNames(fams), annotations: append(keep, metav1.InitialEventsAnnotationKey),
+	return &podSlimmer{families: fams, names: managedNames(fams), annotations: keep,
 		containers: newInterner[[]corev1.Container](), statuses: newInterner[[]corev1.ContainerStatus]()}
+}
+
+// bookmarkMeta is the identity of a pod that names no managed resource.
+// The annotation that marks a watch's bookmark as the end of its initial
+// events (metav1.InitialEventsAnnotationKey) is kept only on an object
+// without a name, which no pod is: a bookmark is a Pod with only a
+// resourceVersion and that annotation, and the reflector reads it from the
+// bookmark event (the pod watch's decoder slims bookmarks too, podskim.go;
+// an informer's transform never sees one). Any user who may edit a pod can
+// set it, up to 256 KiB, on every pod; on a pod it is dropped on receipt.
+func bookmarkMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	if m.Name != "" {
+		return identity(m, false)
+	}
+	return identity(m, false, metav1.InitialEventsAnnotationKey)
 }
 
 type podSlimmer struct {
@@ -81,7 +91,7 @@ func (t *podSlimmer) slim(p *corev1.Pod) runtime.Object {
 		}
 		// Never charged: its identity is all the ledger reads, and a
 		// PartialObjectMetadata takes a fifth of an empty Pod's memory.
-		return podMeta(identity(&p.ObjectMeta, false, metav1.InitialEventsAnnotationKey))
+		return podMeta(bookmarkMeta(&p.ObjectMeta))
 	}
 	out := t.slimGPU(p)
 	out.Spec.ResourceClaims = p.Spec.ResourceClaims

@@ -1,0 +1,136 @@
+package ledger
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// initialEventsEnd is the annotation the API server sets on the bookmark
+// that ends a watch's initial events; anyone who may edit a pod may set it
+// there too, up to 256 KiB.
+const initialEventsEnd = metav1.InitialEventsAnnotationKey
+
+func bookmarkPod(rv string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv, Annotations: map[string]string{initialEventsEnd: "true"}}}
+}
+
+// TestInitialEventsAnnotationDroppedOnReceipt: a pod's initial-events
+// annotation ("true", or 256 KiB), whatever the pod (GPU, with claims,
+// plain), is dropped by the informer transform and by the pod client's
+// decoder alike; an object without a name (the API server's bookmark)
+// keeps it, for the reflector.
+func TestInitialEventsAnnotationDroppedOnReceipt(t *testing.T) {
+	fams := []effective.Family{effective.Nvidia()}
+	tr := PodTransform(fams)
+	for name, p := range skimPods() {
+		for _, value := range []string{"true", strings.Repeat("t", 256<<10-len(initialEventsEnd))} {
+			metav1.SetMetaDataAnnotation(&p.ObjectMeta, initialEventsEnd, value)
+			slim, err := tr(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			decoded, err := checkSkim(t, fams, encodePB(t, p)) // the decoder's is the transform's
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, out := range []runtime.Object{slim.(runtime.Object), decoded} {
+				m, err := meta.Accessor(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, kept := m.GetAnnotations()[initialEventsEnd]; kept != (p.Name == "") {
+					t.Errorf("%s: a %d-byte initial-events annotation kept %v, want %v", name, len(value), kept, p.Name == "")
+				}
+			}
+		}
+	}
+	b, err := checkSkim(t, fams, encodePB(t, bookmarkPod("10")))
+	if m, ok := b.(*metav1.PartialObjectMetadata); err != nil || !ok || m.ResourceVersion != "10" || m.Annotations[initialEventsEnd] != "true" {
+		t.Errorf("bookmark decoded as %#v (%v): the reflector would not see the end of the initial events", b, err)
+	}
+}
+
+// listSink is a ledger that keeps the lists it is handed.
+type listSink struct {
+	*Ledger
+	mu    sync.Mutex
+	lists [][]metav1.Object
+}
+
+func (s *listSink) ReplacePods(ps []metav1.Object) {
+	s.mu.Lock()
+	s.lists = append(s.lists, ps)
+	s.mu.Unlock()
+	s.Ledger.ReplacePods(ps)
+}
+
+// TestWatchListEndsWithSlimmedPods: the pod feed without the pod client
+// (the informer transform's path) streams the initial pods as a watch
+// list; pods carrying the initial-events annotation ("true" on a GPU pod
+// and on a plain one) neither end it early nor keep the annotation, and
+// the bookmark that carries it ends it: the feed syncs at the bookmark's
+// resourceVersion, the pods recorded without it.
+func TestWatchListEndsWithSlimmedPods(t *testing.T) {
+	fams := []effective.Family{effective.Nvidia()}
+	pods := []*corev1.Pod{
+		testpod.New("plain").NS("ns").UID("u1").RV("5").App("a").Build(),
+		testpod.New("gpu").NS("ns").UID("u2").RV("6").App("a", gpu(1), mem(1024)).Build(),
+	}
+	for _, p := range pods {
+		metav1.SetMetaDataAnnotation(&p.ObjectMeta, initialEventsEnd, "true")
+	}
+	var watchList atomic.Bool
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			t.Error("listed: the reflector did not stream a watch list")
+			return &corev1.PodList{}, nil
+		},
+		WatchFuncWithContext: func(_ context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			w := watch.NewFakeWithChanSize(len(pods)+1, false)
+			if o.SendInitialEvents != nil && *o.SendInitialEvents && watchList.CompareAndSwap(false, true) {
+				for _, p := range pods {
+					w.Add(p.DeepCopy())
+				}
+				w.Action(watch.Bookmark, bookmarkPod("7"))
+			}
+			return w, nil
+		},
+	}
+	sink := &listSink{Ledger: newLedger(t)}
+	f := newPodFeedFrom(lw, &corev1.Pod{}, sink, PodTransform(fams), 0, testr.New(t))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	go f.run(ctx)
+	eventually(ctx, t, "the feed synced at the bookmark", func() bool { return f.resourceVersion() == "7" })
+	if !watchList.Load() {
+		t.Fatal("no watch list was asked for")
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.lists) != 1 || len(sink.lists[0]) != len(pods) {
+		t.Fatalf("lists handed to the ledger: %v", sink.lists)
+	}
+	for _, p := range sink.lists[0] {
+		if _, kept := p.GetAnnotations()[initialEventsEnd]; kept {
+			t.Errorf("pod %s recorded with the initial-events annotation", p.GetName())
+		}
+	}
+	if s := sink.Namespace("ns", nil); s.Pods != 1 || nvOnly(t, s.Used).MemMiB != 1024 {
+		t.Errorf("after the watch list: %d pods, %v", s.Pods, s.Used)
+	}
+}
