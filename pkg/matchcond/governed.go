@@ -70,12 +70,38 @@ type Gap struct {
 // families the server governs (a family added to the configuration later
 // would otherwise never be sent to gpuadmit, and never be counted).
 func (m *Matcher) Unsent(ctx context.Context, names []corev1.ResourceName) []Gap {
+	probes := make([]*corev1.Pod, len(names))
+	for i, name := range names {
+		probes[i] = probePod(name)
+	}
+	return m.unsent(ctx, names, probes)
+}
+
+// TemplateProbe is the name Unsent's gaps give a pod that names a
+// ResourceClaimTemplate (UnsentTemplatePods).
+const TemplateProbe corev1.ResourceName = "(a pod naming a ResourceClaimTemplate)"
+
+// UnsentTemplatePods says which webhooks a pod that asks for no extended
+// resource but names a ResourceClaimTemplate would not reach: with governed
+// DeviceClasses its templates' claims are part of its demand, so it must
+// reach gpuadmit.
+func (m *Matcher) UnsentTemplatePods(ctx context.Context) []Gap {
+	p := probePod("")
+	p.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptrTo("gpu")}}
+	return m.unsent(ctx, []corev1.ResourceName{TemplateProbe}, []*corev1.Pod{p})
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// unsent evaluates every webhook for each probe pod, named by names.
+func (m *Matcher) unsent(ctx context.Context, names []corev1.ResourceName, probes []*corev1.Pod) []Gap {
 	gaps := make([]Gap, len(m.webhooks))
 	for i, w := range m.webhooks {
 		gaps[i] = Gap{Webhook: w.name, Kind: w.kind}
 	}
-	for _, name := range names {
-		pod := probePod(name)
+	for j, pod := range probes {
+		name := names[j]
 		for i, w := range m.webhooks {
 			called, err := w.calls(ctx, pod)
 			switch {

@@ -46,3 +46,29 @@ func TestFromConfigurationsNoPodWebhook(t *testing.T) {
 		t.Error("no error for configurations without a pod webhook")
 	}
 }
+
+// TestUnsentTemplatePods: the shipped configurations (rendered with
+// governed DeviceClasses) send a pod that only names a
+// ResourceClaimTemplate to both pod webhooks; conditions on extended
+// resources alone leave it out, a gap naming TemplateProbe.
+func TestUnsentTemplatePods(t *testing.T) {
+	m, err := matchcond.Load(webhookmanifests.WebhooksYAML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gaps := m.UnsentTemplatePods(context.Background()); gaps != nil {
+		t.Errorf("shipped conditions leave template pods out: %+v", gaps)
+	}
+	rules := []admissionregistrationv1.RuleWithOperations{{Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, Resources: []string{"pods"}}}}
+	resourcesOnly := admissionregistrationv1.ValidatingWebhookConfiguration{Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "validate.gpuadmit.io",
+		Rules: rules, MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "resources",
+			Expression: "object.spec.containers.exists(c, has(c.resources) && has(c.resources.limits) && c.resources.limits.exists(k, k in ['nvidia.com/gpu']))"}}}}}
+	m, err = matchcond.FromConfigurations(nil, []admissionregistrationv1.ValidatingWebhookConfiguration{resourcesOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gaps := m.UnsentTemplatePods(context.Background())
+	if len(gaps) != 1 || !slices.Equal(gaps[0].Names, []corev1.ResourceName{matchcond.TemplateProbe}) {
+		t.Errorf("conditions on resources alone: gaps %+v, want the webhook leaving template pods out", gaps)
+	}
+}

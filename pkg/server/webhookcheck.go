@@ -37,8 +37,11 @@ type webhookCheck struct {
 	cfg                  *config.Configuration
 	mutating, validating string
 	names                []corev1.ResourceName
-	mismatches           *prometheus.GaugeVec
-	log                  logr.Logger
+	// templates: DeviceClasses are governed, so pods naming a
+	// ResourceClaimTemplate must reach the webhooks too.
+	templates  bool
+	mismatches *prometheus.GaugeVec
+	log        logr.Logger
 }
 
 // webhookCheckEvery is how often the registered configurations are
@@ -59,7 +62,7 @@ func newWebhookCheck(kube kubernetes.Interface, opts Options) (*webhookCheck, er
 		return nil, fmt.Errorf("registering the webhook configuration metric: %w", err)
 	}
 	return &webhookCheck{kube: kube, cfg: opts.Config, mutating: opts.MutatingWebhook, validating: opts.ValidatingWebhook,
-		names: governedNames(config.Families(opts.Config)), mismatches: g, log: opts.Log.WithName("webhook-configuration")}, nil
+		names: governedNames(config.Families(opts.Config)), templates: len(config.DeviceClasses(opts.Config)) > 0, mismatches: g, log: opts.Log.WithName("webhook-configuration")}, nil
 }
 
 // governedNames lists every resource name of the governed families.
@@ -176,7 +179,8 @@ func ptrOr(p *int32, d int32) int32 {
 }
 
 // checkConditions reports each webhook whose matchConditions leave a
-// governed resource name out.
+// governed resource name out (or, with governed DeviceClasses, pods naming
+// a ResourceClaimTemplate).
 func (c *webhookCheck) checkConditions(ctx context.Context, mut []admissionregistrationv1.MutatingWebhookConfiguration,
 	val []admissionregistrationv1.ValidatingWebhookConfiguration) {
 	m, err := matchcond.FromConfigurations(mut, val)
@@ -184,8 +188,12 @@ func (c *webhookCheck) checkConditions(ctx context.Context, mut []admissionregis
 		c.log.Error(err, "gpuadmit's webhook configurations' matchConditions cannot be compared with the governed resources")
 		return
 	}
-	for _, g := range m.Unsent(ctx, c.names) {
-		c.mismatches.WithLabelValues(g.Webhook, mismatchMatchConditions).Set(float64(len(g.Names) + len(g.Errors)))
+	gaps := m.Unsent(ctx, c.names)
+	if c.templates {
+		gaps = append(gaps, m.UnsentTemplatePods(ctx)...)
+	}
+	for _, g := range gaps {
+		c.mismatches.WithLabelValues(g.Webhook, mismatchMatchConditions).Add(float64(len(g.Names) + len(g.Errors)))
 		names := make([]string, 0, len(g.Names)+len(g.Errors))
 		for _, n := range g.Names {
 			names = append(names, string(n))

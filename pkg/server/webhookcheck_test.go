@@ -19,8 +19,9 @@ import (
 )
 
 // registered is gpuadmit's pod webhook pair as the chart renders it, its
-// matchConditions sending the pods that name one of names.
-func registered(timeout int32, names ...string) []runtime.Object {
+// matchConditions sending the pods that name one of names and, with
+// templates, those naming a ResourceClaimTemplate.
+func registered(timeout int32, templates bool, names ...string) []runtime.Object {
 	quoted := make([]string, len(names))
 	for i, n := range names {
 		quoted[i] = "'" + n + "'"
@@ -29,6 +30,9 @@ func registered(timeout int32, names ...string) []runtime.Object {
 	cond := []admissionregistrationv1.MatchCondition{{Name: "requests-a-managed-gpu-resource", Expression: `object.spec.containers.exists(c, has(c.resources) && (
 		(has(c.resources.limits) && c.resources.limits.exists(k, k in ` + list + `)) ||
 		(has(c.resources.requests) && c.resources.requests.exists(k, k in ` + list + `))))`}}
+	if templates {
+		cond[0].Expression += " || (has(object.spec.resourceClaims) && object.spec.resourceClaims.exists(rc, has(rc.resourceClaimTemplateName)))"
+	}
 	rules := []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 		Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}}
 	fail := admissionregistrationv1.Fail
@@ -63,20 +67,24 @@ func checkConfig(t *testing.T, doc string) *config.Configuration {
 // nothing.
 func TestWebhookCheckMatchConditions(t *testing.T) {
 	hygon := checkConfig(t, "hygon: {}\n")
+	noClasses := checkConfig(t, "apiVersion: config.gpuadmit.io/v1alpha1\nkind: Configuration\ndra:\n  deviceClasses: []\n")
 	for _, tt := range []struct {
 		name       string
 		cfg        *config.Configuration
 		registered []string
+		templates  bool    // the conditions send pods naming a template
 		unsent     float64 // per webhook
 	}{
-		{"hygon governed, nvidia registered", hygon, nvidiaNames, 3},
-		{"hygon governed and registered", hygon, append(append([]string(nil), nvidiaNames...), hygonNames...), 0},
-		{"nvidia governed and registered", config.Default(), nvidiaNames, 0},
-		{"nvidia governed, one name left out", config.Default(), nvidiaNames[1:], 1},
+		{"hygon governed, nvidia registered", hygon, nvidiaNames, true, 3},
+		{"hygon governed and registered", hygon, append(append([]string(nil), nvidiaNames...), hygonNames...), true, 0},
+		{"nvidia governed and registered", config.Default(), nvidiaNames, true, 0},
+		{"nvidia governed, one name left out", config.Default(), nvidiaNames[1:], true, 1},
+		{"DeviceClasses governed, template pods not sent", config.Default(), nvidiaNames, false, 1},
+		{"no DeviceClass governed, template pods not sent", noClasses, nvidiaNames, false, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			c, err := newWebhookCheck(fake.NewClientset(registered(10, tt.registered...)...),
+			c, err := newWebhookCheck(fake.NewClientset(registered(10, tt.templates, tt.registered...)...),
 				Options{Config: tt.cfg, MutatingWebhook: "gpuadmit", ValidatingWebhook: "gpuadmit", Registry: reg})
 			if err != nil {
 				t.Fatal(err)
@@ -113,7 +121,7 @@ func TestWebhookCheckReviewTimeout(t *testing.T) {
 	} {
 		cfg := config.Default()
 		cfg.Admission.ReviewTimeout = &metav1.Duration{Duration: tt.review}
-		c, err := newWebhookCheck(fake.NewClientset(registered(tt.timeout, nvidiaNames...)...),
+		c, err := newWebhookCheck(fake.NewClientset(registered(tt.timeout, true, nvidiaNames...)...),
 			Options{Config: cfg, MutatingWebhook: "gpuadmit", ValidatingWebhook: "gpuadmit", Registry: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatal(err)
