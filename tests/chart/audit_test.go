@@ -19,14 +19,15 @@ func TestOpenReportsRBAC(t *testing.T) {
 		t.Run(fmt.Sprint(on), func(t *testing.T) {
 			objs := render(t, "--set", fmt.Sprintf("config.audit.openReports=%v", on))
 			rules, _, _ := unstructured.NestedSlice(find(objs, "ClusterRole", "gpuadmit-webhook").Object, "rules")
-			granted := false
+			var verbs []string
 			for _, r := range rules {
 				groups, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "apiGroups")
 				if slices.Contains(groups, "openreports.io") {
-					verbs, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "verbs")
-					granted = slices.Contains(verbs, "create") && slices.Contains(verbs, "delete")
+					v, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "verbs")
+					verbs = append(verbs, v...)
 				}
 			}
+			granted := slices.Contains(verbs, "create") && slices.Contains(verbs, "delete")
 			cm := find(objs, "ConfigMap", "gpuadmit-config")
 			data, _, _ := unstructured.NestedString(cm.Object, "data", "config.yaml")
 			cfg, _, err := config.Parse([]byte(data))
