@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/policy"
 )
 
 // keptFields lists, per kind, the fields the watches keep of an object
@@ -121,4 +122,57 @@ func nonZero(v any) bool {
 		return v
 	}
 	return false
+}
+
+// reviewedPodFields maps each pod property of the policy input (what a
+// review of a Pod gives the policies) to the Pod's field; the identity
+// (name, generateName, uid) maps to "". A property added to the input
+// without its field here fails TestTrustTableCoversThePolicyInput.
+var reviewedPodFields = map[string]string{
+	"name": "", "generateName": "", "uid": "",
+	"labels":            "metadata.labels",
+	"annotations":       "metadata.annotations",
+	"nodeSelector":      "spec.nodeSelector",
+	"priorityClassName": "spec.priorityClassName",
+	"runtimeClassName":  "spec.runtimeClassName",
+	"schedulerName":     "spec.schedulerName",
+}
+
+// TestTrustTableCoversThePolicyInput: every field of a reviewed Pod the
+// policy input carries (policy/input.schema.json) is backticked in a row
+// naming Pod, and the review's userInfo in some row.
+func TestTrustTableCoversThePolicyInput(t *testing.T) {
+	var schema struct {
+		Properties map[string]struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(policy.InputSchema(), &schema); err != nil {
+		t.Fatal(err)
+	}
+	rows := trustRows(t)
+	var podSpans, allSpans []string
+	for _, r := range rows {
+		spans := codeSpans(r.input)
+		allSpans = append(allSpans, spans...)
+		if namesKind(r.input, "Pod") {
+			podSpans = append(podSpans, spans...)
+		}
+	}
+	pod, ok := schema.Properties["pod"]
+	if !ok || len(pod.Properties) == 0 {
+		t.Fatal("the policy input schema has no pod properties")
+	}
+	for prop := range pod.Properties {
+		field, known := reviewedPodFields[prop]
+		switch {
+		case !known:
+			t.Errorf("the policy input's pod.%s: say which field of the Pod it is in reviewedPodFields, and give that field its trust row", prop)
+		case field != "" && !slices.Contains(podSpans, field):
+			t.Errorf("the policy input carries a reviewed Pod's %s (pod.%s) but no row naming Pod names it in backticks", field, prop)
+		}
+	}
+	if _, ok := schema.Properties["userInfo"]; ok && !slices.Contains(allSpans, "userInfo") {
+		t.Error("the policy input carries the review's userInfo but no row names `userInfo` in backticks")
+	}
 }
