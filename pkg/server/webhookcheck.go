@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuadmit/gpuadmit/pkg/config"
@@ -62,7 +61,8 @@ func newWebhookCheck(kube kubernetes.Interface, opts Options) (*webhookCheck, er
 		return nil, fmt.Errorf("registering the webhook configuration metric: %w", err)
 	}
 	return &webhookCheck{kube: kube, cfg: opts.Config, mutating: opts.MutatingWebhook, validating: opts.ValidatingWebhook,
-		names: governedNames(config.Families(opts.Config)), templates: len(config.DeviceClasses(opts.Config)) > 0, mismatches: g, log: opts.Log.WithName("webhook-configuration")}, nil
+		names: governedNames(config.Families(opts.Config)), templates: len(config.DeviceClasses(opts.Config)) > 0,
+		mismatches: g, log: opts.Log.WithName("webhook-configuration")}, nil
 }
 
 // governedNames lists every resource name of the governed families.
@@ -84,12 +84,18 @@ func (c *webhookCheck) Start(ctx context.Context) error {
 	if err := c.check(ctx); err != nil {
 		return err
 	}
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		if err := c.check(ctx); err != nil {
-			c.log.Error(err, "gpuadmit's webhook configuration changed under the running configuration")
+	tick := time.NewTicker(webhookCheckEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if err := c.check(ctx); err != nil {
+				c.log.Error(err, "gpuadmit's webhook configuration changed under the running configuration")
+			}
 		}
-	}, webhookCheckEvery)
-	return nil
+	}
 }
 
 // check compares once; it returns the reviewTimeout error only.
