@@ -5,6 +5,11 @@
 # cores. Otherwise the pod could never start. input.settings.unsatisfiable
 # "warn" turns the denial into a warning. Checked on CREATE only: an UPDATE
 # of a running pod (labels, say) is not blocked because a device failed.
+# The messages name only what the tenant may know: its own pod and
+# containers and the sizes that decided (the largest device and the most
+# devices on one node among the nodes the pod may run on), never a node's
+# name or how many GPU nodes the cluster has: the nodes, and the devices
+# other tenants use on them, are not the tenant's.
 package gpuadmit.builtin
 
 unsatisfiable contains msg if {
@@ -13,8 +18,8 @@ unsatisfiable contains msg if {
 	input.capacity.gpuNodes > 0
 	some c in input.demand.containers
 	c.gpu > 0
-	msg := sprintf("namespace %q: pod %q: no GPU node matches the pod's nodeSelector and required node affinity (%d GPU nodes known), so container %q can never get its %d device(s)", [
-		input.namespace, input.pod.name, input.capacity.gpuNodes, c.name, c.gpu,
+	msg := sprintf("namespace %q: pod %q: no GPU node matches the pod's nodeSelector and required node affinity, so container %q can never get its %d device(s)", [
+		input.namespace, input.pod.name, c.name, c.gpu,
 	])
 }
 
@@ -27,10 +32,9 @@ unsatisfiable contains msg if {
 	not c.unresolved
 	not fits_somewhere(c)
 	l := input.capacity.largestDevice
-	msg := sprintf("namespace %q: pod %q: container %q needs %d device(s) with %d MiB and %d gpucores each; no eligible node has that (%d of %d GPU nodes eligible; largest device: %d MiB, %d gpucores on node %q; at most %d healthy device(s) on one node)", [
+	msg := sprintf("namespace %q: pod %q: container %q needs %d device(s) with %d MiB and %d gpucores each; no node the pod may run on has that (largest device: %d MiB, %d gpucores; at most %d healthy device(s) on one node)", [
 		input.namespace, input.pod.name, c.name, c.gpu, c.gpumemPerDevice, c.gpucoresPerDevice,
-		input.capacity.eligibleNodes, input.capacity.gpuNodes,
-		l.gpumem, l.gpucores, l.node, input.capacity.maxDevicesPerNode,
+		l.gpumem, l.gpucores, input.capacity.maxDevicesPerNode,
 	])
 }
 

@@ -22,7 +22,7 @@ test_devices_that_fit_allowed if {
 }
 
 test_too_many_devices_denied if {
-	builtin.deny == {`namespace "team-a": pod "llm": container "train" needs 3 device(s) with 1024 MiB and 0 gpucores each; no eligible node has that (1 of 2 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node "node2"; at most 2 healthy device(s) on one node)`} with input as multi(3, 1024, 0)
+	builtin.deny == {`namespace "team-a": pod "llm": container "train" needs 3 device(s) with 1024 MiB and 0 gpucores each; no node the pod may run on has that (largest device: 24576 MiB, 100 gpucores; at most 2 healthy device(s) on one node)`} with input as multi(3, 1024, 0)
 }
 
 test_each_device_must_fit if {
@@ -40,8 +40,8 @@ test_unsatisfiable_can_be_a_warning if {
 test_no_eligible_node_denied if {
 	inp := with_capacity(fits, {"gpuNodes": 2, "eligibleNodes": 0, "maxDevicesPerNode": 0, "shapes": []})
 	builtin.deny == {
-		`namespace "team-a": pod "llm": no GPU node matches the pod's nodeSelector and required node affinity (2 GPU nodes known), so container "convert" can never get its 1 device(s)`,
-		`namespace "team-a": pod "llm": no GPU node matches the pod's nodeSelector and required node affinity (2 GPU nodes known), so container "server" can never get its 1 device(s)`,
+		`namespace "team-a": pod "llm": no GPU node matches the pod's nodeSelector and required node affinity, so container "convert" can never get its 1 device(s)`,
+		`namespace "team-a": pod "llm": no GPU node matches the pod's nodeSelector and required node affinity, so container "server" can never get its 1 device(s)`,
 	} with input as inp
 }
 
@@ -53,4 +53,34 @@ test_no_known_gpu_node_is_not_a_denial if {
 test_update_is_not_checked_against_capacity if {
 	inp := object.union(multi(3, 1024, 0), {"operation": "UPDATE"})
 	count(builtin.deny) == 0 with input as inp
+}
+
+# Another tenant's node: its name and the cluster's node count appear in the
+# input, in no message (a denial names the tenant's own objects and the sizes
+# that decided).
+other_tenants_node := {
+	"gpuNodes": 4242, "eligibleNodes": 1, "maxDevicesPerNode": 2,
+	"largestDevice": {"node": "team-b-secret-h200", "gpumem": 143771, "gpucores": 100},
+	"shapes": [{
+		"nodes": 1, "example": "team-b-secret-h200", "devices": [{"gpumem": 143771, "gpucores": 100}, {"gpumem": 143771, "gpucores": 100}],
+		"deviceCount": 2, "smallest": {"gpumem": 143771, "gpucores": 100},
+	}],
+}
+
+test_messages_name_no_node if {
+	too_many := without_limits(with_demand(with_capacity(fits, other_tenants_node), vec(3, 3072, 0), [container("train", "app", 3, 1024, 0)]))
+	none_eligible := with_capacity(fits, object.union(other_tenants_node, {"eligibleNodes": 0, "shapes": []}))
+	every inp in [too_many, none_eligible] {
+		msgs := builtin.deny with input as inp
+		count(msgs) > 0
+		every m in msgs {
+			not contains(m, "team-b-secret-h200")
+			not contains(m, "4242")
+		}
+	}
+}
+
+test_message_names_the_sizes_that_decided if {
+	inp := without_limits(with_demand(with_capacity(fits, other_tenants_node), vec(3, 3072, 0), [container("train", "app", 3, 1024, 0)]))
+	builtin.deny == {`namespace "team-a": pod "llm": container "train" needs 3 device(s) with 1024 MiB and 0 gpucores each; no node the pod may run on has that (largest device: 143771 MiB, 100 gpucores; at most 2 healthy device(s) on one node)`} with input as inp
 }

@@ -6,7 +6,7 @@ test_init_peak_over_memory_limit_denied if {
 	builtin.deny == {`namespace "team-a": nvidia.com/gpumem: pod needs 30720 MiB, 0 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem)`, unsatisfiable_30g} with input as base
 }
 
-unsatisfiable_30g := `namespace "team-a": pod "llm": container "convert" needs 1 device(s) with 30720 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node "node1"; at most 1 healthy device(s) on one node)`
+unsatisfiable_30g := `namespace "team-a": pod "llm": container "convert" needs 1 device(s) with 30720 MiB and 0 gpucores each; no node the pod may run on has that (largest device: 24576 MiB, 100 gpucores; at most 1 healthy device(s) on one node)`
 
 test_fitting_pod_allowed_without_warnings if {
 	count(builtin.deny) == 0 with input as fits

@@ -41,7 +41,7 @@ func TestEvalCommand(t *testing.T) {
 			args: []string{"eval", "-o", "json", "-f", pods + "scenario1-init30-app4.yaml", "--state", state + "idle-a10-quota24g.yaml"}, wantCode: 1,
 			wantOut: `{"allowed":false,"effective":{"gpu":1,"gpumem":30720,"gpucores":0},"denials":[
 				"namespace \"team-a\": nvidia.com/gpumem: pod needs 30720 MiB, 0 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota \"gpu-quota\" limits.nvidia.com/gpumem)",
-				"namespace \"team-a\": pod \"llm-oversize\": container \"convert-weights\" needs 1 device(s) with 30720 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node \"node1\"; at most 1 healthy device(s) on one node)"],
+				"namespace \"team-a\": pod \"llm-oversize\": container \"convert-weights\" needs 1 device(s) with 30720 MiB and 0 gpucores each; no node the pod may run on has that (largest device: 24576 MiB, 100 gpucores; at most 1 healthy device(s) on one node)"],
 				"warnings":[]}`},
 		{name: "seed 2: init 20 GiB + app 10 GiB allowed on an idle 24 GiB GPU",
 			args:    []string{"eval", "-o", "json", "-f", pods + "scenario2-init20-app10.yaml", "--state", state + "idle-a10-quota24g.yaml"},
@@ -76,7 +76,7 @@ func TestEvalCommand(t *testing.T) {
 			args: []string{"eval", "-o", "json", "-f", "-", "--state", state + "idle-a10-quota24g.yaml", "--policy", "../../examples/policy"}, wantCode: 1,
 			wantOut: `{"allowed":false,"effective":{"gpu":5,"gpumem":5120,"gpucores":0},"denials":[
 				"namespace \"team-a\": nvidia.com/gpu: pod needs 5 devices, at most 4 per pod outside namespace \"research\"",
-				"namespace \"team-a\": pod \"big\": container \"c\" needs 5 device(s) with 1024 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node \"node1\"; at most 1 healthy device(s) on one node)",
+				"namespace \"team-a\": pod \"big\": container \"c\" needs 5 device(s) with 1024 MiB and 0 gpucores each; no node the pod may run on has that (largest device: 24576 MiB, 100 gpucores; at most 1 healthy device(s) on one node)",
 				"namespace \"team-a\": pod \"big\": required label \"cost-center\" is missing or empty; every GPU pod must carry it"],"warnings":[]}`,
 			wantErrSub: "gpuadmit eval: configuration: the defaults; policies: built-in + --policy ../../examples/policy\n"},
 		{name: "pod without GPU resources: the webhook is not consulted", stdin: "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: c}]}\n",

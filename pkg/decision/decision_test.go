@@ -114,7 +114,7 @@ func TestDecide(t *testing.T) {
 			pod: testpod.New("llm").NS("team-a").Init("convert", gpu(1), mem(30720)).App("server", gpu(1), mem(4096)).Build(), wantEval: true,
 			want: decision.Result{Effective: nv(1, 30720, 0), Denials: []string{
 				`namespace "team-a": nvidia.com/gpumem: pod needs 30720 MiB, 0 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem)`,
-				`namespace "team-a": pod "llm": container "convert" needs 1 device(s) with 30720 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node "a10-1"; at most 1 healthy device(s) on one node)`}}},
+				`namespace "team-a": pod "llm": container "convert" needs 1 device(s) with 30720 MiB and 0 gpucores each; no node the pod may run on has that (largest device: 24576 MiB, 100 gpucores; at most 1 healthy device(s) on one node)`}}},
 		{name: "seed 2: init 20 GiB then app 10 GiB fits", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{teamQuota},
 			pod: testpod.New("llm").NS("team-a").Init("convert", gpu(1), mem(20480)).App("server", gpu(1), mem(10240)).Build(), wantEval: true,
 			want: decision.Result{Allowed: true, Effective: nv(1, 20480, 0)}},
@@ -143,18 +143,18 @@ func TestDecide(t *testing.T) {
 		{name: "required node affinity honoured", nodes: []*corev1.Node{a10, h100},
 			pod: withAffinity(testpod.New("train").NS("team-a").App("t", gpu(2), mem(40960), cores(50)).Build(), "gpu", "a10"), wantEval: true,
 			want: decision.Result{Effective: nv(2, 81920, 100), Denials: []string{
-				`namespace "team-a": pod "train": container "t" needs 2 device(s) with 40960 MiB and 50 gpucores each; no eligible node has that (1 of 2 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node "a10-1"; at most 1 healthy device(s) on one node)`}}},
+				`namespace "team-a": pod "train": container "t" needs 2 device(s) with 40960 MiB and 50 gpucores each; no node the pod may run on has that (largest device: 24576 MiB, 100 gpucores; at most 1 healthy device(s) on one node)`}}},
 		{name: "without affinity the same pod fits the H100 node", nodes: []*corev1.Node{a10, h100},
 			pod: testpod.New("train").NS("team-a").App("t", gpu(2), mem(40960), cores(50)).Build(), wantEval: true,
 			want: decision.Result{Allowed: true, Effective: nv(2, 81920, 100)}},
 		{name: "unsatisfiable as a warning", nodes: []*corev1.Node{a10}, cfg: func(c *config.Configuration) { c.Admission.Unsatisfiable = ptr.To(configv1alpha1.UnsatisfiableWarn) },
 			pod: testpod.New("big").NS("team-a").App("c", gpu(1), mem(30720)).Build(), wantEval: true,
 			want: decision.Result{Allowed: true, Effective: nv(1, 30720, 0), Warnings: []string{
-				`namespace "team-a": pod "big": container "c" needs 1 device(s) with 30720 MiB and 0 gpucores each; no eligible node has that (1 of 1 GPU nodes eligible; largest device: 24576 MiB, 100 gpucores on node "a10-1"; at most 1 healthy device(s) on one node)`}}},
+				`namespace "team-a": pod "big": container "c" needs 1 device(s) with 30720 MiB and 0 gpucores each; no node the pod may run on has that (largest device: 24576 MiB, 100 gpucores; at most 1 healthy device(s) on one node)`}}},
 		{name: "no node matches the selector", nodes: []*corev1.Node{a10},
 			pod: withSelector(testpod.New("p").NS("team-a").App("c", gpu(1), mem(1024)).Build(), map[string]string{"gpu": "b200"}), wantEval: true,
 			want: decision.Result{Effective: nv(1, 1024, 0), Denials: []string{
-				`namespace "team-a": pod "p": no GPU node matches the pod's nodeSelector and required node affinity (1 GPU nodes known), so container "c" can never get its 1 device(s)`}}},
+				`namespace "team-a": pod "p": no GPU node matches the pod's nodeSelector and required node affinity, so container "c" can never get its 1 device(s)`}}},
 		{name: "request namespace wins; UPDATE does not recount", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{testquota.New("team-b", "q", map[string]string{"limits.nvidia.com/gpu": "0"})},
 			pod: testpod.New("p").NS("").App("c", gpu(1), mem(1024)).Build(), req: decision.Request{Namespace: "team-b", Operation: "UPDATE"}, wantEval: true,
 			want: decision.Result{Allowed: true, Effective: nv(1, 1024, 0)}},

@@ -119,10 +119,13 @@ func (w *Writer) setDefaults() {
 	}
 }
 
-// list reads the Reports gpuadmit owns.
+// list reads the Reports gpuadmit owns. It asks for the one name gpuadmit
+// writes (a field selector), so that the chart's RBAC can limit every verb
+// but create to that name (resourceNames): gpuadmit can neither read,
+// change nor delete another tool's Reports.
 func (w *Writer) list(ctx context.Context) error {
 	var list reportsv1alpha1.ReportList
-	if err := w.Reader.List(ctx, &list, client.MatchingLabels{ManagedBy: managedBy}); err != nil {
+	if err := w.Reader.List(ctx, &list, client.MatchingLabels{ManagedBy: managedBy}, client.MatchingFields{"metadata.name": Name}); err != nil {
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			return fmt.Errorf("the OpenReports CRD (reports.openreports.io) is not installed; install it or turn audit.openReports off: %w", err)
 		}

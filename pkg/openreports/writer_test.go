@@ -42,7 +42,7 @@ func newHarness(t *testing.T, pending reservations) *harness {
 	if err := reportsv1alpha1.Install(scheme); err != nil {
 		t.Fatal(err)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&reportsv1alpha1.Report{}, "metadata.name", byName).Build()
 	l := ledger.New(ledger.Options{Families: []effective.Family{effective.Nvidia()}})
 	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	return &harness{t: t, l: l, c: c, clock: clock,
@@ -175,7 +175,7 @@ func TestWriterWithoutTheCRD(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What controller-runtime's client answers when discovery has no openreports.io kind.
-	c := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&reportsv1alpha1.Report{}, "metadata.name", byName).WithInterceptorFuncs(interceptor.Funcs{
 		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
 			return &meta.NoKindMatchError{GroupKind: reportsv1alpha1.SchemeGroupVersion.WithKind("Report").GroupKind(), SearchedVersions: []string{"v1alpha1"}}
 		}}).Build()
@@ -185,3 +185,7 @@ func TestWriterWithoutTheCRD(t *testing.T) {
 		t.Fatalf("Round = %v", err)
 	}
 }
+
+// byName indexes Reports by name, as the API server's metadata.name field
+// selector does (the fake client needs an index for a field selector).
+func byName(o client.Object) []string { return []string{o.GetName()} }

@@ -96,6 +96,10 @@ func (s *Server) runnables(kube kubernetes.Interface) error {
 	if err != nil {
 		return err
 	}
+	check, err := newWebhookCheck(kube, s.opts)
+	if err != nil {
+		return err
+	}
 	runnables := []manager.Runnable{
 		manager.RunnableFunc(func(ctx context.Context) error { s.feed.Start(ctx); <-ctx.Done(); return nil }),
 		s.members,
@@ -103,6 +107,7 @@ func (s *Server) runnables(kube kubernetes.Interface) error {
 		&policySync{kube: kube, engine: s.Engine, namespace: s.opts.Namespace, selector: *s.opts.Config.Policy.ConfigMapSelector,
 			dir: *s.opts.Config.Policy.Directory, log: s.opts.Log.WithName("policy-sync"), metrics: pm},
 		manager.RunnableFunc(s.advertise),
+		check,
 	}
 	if s.rotator != nil {
 		runnables = append(runnables, s.rotator)

@@ -395,10 +395,28 @@ func TestRenderRefuses(t *testing.T) {
 		{"two ports the same", []string{"--set", "ports.metrics=9443"}, "ports: webhook (9443), metrics (9443) and probes (8081) must be three different ports"},
 		{"agent pod labels changing the chart's", []string{"--set", "agent.podLabels.app\\.kubernetes\\.io/part-of=other"},
 			`agent.podLabels: "app.kubernetes.io/part-of" is one of the chart's own pod labels`},
+		{"a review as long as the webhook's timeout", []string{"--set", "config.admission.reviewTimeout=10s"},
+			"config.admission.reviewTimeout (10s) must be below webhook.timeoutSeconds (10): the API server would stop waiting before gpuadmit's answer. " +
+				"Lower config.admission.reviewTimeout below 10s or raise webhook.timeoutSeconds (at most 30) above it"},
+		{"a review longer than a lowered timeout", []string{"--set", "webhook.timeoutSeconds=5"}, "config.admission.reviewTimeout (8s) must be below webhook.timeoutSeconds (5)"},
+		{"a review of minutes", []string{"--set", "config.admission.reviewTimeout=1m0.5s,webhook.timeoutSeconds=30"},
+			"config.admission.reviewTimeout (1m0.5s) must be below webhook.timeoutSeconds (30)"},
 	} {
 		_, err := manifestgen.Render(context.Background(), templateHelm(t), chartDir, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestReviewTimeoutBelowTimeoutRenders: a reviewTimeout just below the
+// webhooks' timeoutSeconds, in any unit, renders (the refusals above are not
+// a parser that refuses everything).
+func TestReviewTimeoutBelowTimeoutRenders(t *testing.T) {
+	for _, set := range []string{"config.admission.reviewTimeout=9500ms", "config.admission.reviewTimeout=29s,webhook.timeoutSeconds=30",
+		"config.admission.reviewTimeout=1m,webhook.timeoutSeconds=30,config.admission.reviewTimeout=0.4m", "webhook.timeoutSeconds=9"} {
+		if _, err := manifestgen.Render(context.Background(), templateHelm(t), chartDir, "--set", set); err != nil {
+			t.Errorf("--set %s: %v", set, err)
 		}
 	}
 }

@@ -4,8 +4,11 @@
 // and nvml-agent) accepted object by object by a server-side dry-run on a
 // fresh control plane, and one configuration file shared by the webhook
 // (wired from it exactly as cmd/webhook wires it) and `gpuadmit eval
-// --config`, which give the same verdicts, denials and warnings. The Helm
-// chart these manifests are rendered from has its own suite, tests/chart.
+// --config`, which give the same verdicts, denials and warnings; and a
+// replica's checks of the registered webhook configurations (its
+// reviewTimeout against their timeoutSeconds, its governed resources
+// against their matchConditions). The Helm chart these manifests are
+// rendered from has its own suite, tests/chart.
 //
 // Without KUBEBUILDER_ASSETS the suite skips, unless GPUADMIT_REQUIRE_ENVTEST=1
 // (make integration), where it fails instead.

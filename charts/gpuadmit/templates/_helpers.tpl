@@ -272,3 +272,31 @@ groups" (dict "users" list "groups" list): the policies skip those requests.
 {{- with .groups }}{{ $parts = append $parts (printf "members of %s" (join ", " .)) }}{{ end -}}
 {{- if $parts }}{{ join " and " $parts }}{{ else }}nobody{{ end -}}
 {{- end }}
+
+{{/*
+gpuadmit.durationSeconds: a Go duration (the schema's pattern: 8s, 1m30s,
+500ms) in seconds, as a number.
+*/}}
+{{- define "gpuadmit.durationSeconds" -}}
+{{- $units := dict "ns" 0.000000001 "us" 0.000001 "µs" 0.000001 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 -}}
+{{- $total := 0.0 -}}
+{{- range regexFindAll "[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h)" (toString .) -1 -}}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" . -}}
+{{- $total = addf $total (mulf (float64 $num) (get $units (trimPrefix $num .))) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}
+
+{{/*
+gpuadmit.checkReviewTimeout fails rendering when config.admission.reviewTimeout
+(8s when unset, the server's default) is not below webhook.timeoutSeconds:
+the API server would stop waiting before gpuadmit's answer (and a replica
+reading such a configuration refuses to start).
+*/}}
+{{- define "gpuadmit.checkReviewTimeout" -}}
+{{- $review := ((.Values.config).admission).reviewTimeout | default "8s" -}}
+{{- $seconds := include "gpuadmit.durationSeconds" $review | float64 -}}
+{{- if ge $seconds (float64 .Values.webhook.timeoutSeconds) -}}
+{{- fail (printf "config.admission.reviewTimeout (%s) must be below webhook.timeoutSeconds (%v): the API server would stop waiting before gpuadmit's answer. Lower config.admission.reviewTimeout below %vs or raise webhook.timeoutSeconds (at most 30) above it" $review .Values.webhook.timeoutSeconds .Values.webhook.timeoutSeconds) -}}
+{{- end -}}
+{{- end -}}
