@@ -42,6 +42,11 @@ type Options struct {
 	EvalTimeout time.Duration
 	// TestTimeout bounds each policy test; 0 means 5 s.
 	TestTimeout time.Duration
+	// MemoryBudget bounds how much the process's live heap may grow while
+	// the tests of a set being loaded run (see watchMemory); past it the
+	// run stops and the set is rejected. 0 means DefaultMemoryBudget,
+	// negative unbounded. Test, which keeps traces, is not bounded.
+	MemoryBudget int64
 	// Now tells the time for Status; nil uses time.Now.
 	Now func() time.Time
 }
@@ -80,6 +85,7 @@ type Engine struct {
 	base        fs.FS
 	evalTimeout time.Duration
 	testTimeout time.Duration
+	memBudget   uint64
 	now         func() time.Time
 	caps        *ast.Capabilities
 	schemas     *ast.SchemaSet
@@ -105,6 +111,12 @@ func New(opts Options) *Engine {
 	if e.evalTimeout == 0 {
 		e.evalTimeout = time.Second
 	}
+	switch {
+	case opts.MemoryBudget == 0:
+		e.memBudget = DefaultMemoryBudget
+	case opts.MemoryBudget > 0:
+		e.memBudget = uint64(opts.MemoryBudget)
+	}
 	if e.testTimeout <= 0 {
 		e.testTimeout = 5 * time.Second
 	}
@@ -119,7 +131,14 @@ func (e *Engine) allSources(overrides []Source) []Source {
 }
 
 func (e *Engine) testRun(trace, coverage bool) testRun {
-	return testRun{caps: e.caps, schemas: e.schemas, timeout: e.testTimeout, trace: trace, coverage: coverage}
+	run := testRun{caps: e.caps, schemas: e.schemas, timeout: e.testTimeout, trace: trace, coverage: coverage}
+	if !trace {
+		// A traced run (Test: gpuadmit policy test, on the operator's
+		// machine) keeps every test's trace until the end, so its heap
+		// grows with the number of tests; the webhook's runs are untraced.
+		run.memoryBudget = e.memBudget
+	}
+	return run
 }
 
 // Load builds a policy set from the built-in policies and overrides (in
