@@ -186,6 +186,19 @@ func (e *Engine) loadLocked(ctx context.Context) error {
 	return nil
 }
 
+// Reject records that a set the caller wanted could not be activated for
+// a reason outside Load (the set of record it would fall back to is absent,
+// say): err becomes Status.LastError and counts as a failure. The active
+// set, if any, stays.
+func (e *Engine) Reject(err error) {
+	now := e.now()
+	e.statusMu.Lock()
+	defer e.statusMu.Unlock()
+	e.status.LastAttempt, e.status.LastError = now, err.Error()
+	e.status.Failures++
+	e.log.Error(err, "policy set rejected; the active policy set stays in force", "active", e.status.Revision)
+}
+
 // Status returns the engine's status.
 func (e *Engine) Status() Status {
 	e.statusMu.Lock()
