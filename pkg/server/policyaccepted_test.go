@@ -241,3 +241,18 @@ func TestHungryEditKeepsTheRunningSet(t *testing.T) {
 		t.Error("the rejected set would not be loaded again")
 	}
 }
+
+// TestAcceptedIsNeverASource: the accepted ConfigMap, even labelled as a
+// policy ConfigMap and holding a module, adds nothing to the set.
+func TestAcceptedIsNeverASource(t *testing.T) {
+	cm := acceptedCM(t, map[string]string{"frozen.rego": operatorRule}, func(d map[string]string) {
+		d["allow-nothing.rego"] = "package gpuadmit.admission\n\ndeny contains \"everything\" if true\n"
+	})
+	b := replica(t, fake.NewClientset(cm), policy.Options{}, cm)
+	if err := b.sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := denies(t, b, "team-a"); len(got) != 0 {
+		t.Errorf("the accepted ConfigMap was loaded as a source: deny %q", got)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -138,6 +139,8 @@ func (p *policySync) sync(ctx context.Context) error {
 		p.readFailed(ctx, err)
 		return err
 	}
+	// The accepted set is never a source of itself, whatever labels it has.
+	list = slices.DeleteFunc(slices.Clone(list), func(cm *corev1.ConfigMap) bool { return cm.Name == policysource.AcceptedConfigMap })
 	p.known = list
 	return p.reload(ctx, list)
 }
