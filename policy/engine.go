@@ -43,9 +43,11 @@ type Options struct {
 	// TestTimeout bounds each policy test; 0 means 5 s.
 	TestTimeout time.Duration
 	// MemoryBudget bounds how much the process's live heap may grow while
-	// the tests of a set being loaded run (see watchMemory); past it the
-	// run stops and the set is rejected. 0 means DefaultMemoryBudget,
-	// negative unbounded. Test, which keeps traces, is not bounded.
+	// the tests of a set being loaded run (see watchMemory; past it the run
+	// stops and the set is rejected) and while an evaluation that runs
+	// longer than slowEval runs (watchEval; past it the evaluation fails).
+	// 0 means DefaultMemoryBudget, negative unbounded. Test, which keeps
+	// traces, is not bounded.
 	MemoryBudget int64
 	// Now tells the time for Status; nil uses time.Now.
 	Now func() time.Time
@@ -290,17 +292,20 @@ func (e *Engine) eval(ctx context.Context, set *policySet, input ast.Value, trac
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
-	var timedOut atomic.Bool
-	if e.evalTimeout > 0 {
-		t := time.AfterFunc(e.evalTimeout, func() { timedOut.Store(true); cancel.Cancel() })
+	st := &evalState{e: e, cancel: cancel}
+	if t := st.bound(); t != nil {
 		defer t.Stop()
 	}
 	deny, warn, err := set.run(ctx, input, cancel, tracer)
+	st.done.Store(true)
 	switch {
 	case err == nil:
 	case ctx.Err() != nil: // OPA's own error only repeats it
 		return Output{}, fmt.Errorf("evaluating policy set %s: %w", set.revision, ctx.Err())
-	case timedOut.Load():
+	case st.overBudget.Load():
+		return Output{}, fmt.Errorf("evaluating policy set %s: %w: the live heap grew by %.1f MiB, over the budget of %.1f MiB",
+			set.revision, ErrEvalMemoryBudget, float64(st.peak)/(1<<20), float64(e.memBudget)/(1<<20))
+	case st.timedOut.Load():
 		return Output{}, fmt.Errorf("evaluating policy set %s: ran past its %s: %w", set.revision, e.evalTimeout, context.DeadlineExceeded)
 	default:
 		return Output{}, fmt.Errorf("evaluating policy set %s: %w", set.revision, err)

@@ -91,3 +91,40 @@ func TestPolicyTestMemoryBudget(t *testing.T) {
 		t.Errorf("the running set no longer answers: %v, %v", out.Deny, err)
 	}
 }
+
+// hungryRule builds a two-million-element array for pods named "hungry";
+// its test never takes that path, so the set loads.
+const hungryRule = `package gpuadmit.admission
+
+deny contains "hungry" if {
+	input.pod.name == "hungry"
+	count(numbers.range(1, 2000000)) > 0
+}
+`
+
+// TestEvalMemoryBudget attacks evaluation: a rule that allocates ~200 MiB
+// for one input is stopped near the budget with an error naming it, and
+// the next evaluation answers.
+func TestEvalMemoryBudget(t *testing.T) {
+	const budget = 16 << 20
+	e := policy.New(policy.Options{MemoryBudget: budget, EvalTimeout: 30 * time.Second})
+	ctx := context.Background()
+	if err := e.Load(ctx, policy.Map("override", map[string]string{"hungry.rego": hungryRule})); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	peak := heapPeak(stop)
+	_, err := e.Eval(ctx, input(t, "hungry"))
+	close(stop)
+	grew := peak()
+	if !errors.Is(err, policy.ErrEvalMemoryBudget) || !strings.Contains(err.Error(), "over the budget of 16.0 MiB") {
+		t.Fatalf("Eval = %v, want ErrEvalMemoryBudget naming the budget", err)
+	}
+	if limit := uint64(3*budget + 16<<20); grew > limit {
+		t.Errorf("the heap grew by %d MiB during the evaluation, want at most %d MiB", grew>>20, limit>>20)
+	}
+	t.Logf("heap growth during the stopped evaluation: %d MiB", grew>>20)
+	if out, err := e.Eval(ctx, input(t, "forbidden")); err != nil || len(out.Deny) != 1 {
+		t.Errorf("the next evaluation: %v, %v", out.Deny, err)
+	}
+}
