@@ -256,3 +256,20 @@ func TestAcceptedIsNeverASource(t *testing.T) {
 		t.Errorf("the accepted ConfigMap was loaded as a source: deny %q", got)
 	}
 }
+
+// TestUnreadableDirectoryActivatesNothing: a policy directory that cannot be
+// read is a read error (retried), never a rejection that would fall back:
+// nothing is activated and the readiness body names the directory.
+func TestUnreadableDirectoryActivatesNothing(t *testing.T) {
+	b := replica(t, fake.NewClientset(), policy.Options{}, policyCM())
+	b.dir = "/nonexistent/policies"
+	if err := b.sync(t.Context()); !errors.Is(err, policy.ErrRead) {
+		t.Fatalf("sync = %v, want a read error", err)
+	}
+	if st := b.engine.Status(); st.Revision != "" || !strings.Contains(st.LastError, "source /nonexistent/policies: policy directory") {
+		t.Errorf("status %+v, want nothing active and the directory named", st)
+	}
+	if n := testutil.ToFloat64(b.metrics.reloads.WithLabelValues("refused")); n != 0 {
+		t.Errorf("a read error fell back to the accepted set (%v refusals)", n)
+	}
+}

@@ -176,6 +176,8 @@ func (p *policySync) reload(ctx context.Context, cms []*corev1.ConfigMap) error 
 	snap, err := policysource.Read(ctx, sources)
 	if err == nil {
 		err = p.engine.Load(ctx, snap.PolicySources("")...)
+	} else {
+		p.engine.Reject(err) // in the engine's status, as a source Load failed to read
 	}
 	if errors.Is(err, policy.ErrRead) {
 		p.readFailed(ctx, err)
