@@ -95,8 +95,10 @@ func (p *policySync) fallback(ctx context.Context, why error) error {
 		if err == nil {
 			p.fromAccepted = true
 			p.metrics.reloads.WithLabelValues("accepted-set-activated").Inc()
-			p.log.Info("the cluster's policy set was rejected; running the accepted set, as the other replicas do",
-				"configmap", ref, "revision", p.engine.Status().Revision, "rejected", why.Error())
+			// The cluster's set stays the last load, and it failed
+			// (gpuadmit_policy_last_load_failed, the alert on it).
+			p.engine.Reject(fmt.Errorf("the cluster's policy set was rejected (%w); running the accepted set (ConfigMap %s, revision %s), as the other replicas do",
+				why, ref, p.engine.Status().Revision))
 			return nil
 		}
 		retry = errors.Is(err, policy.ErrMemoryBudget)

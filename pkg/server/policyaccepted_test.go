@@ -91,6 +91,9 @@ func TestStartingReplicaRunsTheAcceptedSet(t *testing.T) {
 	if rev := b.engine.Status().Revision; rev != s1 {
 		t.Errorf("B runs revision %s, A runs %s: the replicas disagree", rev, s1)
 	}
+	if st := b.engine.Status(); !strings.HasPrefix(st.LastError, "the cluster's policy set was rejected (") {
+		t.Errorf("last error %q: the rejection of the cluster's set is not reported (gpuadmit_policy_last_load_failed)", st.LastError)
+	}
 	if n := testutil.ToFloat64(b.metrics.reloads.WithLabelValues("accepted-set-activated")); n != 1 {
 		t.Errorf("accepted-set-activated count %v, want 1", n)
 	}
