@@ -117,6 +117,9 @@ type testRun struct {
 	caps    *ast.Capabilities
 	schemas *ast.SchemaSet
 	timeout time.Duration
+	// memoryBudget bounds the live heap's growth while the tests run
+	// (watchMemory); 0 means unbounded.
+	memoryBudget uint64
 	// trace records evaluation traces (failure lines); coverage records
 	// which lines the tests evaluated.
 	trace    bool
@@ -137,13 +140,24 @@ func runTests(ctx context.Context, mods []*module, run testRun) (*TestReport, er
 		cov = cover.New()
 		r.SetCoverageQueryTracer(cov)
 	}
-	ch, err := r.RunTests(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("compiling policies and tests: %w", err)
-	}
 	rep := &TestReport{}
-	for res := range ch {
-		rep.Results = append(rep.Results, res)
+	err := watchMemory(ctx, run.memoryBudget, memoryPoll, func(ctx context.Context) error {
+		ch, err := r.RunTests(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("compiling policies and tests: %w", err)
+		}
+		for res := range ch {
+			rep.Results = append(rep.Results, res)
+		}
+		return nil
+	})
+	if errors.Is(err, ErrMemoryBudget) {
+		// The tests still running were cancelled: they are the ones that
+		// allocated (or ran beside the one that did).
+		return nil, fmt.Errorf("%w; tests cut short: %s", err, failed(rep.Results))
+	}
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(rep.Results, func(a, b *tester.Result) int {
 		return cmp.Or(cmp.Compare(a.Location.File, b.Location.File), cmp.Compare(a.Location.Row, b.Location.Row))

@@ -12,7 +12,8 @@
 // document they read is described in docs/policy-input.md.
 //
 // Reloads are safe: a set that fails to read, parse or compile, or whose
-// tests fail, never replaces the active one. The failure is returned, logged,
+// tests fail (or run past their time limit or the memory budget, see
+// watchMemory), never replaces the active one. The failure is returned, logged,
 // and kept in Status until a later load succeeds. Policies cannot reach the
 // network or the clock: http.send, net.*, opa.runtime, time.now_ns, rand.intn
 // and uuid.rfc4122 are not in the compiler's capabilities, so a module

@@ -42,6 +42,13 @@ type Options struct {
 	EvalTimeout time.Duration
 	// TestTimeout bounds each policy test; 0 means 5 s.
 	TestTimeout time.Duration
+	// MemoryBudget bounds how much the process's live heap may grow while
+	// the tests of a set being loaded run (see watchMemory; past it the run
+	// stops and the set is rejected) and while an evaluation that runs
+	// longer than slowEval runs (watchEval; past it the evaluation fails).
+	// 0 means DefaultMemoryBudget, negative unbounded. Test, which keeps
+	// traces, is not bounded.
+	MemoryBudget int64
 	// Now tells the time for Status; nil uses time.Now.
 	Now func() time.Time
 }
@@ -80,6 +87,7 @@ type Engine struct {
 	base        fs.FS
 	evalTimeout time.Duration
 	testTimeout time.Duration
+	memBudget   uint64
 	now         func() time.Time
 	caps        *ast.Capabilities
 	schemas     *ast.SchemaSet
@@ -105,6 +113,12 @@ func New(opts Options) *Engine {
 	if e.evalTimeout == 0 {
 		e.evalTimeout = time.Second
 	}
+	switch {
+	case opts.MemoryBudget == 0:
+		e.memBudget = DefaultMemoryBudget
+	case opts.MemoryBudget > 0:
+		e.memBudget = uint64(opts.MemoryBudget)
+	}
 	if e.testTimeout <= 0 {
 		e.testTimeout = 5 * time.Second
 	}
@@ -119,7 +133,14 @@ func (e *Engine) allSources(overrides []Source) []Source {
 }
 
 func (e *Engine) testRun(trace, coverage bool) testRun {
-	return testRun{caps: e.caps, schemas: e.schemas, timeout: e.testTimeout, trace: trace, coverage: coverage}
+	run := testRun{caps: e.caps, schemas: e.schemas, timeout: e.testTimeout, trace: trace, coverage: coverage}
+	if !trace {
+		// A traced run (Test: gpuadmit policy test, on the operator's
+		// machine) keeps every test's trace until the end, so its heap
+		// grows with the number of tests; the webhook's runs are untraced.
+		run.memoryBudget = e.memBudget
+	}
+	return run
 }
 
 // Load builds a policy set from the built-in policies and overrides (in
@@ -165,6 +186,19 @@ func (e *Engine) loadLocked(ctx context.Context) error {
 	e.status.ActivatedAt, e.status.LastError = now, ""
 	e.log.Info("policy set activated", "revision", set.revision, "modules", len(set.modules), "tests", set.tests)
 	return nil
+}
+
+// Reject records that a set the caller wanted could not be activated for
+// a reason outside Load (the set of record it would fall back to is absent,
+// say): err becomes Status.LastError and counts as a failure. The active
+// set, if any, stays.
+func (e *Engine) Reject(err error) {
+	now := e.now()
+	e.statusMu.Lock()
+	defer e.statusMu.Unlock()
+	e.status.LastAttempt, e.status.LastError = now, err.Error()
+	e.status.Failures++
+	e.log.Error(err, "policy set rejected; the active policy set stays in force", "active", e.status.Revision)
 }
 
 // Status returns the engine's status.
@@ -258,17 +292,20 @@ func (e *Engine) eval(ctx context.Context, set *policySet, input ast.Value, trac
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
-	var timedOut atomic.Bool
-	if e.evalTimeout > 0 {
-		t := time.AfterFunc(e.evalTimeout, func() { timedOut.Store(true); cancel.Cancel() })
+	st := &evalState{e: e, cancel: cancel}
+	if t := st.bound(); t != nil {
 		defer t.Stop()
 	}
 	deny, warn, err := set.run(ctx, input, cancel, tracer)
+	st.done.Store(true)
 	switch {
 	case err == nil:
 	case ctx.Err() != nil: // OPA's own error only repeats it
 		return Output{}, fmt.Errorf("evaluating policy set %s: %w", set.revision, ctx.Err())
-	case timedOut.Load():
+	case st.overBudget.Load():
+		return Output{}, fmt.Errorf("evaluating policy set %s: %w: the live heap grew by %.1f MiB, over the budget of %.1f MiB",
+			set.revision, ErrEvalMemoryBudget, float64(st.peak)/(1<<20), float64(e.memBudget)/(1<<20))
+	case st.timedOut.Load():
 		return Output{}, fmt.Errorf("evaluating policy set %s: ran past its %s: %w", set.revision, e.evalTimeout, context.DeadlineExceeded)
 	default:
 		return Output{}, fmt.Errorf("evaluating policy set %s: %w", set.revision, err)

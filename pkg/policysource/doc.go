@@ -9,4 +9,9 @@
 // modules, those ending in _test.rego their tests. The engine
 // (policy.Engine.Load) then compiles the whole set and runs its tests
 // before it activates it; a set that fails is rejected as a whole.
+//
+// The accepted set (AcceptedConfigMap, accepted.go) is the snapshot of
+// those sources (Read) that a replica last activated, stored with its
+// revision and digest; a replica that starts while the cluster's set is
+// rejected runs it, after compiling and testing it like any other set.
 package policysource

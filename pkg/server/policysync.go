@@ -1,22 +1,22 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	"github.com/gpuadmit/gpuadmit/pkg/policysource"
 	"github.com/gpuadmit/gpuadmit/policy"
@@ -29,10 +29,19 @@ const PolicyStatusAnnotation = "gpuadmit.io/policy-status"
 // policySync loads the built-in policies plus the policy directory and the
 // label-selected ConfigMaps of the server's namespace, and reloads them when
 // a ConfigMap changes. A load goes through the engine's test-then-activate
-// path: a set that does not compile or whose tests fail is rejected and the
-// active set stays; the rejection is logged, counted in
+// path: a set that does not compile or whose tests fail (or run past their
+// time or memory budget) is rejected and the active set stays; the
+// rejection is logged, counted in
 // gpuadmit_policy_reloads_total{result="rejected"}, and written in each
 // ConfigMap's gpuadmit.io/policy-status annotation.
+//
+// A set activated is stored in the accepted ConfigMap
+// (policysource.AcceptedConfigMap). A replica that starts while the
+// cluster's set is rejected has no set of its own to keep: it activates the
+// accepted set, compiled and tested again, which is what its peers run, or,
+// when there is none or it fails, nothing, and stays unready with the
+// reason. It never decides with the built-in policies alone while its
+// peers run the operator's.
 //
 // A failure to read the sources (listing the ConfigMaps, reading the
 // directory) changes nothing: the active set stays (an operator's deny rule
@@ -56,6 +65,9 @@ type policySync struct {
 	known []*corev1.ConfigMap
 	// retry bounds the backoff after a read failure (default 1s .. 1m).
 	retryMin, retryMax time.Duration
+	// fromAccepted: the active set came from the accepted ConfigMap
+	// (fallback), not from the cluster's sources.
+	fromAccepted bool
 }
 
 // Start implements manager.Runnable.
@@ -98,13 +110,13 @@ func (p *policySync) Start(ctx context.Context) error {
 }
 
 // loop loads the policy set, then again on every trigger; after a read
-// failure it retries with backoff.
+// failure (or a load to retry, see reload) it retries with backoff.
 func (p *policySync) loop(ctx context.Context, trigger <-chan struct{}) error {
 	backoff := p.retryMin
 	for {
 		var retry <-chan time.Time
 		if err := p.sync(ctx); err != nil {
-			p.log.Error(err, "reading the policy sources failed; the active policy set stays, retrying", "in", backoff)
+			p.log.Error(err, "loading the policy set failed; the active policy set stays, retrying", "in", backoff)
 			retry = time.After(backoff)
 			backoff = min(2*backoff, p.retryMax)
 		} else {
@@ -127,6 +139,8 @@ func (p *policySync) sync(ctx context.Context) error {
 		p.readFailed(ctx, err)
 		return err
 	}
+	// The accepted set is never a source of itself, whatever labels it has.
+	list = slices.DeleteFunc(slices.Clone(list), func(cm *corev1.ConfigMap) bool { return cm.Name == policysource.AcceptedConfigMap })
 	p.known = list
 	return p.reload(ctx, list)
 }
@@ -135,16 +149,18 @@ func (p *policySync) sync(ctx context.Context) error {
 func (p *policySync) readFailed(ctx context.Context, err error) {
 	p.metrics.reloads.WithLabelValues("read-error").Inc()
 	p.lastHash = "" // read again in full next time
-	rev := p.engine.Status().Revision
-	if rev == "" {
-		rev = "none"
-	}
-	p.annotate(ctx, p.known, fmt.Sprintf("read error: %s; still active: revision %s", truncate(err.Error(), 1000), rev))
+	p.annotate(ctx, p.known, fmt.Sprintf("read error: %s; still active: %s", truncate(err.Error(), 1000), p.active()))
 }
 
 // reload loads the policy set made of the directory and the ConfigMaps
-// (sorted by name) unless it is the set already loaded. It returns an error
-// only when a source could not be read (see policy.ErrRead).
+// (sorted by name) unless it is the set already loaded. A set activated is
+// stored as the accepted set (persist). A rejected set leaves the active
+// one in force; with none active (a replica starting while the cluster's
+// set is rejected) the accepted set is activated instead (fallback), or
+// none, and the replica stays unready. It returns an error when the load
+// is to be retried: a source could not be read (policy.ErrRead), or the
+// tests ran past the memory budget (policy.ErrMemoryBudget: the heap's
+// growth may have been another part's, such as a relist at start-up).
 func (p *policySync) reload(ctx context.Context, cms []*corev1.ConfigMap) error {
 	sources := policysource.Sources(p.dir, cms) // sorts cms by name
 	h := sha256.New()
@@ -157,46 +173,34 @@ func (p *policySync) reload(ctx context.Context, cms []*corev1.ConfigMap) error 
 		return nil // only our own annotation changed
 	}
 	p.lastHash = hash
-	err := p.engine.Load(ctx, sources...)
+	snap, err := policysource.Read(ctx, sources)
+	if err == nil {
+		err = p.engine.Load(ctx, snap.PolicySources("")...)
+	} else {
+		p.engine.Reject(err) // in the engine's status, as a source Load failed to read
+	}
 	if errors.Is(err, policy.ErrRead) {
 		p.readFailed(ctx, err)
 		return err
 	}
-	st := p.engine.Status()
-	status := "active: revision " + st.Revision
-	if err != nil {
-		p.metrics.reloads.WithLabelValues("rejected").Inc() // the engine logs the rejection
-		if st.Revision == "" {
-			// Nothing good was ever loaded: run the built-in policies.
-			if berr := p.engine.Load(ctx); berr != nil {
-				p.log.Error(berr, "the built-in policies do not load")
-			}
-			st = p.engine.Status()
-		}
-		status = fmt.Sprintf("rejected: %s; still active: revision %s", truncate(err.Error(), 1000), st.Revision)
-	} else {
+	if err == nil {
 		p.metrics.reloads.WithLabelValues("activated").Inc() // the engine logs the activation
+		rev := p.engine.Status().Revision
+		p.annotate(ctx, cms, "active: revision "+rev)
+		p.persist(ctx, snap, rev)
+		return nil
 	}
-	p.annotate(ctx, cms, status)
-	return nil
-}
-
-// annotate writes status in each ConfigMap's status annotation (when it differs).
-func (p *policySync) annotate(ctx context.Context, cms []*corev1.ConfigMap, status string) {
-	for _, cm := range cms {
-		if cm.Annotations[PolicyStatusAnnotation] == status {
-			continue
-		}
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{PolicyStatusAnnotation: status}}})
-		if _, err := p.kube.CoreV1().ConfigMaps(cm.Namespace).Patch(ctx, cm.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			p.log.Error(err, "writing the policy status annotation", "configmap", klog.KObj(cm))
-		}
+	p.metrics.reloads.WithLabelValues("rejected").Inc() // the engine logs the rejection
+	var retry error
+	if p.engine.Status().Revision == "" {
+		retry = p.fallback(ctx, err)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+	if errors.Is(err, policy.ErrMemoryBudget) {
+		retry = cmp.Or(retry, err)
 	}
-	return s[:n] + "..."
+	if retry != nil {
+		p.lastHash = "" // load again in full next time
+	}
+	p.annotate(ctx, cms, fmt.Sprintf("rejected: %s; still active: %s", truncate(err.Error(), 1000), p.active()))
+	return retry
 }

@@ -4,7 +4,8 @@
 // webhook server wired by pkg/server exactly as cmd/webhook wires it, and
 // the kubectl built from source: hot reload (a broken ConfigMap rejected,
 // the reason written on it and the last good set kept deciding; a good one
-// activated without a restart), and a ConfigMap policy on pod labels,
+// activated without a restart; a replica restarted meanwhile runs the
+// accepted set, or stays unready without one), and a ConfigMap policy on pod labels,
 // namespace labels and the user's groups through `kubectl --as/--as-group`
 // (and its misspelt version rejected, naming the field).
 //
@@ -29,6 +30,7 @@ func TestPolicies(t *testing.T) {
 	c := local.ForTest(t, "../../manifests/webhook", local.DefaultWebhook)
 	t.Run("policy ConfigMap hot reload", func(t *testing.T) { testPolicyReload(t, c) })
 	t.Run("a ConfigMap policy reads pod labels, namespace labels and the user", func(t *testing.T) { testPolicyInputs(t, c) })
+	t.Run("a replica restarted while the policy set is rejected keeps the operator's rules", func(t *testing.T) { testRestartWhileRejected(t, c) })
 }
 
 // waitAnnotation waits until the policy ConfigMap name's status annotation
