@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuadmit/gpuadmit/pkg/config"
-	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 )
@@ -120,7 +119,7 @@ func (c *cli) effective(ctx context.Context, in manifestFlags, cfgPath string, d
 	if err != nil {
 		return err
 	}
-	d := demander{ctx: ctx, charging: ch, devMem: devMem, templates: objs.ClaimTemplates, inv: dra.NewInventory(objs.Slices)}
+	d := demander{ctx: ctx, charging: ch, devMem: devMem, templates: objs.ClaimTemplates, inv: ch.claims.NewInventory(objs.Slices)}
 	out := effectiveObjects{primary: ch.families[0].Name}
 	var errs []error
 	for _, w := range objs.Workloads {

@@ -153,7 +153,7 @@ func newDecider(engine Evaluator, snap Snapshotter, cfg *config.Configuration, f
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	claims, err := dra.NewCharger(config.DeviceClasses(cfg), fams)
+	claims, err := dra.NewCharger(config.DeviceClasses(cfg), fams, config.ChargerOptions(cfg)...)
 	if err != nil {
 		return nil, fmt.Errorf("dra.deviceClasses: %w", err)
 	}

@@ -63,6 +63,9 @@ type Charger struct {
 	// bound is the plausibility bound of a family's device memory in MiB
 	// (nil, or <= 0 for a family: DefaultMemoryBoundMiB).
 	bound func(family string) int64
+	// network is the inventory's option of the drivers trusted with pools
+	// that are not node-local (nil: every driver).
+	network InventoryOption
 }
 
 // ChargerOption configures NewCharger.
@@ -85,6 +88,22 @@ func WithClaimCostBudget(units uint64) ChargerOption {
 // device of a family may publish (a result <= 0: DefaultMemoryBoundMiB).
 func WithMemoryBound(bound func(family string) int64) ChargerOption {
 	return func(c *Charger) { c.bound = bound }
+}
+
+// WithNetworkPoolDrivers makes the inventories the charger builds
+// (Charger.NewInventory) trust only drivers with pools that are not
+// node-local (see NetworkPoolDrivers).
+func WithNetworkPoolDrivers(drivers []string) ChargerOption {
+	return func(c *Charger) { c.network = NetworkPoolDrivers(drivers) }
+}
+
+// NewInventory indexes the devices of list (the package's NewInventory)
+// with the charger's options; a nil charger builds it without.
+func (c *Charger) NewInventory(list []*resourcev1.ResourceSlice) *Inventory {
+	if c == nil || c.network == nil {
+		return NewInventory(list)
+	}
+	return NewInventory(list, c.network)
 }
 
 // NewCharger returns a charger of classes, whose families are fams. It

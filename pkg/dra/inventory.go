@@ -24,7 +24,7 @@ import (
 // named after one of them (the drivers' convention), only that node's slices
 // count; otherwise each node's devices stay its own. Pools that are not
 // node-local (a node selector, all nodes, per-device node selection) count
-// only for the drivers trusted to publish them (WithNetworkPoolDrivers).
+// only for the drivers trusted to publish them (NetworkPoolDrivers).
 type Inventory struct {
 	devices []device
 	// index lists the devices of each (driver, pool, name), one per owner.
@@ -59,14 +59,13 @@ type inventoryConfig struct {
 	network map[string]bool
 }
 
-// WithNetworkPoolDrivers makes only the ResourceSlices of drivers that are
-// not node-local (spec.nodeSelector, spec.allNodes,
-// spec.perDeviceNodeSelection) count, and only those of the drivers listed;
-// the others are reported. A node's kubelet can only write slices of its own
+// NetworkPoolDrivers makes the ResourceSlices that are not node-local
+// (spec.nodeSelector, spec.allNodes, spec.perDeviceNodeSelection) count
+// only for the drivers listed; the others are reported. A node's kubelet can only write slices of its own
 // node name (the NodeRestriction admission), so such slices come from a
 // cluster-wide identity. Without this option every driver is trusted with
 // them; with an empty list, none is.
-func WithNetworkPoolDrivers(drivers []string) InventoryOption {
+func NetworkPoolDrivers(drivers []string) InventoryOption {
 	return func(c *inventoryConfig) {
 		c.network = make(map[string]bool, len(drivers))
 		for _, d := range drivers {

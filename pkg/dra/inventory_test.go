@@ -101,9 +101,9 @@ func TestNetworkPools(t *testing.T) {
 		problem bool
 	}{
 		{"every driver by default", nil, 2, false},
-		{"the driver listed", []dra.InventoryOption{dra.WithNetworkPoolDrivers([]string{nvDriver})}, 2, false},
-		{"another driver listed", []dra.InventoryOption{dra.WithNetworkPoolDrivers([]string{"example.com"})}, 1, true},
-		{"none", []dra.InventoryOption{dra.WithNetworkPoolDrivers(nil)}, 1, true},
+		{"the driver listed", []dra.InventoryOption{dra.NetworkPoolDrivers([]string{nvDriver})}, 2, false},
+		{"another driver listed", []dra.InventoryOption{dra.NetworkPoolDrivers([]string{"example.com"})}, 1, true},
+		{"none", []dra.InventoryOption{dra.NetworkPoolDrivers(nil)}, 1, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -201,7 +201,7 @@ func (l *Ledger) inventoryLocked() *dra.Inventory {
 		for _, s := range l.slices {
 			ss = append(ss, s)
 		}
-		l.inventory = dra.NewInventory(ss)
+		l.inventory = l.charger.NewInventory(ss)
 	}
 	return l.inventory
 }
