@@ -155,7 +155,7 @@ func TestUngovernedClass(t *testing.T) {
 		{"an attribute of the governed driver's", class("gpus", `device.attributes["gpu.nvidia.com"].type == "gpu"`), inv, "selects device"},
 		{"a selector failing at run time", class("bad", `device.attributes["gpu.nvidia.com"].missing == "x"`), inv, "selects device"},
 		{"not compiling", class("new", `device.nosuch()`), inv, "does not compile"},
-		{"beyond the budget", class("costly", costlyPrefix(30)+` && device.driver == "example.com"`), inv, "could not be evaluated"},
+		{"beyond the budget", class("costly", costlyPrefix(30)+` && device.driver == "example.com"`), inv, "could not be evaluated within the CEL budget"},
 	}
 	c := chargerWith(t, dra.WithClaimCostBudget(100_000))
 	for _, tt := range tests {

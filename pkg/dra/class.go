@@ -41,34 +41,19 @@ func (c *Charger) UngovernedClass(ctx context.Context, dc *resourcev1.DeviceClas
 	}
 	e := &evaluation{ctx: ctx, left: c.budget, limit: c.cel.limit}
 	for _, driver := range drivers {
-		for _, idx := range inv.candidates(driver) {
-			d := &inv.devices[idx]
-			evaluated, matched := e.selects(programs, d)
-			if evaluated && !matched {
-				continue
-			}
-			what := "selects"
-			if !evaluated {
-				what = "could not be evaluated within the CEL budget or deadline on"
-			}
-			return fmt.Errorf("DeviceClass %s is not governed and %s device %s/%s/%s of governed driver %s: claims of it would hold governed devices uncharged",
-				dc.Name, what, d.id.driver, d.id.pool, d.id.name, d.id.driver)
+		devs := inv.pick(e, driver, programs)
+		if len(devs) == 0 {
+			continue
 		}
+		what := "selects"
+		if e.left == 0 || ctx.Err() != nil {
+			what = "selects (or could not be evaluated within the CEL budget or deadline on)"
+		}
+		d := devs[0]
+		return fmt.Errorf("DeviceClass %s is not governed and %s device %s/%s/%s of governed driver %s: claims of it would hold governed devices uncharged",
+			dc.Name, what, d.id.driver, d.id.pool, d.id.name, d.id.driver)
 	}
 	return nil
-}
-
-// selects evaluates programs on d within e; evaluated is false when e's
-// budget or context ran out first.
-func (e *evaluation) selects(programs []cel.CompilationResult, d *device) (evaluated, matched bool) {
-	if e.left == 0 {
-		return false, true
-	}
-	s, ok := e.evaluate(programs, d)
-	if !ok || !e.spend(s) {
-		return false, true
-	}
-	return true, s.matched()
 }
 
 // drivers are the governed classes' drivers, sorted ("" alone: a class of
