@@ -108,3 +108,47 @@ func TestBudgetStopsEvaluating(t *testing.T) {
 		t.Errorf("%d devices eligible after %d evaluated, want every device not evaluated", len(got), evaluated)
 	}
 }
+
+// TestPickConcurrent: claims of different budgets evaluating the same
+// selectors at once on one inventory each get what they get alone (run
+// with -race: the memo is appended to while others read its prefix).
+func TestPickConcurrent(t *testing.T) {
+	var devs []resourcev1.Device
+	for i := range 200 {
+		devs = append(devs, resourcev1.Device{Name: fmt.Sprint("g", i)})
+	}
+	slice := &resourcev1.ResourceSlice{Spec: resourcev1.ResourceSliceSpec{Driver: "d", NodeName: ptr.To("n"),
+		Pool: resourcev1.ResourcePool{Name: "n"}, Devices: devs}}
+	c, err := NewCharger(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := c.cel.compile(`device.driver == "other" && device.driver == "other"`)
+	pick := func(inv *Inventory, budget uint64) int {
+		e := &evaluation{ctx: t.Context(), left: budget, limit: c.cel.limit}
+		return len(inv.pick(e, "d", []cel.CompilationResult{res}))
+	}
+	budgets := []uint64{5, 50, 100, 400, 10_000}
+	want := make([]int, len(budgets))
+	for i, b := range budgets {
+		want[i] = pick(NewInventory([]*resourcev1.ResourceSlice{slice}), b)
+	}
+	shared := NewInventory([]*resourcev1.ResourceSlice{slice})
+	errs := make(chan error, 8*len(budgets))
+	for range 8 {
+		for i, b := range budgets {
+			go func() {
+				if got := pick(shared, b); got != want[i] {
+					errs <- fmt.Errorf("budget %d: %d eligible, want %d (as alone)", b, got, want[i])
+					return
+				}
+				errs <- nil
+			}()
+		}
+	}
+	for range 8 * len(budgets) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
