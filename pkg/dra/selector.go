@@ -31,10 +31,13 @@ var celFeatures = cel.Features{EnableConsumableCapacity: true, EnableListTypeAtt
 type selectorCache struct {
 	limit uint64
 	lru   *lru.Cache
+	// compiler is the library's compiler of celFeatures, taken once (the
+	// library keeps one compiler, rebuilt when asked for other features).
+	compiler func(expression string, options cel.Options) cel.CompilationResult
 }
 
 func newSelectorCache(size int, limit uint64) *selectorCache {
-	return &selectorCache{limit: limit, lru: lru.New(size)}
+	return &selectorCache{limit: limit, lru: lru.New(size), compiler: cel.GetCompiler(celFeatures).CompileCELExpression}
 }
 
 // compile returns expr compiled with the library's compiler, its runtime
@@ -44,7 +47,7 @@ func (s *selectorCache) compile(expr string) cel.CompilationResult {
 		return v.(cel.CompilationResult)
 	}
 	limit := s.limit
-	res := cel.GetCompiler(celFeatures).CompileCELExpression(expr, cel.Options{CostLimit: &limit, DisableCostEstimation: true})
+	res := s.compiler(expr, cel.Options{CostLimit: &limit, DisableCostEstimation: true})
 	if res.Error == nil {
 		s.lru.Add(expr, res)
 	}

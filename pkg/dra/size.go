@@ -89,14 +89,19 @@ func (c *Charger) Implausible(inv *Inventory) []SliceProblem {
 	if c == nil || inv.Len() == 0 {
 		return nil
 	}
+	type checked struct {
+		device  int
+		capName string
+		bound   int64
+	}
 	var out []SliceProblem
-	seen := map[string]bool{}
+	seen := map[checked]bool{}
 	for i := range c.classes {
 		cl := &c.classes[i]
 		bound := c.boundOf(cl.Family)
 		for _, idx := range inv.candidates(cl.Driver) {
 			d := &inv.devices[idx]
-			key := fmt.Sprint(idx, "\x00", cl.MemoryCapacity, "\x00", bound)
+			key := checked{idx, cl.MemoryCapacity, bound}
 			if seen[key] {
 				continue
 			}
