@@ -27,7 +27,7 @@ import (
 // and the whole devices inv does not size.
 type demander struct {
 	// ctx bounds the claims' CEL selectors (the command's context).
-	ctx context.Context //nolint:containedctx // one command's demander, used within it
+	ctx context.Context
 	charging
 	devMem    int64
 	templates []*resourcev1.ResourceClaimTemplate

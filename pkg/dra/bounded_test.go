@@ -52,7 +52,7 @@ func chargerWith(t testing.TB, opts ...dra.ChargerOption) *dra.Charger {
 	return c
 }
 
-func memOf(t *testing.T, c *dra.Charger, ctx context.Context, inv *dra.Inventory, expr string) int64 {
+func memOf(ctx context.Context, t *testing.T, c *dra.Charger, inv *dra.Inventory, expr string) int64 {
 	t.Helper()
 	ds, err := c.Demands(ctx, "claim", spec(exact("gpu", gpuClass, 1, expr)), nil, inv, nil)
 	if err != nil || len(ds) != 1 {
@@ -68,7 +68,7 @@ func memOf(t *testing.T, c *dra.Charger, ctx context.Context, inv *dra.Inventory
 // (141Gi), never the 80Gi the full evaluation would give.
 func TestHostileSelectorBounded(t *testing.T) {
 	loose := chargerWith(t, dra.WithClaimCostBudget(1<<62))
-	if got := memOf(t, loose, t.Context(), hostileInventory(8), costly); got != 80*1024 {
+	if got := memOf(t.Context(), t, loose, hostileInventory(8), costly); got != 80*1024 {
 		t.Fatalf("a full evaluation charges %d MiB, want 81920 (the selector rules the 141Gi device out)", got)
 	}
 	cancelled, cancel := context.WithCancel(t.Context())
@@ -93,7 +93,7 @@ func TestHostileSelectorBounded(t *testing.T) {
 			ctx, cancel := tt.ctx()
 			defer cancel()
 			start := time.Now()
-			got := memOf(t, tt.charger, ctx, hostileInventory(64), costly)
+			got := memOf(ctx, t, tt.charger, hostileInventory(64), costly)
 			if took := time.Since(start); took > 2*time.Second {
 				t.Errorf("the claim took %v: its CEL is not bounded", took)
 			}
@@ -110,7 +110,7 @@ func TestHostileSelectorBounded(t *testing.T) {
 func TestBudgetDeterministic(t *testing.T) {
 	tight := chargerWith(t, dra.WithClaimCostBudget(200_000)) // ~1.4 devices of costly
 	loose := chargerWith(t, dra.WithClaimCostBudget(1<<62))
-	cold := func(c *dra.Charger) int64 { return memOf(t, c, t.Context(), hostileInventory(8), costly) }
+	cold := func(c *dra.Charger) int64 { return memOf(t.Context(), t, c, hostileInventory(8), costly) }
 	wantTight, wantLoose := cold(tight), cold(loose)
 	if wantTight != 141*1024 || wantLoose != 80*1024 {
 		t.Fatalf("cold: tight %d, loose %d MiB; want 144384 and 81920", wantTight, wantLoose)
@@ -122,7 +122,7 @@ func TestBudgetDeterministic(t *testing.T) {
 			if c == tight {
 				want = wantTight
 			}
-			if got := memOf(t, c, t.Context(), inv, costly); got != want {
+			if got := memOf(t.Context(), t, c, inv, costly); got != want {
 				t.Errorf("evaluation %d: charged %d MiB, want %d (as on a cold inventory)", i, got, want)
 			}
 		}
