@@ -26,6 +26,8 @@ import (
 // ResourceSlices); devMem resolves the first family's memory percentages
 // and the whole devices inv does not size.
 type demander struct {
+	// ctx bounds the claims' CEL selectors (the command's context).
+	ctx context.Context
 	charging
 	devMem    int64
 	templates []*resourcev1.ResourceClaimTemplate
@@ -37,7 +39,7 @@ func (d demander) effective(w *manifest.Workload) (effectiveOutput, error) {
 	var ds effective.Demands
 	var err error
 	if w.Claim != nil {
-		ds, err = d.claims.Demands(w.Claim.Name, &w.Claim.Spec, w.Claim.Status.Allocation, d.inv, d.options())
+		ds, err = d.claims.Demands(d.ctx, w.Claim.Name, &w.Claim.Spec, w.Claim.Status.Allocation, d.inv, d.options())
 	} else {
 		ds, err = d.pod(w)
 	}
@@ -60,7 +62,7 @@ func (d demander) pod(w *manifest.Workload) (effective.Demands, error) {
 		if t == nil {
 			continue
 		}
-		td, err := d.claims.Demands(w.Pod.Name+"/"+rc.Name, &t.Spec.Spec, nil, d.inv, d.options())
+		td, err := d.claims.Demands(d.ctx, w.Pod.Name+"/"+rc.Name, &t.Spec.Spec, nil, d.inv, d.options())
 		if err != nil {
 			return nil, fmt.Errorf("ResourceClaimTemplate %q: %w", t.Name, err)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuadmit/gpuadmit/pkg/config"
-	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 )
@@ -96,7 +96,7 @@ device family the configuration governs and the pod asks for is under
 			if err != nil {
 				return err
 			}
-			return c.effective(o.in, o.config, o.devMem, out)
+			return c.effective(cmd.Context(), o.in, o.config, o.devMem, out)
 		},
 	}
 	filenameFlag(cmd, &o.in, "pod, workload or ResourceClaim manifests")
@@ -106,7 +106,7 @@ device family the configuration governs and the pod asks for is under
 	return cmd
 }
 
-func (c *cli) effective(in manifestFlags, cfgPath string, devMem int64, format output) error {
+func (c *cli) effective(ctx context.Context, in manifestFlags, cfgPath string, devMem int64, format output) error {
 	cfg, err := loadConfig(cfgPath, c.stderr)
 	if err != nil {
 		return err
@@ -119,7 +119,7 @@ func (c *cli) effective(in manifestFlags, cfgPath string, devMem int64, format o
 	if err != nil {
 		return err
 	}
-	d := demander{charging: ch, devMem: devMem, templates: objs.ClaimTemplates, inv: dra.NewInventory(objs.Slices)}
+	d := demander{ctx: ctx, charging: ch, devMem: devMem, templates: objs.ClaimTemplates, inv: ch.claims.NewInventory(objs.Slices)}
 	out := effectiveObjects{primary: ch.families[0].Name}
 	var errs []error
 	for _, w := range objs.Workloads {

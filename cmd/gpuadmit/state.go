@@ -96,7 +96,7 @@ type charging struct {
 // chargingOf is the configuration's charging, the webhook's.
 func chargingOf(cfg *config.Configuration) (charging, error) {
 	fams := config.Families(cfg)
-	claims, err := dra.NewCharger(config.DeviceClasses(cfg), fams)
+	claims, err := dra.NewCharger(config.DeviceClasses(cfg), fams, config.ChargerOptions(cfg)...)
 	if err != nil {
 		return charging{}, fmt.Errorf("configuration: dra.deviceClasses: %w", err)
 	}

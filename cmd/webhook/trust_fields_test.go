@@ -13,6 +13,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/randfill"
 
+	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
@@ -27,6 +28,11 @@ func keptFields(t *testing.T) map[string][]string {
 	t.Helper()
 	fams := append(effective.HAMiFamilies(), effective.Nvidia())
 	managed := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+	charger, err := dra.NewCharger([]dra.Class{{Name: governedClass, Family: "nvidia", Mode: dra.ModeCapacity, Driver: governedClass,
+		MemoryCapacity: "memory", CoresCapacity: "cores"}}, []effective.Family{effective.Nvidia()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := map[string][]string{}
 	for _, w := range []struct {
 		kind      string
@@ -43,9 +49,14 @@ func keptFields(t *testing.T) map[string][]string {
 			p := o.(*corev1.Pod)
 			p.Spec.Containers[0].Resources.Limits = managed
 		}, ledger.PodTransform(fams)},
-		{"ResourceClaim", &resourcev1.ResourceClaim{}, nil, ledger.ClaimTransform},
+		{"ResourceClaim", &resourcev1.ResourceClaim{}, func(o runtime.Object) {
+			governed(&o.(*resourcev1.ResourceClaim).Spec)
+		}, ledger.ClaimTransform(charger)},
 		{"ResourceSlice", &resourcev1.ResourceSlice{}, nil, ledger.SliceTransform},
-		{"ResourceClaimTemplate", &resourcev1.ResourceClaimTemplate{}, nil, ledger.TemplateTransform},
+		{"ResourceClaimTemplate", &resourcev1.ResourceClaimTemplate{}, func(o runtime.Object) {
+			governed(&o.(*resourcev1.ResourceClaimTemplate).Spec.Spec)
+		}, ledger.TemplateTransform(charger)},
+		{"DeviceClass", &resourcev1.DeviceClass{}, nil, ledger.DeviceClassTransform},
 	} {
 		filled(w.obj)
 		if w.seed != nil {
@@ -58,6 +69,24 @@ func keptFields(t *testing.T) map[string][]string {
 		out[w.kind] = fieldPaths(t, kept)
 	}
 	return out
+}
+
+// governedClass is the DeviceClass the claims of keptFields ask for, so
+// that the claim and template watches keep what they keep of a governed
+// claim (of any other, its identity only).
+const governedClass = "hami-core-gpu.project-hami.io"
+
+// governed makes every request of spec ask for governedClass.
+func governed(spec *resourcev1.ResourceClaimSpec) {
+	for i := range spec.Devices.Requests {
+		r := &spec.Devices.Requests[i]
+		if r.Exactly != nil {
+			r.Exactly.DeviceClassName = governedClass
+		}
+		for j := range r.FirstAvailable {
+			r.FirstAvailable[j].DeviceClassName = governedClass
+		}
+	}
 }
 
 // filled fills every field of obj (two elements in each list and map).

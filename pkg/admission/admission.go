@@ -52,7 +52,7 @@ type Gate interface {
 // way the decision computes it (*decision.Decider); nil for a pod that
 // requests no managed resource.
 type Demander interface {
-	Demand(pod *corev1.Pod) (effective.Demands, error)
+	Demand(ctx context.Context, pod *corev1.Pod) (effective.Demands, error)
 }
 
 // maxContainers bounds the containers of a pod the handlers look at; the API

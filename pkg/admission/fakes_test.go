@@ -23,7 +23,7 @@ import (
 // defaults and a 24 GiB device for percentages.
 type computeDemand struct{}
 
-func (computeDemand) Demand(pod *corev1.Pod) (effective.Demands, error) {
+func (computeDemand) Demand(_ context.Context, pod *corev1.Pod) (effective.Demands, error) {
 	if !effective.Nvidia().Requests(pod) {
 		return nil, nil
 	}
@@ -52,7 +52,7 @@ func (d *quotaDecider) Decide(_ context.Context, req decision.Request) (decision
 	if d.err != nil {
 		return decision.Result{}, d.err
 	}
-	dem, err := computeDemand{}.Demand(pod)
+	dem, err := computeDemand{}.Demand(context.Background(), pod)
 	if err != nil {
 		return decision.Result{Denials: []string{err.Error()}}, nil
 	}

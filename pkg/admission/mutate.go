@@ -47,7 +47,7 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) (admission.
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed(""), reasonNotCreate
 	}
-	d, err := m.Demand.Demand(pod)
+	d, err := m.Demand.Demand(ctx, pod)
 	if d != nil || err != nil { // a GPU pod (or an invalid one)
 		if resp, blocked := gate(m.Gate, subject{kind: "pod", ref: podRef(pod)}); blocked {
 			return resp, reasonNotReady

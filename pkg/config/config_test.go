@@ -208,7 +208,8 @@ func everyField() *config.Configuration {
 		ClientConnection: &configv1alpha1.ClientConnection{QPS: ptr.To[float32](50), Burst: ptr.To[int32](100)},
 		DRA: &configv1alpha1.DRA{DeviceClasses: []configv1alpha1.DeviceClass{{Name: "gpu.example.com", Family: "hygon",
 			Mode: configv1alpha1.DeviceClassDevice, Driver: "example.com", MemoryCapacity: ptr.To("mem"), CoresCapacity: ptr.To("sm"),
-			CoresPerDevice: ptr.To[int64](50), Selectors: []string{"device.driver == 'example.com'"}}}},
+			CoresPerDevice: ptr.To[int64](50), Selectors: []string{"device.driver == 'example.com'"}}},
+			NetworkPoolDrivers: []string{"example.com"}},
 		Audit: &configv1alpha1.Audit{OpenReports: ptr.To(true)},
 	}
 }

@@ -25,6 +25,15 @@ func DeviceClasses(c *Configuration) []dra.Class {
 	return out
 }
 
+// ChargerOptions are the claim charger's options of a defaulted, valid
+// configuration's dra section.
+func ChargerOptions(c *Configuration) []dra.ChargerOption {
+	if c.DRA == nil || slices.Contains(c.DRA.NetworkPoolDrivers, configv1alpha1.AnyDriver) {
+		return nil
+	}
+	return []dra.ChargerOption{dra.WithNetworkPoolDrivers(slices.Clone(c.DRA.NetworkPoolDrivers))}
+}
+
 // validateDRA checks the dra section: each class named once, a known mode,
 // a governed family.
 func validateDRA(c *Configuration) field.ErrorList {
@@ -61,6 +70,29 @@ func validateDRA(c *Configuration) field.ErrorList {
 		if *dc.CoresPerDevice < 0 {
 			errs = append(errs, field.Invalid(p.Child("coresPerDevice"), *dc.CoresPerDevice, "must not be negative"))
 		}
+	}
+	return append(errs, validateNetworkPoolDrivers(c.DRA.NetworkPoolDrivers)...)
+}
+
+// validateNetworkPoolDrivers checks dra.networkPoolDrivers: driver names
+// (DNS subdomains) once each, or "*" alone.
+func validateNetworkPoolDrivers(drivers []string) field.ErrorList {
+	var errs field.ErrorList
+	p := field.NewPath("dra", "networkPoolDrivers")
+	seen := map[string]bool{}
+	for i, d := range drivers {
+		switch {
+		case d == configv1alpha1.AnyDriver && len(drivers) > 1:
+			errs = append(errs, field.Invalid(p.Index(i), d, `"*" (every driver) must be the only entry`))
+		case d == configv1alpha1.AnyDriver:
+		case seen[d]:
+			errs = append(errs, field.Duplicate(p.Index(i), d))
+		default:
+			for _, msg := range validation.IsDNS1123Subdomain(d) {
+				errs = append(errs, field.Invalid(p.Index(i), d, msg))
+			}
+		}
+		seen[d] = true
 	}
 	return errs
 }

@@ -58,3 +58,38 @@ func TestDRASection(t *testing.T) {
 		})
 	}
 }
+
+// TestNetworkPoolDrivers: dra.networkPoolDrivers defaults to every driver,
+// an empty list trusts none, and a bad entry is refused with its path.
+func TestNetworkPoolDrivers(t *testing.T) {
+	head := "apiVersion: config.gpuadmit.io/v1alpha1\nkind: Configuration\n"
+	for _, tc := range []struct {
+		name, doc string
+		options   int    // charger options: 0 every driver, 1 a list
+		want      string // substring of the error; "": valid
+	}{
+		{"omitted: every driver", "", 0, ""},
+		{"every driver", "dra: {deviceClasses: [], networkPoolDrivers: ['*']}\n", 0, ""},
+		{"none", "dra: {deviceClasses: [], networkPoolDrivers: []}\n", 1, ""},
+		{"one", "dra: {deviceClasses: [], networkPoolDrivers: [gpu.nvidia.com]}\n", 1, ""},
+		{"* among others", "dra: {deviceClasses: [], networkPoolDrivers: ['*', gpu.nvidia.com]}\n", 0, "dra.networkPoolDrivers[0]"},
+		{"twice", "dra: {deviceClasses: [], networkPoolDrivers: [a.example.com, a.example.com]}\n", 0, "dra.networkPoolDrivers[1]"},
+		{"not a DNS name", "dra: {deviceClasses: [], networkPoolDrivers: [A_B]}\n", 0, "dra.networkPoolDrivers[0]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _, err := config.Parse([]byte(head + tc.doc))
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("error %v, want one naming %s", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(config.ChargerOptions(cfg)); n != tc.options {
+				t.Errorf("%d charger options, want %d", n, tc.options)
+			}
+		})
+	}
+}

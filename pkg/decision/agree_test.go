@@ -45,7 +45,7 @@ func TestMutateValidateLedgerAgree(t *testing.T) {
 		}
 		for i := range 20 {
 			pod := randomPod(r, fmt.Sprintf("p%d-%d", cluster, i), nodes)
-			dem, err := d.Demand(pod)
+			dem, err := d.Demand(context.Background(), pod)
 			if err != nil {
 				t.Fatal(err)
 			}

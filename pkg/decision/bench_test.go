@@ -124,7 +124,7 @@ func BenchmarkDecideGo(b *testing.B) {
 // goDecide is the default policies' namespace-limit and satisfiability
 // checks written in Go (the nvidia family's).
 func goDecide(d *Decider, pod *corev1.Pod) []string {
-	dems, err := d.Demand(pod)
+	dems, err := d.Demand(context.Background(), pod)
 	if err != nil {
 		return []string{err.Error()}
 	}

@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,13 +29,13 @@ func (d *Decider) Charger() *dra.Charger { return d.claims }
 
 // ClaimDemand is the claim's demand as Decide computes it; an invalid
 // request is an *effective.InvalidError.
-func (d *Decider) ClaimDemand(c *resourcev1.ResourceClaim) (effective.Demands, error) {
-	return d.claims.Demands(c.Name, &c.Spec, c.Status.Allocation, d.snap.Inventory(), d.claimOptions())
+func (d *Decider) ClaimDemand(ctx context.Context, c *resourcev1.ResourceClaim) (effective.Demands, error) {
+	return d.claims.Demands(ctx, c.Name, &c.Spec, c.Status.Allocation, d.snap.Inventory(), d.claimOptions())
 }
 
 // claimSpecDemand is the demand of a claim spec not created yet (a template's).
-func (d *Decider) claimSpecDemand(name string, spec *resourcev1.ResourceClaimSpec) (effective.Demands, error) {
-	return d.claims.Demands(name, spec, nil, d.snap.Inventory(), d.claimOptions())
+func (d *Decider) claimSpecDemand(ctx context.Context, name string, spec *resourcev1.ResourceClaimSpec) (effective.Demands, error) {
+	return d.claims.Demands(ctx, name, spec, nil, d.snap.Inventory(), d.claimOptions())
 }
 
 // claimOptions are the device sizes a claim's whole devices resolve
@@ -54,11 +55,11 @@ func (d *Decider) claimOptions() map[string]effective.Options {
 // adds nothing; the ledger moves the charge to the claim once it records
 // it). A generated claim whose pod is only reserved yet is decided as any
 // claim.
-func (d *Decider) covered(c *resourcev1.ResourceClaim) bool {
+func (d *Decider) covered(ctx context.Context, c *resourcev1.ResourceClaim) bool {
 	if _, generated := c.Annotations[ledger.PodClaimNameAnnotation]; !generated {
 		return false // not the claim controller's: no demand computed twice
 	}
-	ds, err := d.ClaimDemand(c)
+	ds, err := d.ClaimDemand(ctx, c)
 	return err == nil && d.snap.ClaimCovered(c, ds.Effective())
 }
 
@@ -89,13 +90,13 @@ func (d *Decider) templates(pod *corev1.Pod) []templated {
 // nodes), and the claims its templates will produce, which hold their
 // devices for the pod's whole life. Claims it names (resourceClaimName)
 // are charged on their own, once, however many pods share them.
-func (d *Decider) podDemand(pod *corev1.Pod, view *nodeView) (effective.Demands, error) {
+func (d *Decider) podDemand(ctx context.Context, pod *corev1.Pod, view *nodeView) (effective.Demands, error) {
 	ds, err := effective.ComputeAll(pod, d.families, d.options(pod, view))
 	if err != nil {
 		return nil, err
 	}
 	for _, t := range d.templates(pod) {
-		td, err := d.claimSpecDemand(pod.Name+"/"+t.name, &t.tmpl.Spec.Spec)
+		td, err := d.claimSpecDemand(ctx, pod.Name+"/"+t.name, &t.tmpl.Spec.Spec)
 		if err != nil {
 			return nil, err
 		}

@@ -153,7 +153,7 @@ func newDecider(engine Evaluator, snap Snapshotter, cfg *config.Configuration, f
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	claims, err := dra.NewCharger(config.DeviceClasses(cfg), fams)
+	claims, err := dra.NewCharger(config.DeviceClasses(cfg), fams, config.ChargerOptions(cfg)...)
 	if err != nil {
 		return nil, fmt.Errorf("dra.deviceClasses: %w", err)
 	}
@@ -172,7 +172,7 @@ func newDecider(engine Evaluator, snap Snapshotter, cfg *config.Configuration, f
 func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 	switch {
 	case req.Claim != nil:
-		if !d.claims.Governs(&req.Claim.Spec) || d.covered(req.Claim) {
+		if !d.claims.Governs(&req.Claim.Spec) || d.covered(ctx, req.Claim) {
 			return Result{Allowed: true}, nil
 		}
 		req.Pod = claimPod(req.Claim)
@@ -216,9 +216,9 @@ func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) 
 	}
 	doc := &inputDoc{req: req, namespace: ns, primary: d.families[0].Name, capacity: capVal, settings: d.settingsVal, words: d.words, memo: d.memo}
 	if req.Claim != nil {
-		doc.demand, err = d.ClaimDemand(req.Claim)
+		doc.demand, err = d.ClaimDemand(ctx, req.Claim)
 	} else {
-		doc.demand, err = d.podDemand(req.Pod, view)
+		doc.demand, err = d.podDemand(ctx, req.Pod, view)
 	}
 	if err != nil {
 		var inv *effective.InvalidError
@@ -277,7 +277,7 @@ func (d *Decider) Families() []effective.Family { return d.families }
 // of the nodes the pod may run on (ledger.Eligible). It is nil for a pod that
 // requests no managed resource; an invalid request is an
 // *effective.InvalidError. The mutating webhook annotates pods with it.
-func (d *Decider) Demand(pod *corev1.Pod) (effective.Demands, error) {
+func (d *Decider) Demand(ctx context.Context, pod *corev1.Pod) (effective.Demands, error) {
 	if !d.Requests(pod) {
 		return nil, nil
 	}
@@ -285,7 +285,7 @@ func (d *Decider) Demand(pod *corev1.Pod) (effective.Demands, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.podDemand(pod, view)
+	return d.podDemand(ctx, pod, view)
 }
 
 // options are the Compute options per family: the device sizes the

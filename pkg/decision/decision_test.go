@@ -202,7 +202,7 @@ func TestDecide(t *testing.T) {
 				t.Errorf("Invalid = %v, want %v", got.Invalid, tt.invalid)
 			}
 			// The mutating webhook's Demand agrees with the decision.
-			dem, err := d.Demand(tt.pod)
+			dem, err := d.Demand(context.Background(), tt.pod)
 			switch {
 			case tt.invalid:
 				if err == nil {

@@ -164,7 +164,7 @@ func TestSecondFamilyLimits(t *testing.T) {
 			if !reflect.DeepEqual(got.Exceeded, tt.exceeded) {
 				t.Errorf("exceeded = %+v, want %+v", got.Exceeded, tt.exceeded)
 			}
-			dem, err := d.Demand(tt.pod)
+			dem, err := d.Demand(context.Background(), tt.pod)
 			if err != nil || !dem.Effective().Equal(got.Effective) {
 				t.Errorf("Demand = %v, %v; decision effective %v", dem.Effective(), err, got.Effective)
 			}

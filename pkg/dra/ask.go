@@ -71,7 +71,7 @@ func (b *builder) compile(a *ask) bool {
 		if s == nil {
 			continue // no selector of a kind this version knows: it narrows nothing
 		}
-		res := b.c.cel.GetOrCompile(s.Expression)
+		res := b.c.cel.compile(s.Expression)
 		if res.Error != nil {
 			b.fail(a.name, fmt.Sprintf("selectors[%d]", i), s.Expression, "the CEL selector does not compile: "+res.Error.Error())
 			ok = false
@@ -83,14 +83,15 @@ func (b *builder) compile(a *ask) bool {
 }
 
 // eligible returns the inventory's devices the ask may be allocated: of the
-// class's driver, every selector (the class's and the request's) true or
-// failing at run time (the worst case).
+// class's driver, every selector (the class's and the request's) true,
+// failing at run time or not evaluated within the claim's CEL budget or the
+// caller's deadline (the worst case).
 func (b *builder) eligible(a *ask) []*device {
 	if a.evaluated {
 		return a.devs
 	}
 	a.evaluated = true
-	a.devs = b.inv.pick(a.class.Driver, a.programs)
+	a.devs = b.inv.pick(&b.eval, a.class.Driver, a.programs)
 	return a.devs
 }
 
@@ -157,7 +158,7 @@ func (b *builder) capacityLimits(a *ask, count int64) limits {
 func (b *builder) deviceLimits(a *ask) limits {
 	size, ok := largest(b.allocatedSizes(a))
 	if !ok {
-		size, ok = largestMiB(b.eligible(a), a.class.MemoryCapacity)
+		size, ok = largestMiB(b.eligible(a), a.class.MemoryCapacity, b.c.boundOf(a.fam.Name))
 	}
 	if !ok || size == 0 {
 		return limits{}
@@ -175,7 +176,7 @@ func (b *builder) wholeSizes(a *ask, count int64) []int64 {
 	if b.opts[a.fam.Name].DeviceMemoryMiB > 0 || count <= 0 {
 		return nil
 	}
-	size, ok := largestMiB(b.eligible(a), a.class.MemoryCapacity)
+	size, ok := largestMiB(b.eligible(a), a.class.MemoryCapacity, b.c.boundOf(a.fam.Name))
 	if !ok || size == 0 {
 		return nil
 	}
@@ -187,20 +188,23 @@ func (b *builder) wholeSizes(a *ask, count int64) []int64 {
 }
 
 // allocatedSizes is the memory of each device allocated to the ask, nil
-// unless every one is in the inventory with a memory capacity.
+// unless every one is in the inventory, published by the node the claim is
+// allocated on (or in a pool that is not node-local), with a plausible
+// memory capacity.
 func (b *builder) allocatedSizes(a *ask) []int64 {
 	rs := b.results[a.name]
 	if len(rs) == 0 {
 		return nil
 	}
 	out := make([]int64, 0, len(rs))
+	bound := b.c.boundOf(a.fam.Name)
 	for _, r := range rs {
-		d := b.inv.lookup(r.Driver, r.Pool, r.Device)
+		d := b.inv.lookup(r.Driver, r.Pool, r.Device, b.node)
 		if d == nil {
 			return nil
 		}
-		m, ok := d.memoryMiB(a.class.MemoryCapacity)
-		if !ok || m == 0 {
+		m, ok := d.memoryMiB(a.class.MemoryCapacity, bound)
+		if !ok {
 			return nil
 		}
 		out = append(out, m)

@@ -1,6 +1,8 @@
 package dra_test
 
 import (
+	"context"
+
 	"fmt"
 	"testing"
 
@@ -24,7 +26,22 @@ func BenchmarkDemandsWholeDevices(b *testing.B) {
 	s := spec(exact("gpu", gpuClass, 2, `device.attributes["gpu.nvidia.com"].type == "gpu"`))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.Demands("claim", s, nil, inv, nil); err != nil {
+		if _, err := c.Demands(context.Background(), "claim", s, nil, inv, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDemandsHostileSelector: a claim whose selector costs ~143,000
+// cost units per device, over 65 devices (~4.5 s if evaluated on each):
+// the claim's CEL budget bounds it, on a fresh inventory every time (no
+// memo helps).
+func BenchmarkDemandsHostileSelector(b *testing.B) {
+	c := chargerWith(b)
+	s := spec(exact("gpu", gpuClass, 1, costly))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Demands(b.Context(), "claim", s, nil, hostileInventory(64), nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -136,9 +137,11 @@ func slice(name, driver, node string, devs ...resourcev1.Device) *resourcev1.Res
 	}
 }
 
-// allocated is an allocation of the named devices (pool = node) to request.
+// allocated is an allocation of the named devices (pool = node) to request,
+// on node pool as the scheduler names it.
 func allocated(request, driver, pool string, devices ...string) *resourcev1.AllocationResult {
-	a := &resourcev1.AllocationResult{}
+	a := &resourcev1.AllocationResult{NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{pool}}}}}}}
 	for _, d := range devices {
 		a.Devices.Results = append(a.Devices.Results, resourcev1.DeviceRequestAllocationResult{Request: request, Driver: driver, Pool: pool, Device: d})
 	}

@@ -49,37 +49,80 @@ type Class struct {
 	Selectors []string
 }
 
-// celCacheSize is how many compiled selectors a Charger keeps: the distinct
-// expressions of a cluster's claims are few (HAMi-DRA writes one per device
-// type and annotation value).
-const celCacheSize = 512
-
 // Charger turns claims into demand. It is safe for concurrent use.
 type Charger struct {
 	classes []Class
 	byName  map[string]*Class
 	fams    []effective.Family
 	famIdx  map[string]int
-	cel     *cel.Cache
+	cel     *selectorCache
 	// programs are the compiled Selectors of each class, by class name.
 	programs map[string][]cel.CompilationResult
+	// budget is the CEL cost one claim may spend (DefaultClaimCostBudget).
+	budget uint64
+	// bound is the plausibility bound of a family's device memory in MiB
+	// (nil, or <= 0 for a family: DefaultMemoryBoundMiB).
+	bound func(family string) int64
+	// network is the inventory's option of the drivers trusted with pools
+	// that are not node-local (nil: every driver).
+	network InventoryOption
+}
+
+// ChargerOption configures NewCharger.
+type ChargerOption func(*Charger)
+
+// WithClaimCostBudget sets the CEL cost, in the CEL library's runtime cost
+// units, one claim's selectors may spend over every device they are
+// evaluated on (0: DefaultClaimCostBudget). It is also the runtime cost
+// limit of one evaluation when lower than the API server's
+// (resourcev1.CELSelectorExpressionMaxCost).
+func WithClaimCostBudget(units uint64) ChargerOption {
+	return func(c *Charger) {
+		if units > 0 {
+			c.budget = units
+		}
+	}
+}
+
+// WithMemoryBound sets the plausibility bound, in MiB, of the memory a
+// device of a family may publish (a result <= 0: DefaultMemoryBoundMiB).
+func WithMemoryBound(bound func(family string) int64) ChargerOption {
+	return func(c *Charger) { c.bound = bound }
+}
+
+// WithNetworkPoolDrivers makes the inventories the charger builds
+// (Charger.NewInventory) trust only drivers with pools that are not
+// node-local (see NetworkPoolDrivers).
+func WithNetworkPoolDrivers(drivers []string) ChargerOption {
+	return func(c *Charger) { c.network = NetworkPoolDrivers(drivers) }
+}
+
+// NewInventory indexes the devices of list (the package's NewInventory)
+// with the charger's options; a nil charger builds it without.
+func (c *Charger) NewInventory(list []*resourcev1.ResourceSlice) *Inventory {
+	if c == nil || c.network == nil {
+		return NewInventory(list)
+	}
+	return NewInventory(list, c.network)
 }
 
 // NewCharger returns a charger of classes, whose families are fams. It
 // rejects an unknown or unnamed family, a class named twice or not at all,
 // an unknown mode, a class without a memory capacity name and a negative
 // CoresPerDevice.
-func NewCharger(classes []Class, fams []effective.Family) (*Charger, error) {
+func NewCharger(classes []Class, fams []effective.Family, opts ...ChargerOption) (*Charger, error) {
 	c := &Charger{
-		classes: slices.Clone(classes),
-		byName:  make(map[string]*Class, len(classes)),
-		fams:    slices.Clone(fams),
-		famIdx:  make(map[string]int, len(fams)),
-		// Stored expressions: every CEL feature the API server may have
-		// accepted (consumable capacity, list-type attributes) compiles.
-		cel:      cel.NewCache(celCacheSize, cel.Features{EnableConsumableCapacity: true, EnableListTypeAttributes: true}),
+		classes:  slices.Clone(classes),
+		byName:   make(map[string]*Class, len(classes)),
+		fams:     slices.Clone(fams),
+		famIdx:   make(map[string]int, len(fams)),
 		programs: make(map[string][]cel.CompilationResult, len(classes)),
+		budget:   DefaultClaimCostBudget,
 	}
+	for _, o := range opts {
+		o(c)
+	}
+	c.cel = newSelectorCache(celCacheSize, min(c.budget, uint64(resourcev1.CELSelectorExpressionMaxCost)))
 	var errs []error
 	for i := range c.fams {
 		name := c.fams[i].Name
@@ -133,7 +176,7 @@ func (c *Charger) validate(cl *Class) error {
 	}
 	progs := make([]cel.CompilationResult, 0, len(cl.Selectors))
 	for i, expr := range cl.Selectors {
-		res := c.cel.GetOrCompile(expr)
+		res := c.cel.compile(expr)
 		if res.Error != nil {
 			return fmt.Errorf("selectors[%d] %q: %w", i, expr, res.Error)
 		}

@@ -1,8 +1,10 @@
 package dra
 
 import (
+	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
@@ -19,13 +21,22 @@ import (
 // allocated) pins the request to the devices the scheduler picked and inv
 // sizes them. Invalid requests yield an *effective.InvalidError listing each
 // one, its Container "<name>/<request>".
-func (c *Charger) Demands(name string, spec *resourcev1.ResourceClaimSpec, alloc *resourcev1.AllocationResult,
-	inv *Inventory, opts map[string]effective.Options) (effective.Demands, error) {
+//
+// Every CEL selector is evaluated under ctx (the review's deadline) and
+// within the charger's per-claim cost budget: once either is spent, the
+// devices not yet evaluated count as eligible (the worst case: the charge
+// is never lower for it) and no more CEL runs for the claim.
+func (c *Charger) Demands(ctx context.Context, name string, spec *resourcev1.ResourceClaimSpec,
+	alloc *resourcev1.AllocationResult, inv *Inventory, opts map[string]effective.Options) (effective.Demands, error) {
 	if c == nil || spec == nil {
 		return nil, nil
 	}
+	if ctx == nil {
+		ctx = context.Background() // a nil context must not panic in CEL
+	}
 	b := &builder{c: c, claim: name, inv: inv, opts: opts, acc: make([]*effective.Demand, len(c.fams)),
-		results: resultsByRequest(alloc), seen: map[string]bool{}}
+		results: resultsByRequest(alloc), node: allocatedNode(alloc), seen: map[string]bool{},
+		eval: evaluation{ctx: ctx, left: c.budget, limit: c.cel.limit}}
 	for i := range spec.Devices.Requests {
 		b.request(&spec.Devices.Requests[i])
 	}
@@ -48,7 +59,10 @@ type builder struct {
 	inv     *Inventory
 	opts    map[string]effective.Options
 	results map[string][]*resourcev1.DeviceRequestAllocationResult
-	seen    map[string]bool
+	// node is the node the claim is allocated on ("" when none is named).
+	node string
+	eval evaluation
+	seen map[string]bool
 	// acc is the demand per family, by the family's index (nil: none yet).
 	acc  []*effective.Demand
 	errs []*effective.FieldError
@@ -66,6 +80,24 @@ func resultsByRequest(alloc *resourcev1.AllocationResult) map[string][]*resource
 		out[r.Request] = append(out[r.Request], r)
 	}
 	return out
+}
+
+// allocatedNode is the node a node-local allocation is made on: the
+// scheduler's node selector of one term matching metadata.name ("" for
+// any other).
+func allocatedNode(alloc *resourcev1.AllocationResult) string {
+	if alloc == nil || alloc.NodeSelector == nil || len(alloc.NodeSelector.NodeSelectorTerms) != 1 {
+		return ""
+	}
+	t := &alloc.NodeSelector.NodeSelectorTerms[0]
+	if len(t.MatchExpressions) != 0 || len(t.MatchFields) != 1 {
+		return ""
+	}
+	f := &t.MatchFields[0]
+	if f.Key != "metadata.name" || f.Operator != corev1.NodeSelectorOpIn || len(f.Values) != 1 {
+		return ""
+	}
+	return f.Values[0]
 }
 
 // fail records an invalid request.

@@ -26,10 +26,23 @@
 // Eligibility is the scheduler's: the class's driver and every CEL selector
 // of the request, compiled and evaluated with
 // k8s.io/dynamic-resource-allocation/cel. A selector that fails at run time
-// on a device counts the device as eligible (the worst case). A request with
-// firstAvailable is charged, per dimension, the largest of its subrequests
-// (the worst the scheduler can pick), or only what it picked once allocated.
+// on a device counts the device as eligible (the worst case), and so does
+// every device not evaluated once the claim's CEL budget (the caller's
+// context and a runtime cost budget in the library's units) is spent. A
+// request with firstAvailable is charged, per dimension, the largest of its
+// subrequests (the worst the scheduler can pick), or only what it picked
+// once allocated.
 //
-// The package is pure apart from the CEL cache the Charger holds: no I/O, no
+// The Inventory lets a node speak only for itself: a node-local slice's
+// devices are its node's, generations are compared per node, allocations
+// are resolved on their node, and pools that are not node-local count only
+// for trusted drivers. A device whose memory is implausible (above its
+// family's bound, or not above 0) sizes nobody's charge. What is refused is
+// reported (Inventory.Problems, Charger.Implausible), as is a DeviceClass
+// outside the governed ones that can select governed devices
+// (Charger.UngovernedClass).
+//
+// The package is pure apart from the caches the Charger and the Inventory
+// hold (compiled selectors, what selectors picked; both LRU): no I/O, no
 // clocks, no package-level state of its own.
 package dra

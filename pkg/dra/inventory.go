@@ -8,26 +8,71 @@ import (
 
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/utils/lru"
 )
 
 // Inventory is the devices ResourceSlices publish (immutable once built;
 // it remembers which devices each set of selectors picks). It is safe for
 // concurrent use, and its methods are nil-safe: an empty or nil inventory
 // knows no device.
+//
+// A node speaks only for itself: the devices of a node-local slice
+// (spec.nodeName) are that node's and no other's, its pool's generations
+// are compared among that node's slices only, and an allocation result is
+// resolved against the devices of the node it was allocated on. A pool
+// published node-locally by several nodes is a reported conflict: when it is
+// named after one of them (the drivers' convention), only that node's slices
+// count; otherwise each node's devices stay its own. Pools that are not
+// node-local (a node selector, all nodes, per-device node selection) count
+// only for the drivers trusted to publish them (NetworkPoolDrivers).
 type Inventory struct {
 	devices []device
-	index   map[deviceID]int
+	// index lists the devices of each (driver, pool, name), one per owner.
+	index map[deviceID][]int
+	// all and byDriver are the devices' indexes, in the inventory's order.
+	all      []int
+	byDriver map[string][]int
+	problems []SliceProblem
 
 	mu sync.Mutex
-	// picks memoises the eligible devices by driver and selector
-	// expressions (claims of one class mostly share their selectors).
-	picks map[string][]*device
+	// picks memoises, by driver and selector expressions, what the
+	// selectors made of each device (claims of one class mostly share their
+	// selectors); a bounded LRU cache of *pickMemo.
+	picks *lru.Cache
 }
 
-// maxPicks bounds the memo: claims may each carry selectors of their own
-// (HAMi-DRA writes one per annotated device UUID).
-const maxPicks = 1024
+// SliceProblem is a published device or pool the inventory does not use (or
+// a conflict it resolved), reported instead of ignored.
+type SliceProblem struct {
+	// Slice is the ResourceSlice's name.
+	Slice                      string
+	Driver, Pool, Node, Device string
+	Message                    string
+}
+
+// InventoryOption configures NewInventory.
+type InventoryOption func(*inventoryConfig)
+
+type inventoryConfig struct {
+	// network is the drivers trusted with pools that are not node-local
+	// (nil: every driver).
+	network map[string]bool
+}
+
+// NetworkPoolDrivers makes the ResourceSlices that are not node-local
+// (spec.nodeSelector, spec.allNodes, spec.perDeviceNodeSelection) count
+// only for the drivers listed; the others are reported. A node's kubelet can only write slices of its own
+// node name (the NodeRestriction admission), so such slices come from a
+// cluster-wide identity. Without this option every driver is trusted with
+// them; with an empty list, none is.
+func NetworkPoolDrivers(drivers []string) InventoryOption {
+	return func(c *inventoryConfig) {
+		c.network = make(map[string]bool, len(drivers))
+		for _, d := range drivers {
+			c.network[d] = true
+		}
+	}
+}
 
 // deviceID names a device as an allocation result does.
 type deviceID struct {
@@ -39,6 +84,11 @@ type deviceID struct {
 // objects never are).
 type device struct {
 	id deviceID
+	// slice is the name of the ResourceSlice that published it.
+	slice string
+	// owner is the node whose node-local slice published the device; ""
+	// for a pool that is not node-local.
+	owner string
 	// node is the node the device is bound to by name; "" when it is
 	// reachable from more than one node (a node selector, all nodes).
 	node       string
@@ -47,57 +97,147 @@ type device struct {
 	capacity   map[resourcev1.QualifiedName]resourcev1.DeviceCapacity
 }
 
-// poolID names a resource pool.
-type poolID struct {
-	driver, pool string
+// poolKey names a pool as seen from its writer: driver, pool name and the
+// node of a node-local pool ("" otherwise).
+type poolKey struct {
+	driver, pool, owner string
 }
 
 // NewInventory indexes the devices of list. As the scheduler does, only the
-// slices of the newest generation of each pool count; a device published
-// twice is counted once. The result does not depend on the order of list.
-func NewInventory(list []*resourcev1.ResourceSlice) *Inventory {
-	ss := make([]*resourcev1.ResourceSlice, 0, len(list))
-	latest := map[poolID]int64{}
-	for _, s := range list {
-		if s == nil {
-			continue
-		}
-		ss = append(ss, s)
-		p := poolID{s.Spec.Driver, s.Spec.Pool.Name}
-		if g, ok := latest[p]; !ok || s.Spec.Pool.Generation > g {
-			latest[p] = s.Spec.Pool.Generation
+// slices of the newest generation of each pool count (compared per node for
+// node-local pools); a device published twice by one writer is counted once.
+// The result does not depend on the order of list.
+func NewInventory(list []*resourcev1.ResourceSlice, opts ...InventoryOption) *Inventory {
+	var cfg inventoryConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	inv := &Inventory{index: map[deviceID][]int{}, byDriver: map[string][]int{}, picks: newPicks()}
+	ss := inv.admitted(list, &cfg)
+	latest := map[poolKey]int64{}
+	for _, s := range ss {
+		k := keyOf(s)
+		if g, ok := latest[k]; !ok || s.Spec.Pool.Generation > g {
+			latest[k] = s.Spec.Pool.Generation
 		}
 	}
-	slices.SortFunc(ss, func(a, b *resourcev1.ResourceSlice) int {
-		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Spec.Driver, b.Spec.Driver), cmp.Compare(a.Spec.Pool.Name, b.Spec.Pool.Name))
-	})
-	inv := &Inventory{index: map[deviceID]int{}, picks: map[string][]*device{}}
 	for _, s := range ss {
-		if s.Spec.Pool.Generation < latest[poolID{s.Spec.Driver, s.Spec.Pool.Name}] {
+		if s.Spec.Pool.Generation < latest[keyOf(s)] {
 			continue
 		}
 		for i := range s.Spec.Devices {
 			inv.add(s, &s.Spec.Devices[i])
 		}
 	}
+	sortProblems(inv.problems)
 	return inv
 }
 
-// add records one device of s (the first of a duplicated name).
+// keyOf is the pool s belongs to.
+func keyOf(s *resourcev1.ResourceSlice) poolKey {
+	return poolKey{s.Spec.Driver, s.Spec.Pool.Name, nodeOf(s)}
+}
+
+// nodeOf is the node of a node-local slice, "" for any other.
+func nodeOf(s *resourcev1.ResourceSlice) string {
+	if s.Spec.NodeName != nil {
+		return *s.Spec.NodeName
+	}
+	return ""
+}
+
+// admitted returns the slices of list that may speak for their pools,
+// sorted, and records a problem for each that may not: a pool that is not
+// node-local of an untrusted driver, and the slices of a node publishing a
+// pool named after another node that publishes it too.
+func (inv *Inventory) admitted(list []*resourcev1.ResourceSlice, cfg *inventoryConfig) []*resourcev1.ResourceSlice {
+	owners := map[poolID]map[string]bool{}
+	for _, s := range list {
+		if s != nil && nodeOf(s) != "" {
+			p := poolID{s.Spec.Driver, s.Spec.Pool.Name}
+			if owners[p] == nil {
+				owners[p] = map[string]bool{}
+			}
+			owners[p][nodeOf(s)] = true
+		}
+	}
+	ss := make([]*resourcev1.ResourceSlice, 0, len(list))
+	for _, s := range list {
+		if s == nil {
+			continue
+		}
+		if msg := inv.refused(s, cfg, owners[poolID{s.Spec.Driver, s.Spec.Pool.Name}]); msg != "" {
+			inv.problems = append(inv.problems, SliceProblem{Slice: s.Name, Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name,
+				Node: nodeOf(s), Message: msg})
+			continue
+		}
+		ss = append(ss, s)
+	}
+	slices.SortFunc(ss, func(a, b *resourcev1.ResourceSlice) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Spec.Driver, b.Spec.Driver),
+			cmp.Compare(a.Spec.Pool.Name, b.Spec.Pool.Name), cmp.Compare(nodeOf(a), nodeOf(b)))
+	})
+	return ss
+}
+
+// poolID names a resource pool across writers.
+type poolID struct {
+	driver, pool string
+}
+
+// refused says why s may not speak for its pool ("" when it may); a pool
+// node-locally published by several nodes is reported even when s counts.
+func (inv *Inventory) refused(s *resourcev1.ResourceSlice, cfg *inventoryConfig, owners map[string]bool) string {
+	node := nodeOf(s)
+	if node == "" {
+		if cfg.network != nil && !cfg.network[s.Spec.Driver] {
+			return "the pool is not node-local and the driver is not trusted to publish such pools (dra.networkPoolDrivers): its devices are not used"
+		}
+		return ""
+	}
+	if len(owners) < 2 {
+		return ""
+	}
+	others := make([]string, 0, len(owners)-1)
+	for n := range owners {
+		if n != node {
+			others = append(others, n)
+		}
+	}
+	slices.Sort(others)
+	pool := s.Spec.Pool.Name
+	msg := "the pool is also published by node(s) " + strings.Join(others, ", ") + ": each node's devices count for that node only"
+	switch {
+	case pool == node:
+		msg = "the pool is also published by node(s) " + strings.Join(others, ", ") + ", whose slices of it are not used"
+	case owners[pool]:
+		return "node " + node + " publishes pool " + pool + ", which node " + pool + " publishes as its own: its devices are not used"
+	}
+	inv.problems = append(inv.problems, SliceProblem{Slice: s.Name, Driver: s.Spec.Driver, Pool: pool, Node: node, Message: msg})
+	return ""
+}
+
+// add records one device of s (the first of a name its writer repeats).
 func (inv *Inventory) add(s *resourcev1.ResourceSlice, d *resourcev1.Device) {
 	id := deviceID{s.Spec.Driver, s.Spec.Pool.Name, d.Name}
-	if _, dup := inv.index[id]; dup {
-		return
+	owner := nodeOf(s)
+	for _, i := range inv.index[id] {
+		if inv.devices[i].owner == owner {
+			return
+		}
 	}
-	node := ""
+	node := owner
 	switch {
 	case d.NodeName != nil:
 		node = *d.NodeName
-	case d.NodeSelector == nil && d.AllNodes == nil && s.Spec.NodeName != nil:
-		node = *s.Spec.NodeName
+	case d.NodeSelector != nil || d.AllNodes != nil:
+		node = ""
 	}
-	inv.index[id] = len(inv.devices)
-	inv.devices = append(inv.devices, device{id: id, node: node, allowMulti: d.AllowMultipleAllocations,
+	i := len(inv.devices)
+	inv.index[id] = append(inv.index[id], i)
+	inv.all = append(inv.all, i)
+	inv.byDriver[id.driver] = append(inv.byDriver[id.driver], i)
+	inv.devices = append(inv.devices, device{id: id, slice: s.Name, owner: owner, node: node, allowMulti: d.AllowMultipleAllocations,
 		attributes: d.Attributes, capacity: d.Capacity})
 }
 
@@ -109,48 +249,33 @@ func (inv *Inventory) Len() int {
 	return len(inv.devices)
 }
 
-// pick returns the devices of driver ("" any) that programs all accept,
-// memoised by the programs' expressions.
-func (inv *Inventory) pick(driver string, programs []cel.CompilationResult) []*device {
-	if inv.Len() == 0 {
-		return nil
-	}
-	var key strings.Builder
-	key.WriteString(driver)
-	for i := range programs {
-		key.WriteByte(0)
-		key.WriteString(programs[i].Expression)
-	}
-	inv.mu.Lock()
-	devs, ok := inv.picks[key.String()]
-	inv.mu.Unlock()
-	if ok {
-		return devs
-	}
-	for i := range inv.devices {
-		d := &inv.devices[i]
-		if (driver == "" || d.id.driver == driver) && matches(programs, d) {
-			devs = append(devs, d)
-		}
-	}
-	inv.mu.Lock()
-	if len(inv.picks) < maxPicks {
-		inv.picks[key.String()] = devs
-	}
-	inv.mu.Unlock()
-	return devs
-}
-
-// lookup returns the device an allocation result names, nil when unknown.
-func (inv *Inventory) lookup(driver, pool, name string) *device {
+// Problems are the slices, pools and devices the inventory refused or
+// found in conflict (a copy, sorted).
+func (inv *Inventory) Problems() []SliceProblem {
 	if inv == nil {
 		return nil
 	}
-	i, ok := inv.index[deviceID{driver, pool, name}]
-	if !ok {
+	return slices.Clone(inv.problems)
+}
+
+// lookup returns the device an allocation result names on node (the node
+// the claim was allocated on, "" when the allocation names none): a device
+// node published, or one of a pool that is not node-local; nil when none.
+func (inv *Inventory) lookup(driver, pool, name, node string) *device {
+	if inv == nil {
 		return nil
 	}
-	return &inv.devices[i]
+	var found *device
+	for _, i := range inv.index[deviceID{driver, pool, name}] {
+		d := &inv.devices[i]
+		switch {
+		case node != "" && d.owner == node:
+			return d
+		case d.owner == "":
+			found = d
+		}
+	}
+	return found
 }
 
 // capacityValue returns the device's capacity named name (plain, or
@@ -163,45 +288,10 @@ func (d *device) capacityValue(name string) (resource.Quantity, bool) {
 	return c.Value, ok
 }
 
-// memoryMiB is the device's memory capacity in MiB (bytes rounded up);
-// false when it publishes none or an invalid one.
-func (d *device) memoryMiB(name string) (int64, bool) {
-	q, ok := d.capacityValue(name)
-	if !ok {
-		return 0, false
-	}
-	b, err := quantityInt(q)
-	if err != nil {
-		return 0, false
-	}
-	return ceilMiB(b), true
-}
-
-// largestMiB is the largest memory among devs (false when none publishes one).
-func largestMiB(devs []*device, capName string) (int64, bool) {
-	var best int64
-	known := false
-	for _, d := range devs {
-		if m, ok := d.memoryMiB(capName); ok {
-			best, known = max(best, m), true
-		}
-	}
-	return best, known
-}
-
-// worstNodeCount is the most of devs one node can reach: the devices bound
-// to that node plus those reachable from several nodes. An allocation (of
-// mode All) is made on one node, so this bounds what it takes.
-func worstNodeCount(devs []*device) int64 {
-	var shared, most int64
-	perNode := map[string]int64{}
-	for _, d := range devs {
-		if d.node == "" {
-			shared++
-			continue
-		}
-		perNode[d.node]++
-		most = max(most, perNode[d.node])
-	}
-	return shared + most
+// sortProblems orders problems by slice, then by what they name.
+func sortProblems(ps []SliceProblem) {
+	slices.SortFunc(ps, func(a, b SliceProblem) int {
+		return cmp.Or(cmp.Compare(a.Slice, b.Slice), cmp.Compare(a.Driver, b.Driver), cmp.Compare(a.Pool, b.Pool),
+			cmp.Compare(a.Node, b.Node), cmp.Compare(a.Device, b.Device), cmp.Compare(a.Message, b.Message))
+	})
 }

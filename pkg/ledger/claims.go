@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,7 +61,9 @@ func (l *Ledger) UpsertClaim(c *resourcev1.ResourceClaim) {
 	}
 	rec := &claimRecord{uid: uid, namespace: c.Namespace, name: c.Name, allocated: c.Status.Allocation != nil}
 	rec.gen, rec.generated = generatedBy(c)
-	ds, err := l.charger.Demands(c.Name, &c.Spec, c.Status.Allocation, l.inventoryLocked(), l.claimOptionsLocked())
+	// A watch event has no deadline: the charger's per-claim CEL cost
+	// budget bounds the evaluation.
+	ds, err := l.charger.Demands(context.Background(), c.Name, &c.Spec, c.Status.Allocation, l.inventoryLocked(), l.claimOptionsLocked())
 	if err != nil {
 		rec.problem = &Problem{Kind: ProblemClaim, Namespace: c.Namespace, Name: c.Name, Message: err.Error()}
 	} else {
@@ -198,7 +201,7 @@ func (l *Ledger) inventoryLocked() *dra.Inventory {
 		for _, s := range l.slices {
 			ss = append(ss, s)
 		}
-		l.inventory = dra.NewInventory(ss)
+		l.inventory = l.charger.NewInventory(ss)
 	}
 	return l.inventory
 }

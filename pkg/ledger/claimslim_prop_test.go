@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -36,7 +37,7 @@ func slimInventory() *dra.Inventory {
 
 // chargeOf is the charger's demand of a claim spec and allocation.
 func chargeOf(ch *dra.Charger, spec *resourcev1.ResourceClaimSpec, alloc *resourcev1.AllocationResult, opts map[string]effective.Options) (effective.Demands, string) {
-	ds, err := ch.Demands("c", spec, alloc, slimInventory(), opts)
+	ds, err := ch.Demands(context.Background(), "c", spec, alloc, slimInventory(), opts)
 	if err != nil {
 		return nil, err.Error()
 	}

@@ -46,6 +46,8 @@ type Sink interface {
 	DeleteSlice(name string)
 	UpsertTemplate(*resourcev1.ResourceClaimTemplate)
 	DeleteTemplate(namespace, name string)
+	UpsertDeviceClass(*resourcev1.DeviceClass)
+	DeleteDeviceClass(name string)
 }
 
 // FeedOptions tune a Feed.
@@ -124,7 +126,8 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 		watches = append(watches,
 			watched{"resourceclaims", res.ResourceClaims().Informer(), ClaimTransform(c), delayed(ClaimHandler(sink, f.log), opts.Delay)},
 			watched{"resourceslices", res.ResourceSlices().Informer(), SliceTransform, delayed(SliceHandler(sink, f.log), opts.Delay)},
-			watched{"resourceclaimtemplates", res.ResourceClaimTemplates().Informer(), TemplateTransform(c), delayed(TemplateHandler(sink, f.log), opts.Delay)})
+			watched{"resourceclaimtemplates", res.ResourceClaimTemplates().Informer(), TemplateTransform(c), delayed(TemplateHandler(sink, f.log), opts.Delay)},
+			watched{"deviceclasses", res.DeviceClasses().Informer(), DeviceClassTransform, delayed(DeviceClassHandler(sink, f.log), opts.Delay)})
 		probed["resourceclaims"] = res.ResourceClaims().Informer().LastSyncResourceVersion
 	}
 	for _, w := range watches {

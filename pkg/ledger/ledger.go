@@ -64,6 +64,8 @@ type Ledger struct {
 	claims    map[types.UID]*claimRecord
 	slices    map[string]*resourcev1.ResourceSlice
 	inventory *dra.Inventory
+	// deviceClasses are the DeviceClasses, slimmed (deviceclasses.go).
+	deviceClasses map[string]*resourcev1.DeviceClass
 	// templates are the ResourceClaimTemplates; pending the pods'
 	// templates' claims charged under their pods, generated the claims
 	// recorded for a pod's claim (templates.go).

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 
@@ -258,9 +259,13 @@ func (l *Ledger) Stats() Stats {
 // reservations by namespace, included) and every node that has GPU devices
 // or device usage.
 func (l *Ledger) Snapshot(pending map[string][]Reservation) Snapshot {
+	// Outside the lock (CEL): no deadline here, the charger's CEL budget
+	// bounds each DeviceClass, and the inventory memoises the result.
+	draProblems := l.DRAProblems(context.Background())
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	s := Snapshot{Namespaces: make(map[string]NamespaceSnapshot, len(l.namespaces)), Nodes: map[string]NodeUsage{}}
+	s := Snapshot{Namespaces: make(map[string]NamespaceSnapshot, len(l.namespaces)), Nodes: map[string]NodeUsage{},
+		Problems: draProblems}
 	for name := range l.namespaces {
 		s.Namespaces[name] = NamespaceSnapshot{}
 	}

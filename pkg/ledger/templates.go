@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -84,7 +85,9 @@ func (l *Ledger) templatesLocked(uid types.UID, pod *corev1.Pod) {
 			continue
 		}
 		rec := &claimRecord{uid: types.UID(string(uid) + "/" + rc.Name), namespace: pod.Namespace, name: pod.Name + "/" + rc.Name}
-		ds, err := l.charger.Demands(rec.name, &t.Spec.Spec, nil, l.inventoryLocked(), l.claimOptionsLocked())
+		// A watch event has no deadline: the charger's per-claim CEL cost
+		// budget bounds the evaluation.
+		ds, err := l.charger.Demands(context.Background(), rec.name, &t.Spec.Spec, nil, l.inventoryLocked(), l.claimOptionsLocked())
 		if err != nil {
 			rec.problem = &Problem{Kind: ProblemClaim, Namespace: pod.Namespace, Name: rec.name,
 				Message: fmt.Sprintf("ResourceClaimTemplate %s: %v", t.Name, err)}

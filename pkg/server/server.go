@@ -249,7 +249,7 @@ func (s *Server) manager(cfg *rest.Config) error {
 func (s *Server) watches(cfg *rest.Config) error {
 	opts := s.opts
 	adm := opts.Config.Admission
-	claims, err := dra.NewCharger(config.DeviceClasses(opts.Config), config.Families(opts.Config))
+	claims, err := dra.NewCharger(config.DeviceClasses(opts.Config), config.Families(opts.Config), config.ChargerOptions(opts.Config)...)
 	if err != nil {
 		return fmt.Errorf("dra.deviceClasses: %w", err)
 	}

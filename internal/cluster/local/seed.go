@@ -161,7 +161,7 @@ func (c *Cluster) WaitLedger(ctx context.Context, ns string, ok func(ledger.Name
 // watches caught up.
 func (c *Cluster) Recount(ctx context.Context, ns string) (ledger.NamespaceSnapshot, error) {
 	fams := []effective.Family{effective.Nvidia()}
-	charger, err := dra.NewCharger(config.DeviceClasses(config.Default()), fams)
+	charger, err := dra.NewCharger(config.DeviceClasses(config.Default()), fams, config.ChargerOptions(config.Default())...)
 	if err != nil {
 		return ledger.NamespaceSnapshot{}, err
 	}

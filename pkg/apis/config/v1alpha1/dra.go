@@ -9,7 +9,18 @@ import "github.com/gpuadmit/gpuadmit/pkg/effective"
 type DRA struct {
 	// DeviceClasses are the governed classes, each charged to a family.
 	DeviceClasses []DeviceClass `json:"deviceClasses"`
+	// NetworkPoolDrivers are the drivers whose ResourceSlices may publish
+	// pools that are not node-local (spec.nodeSelector, spec.allNodes,
+	// spec.perDeviceNodeSelection): a node can only write slices of its own
+	// node name, so such slices come from a cluster-wide identity (the
+	// driver's controller). The devices of another driver's such pools are
+	// not used and are reported. Omitted: ["*"], every driver (as before
+	// this setting); an empty list: none.
+	NetworkPoolDrivers []string `json:"networkPoolDrivers,omitempty"`
 }
+
+// AnyDriver in NetworkPoolDrivers trusts every driver.
+const AnyDriver = "*"
 
 // DeviceClassMode is how a class's devices are sized.
 type DeviceClassMode string
@@ -81,6 +92,9 @@ func DefaultDeviceClasses() []DeviceClass {
 func setDefaultsDRA(c *Configuration) {
 	if c.DRA == nil {
 		c.DRA = &DRA{DeviceClasses: DefaultDeviceClasses()}
+	}
+	if c.DRA.NetworkPoolDrivers == nil {
+		c.DRA.NetworkPoolDrivers = []string{AnyDriver}
 	}
 	for i := range c.DRA.DeviceClasses {
 		dc := &c.DRA.DeviceClasses[i]
