@@ -209,7 +209,8 @@ func everyField() *config.Configuration {
 		DRA: &configv1alpha1.DRA{DeviceClasses: []configv1alpha1.DeviceClass{{Name: "gpu.example.com", Family: "hygon",
 			Mode: configv1alpha1.DeviceClassDevice, Driver: "example.com", MemoryCapacity: ptr.To("mem"), CoresCapacity: ptr.To("sm"),
 			CoresPerDevice: ptr.To[int64](50), Selectors: []string{"device.driver == 'example.com'"}}}},
-		Audit: &configv1alpha1.Audit{OpenReports: ptr.To(true)},
+		Audit:    &configv1alpha1.Audit{OpenReports: ptr.To(true)},
+		Capacity: &configv1alpha1.Capacity{MaxDeviceMemoryMiB: map[string]int64{"default": 524288, "hygon": 131072}},
 	}
 }
 
