@@ -142,6 +142,8 @@ func (m *model) node() {
 		maxMem, mems = 0, nil
 	case 2:
 		ann[devices.HAMiNodeRegisterAnnotation], _ = devices.EncodeHAMiNodeRegister(devs)
+	case 3: // and a device of 2^50 MiB, above the bound: it sizes nothing (issue 42)
+		ann[devices.NodeDevicesAnnotation], _ = devices.EncodeNodeDevices(append(slices.Clone(devs), dev("GPU-"+name+"-huge", 1<<50)))
 	default:
 		ann[devices.NodeDevicesAnnotation], _ = devices.EncodeNodeDevices(devs)
 	}
