@@ -126,7 +126,7 @@ func TestPercentagesFollowTheNodes(t *testing.T) {
 		t.Fatalf("a larger node appeared: used %d MiB, want 2 × 40960 (no other node's word raises a charge)", nvOnly(t, s.Used).MemMiB)
 	}
 	l.UpsertNode(testnode.WithDevices("n1", nil, dev("GPU-1", 24576)))
-	if s = l.Namespace("ns", nil); nvOnly(t, s.Used).MemMiB != 2*40960 || len(s.Problems) != 1 || !strings.Contains(s.Problems[0].Message, "its node n1 now announce") {
+	if s = l.Namespace("ns", nil); nvOnly(t, s.Used).MemMiB != 2*40960 || len(s.Problems) != 1 || !strings.Contains(s.Problems[0].Message, "its node n1 now announces at most 24576 MiB") {
 		t.Fatalf("n1 shrank: used %d MiB, problems %v; want 2 × 40960, the bound pod's held charge reported", nvOnly(t, s.Used).MemMiB, s.Problems)
 	}
 	l.DeleteNode("n1")

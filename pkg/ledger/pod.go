@@ -170,9 +170,9 @@ func newPodRecord(pod *corev1.Pod, ds effective.Demands, t effective.Target, war
 // plausible device of the nodes it may run on); that size is its floor. An
 // unbound pod then keeps it whatever nodes announce later (once the node
 // watch's initial list is in: NodesListed; before, it rises as the list
-// arrives): no other node's word raises (or lowers) its charge. A bound pod resolves against its own
-// node only and never below its floor nor below the largest size its node
-// announced since binding (nodeSizes). A node that announces smaller or no
+// arrives): no other node's word raises (or lowers) its charge. A bound
+// pod resolves against its own node only and never below its floor nor
+// below the largest size its node announced since binding (nodeSizes). A node that announces smaller or no
 // devices, or an annotation edited after binding, never lowers the charge
 // (it is reported instead: see keep); a node that announces larger devices
 // raises only the charges of the pods bound to it.
@@ -195,9 +195,9 @@ func (l *Ledger) deriveLocked(pod *corev1.Pod, old *podRecord) derivation {
 		return d
 	}
 	d.rec.floors, d.rec.nodeSizes = floors, nodeSizes
-	held, where := nodeSizes, "its node "+pod.Spec.NodeName // bound: what its node announced since binding
+	held, where := nodeSizes, "its node "+pod.Spec.NodeName+" now announces" // bound: what its node announced since binding
 	if !bound {
-		held, where = floors, "the nodes it may run on" // unbound: what its admission resolved
+		held, where = floors, "the nodes it may run on now announce" // unbound: what its admission resolved
 	}
 	for _, f := range slices.Sorted(maps.Keys(held)) {
 		if now[f] < held[f] {
@@ -205,7 +205,7 @@ func (l *Ledger) deriveLocked(pod *corev1.Pod, old *podRecord) derivation {
 			if f != l.sizedFamily() {
 				what = f + " devices"
 			}
-			d.rec.warn(chargeProblem(pod, fmt.Sprintf("charged for %s of %d MiB, as first resolved; %s now announce at most %d MiB (node capacity dropped, or an annotation was removed)", what, floors[f], where, now[f])))
+			d.rec.warn(chargeProblem(pod, fmt.Sprintf("charged for %s of %d MiB, as first resolved; %s at most %d MiB (node capacity dropped, or an annotation was removed)", what, floors[f], where, now[f])))
 		}
 	}
 	return d
