@@ -24,6 +24,7 @@ type ImplausibleError struct {
 	Devices []string
 }
 
+// Error names the annotation, the devices and the bound.
 func (e *ImplausibleError) Error() string {
 	return fmt.Sprintf("%s: device %s announces more memory than the family's bound of %d MiB "+
 		"(admission.maxDeviceMemoryMiB): not used to size any charge",
