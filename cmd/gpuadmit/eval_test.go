@@ -57,7 +57,7 @@ func TestEvalCommand(t *testing.T) {
 		{name: "percentage resolved against the largest device; the pending notebook counts too",
 			args: []string{"eval", "-o", "json", "-f", pods + "percentage.yaml", "--state", state + "cluster.yaml"}, wantCode: 1,
 			wantOut: `{"allowed":false,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"denials":[
-				"namespace \"team-a\": nvidia.com/gpumem: pod needs 20480 MiB, 61440 MiB used + 0 MiB reserved, limit 65536 MiB (ResourceQuota \"gpu-small\" limits.nvidia.com/gpumem); container \"notebook\" takes 50 % of a device: 1 x 20480 MiB"],"warnings":[
+				"namespace \"team-a\": nvidia.com/gpumem: pod needs 20480 MiB, 49152 MiB used + 0 MiB reserved, limit 65536 MiB (ResourceQuota \"gpu-small\" limits.nvidia.com/gpumem); container \"notebook\" takes 50 % of a device: 1 x 20480 MiB"],"warnings":[
 				"namespace \"team-a\": nvidia.com/gpu will be at 100 % of its limit after this pod (4 of 4, ResourceQuota \"gpu-small\")"]}`},
 		{name: "--namespace moves the pod to team-b, where GPUs are blocked",
 			args: []string{"eval", "-o", "json", "-f", pods + "scenario2-init20-app10.yaml", "--state", state + "cluster.yaml", "--namespace", "team-b"}, wantCode: 1,

@@ -84,7 +84,7 @@ func TestOutputFormats(t *testing.T) {
 		{name: "usage -o wide: quotas, unresolved pods, free memory and cores",
 			args: []string{"usage", "--state", state + "cluster.yaml", "-o", "wide"},
 			wantText: `NAMESPACE   PODS   GPU   GPUMEM(MiB)   GPUCORES   QUOTAS                UNRESOLVED
-team-a      3      3/4   61440/65536   50/300     gpu-large,gpu-small   0
+team-a      3      3/4   49152/65536   50/300     gpu-large,gpu-small   0
 team-b      0      0/0   0/-           0/0        no-gpus               0
 
 NODE     DEVICE   GPU   GPUMEM(MiB)   GPUCORES   FREE-GPUMEM(MiB)   FREE-GPUCORES
@@ -93,7 +93,7 @@ node-a   GPU-a2   1     20480/40960   30/100     20480              70
 node-h   GPU-h1   1     8192/16384    0/100      8192               100
 `, wantErrSub: "warning: pod team-b/broken"},
 		{name: "usage -o jsonpath", args: []string{"usage", "--state", state + "cluster.yaml", "-n", "team-a", "-o", "jsonpath={.namespaces.team-a.used.gpumem}"},
-			wantText: "61440", wantErrSub: "warning: node node-x"},
+			wantText: "49152", wantErrSub: "warning: node node-x"},
 		{name: "eval -o wide: the denials and warnings counted", args: []string{"eval", "-f", pods + "scenario4-app12.yaml", "--state", state + "seed-init-done.yaml", "-o", "wide"},
 			wantTextSub: []string{"KIND   NAMESPACE   NAME        ALLOWED   ADMITTED   GPU   GPUMEM(MiB)   GPUCORES   DENIALS   WARNINGS\n" +
 				"Pod    team-a      small-job   true      1/1        1     12288         0          0         1\n"}},

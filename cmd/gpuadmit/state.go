@@ -91,6 +91,8 @@ func loadState(path string, stdin io.Reader, ch charging, log logr.Logger) (*led
 type charging struct {
 	families []effective.Family
 	claims   *dra.Charger
+	// bound is the plausibility bound of each family's devices.
+	bound func(family string) int64
 }
 
 // chargingOf is the configuration's charging, the webhook's.
@@ -100,7 +102,7 @@ func chargingOf(cfg *config.Configuration) (charging, error) {
 	if err != nil {
 		return charging{}, fmt.Errorf("configuration: dra.deviceClasses: %w", err)
 	}
-	return charging{families: fams, claims: claims}, nil
+	return charging{families: fams, claims: claims, bound: config.MaxDeviceMemoryMiB(cfg)}, nil
 }
 
 // governs reports whether any DeviceClass is governed (claims are read).
@@ -113,7 +115,7 @@ func (ch charging) governs() bool { return len(ch.claims.Classes()) > 0 }
 // are recorded), claims, then pods. The DeviceClasses are not read: which
 // classes are governed, and how, is the configuration's.
 func ledgerOf(objs *manifest.Objects, ch charging, log logr.Logger) *ledger.Ledger {
-	l := ledger.New(ledger.Options{Families: ch.families, Claims: ch.claims, Log: log})
+	l := ledger.New(ledger.Options{Families: ch.families, Claims: ch.claims, MaxDeviceMemoryMiB: ch.bound, Log: log})
 	for _, ns := range objs.Namespaces {
 		l.UpsertNamespace(ns)
 	}

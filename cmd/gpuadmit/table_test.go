@@ -9,7 +9,7 @@ func TestTables(t *testing.T) {
 		{name: "usage: namespaces used/limit, '-' without a limit; devices used/capacity",
 			args: []string{"usage", "--state", state + "cluster.yaml", "-o", "table"},
 			wantText: `NAMESPACE   PODS   GPU   GPUMEM(MiB)   GPUCORES
-team-a      3      3/4   61440/65536   50/300
+team-a      3      3/4   49152/65536   50/300
 team-b      0      0/0   0/-           0/0
 
 NODE     DEVICE   GPU   GPUMEM(MiB)   GPUCORES

@@ -25,7 +25,7 @@ func TestUsageCommand(t *testing.T) {
 		{name: "cluster: quotas, split devices, HAMi node, percentages, problems",
 			args: []string{"usage", "-o", "json", "--state", "../../examples/state/cluster.yaml"},
 			wantOut: `{"namespaces":{
-				"team-a":{"used":{"gpu":3,"gpumem":61440,"gpucores":50},"limits":{"gpu":4,"gpumem":65536,"gpucores":300},"pods":3,
+				"team-a":{"used":{"gpu":3,"gpumem":49152,"gpucores":50},"limits":{"gpu":4,"gpumem":65536,"gpucores":300},"pods":3,
 					"quotas":{"gpu-large":{"gpu":8,"gpumem":131072,"gpucores":300},"gpu-small":{"gpu":4,"gpumem":65536}}},
 				"team-b":{"used":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{"gpu":0,"gpucores":0},"pods":0,"quotas":{"no-gpus":{"gpu":0,"gpucores":0}}}},
 			"nodes":{

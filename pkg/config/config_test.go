@@ -210,7 +210,8 @@ func everyField() *config.Configuration {
 			Mode: configv1alpha1.DeviceClassDevice, Driver: "example.com", MemoryCapacity: ptr.To("mem"), CoresCapacity: ptr.To("sm"),
 			CoresPerDevice: ptr.To[int64](50), Selectors: []string{"device.driver == 'example.com'"}}},
 			NetworkPoolDrivers: []string{"example.com"}},
-		Audit: &configv1alpha1.Audit{OpenReports: ptr.To(true)},
+		Audit:    &configv1alpha1.Audit{OpenReports: ptr.To(true)},
+		Capacity: &configv1alpha1.Capacity{MaxDeviceMemoryMiB: map[string]int64{"default": 524288, "hygon": 131072}},
 	}
 }
 
@@ -398,4 +399,33 @@ func fieldAt(c *config.Configuration, key string) any {
 	_ = json.Unmarshal(b, &doc)
 	v, _ := lookup(doc, key)
 	return v
+}
+
+// TestDeviceMemoryBound: capacity.maxDeviceMemoryMiB bounds each family
+// by name, every other family by "default" (1 TiB when unset), and refuses
+// a family it does not govern (a misspelt name would silently keep the
+// default) and a bound below 1.
+func TestDeviceMemoryBound(t *testing.T) {
+	bound := config.MaxDeviceMemoryMiB(config.Default())
+	if bound("nvidia") != 1<<20 || bound("hygon") != 1<<20 {
+		t.Errorf("default bounds: nvidia %d, hygon %d; want 1048576", bound("nvidia"), bound("hygon"))
+	}
+	cfg, _, err := config.Parse([]byte(head + "devices: {hygon: {}}\ncapacity: {maxDeviceMemoryMiB: {nvidia: 400000, hygon: 131072}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound = config.MaxDeviceMemoryMiB(cfg)
+	if bound("nvidia") != 400000 || bound("hygon") != 131072 || bound("cambricon") != 1<<20 {
+		t.Errorf("bounds: nvidia %d, hygon %d, cambricon %d", bound("nvidia"), bound("hygon"), bound("cambricon"))
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"capacity: {maxDeviceMemoryMiB: {nvidai: 400000}}\n", `capacity.maxDeviceMemoryMiB[nvidai]: Unsupported value: "nvidai"`},
+		{"capacity: {maxDeviceMemoryMiB: {hygon: 400000}}\n", `capacity.maxDeviceMemoryMiB[hygon]: Unsupported value`},
+		{"capacity: {maxDeviceMemoryMiB: {default: 0}}\n", `capacity.maxDeviceMemoryMiB[default]: Invalid value: 0: must be at least 1`},
+		{"capacity: {maxDeviceMemoryMiB: {nvidia: -1}}\n", `capacity.maxDeviceMemoryMiB[nvidia]: Invalid value: -1`},
+	} {
+		if _, _, err := config.Parse([]byte(head + tt.yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want %q", strings.TrimSpace(tt.yaml), err, tt.want)
+		}
+	}
 }

@@ -26,12 +26,18 @@ func DeviceClasses(c *Configuration) []dra.Class {
 }
 
 // ChargerOptions are the claim charger's options of a defaulted, valid
-// configuration's dra section.
+// configuration: the drivers of the dra section's network pools, and the
+// plausibility bound of each family's devices (capacity.maxDeviceMemoryMiB),
+// the same for ResourceSlices as for the nodes' annotations.
 func ChargerOptions(c *Configuration) []dra.ChargerOption {
-	if c.DRA == nil || slices.Contains(c.DRA.NetworkPoolDrivers, configv1alpha1.AnyDriver) {
-		return nil
+	var opts []dra.ChargerOption
+	if c.Capacity != nil {
+		opts = append(opts, dra.WithMemoryBound(MaxDeviceMemoryMiB(c)))
 	}
-	return []dra.ChargerOption{dra.WithNetworkPoolDrivers(slices.Clone(c.DRA.NetworkPoolDrivers))}
+	if c.DRA == nil || slices.Contains(c.DRA.NetworkPoolDrivers, configv1alpha1.AnyDriver) {
+		return opts
+	}
+	return append(opts, dra.WithNetworkPoolDrivers(slices.Clone(c.DRA.NetworkPoolDrivers)))
 }
 
 // validateDRA checks the dra section: each class named once, a known mode,

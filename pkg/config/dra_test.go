@@ -65,13 +65,13 @@ func TestNetworkPoolDrivers(t *testing.T) {
 	head := "apiVersion: config.gpuadmit.io/v1alpha1\nkind: Configuration\n"
 	for _, tc := range []struct {
 		name, doc string
-		options   int    // charger options: 0 every driver, 1 a list
+		options   int    // charger options: the devices' bound (always), and a list of drivers unless every driver
 		want      string // substring of the error; "": valid
 	}{
-		{"omitted: every driver", "", 0, ""},
-		{"every driver", "dra: {deviceClasses: [], networkPoolDrivers: ['*']}\n", 0, ""},
-		{"none", "dra: {deviceClasses: [], networkPoolDrivers: []}\n", 1, ""},
-		{"one", "dra: {deviceClasses: [], networkPoolDrivers: [gpu.nvidia.com]}\n", 1, ""},
+		{"omitted: every driver", "", 1, ""},
+		{"every driver", "dra: {deviceClasses: [], networkPoolDrivers: ['*']}\n", 1, ""},
+		{"none", "dra: {deviceClasses: [], networkPoolDrivers: []}\n", 2, ""},
+		{"one", "dra: {deviceClasses: [], networkPoolDrivers: [gpu.nvidia.com]}\n", 2, ""},
 		{"* among others", "dra: {deviceClasses: [], networkPoolDrivers: ['*', gpu.nvidia.com]}\n", 0, "dra.networkPoolDrivers[0]"},
 		{"twice", "dra: {deviceClasses: [], networkPoolDrivers: [a.example.com, a.example.com]}\n", 0, "dra.networkPoolDrivers[1]"},
 		{"not a DNS name", "dra: {deviceClasses: [], networkPoolDrivers: [A_B]}\n", 0, "dra.networkPoolDrivers[0]"},

@@ -23,5 +23,8 @@
 //
 // Decoders never guess: malformed input is an error that says what and
 // where, and a device registered without memory or without a share is
-// malformed, never a device of no capacity.
+// malformed, never a device of no capacity. BoundDevices and
+// BoundHAMiDevices leave out the devices above a family's plausibility
+// bound (DefaultMaxDeviceMemoryMiB, 1 TiB, unless configured) and name
+// them in an *ImplausibleError.
 package devices

@@ -49,7 +49,7 @@ func (l *Ledger) gcNodeLocked(name string) {
 // hami.io/node-nvidia-register. A malformed annotation is logged and
 // reported, and the node then has no known devices.
 func (l *Ledger) UpsertNode(n *corev1.Node) {
-	devs, source, problems := nodeDevices(n)
+	devs, source, problems := l.nodeDevices(n)
 	sizes, more := l.familySizes(n)
 	problems = append(problems, more...)
 	l.mu.Lock()
@@ -86,6 +86,16 @@ func (l *Ledger) DeleteNode(name string) {
 	l.gcNodeLocked(name)
 }
 
+// NodesListed tells the ledger that every node of the initial list has
+// been recorded (the Feed calls it once the node watch has synced): from
+// now on a pending pod keeps the size it was resolved against and no node
+// announcing larger devices raises it (deriveLocked).
+func (l *Ledger) NodesListed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.nodesListed = true
+}
+
 // capacityChangedLocked drops the cached capacity and re-derives the pods
 // whose demand depends on device sizes (they resolve against the largest
 // device of the nodes they may run on, which may have changed; never below
@@ -110,8 +120,10 @@ func maxMemory(devs []devices.Device) int64 {
 // nodeDevices reads a node's device annotations: HAMi's registration
 // first (the size HAMi books a whole device or a share against, its
 // deviceMemoryScaling overcommit included), else the node agent's
-// (the physical size, for nodes HAMi does not register).
-func nodeDevices(n *corev1.Node) ([]devices.Device, string, []Problem) {
+// (the physical size, for nodes HAMi does not register). A device above
+// the first family's plausibility bound is left out and reported: it
+// sizes no one's charge.
+func (l *Ledger) nodeDevices(n *corev1.Node) ([]devices.Device, string, []Problem) {
 	for _, key := range []string{devices.HAMiNodeRegisterAnnotation, devices.NodeDevicesAnnotation} {
 		value, ok := n.Annotations[key]
 		if !ok {
@@ -125,12 +137,30 @@ func nodeDevices(n *corev1.Node) ([]devices.Device, string, []Problem) {
 			devs, err = devices.DecodeHAMiNodeRegister(value)
 		}
 		if err != nil {
-			return nil, key, []Problem{{Kind: ProblemNode, Name: n.Name, Key: key, Value: truncate(value, 200),
-				Message: "node has no known GPU devices: " + err.Error()}}
+			return nil, key, []Problem{nodeProblem(n.Name, key, value, "node has no known GPU devices: "+err.Error())}
+		}
+		devs, err = devices.BoundDevices(key, devs, l.boundOf(l.sizedFamily()))
+		if err != nil {
+			return devs, key, []Problem{nodeProblem(n.Name, key, value, "node announces an implausible GPU device: "+err.Error())}
 		}
 		return devs, key, nil
 	}
 	return nil, "", nil
+}
+
+// boundOf is the plausibility bound (MiB) of a device of family.
+func (l *Ledger) boundOf(family string) int64 {
+	if l.maxMem != nil {
+		if b := l.maxMem(family); b > 0 {
+			return b
+		}
+	}
+	return devices.DefaultMaxDeviceMemoryMiB
+}
+
+// nodeProblem is a problem of node name's annotation key.
+func nodeProblem(name, key, value, msg string) Problem {
+	return Problem{Kind: ProblemNode, Name: name, Key: key, Value: truncate(value, 200), Message: msg}
 }
 
 func truncate(s string, n int) string {

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testnode"
@@ -99,14 +100,15 @@ func TestCapacityIsCachedAndRebuilt(t *testing.T) {
 
 // TestPercentagesFollowTheNodes: memory given as a percentage (or the
 // whole device) resolves as its admission resolved it: against the largest
-// device of the nodes it may run on, pending or bound (HAMi books the
-// assigned device; gpuadmit keeps what admission resolved, so that no node
-// or annotation lowers a charge). It is unresolved while no such device is
-// known, grows when a larger node appears, and never drops below the size
-// it was first resolved against: shrinking or deleted nodes leave it, and
-// say so.
+// device of the nodes it may run on. It is unresolved while no such device
+// is known. A pending pod then keeps that size (once the node list is in):
+// a larger node appearing does not raise it, whatever it announces. A
+// bound pod follows its own node only: another node's larger devices do
+// not raise it. Neither drops below the size it was first resolved
+// against: shrinking or deleted nodes leave it, and say so.
 func TestPercentagesFollowTheNodes(t *testing.T) {
 	l := newLedger(t)
+	l.NodesListed()
 	pending := testpod.New("pending").NS("ns").App("a", gpu(1), pct(50)).Build()
 	bound := testpod.New("bound").NS("ns").App("a", gpu(1), pct(50)).Node("n1").Build()
 	l.UpsertPod(pending)
@@ -120,12 +122,12 @@ func TestPercentagesFollowTheNodes(t *testing.T) {
 		t.Fatalf("node known: used %v unresolved %v; want 50%% of 81920 for both", s.Used, s.Unresolved)
 	}
 	l.UpsertNode(testnode.WithDevices("n2", map[string]string{"gpu": "h200"}, dev("GPU-3", 143771)))
-	if s = l.Namespace("ns", nil); nvOnly(t, s.Used).MemMiB != 2*71885 {
-		t.Fatalf("a larger node appeared: used %d MiB, want 2 × 71885 (both may land on n2, as far as their specs say)", nvOnly(t, s.Used).MemMiB)
+	if s = l.Namespace("ns", nil); nvOnly(t, s.Used).MemMiB != 2*40960 {
+		t.Fatalf("a larger node appeared: used %d MiB, want 2 × 40960 (no other node's word raises a charge)", nvOnly(t, s.Used).MemMiB)
 	}
 	l.UpsertNode(testnode.WithDevices("n1", nil, dev("GPU-1", 24576)))
-	if s = l.Namespace("ns", nil); nvOnly(t, s.Used).MemMiB != 2*71885 {
-		t.Fatalf("n1 shrank: used %d MiB, want 2 × 71885 (n2 is still the largest)", nvOnly(t, s.Used).MemMiB)
+	if s = l.Namespace("ns", nil); nvOnly(t, s.Used).MemMiB != 2*40960 || len(s.Problems) != 1 || !strings.Contains(s.Problems[0].Message, "its node n1 now announces at most 24576 MiB") {
+		t.Fatalf("n1 shrank: used %d MiB, problems %v; want 2 × 40960, the bound pod's held charge reported", nvOnly(t, s.Used).MemMiB, s.Problems)
 	}
 	l.DeleteNode("n1")
 	l.DeleteNode("n2")
@@ -157,7 +159,7 @@ func TestPendingWholeCardPodsAreCharged(t *testing.T) {
 		{"gpumem 0: the whole card", testpod.New("p").NS("ns").App("a", gpu(1), mem(0)), vec(1, 81920, 0)},
 		{"percentage 0: the whole card", testpod.New("p").NS("ns").App("a", gpu(1), pct(0)), vec(1, 81920, 0)},
 		{"50 %, selector to a10", testpod.New("p").NS("ns").App("a", gpu(1), pct(50)).NodeSelector("gpu", "a10"), vec(1, 12288, 0)},
-		{"50 %, bound to a10: as admitted, of the largest device its spec allows (HAMi books 12288)", testpod.New("p").NS("ns").App("a", gpu(1), pct(50)).Node("a10"), vec(1, 40960, 0)},
+		{"50 %, first seen bound to a10: its own node's device (HAMi books 12288), never another node's", testpod.New("p").NS("ns").App("a", gpu(1), pct(50)).Node("a10"), vec(1, 12288, 0)},
 		{"50 %, selector to a10, bound there", testpod.New("p").NS("ns").App("a", gpu(1), pct(50)).NodeSelector("gpu", "a10").Node("a10"), vec(1, 12288, 0)},
 		{"whole card, assigned to one h100 device", testpod.New("p").NS("ns").App("a", gpu(1)).Node("h100").
 			Devices("GPU-h1,NVIDIA,81920,100:;"), vec(1, 81920, 100)},

@@ -10,8 +10,8 @@ import (
 // it is bound (spec.nodeName), else the nodes its nodeSelector and required
 // node affinity admit (the scheduler's own matcher); nil when the pod does
 // not restrict its nodes. It is gpuadmit's one eligibility rule: whether a
-// node can hold a pod's devices at all. Device sizes resolve with
-// ResolveSizeFor (the same rule without spec.nodeName), so that the
+// node can hold a pod's devices at all, and which nodes' devices size its
+// memory percentages and whole devices (ResolveSizeFor), so that the
 // decision, the mutating webhook and the ledger never disagree.
 func Eligible(pod *corev1.Pod) func(*NodeCapacity) bool {
 	if name := pod.Spec.NodeName; name != "" {
@@ -30,25 +30,17 @@ func Eligible(pod *corev1.Pod) func(*NodeCapacity) bool {
 }
 
 // ResolveSizeFor is the device size a pod's memory percentages and
-// whole-device requests resolve against, at admission and ever after: the
-// largest device of the nodes its nodeSelector and required node affinity
-// admit (0 when none is known). Not its spec.nodeName, nor the device HAMi
-// assigned: once bound, a pod keeps the size its admission resolved (HAMi
-// books the assigned device; gpuadmit books what it admitted, so that no
-// node or annotation can lower a charge). The decision, the mutating
-// webhook and the ledger all resolve with it.
+// whole-device requests resolve against: the largest device of the nodes
+// it may run on (Eligible: its own node once bound, else the nodes its
+// nodeSelector and required node affinity admit; 0 when none is known).
+// Only plausible devices count (a device above its family's bound is left
+// out of the capacity). The decision and the mutating webhook resolve a
+// new pod with it; the ledger resolves a pod with it once when it first
+// sees it and, once the pod is bound, again against its own node only;
+// the charge never falls below what was first resolved (deriveLocked), and
+// never rises from another node's announcement.
 func (c *Capacity) ResolveSizeFor(pod *corev1.Pod) int64 {
-	return c.MaxDeviceMemMiBFor(unbound(pod))
-}
-
-// unbound is pod without its node.
-func unbound(pod *corev1.Pod) *corev1.Pod {
-	if pod.Spec.NodeName == "" {
-		return pod
-	}
-	p := *pod
-	p.Spec.NodeName = ""
-	return &p
+	return c.MaxDeviceMemMiBFor(pod)
 }
 
 // MaxDeviceMemMiBFor is the largest device memory among the nodes pod may

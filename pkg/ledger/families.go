@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,7 +18,9 @@ import (
 // annotation of that family announces. A family the node does not announce
 // is absent; a garbled announcement is a problem and leaves the family's
 // size unknown on the node (never 0 capacity charged as free: a share of
-// an unknown device stays unresolved, and the policies deny it).
+// an unknown device stays unresolved, and the policies deny it). A device
+// above the family's plausibility bound (boundOf) is a problem too, and is
+// left out: the others size the family on the node.
 func (l *Ledger) familySizes(n *corev1.Node) (map[string]int64, []Problem) {
 	var sizes map[string]int64
 	var problems []Problem
@@ -27,10 +30,13 @@ func (l *Ledger) familySizes(n *corev1.Node) (map[string]int64, []Problem) {
 		if f.RegisterAnno == "" || !ok {
 			continue
 		}
-		size, err := registeredSize(n.Name, f.RegisterAnno, value)
-		if err != nil {
-			problems = append(problems, Problem{Kind: ProblemNode, Name: n.Name, Key: f.RegisterAnno, Value: truncate(value, 200),
-				Message: fmt.Sprintf("node has no known %s devices: %v", f.Name, err)})
+		size, err := registeredSize(n.Name, f.RegisterAnno, value, l.boundOf(f.Name))
+		var implausible *devices.ImplausibleError
+		if errors.As(err, &implausible) {
+			problems = append(problems, nodeProblem(n.Name, f.RegisterAnno, value,
+				fmt.Sprintf("node announces an implausible %s device: %v", f.Name, err)))
+		} else if err != nil {
+			problems = append(problems, nodeProblem(n.Name, f.RegisterAnno, value, fmt.Sprintf("node has no known %s devices: %v", f.Name, err)))
 			continue
 		}
 		if sizes == nil {
@@ -42,8 +48,10 @@ func (l *Ledger) familySizes(n *corev1.Node) (map[string]int64, []Problem) {
 }
 
 // registeredSize decodes one HAMi register annotation and returns its
-// largest healthy device memory (MiB).
-func registeredSize(node, key, value string) (int64, error) {
+// largest healthy device memory (MiB) among the devices within boundMiB;
+// devices above it are left out and named by an *devices.ImplausibleError
+// returned with the size of the others.
+func registeredSize(node, key, value string, boundMiB int64) (int64, error) {
 	backend, ok := backendOf(key)
 	if !ok {
 		return 0, fmt.Errorf("annotation %s: no HAMi backend registers devices in it", key)
@@ -52,13 +60,14 @@ func registeredSize(node, key, value string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	devs, implausible := devices.BoundHAMiDevices(key, devs, boundMiB)
 	var size int64
 	for _, d := range devs {
 		if d.Healthy {
 			size = max(size, d.MemoryMiB)
 		}
 	}
-	return size, nil
+	return size, implausible
 }
 
 // backendOf finds the HAMi backend whose node register annotation is key
@@ -75,14 +84,14 @@ func backendOf(key string) (devices.BackendAnnotations, bool) {
 // FamilySizesFor is ResolveSizeFor for the families other than the first:
 // the device size each one's shares and whole devices of pod resolve
 // against, the largest its register annotations announce on the nodes the
-// pod may run on; a family no eligible node announces is absent (nil when
-// no node announces any).
+// pod may run on (its own node once bound: Eligible); a family no eligible
+// node announces is absent (nil when no node announces any).
 func (c *Capacity) FamilySizesFor(pod *corev1.Pod) map[string]int64 {
 	if c == nil || len(c.FamilyNodes) == 0 {
 		return nil
 	}
 	sizes := map[string]int64{}
-	match := Eligible(unbound(pod))
+	match := Eligible(pod)
 	for _, n := range c.FamilyNodes {
 		if match != nil && !match(&NodeCapacity{Name: n.Name, Labels: n.Labels}) {
 			continue

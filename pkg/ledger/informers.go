@@ -157,6 +157,10 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 	return f, nil
 }
 
+// nodesLister is a Sink told when the node watch's initial list is in
+// (Ledger.NodesListed).
+type nodesLister interface{ NodesListed() }
+
 // watched is one informer of a Feed.
 type watched struct {
 	what      string
@@ -171,6 +175,14 @@ func (f *Feed) Start(ctx context.Context) {
 	f.start.Do(func() {
 		go f.pods.run(ctx)
 		f.factory.Start(ctx.Done())
+		if s, ok := f.sink.(nodesLister); ok && len(f.regs) > 0 {
+			nodes := f.regs[0] // the first watch is the nodes'
+			go func() {
+				if toolscache.WaitForCacheSync(ctx.Done(), nodes.HasSynced) {
+					s.NodesListed()
+				}
+			}()
+		}
 		go f.freshness.run(ctx, f.Synced)
 		context.AfterFunc(ctx, f.factory.Shutdown)
 	})

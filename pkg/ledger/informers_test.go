@@ -194,6 +194,12 @@ func TestFeedWithFakeClientset(t *testing.T) {
 	if !s.LabelsKnown || s.Labels["gpu-tier"] != "bronze" {
 		t.Fatalf("namespace labels after sync: known %v, %v", s.LabelsKnown, s.Labels)
 	}
+	// From now on a pending pod keeps the size first resolved (deriveLocked).
+	eventually(ctx, t, "the ledger told the node list is in", func() bool {
+		l.mu.RLock()
+		defer l.mu.RUnlock()
+		return l.nodesListed
+	})
 	relabelled := testns.New("team-a", map[string]string{"gpu-tier": "gold"})
 	if _, err := client.CoreV1().Namespaces().Update(ctx, relabelled, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,12 @@ type Options struct {
 	// Claims charges the ResourceClaims of the governed DeviceClasses
 	// (nil: no claim is charged).
 	Claims *dra.Charger
+	// MaxDeviceMemoryMiB is, per family name, the plausibility bound of a
+	// device a node announces (the configuration's
+	// admission.maxDeviceMemoryMiB): a device above it is a node problem and
+	// sizes no charge. nil, or a result of 0 or less:
+	// devices.DefaultMaxDeviceMemoryMiB.
+	MaxDeviceMemoryMiB func(family string) int64
 	// Log receives problems (invalid pods, malformed annotations, bad quota
 	// values). The zero value discards.
 	Log logr.Logger
@@ -34,6 +40,8 @@ type Ledger struct {
 	// allocs are the pod annotations that assign devices (allocAnnotations).
 	allocs []string
 	log    logr.Logger
+	// maxMem is Options.MaxDeviceMemoryMiB.
+	maxMem func(family string) int64
 
 	mu         sync.RWMutex
 	pods       map[types.UID]*podRecord
@@ -42,6 +50,11 @@ type Ledger struct {
 	namespaces map[string]*namespace
 	nodes      map[string]*node
 	capacity   *Capacity // built lazily from nodes; nil when stale
+	// nodesListed: the node watch's initial list is in (NodesListed).
+	// Until then a pending pod's size still rises as nodes arrive (its
+	// first resolution is against the whole list, whatever the order of
+	// the watches); from then on it keeps what was first resolved.
+	nodesListed bool
 	// sized are the pods whose demand depends on device sizes (memory
 	// percentages, whole devices): re-derived when capacity changes.
 	sized map[types.UID]*podRecord
@@ -106,6 +119,7 @@ func New(opts Options) *Ledger {
 		families:   opts.Families,
 		allocs:     allocAnnotations(opts.Families),
 		log:        opts.Log,
+		maxMem:     opts.MaxDeviceMemoryMiB,
 		seen:       map[types.UID]string{},
 		known:      map[types.UID]struct{}{},
 		pods:       map[types.UID]*podRecord{},

@@ -90,6 +90,7 @@ var (
 
 func newModel(seed uint64) *model {
 	l := New(Options{Families: twoFamilies()})
+	l.NodesListed() // pending pods keep what was first resolved
 	return &model{
 		r: rand.New(rand.NewPCG(seed, seed*7919)), l: l,
 		pods: map[types.UID]*corev1.Pod{}, byName: map[string]types.UID{}, old: map[types.UID]*corev1.Pod{},

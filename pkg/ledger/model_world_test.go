@@ -142,6 +142,8 @@ func (m *model) node() {
 		maxMem, mems = 0, nil
 	case 2:
 		ann[devices.HAMiNodeRegisterAnnotation], _ = devices.EncodeHAMiNodeRegister(devs)
+	case 3: // and a device of 2^50 MiB, above the bound: it sizes nothing (issue 42)
+		ann[devices.NodeDevicesAnnotation], _ = devices.EncodeNodeDevices(append(slices.Clone(devs), dev("GPU-"+name+"-huge", 1<<50)))
 	default:
 		ann[devices.NodeDevicesAnnotation], _ = devices.EncodeNodeDevices(devs)
 	}
@@ -231,12 +233,16 @@ func (m *model) counts(ns string, r Reservation) bool {
 }
 
 // oracle derives a pod's record from the object and the world's nodes, as
-// its admission resolved it: percentages and whole devices against the
-// largest device of the nodes whose zone label the pod's selector admits
-// (whichever node it is bound to), never below the size it was first
-// resolved against.
+// the ledger resolves it: percentages and whole devices of a pending pod
+// at the size first resolved (the largest device of the nodes whose zone
+// label its selector admits), of a bound pod against its own node only;
+// never below the size it was first resolved against.
 func (m *model) oracle(p *corev1.Pod) derivation {
-	opt := effective.Options{DeviceMemoryMiB: max(m.eligibleMax(p), m.floor[p.UID])}
+	size := m.floor[p.UID]
+	if p.Spec.NodeName != "" || size == 0 {
+		size = max(size, m.resolvedNow(p))
+	}
+	opt := effective.Options{DeviceMemoryMiB: size}
 	key := memoKey{p, fmt.Sprint(opt.DeviceMemoryMiB, opt.AssignedMemoryMiB)}
 	if d, ok := m.memo[key]; ok {
 		return d
@@ -247,6 +253,16 @@ func (m *model) oracle(p *corev1.Pod) derivation {
 	d := m.l.derive(p, map[string]effective.Options{"nvidia": opt}) // pure: reads nothing of the ledger's state
 	m.memo[key] = d
 	return d
+}
+
+// resolvedNow is the size a ledger that never saw p before resolves it
+// against: its own node's largest device once bound, else the largest of
+// the nodes its selector admits.
+func (m *model) resolvedNow(p *corev1.Pod) int64 {
+	if p.Spec.NodeName != "" {
+		return m.nodeMem[p.Spec.NodeName]
+	}
+	return m.eligibleMax(p)
 }
 
 // eligibleMax is the largest device of the nodes p's selector admits.
@@ -261,16 +277,17 @@ func (m *model) eligibleMax(p *corev1.Pod) int64 {
 }
 
 // settleFloors notes, after a step, the size each recorded pod was first
-// resolved against (a charge never resolves below it: node capacity that
-// drops later does not lower it); a pod without a record forgets it.
+// resolved against, raised to its own node's once bound (a charge never
+// resolves below it: node capacity that drops later does not lower it); a
+// pod without a record forgets it.
 func (m *model) settleFloors() {
 	for uid, p := range m.pods {
 		if m.oracle(p).rec == nil {
 			delete(m.floor, uid)
 			continue
 		}
-		if m.floor[uid] == 0 {
-			m.floor[uid] = m.eligibleMax(p)
+		if m.floor[uid] == 0 || p.Spec.NodeName != "" {
+			m.floor[uid] = max(m.floor[uid], m.resolvedNow(p))
 		}
 	}
 	for uid := range m.floor {
@@ -280,16 +297,31 @@ func (m *model) settleFloors() {
 	}
 }
 
-// held lists the namespaces with a pod charged above what the world's
-// nodes now resolve it to (a ledger rebuilt from the objects charges less).
+// held lists the namespaces with a pod charged otherwise than a ledger
+// rebuilt from the objects charges it: above what the nodes now resolve it
+// to (true: the rebuilt ledger charges less), or a pending pod below what
+// the nodes it may run on now announce (false: it kept its first size; the
+// rebuilt ledger resolves it afresh, as an admission now would).
 func (m *model) held() map[string]bool {
 	out := map[string]bool{}
 	for uid, p := range m.pods {
-		if d := m.oracle(p); d.rec != nil && d.rec.pod != nil && m.floor[uid] > m.eligibleMax(p) {
+		d := m.oracle(p)
+		if d.rec == nil || d.rec.pod == nil {
+			continue
+		}
+		switch now := m.resolvedNow(p); {
+		case m.floor[uid] < now:
+			out[p.Namespace] = false
+		case m.floor[uid] > now && !hasKey(out, p.Namespace):
 			out[p.Namespace] = true
 		}
 	}
 	return out
+}
+
+func hasKey(m map[string]bool, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // recount is a usage recounted by the model: per family, a plain sum of
@@ -482,10 +514,10 @@ func (m *model) checkRebuilt() error {
 	a, b := m.l.Snapshot(nil), fresh.Snapshot(nil)
 	// A pod charged at what its admission resolved, above what the nodes now
 	// say, is charged less by a ledger that never saw its admission: never
-	// more.
+	// more, unless a pending pod of the namespace kept a smaller first size.
 	held := m.held()
-	for ns := range held {
-		if x, y := a.Namespaces[ns], b.Namespaces[ns]; !x.Used.Max(y.Used).Equal(x.Used) {
+	for ns, lessOnly := range held {
+		if x, y := a.Namespaces[ns], b.Namespaces[ns]; lessOnly && !x.Used.Max(y.Used).Equal(x.Used) {
 			return fmt.Errorf("namespace %s: rebuilt charges %v, more than the ledger's %v", ns, y.Used, x.Used)
 		}
 		delete(a.Namespaces, ns)
@@ -502,7 +534,7 @@ func (m *model) checkRebuilt() error {
 // held namespaces; nil when none is left, so that a snapshot whose only
 // problems were dropped compares equal to one that had none.
 func withoutHeld(ps []Problem, held map[string]bool) []Problem {
-	out := slices.DeleteFunc(slices.Clone(ps), func(p Problem) bool { return p.Kind == ProblemCharge || held[p.Namespace] })
+	out := slices.DeleteFunc(slices.Clone(ps), func(p Problem) bool { return p.Kind == ProblemCharge || hasKey(held, p.Namespace) })
 	if len(out) == 0 {
 		return nil
 	}

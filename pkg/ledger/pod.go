@@ -44,6 +44,10 @@ type podRecord struct {
 	// resolved against (size-dependent pods): its charge never resolves
 	// below them. Shared, never modified: a change stores a new map.
 	floors map[string]int64
+	// nodeSizes are, per family, the largest device size the pod's own node
+	// announced since the pod was bound: falling below it is reported.
+	// Shared like floors (often floors itself).
+	nodeSizes map[string]int64
 }
 
 // derivation is the outcome of reading a pod: a record to store, a problem
@@ -161,49 +165,70 @@ func newPodRecord(pod *corev1.Pod, ds effective.Demands, t effective.Target, war
 }
 
 // deriveLocked is derive for a pod whose demand depends on device sizes
-// (memory percentages, whole devices), resolved as its admission resolved
-// it: against the largest device of the nodes it may run on (Eligible,
-// with its nodeSelector and required node affinity, whichever node it was
-// bound to and whichever device HAMi assigned it), and never below the size
-// it was first resolved against (old's floor). A node that announces
-// smaller or no devices, or an annotation edited after binding, never
-// lowers the charge (it is reported instead: see keep).
+// (memory percentages, whole devices). The first time the ledger resolves
+// it, it resolves as its admission did (ResolveSizesFor: the largest
+// plausible device of the nodes it may run on); that size is its floor. An
+// unbound pod then keeps it whatever nodes announce later (once the node
+// watch's initial list is in: NodesListed; before, it rises as the list
+// arrives): no other node's word raises (or lowers) its charge. A bound
+// pod resolves against its own node only and never below its floor nor
+// below the largest size its node announced since binding (nodeSizes). A node that announces smaller or no
+// devices, or an annotation edited after binding, never lowers the charge
+// (it is reported instead: see keep); a node that announces larger devices
+// raises only the charges of the pods bound to it.
 func (l *Ledger) deriveLocked(pod *corev1.Pod, old *podRecord) derivation {
 	now := l.capacityLocked().ResolveSizesFor(pod, l.families)
-	var floors map[string]int64 // the first size each family resolved against
+	var floors, nodeSizes map[string]int64
 	if old != nil {
-		floors = old.floors
+		floors, nodeSizes = old.floors, old.nodeSizes
 	}
-	for f, size := range now {
-		if _, ok := floors[f]; !ok && size > 0 {
-			floors = maps.Clone(floors)
-			if floors == nil {
-				floors = map[string]int64{}
-			}
-			floors[f] = size
+	bound := pod.Spec.NodeName != ""
+	floors = raised(floors, now, bound || !l.nodesListed)
+	if bound {
+		nodeSizes = raised(nodeSizes, now, true)
+		if maps.Equal(nodeSizes, floors) {
+			nodeSizes = floors // shared, never modified
 		}
 	}
-	sizes := make(map[string]int64, len(now)+len(floors))
-	for f, size := range now {
-		sizes[f] = max(size, floors[f])
+	d := l.derive(pod, optionsOf(floors))
+	if d.rec == nil {
+		return d
 	}
-	for f, floor := range floors {
-		sizes[f] = max(sizes[f], floor)
+	d.rec.floors, d.rec.nodeSizes = floors, nodeSizes
+	held, where := nodeSizes, "its node "+pod.Spec.NodeName+" now announces" // bound: what its node announced since binding
+	if !bound {
+		held, where = floors, "the nodes it may run on now announce" // unbound: what its admission resolved
 	}
-	d := l.derive(pod, optionsOf(sizes))
-	if d.rec != nil {
-		d.rec.floors = floors
-		for _, f := range slices.Sorted(maps.Keys(floors)) {
-			if now[f] < floors[f] {
-				what := "devices"
-				if f != l.sizedFamily() {
-					what = f + " devices"
-				}
-				d.rec.warn(chargeProblem(pod, fmt.Sprintf("charged for %s of %d MiB, as its admission resolved; the nodes it may run on now announce at most %d MiB (node capacity dropped, or an annotation was removed)", what, floors[f], now[f])))
+	for _, f := range slices.Sorted(maps.Keys(held)) {
+		if now[f] < held[f] {
+			what := "devices"
+			if f != l.sizedFamily() {
+				what = f + " devices"
 			}
+			d.rec.warn(chargeProblem(pod, fmt.Sprintf("charged for %s of %d MiB, as first resolved; %s at most %d MiB (node capacity dropped, or an annotation was removed)", what, floors[f], where, now[f])))
 		}
 	}
 	return d
+}
+
+// raised returns sizes with every family of now that it lacks (all of
+// them: the first resolution) and, when raise is set, every family now
+// holds larger, at now's size. sizes itself is returned when nothing
+// changes; it is shared and never modified.
+func raised(sizes, now map[string]int64, raise bool) map[string]int64 {
+	out, cloned := sizes, false
+	for f, size := range now {
+		cur, ok := sizes[f]
+		if size <= 0 || (ok && (!raise || size <= cur)) {
+			continue
+		}
+		if !cloned {
+			out, cloned = make(map[string]int64, len(sizes)+1), true
+			maps.Copy(out, sizes)
+		}
+		out[f] = size
+	}
+	return out
 }
 
 // warn adds p to the record's warning: one problem per pod, a held charge
@@ -250,7 +275,7 @@ func sameRecord(a, b *podRecord) bool {
 	return a.namespace == b.namespace && a.name == b.name && a.bound == b.bound && a.node == b.node &&
 		a.state == b.state && a.used.Equal(b.used) && a.pod == b.pod &&
 		slices.Equal(a.devices, b.devices) && slices.Equal(a.unresolved, b.unresolved) &&
-		a.assignment == b.assignment && a.edited == b.edited && maps.Equal(a.floors, b.floors) &&
+		a.assignment == b.assignment && a.edited == b.edited && maps.Equal(a.floors, b.floors) && maps.Equal(a.nodeSizes, b.nodeSizes) &&
 		(a.warning == nil) == (b.warning == nil) && (a.warning == nil || *a.warning == *b.warning)
 }
 

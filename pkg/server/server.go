@@ -253,7 +253,8 @@ func (s *Server) watches(cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("dra.deviceClasses: %w", err)
 	}
-	s.Ledger = ledger.New(ledger.Options{Families: config.Families(opts.Config), Claims: claims, Log: opts.Log.WithName("ledger")})
+	s.Ledger = ledger.New(ledger.Options{Families: config.Families(opts.Config), Claims: claims,
+		MaxDeviceMemoryMiB: config.MaxDeviceMemoryMiB(opts.Config), Log: opts.Log.WithName("ledger")})
 	// The watches list and watch built-in types only: in protobuf, the API
 	// server's own encoding, decoding costs a fraction of JSON's (a relist
 	// of 100k pods is most of a cold start).

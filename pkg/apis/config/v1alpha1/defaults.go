@@ -59,6 +59,7 @@ func SetDefaults_Configuration(c *Configuration) {
 	setDefault(&c.ClientConnection.Burst, DefaultBurst)
 	setDefaultsDRA(c)
 	setDefaultsAudit(c)
+	setDefaultsCapacity(c)
 }
 
 // setDefaultsNvidia sets HAMi's own defaults (effective.DefaultSettings:

@@ -23,6 +23,8 @@ type Configuration struct {
 	DRA *DRA `json:"dra,omitempty"`
 	// Audit says how namespaces over a lowered limit are reported.
 	Audit *Audit `json:"audit,omitempty"`
+	// Capacity bounds the device capacity nodes may announce.
+	Capacity *Capacity `json:"capacity,omitempty"`
 }
 
 // Admission tunes decisions and reservations.

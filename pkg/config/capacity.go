@@ -1,0 +1,42 @@
+package config
+
+import (
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	configv1alpha1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
+)
+
+// MaxDeviceMemoryMiB is the plausibility bound (MiB) of a device of each
+// family a node announces, in a defaulted configuration
+// (capacity.maxDeviceMemoryMiB: the family's entry, else "default"), as a
+// function of the family's name: what ledger.Options.MaxDeviceMemoryMiB
+// and the DRA inventory's bound take. It reads a copy: later changes to c
+// do not show.
+func MaxDeviceMemoryMiB(c *Configuration) func(family string) int64 {
+	return c.Capacity.DeepCopy().MaxDeviceMemoryMiBFor
+}
+
+// validateCapacity checks capacity.maxDeviceMemoryMiB: every bound
+// positive, every key "default" or a family the configuration governs (a
+// misspelt family would silently keep the default bound).
+func validateCapacity(c *Configuration) field.ErrorList {
+	var errs field.ErrorList
+	p := field.NewPath("capacity", "maxDeviceMemoryMiB")
+	names := []string{configv1alpha1.DefaultFamilyBound}
+	for _, f := range Families(c) {
+		names = append(names, f.Name)
+	}
+	bounds := c.Capacity.MaxDeviceMemoryMiB
+	for _, k := range slices.Sorted(maps.Keys(bounds)) {
+		if !slices.Contains(names, k) {
+			errs = append(errs, field.NotSupported(p.Key(k), k, names))
+		}
+		if bounds[k] < 1 {
+			errs = append(errs, field.Invalid(p.Key(k), bounds[k], "must be at least 1 (MiB)"))
+		}
+	}
+	return errs
+}
