@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -37,10 +38,13 @@ type inputDoc struct {
 	// primary is the first family's name (nvidia): its demand and usage are
 	// also at the input's first-level positions, where policies written
 	// before families read them.
-	primary  string
-	demand   effective.Demands
-	invalid  []*effective.FieldError
-	ns       ledger.NamespaceSnapshot
+	primary string
+	demand  effective.Demands
+	invalid []*effective.FieldError
+	ns      ledger.NamespaceSnapshot
+	// scoped are the namespace's scoped quotas the pod is in (none for a
+	// claim: no scope matches a claim, as in-tree).
+	scoped   []*ledger.ScopedQuota
 	capacity ast.Value
 	settings ast.Value
 	words    words
@@ -120,10 +124,55 @@ func (d *inputDoc) usageTerm(b *builder) *ast.Term {
 	return b.object(append(primary, b.item("nativeRequestQuotas", d.nativeTerm(b)), b.item("families", b.object(fams...)))...)
 }
 
-// familyUsage is one family's used, reserved, after and limits.
+// familyUsage is one family's used, reserved, after, limits and the
+// limits of the scoped quotas the pod is in.
 func (d *inputDoc) familyUsage(b *builder, f string, after effective.Vector) [][2]*ast.Term {
 	return [][2]*ast.Term{b.item("used", b.vector(d.ns.Used.Of(f))), b.item("reserved", b.vector(d.ns.Reserved.Of(f))),
-		b.item("after", b.vector(after)), b.item("limits", b.limitsTerm(d.ns.Limits[f], after))}
+		b.item("after", b.vector(after)), b.item("limits", b.limitsTerm(d.ns.Limits[f], after)),
+		b.item("scopedLimits", d.scopedTerm(b, f))}
+}
+
+// scopedTerm is one family's scopedLimits: each limited dimension of each
+// scoped quota the pod is in, with what the quota's pods use, the
+// namespace's reservations (a reservation's scopes are unknown: it counts
+// against every scoped quota) and after = used + reserved + the pod.
+func (d *inputDoc) scopedTerm(b *builder, f string) *ast.Term {
+	var items []*ast.Term
+	for _, q := range d.scoped {
+		lim, ok := q.Limits[f]
+		if !ok {
+			continue
+		}
+		used, reserved := q.Used.Of(f), d.ns.Reserved.Of(f)
+		after := sum(used, reserved, d.demand.Effective().Of(f))
+		scopes := make([]*ast.Term, len(q.Scopes))
+		for i, s := range q.Scopes {
+			scopes[i] = b.str(s)
+		}
+		for _, dim := range effective.Dimensions() {
+			l := lim.Of(dim)
+			if l == nil {
+				continue
+			}
+			a := after.Get(dim)
+			items = append(items, b.object(b.item("dimension", b.str(dimKey(dim))), b.item("value", b.num(l.Value)),
+				b.item("quota", b.str(l.Quota)), b.item("key", b.str(l.Key)), b.item("invalid", ast.InternedTerm(l.Invalid)),
+				b.item("scopes", b.array(scopes...)), b.item("used", b.num(used.Get(dim))), b.item("reserved", b.num(reserved.Get(dim))),
+				b.item("after", b.num(a)), b.item("afterPercent", b.num(effective.Percent(a, l.Value)))))
+		}
+	}
+	return b.array(items...)
+}
+
+// scopedOf are the scoped quotas of ns that pod is in.
+func scopedOf(ns *ledger.NamespaceSnapshot, pod *corev1.Pod) []*ledger.ScopedQuota {
+	var out []*ledger.ScopedQuota
+	for i := range ns.Scoped {
+		if ns.Scoped[i].Matches(pod) {
+			out = append(out, &ns.Scoped[i])
+		}
+	}
+	return out
 }
 
 // inView are the families the pod asks for or the namespace uses, reserves
@@ -140,6 +189,11 @@ func (d *inputDoc) inView() []string {
 	}
 	for f := range d.ns.Limits {
 		set[f] = true
+	}
+	for _, q := range d.scoped {
+		for f := range q.Limits {
+			set[f] = true
+		}
 	}
 	return slices.Sorted(maps.Keys(set))
 }
