@@ -47,7 +47,9 @@ func gpuPod(name string, opts ...podOpt) *corev1.Pod {
 
 func prio(pc string) podOpt { return func(p *corev1.Pod) { p.Spec.PriorityClassName = pc } }
 
-func deadline(s int64) podOpt { return func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr.To(s) } }
+func deadline(s int64) podOpt {
+	return func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr.To(s) }
+}
 
 // burstable gives the pod a cpu limit: no longer BestEffort.
 func burstable(p *corev1.Pod) { testpod.CPU("1")(&p.Spec.Containers[0]) }

@@ -63,7 +63,7 @@ func TestScopeMatchesInTree(t *testing.T) {
 			[]*corev1.Pod{pod(func(p *corev1.Pod) { p.Spec.Containers[0].Resources = cpu("1", "") }),
 				pod(func(p *corev1.Pod) { p.Spec.InitContainers = []corev1.Container{{Resources: cpu("1", "1")}} }),
 				pod(func(p *corev1.Pod) { p.Spec.Resources = &corev1.ResourceRequirements{Limits: cpu("", "2").Limits} }), // pod-level resources
-				pod(func(p *corev1.Pod) { p.Status.QOSClass = corev1.PodQOSGuaranteed })}},                               // the API server's word wins
+				pod(func(p *corev1.Pod) { p.Status.QOSClass = corev1.PodQOSGuaranteed })}},                                // the API server's word wins
 		{"NotBestEffort", exists(corev1.ResourceQuotaScopeNotBestEffort),
 			[]*corev1.Pod{pod(func(p *corev1.Pod) { p.Spec.Containers[0].Resources = cpu("1", "2") })}, []*corev1.Pod{pod(nil)}},
 		{"PriorityClass In", pc(corev1.ScopeSelectorOpIn, "high", "mid"), []*corev1.Pod{high}, []*corev1.Pod{pod(nil), pod(func(p *corev1.Pod) { p.Spec.PriorityClassName = "low" })}},
