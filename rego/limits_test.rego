@@ -143,14 +143,15 @@ test_claim_over_memory_limit_names_the_claim if {
 }
 
 # A ResourceQuota with scopes limits only the pods in its scopes, against
-# what those pods use (scopedLimits: the decision package lists the scoped
-# quotas the pod is in, each with its own used and after).
+# what those pods use (scopedLimits: the decision package lists, every
+# family's in one list, the scoped quotas the pod is in, each with its own
+# used and after).
 scoped_gpu(used, value) := {
-	"dimension": "gpu", "value": value, "quota": "high-gpus", "key": "limits.nvidia.com/gpu", "invalid": false,
+	"family": "nvidia", "dimension": "gpu", "value": value, "quota": "high-gpus", "key": "limits.nvidia.com/gpu", "invalid": false,
 	"scopes": ["PriorityClass In (high)"], "used": used, "reserved": 0, "after": used + 1, "afterPercent": percent(used + 1, value),
 }
 
-with_scoped(inp, limits) := object.union(inp, {"namespaceUsage": {"families": {"nvidia": {"scopedLimits": limits}}}})
+with_scoped(inp, limits) := object.union(inp, {"namespaceUsage": {"scopedLimits": limits}})
 
 test_scoped_limit_over_denied_with_its_own_usage if {
 	inp := with_scoped(fits, [scoped_gpu(1, 1)])
