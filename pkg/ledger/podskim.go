@@ -274,7 +274,7 @@ func (s *podSkimmer) status(b []byte, st *corev1.PodStatus) error {
 		case 1:
 			st.Phase = corev1.PodPhase(v)
 		case 9:
-			st.QOSClass = corev1.PodQOSClass(v)
+			st.QOSClass = qosClass(v)
 		case 8:
 			st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{})
 			return containerStatus(v, &st.ContainerStatuses[len(st.ContainerStatuses)-1])
@@ -284,6 +284,17 @@ func (s *podSkimmer) status(b []byte, st *corev1.PodStatus) error {
 		}
 		return nil
 	})
+}
+
+// qosClass is a status.qosClass, the constant's string for the classes
+// Kubernetes writes (no string allocated per pod).
+func qosClass(v []byte) corev1.PodQOSClass {
+	for _, c := range [...]corev1.PodQOSClass{corev1.PodQOSBestEffort, corev1.PodQOSBurstable, corev1.PodQOSGuaranteed} {
+		if string(v) == string(c) {
+			return c
+		}
+	}
+	return corev1.PodQOSClass(v)
 }
 
 func containerStatus(b []byte, cs *corev1.ContainerStatus) error {

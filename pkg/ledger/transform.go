@@ -59,7 +59,7 @@ func PodTransform(fams []effective.Family) toolscache.TransformFunc {
 func newPodSlimmer(fams []effective.Family) *podSlimmer {
 	keep := append(allocAnnotations(fams), effective.PodAnnotations()...)
 	return &podSlimmer{families: fams, names: managedNames(fams), annotations: append(keep, metav1.InitialEventsAnnotationKey),
-		containers: newInterner[[]corev1.Container](), statuses: newInterner[[]corev1.ContainerStatus]()}
+		containers: newInterner[[]corev1.Container](), statuses: newInterner[[]corev1.ContainerStatus](), classes: newInterner[string]()}
 }
 
 type podSlimmer struct {
@@ -69,6 +69,8 @@ type podSlimmer struct {
 	annotations []string
 	containers  *interner[[]corev1.Container]
 	statuses    *interner[[]corev1.ContainerStatus]
+	// classes shares priority class names (a cluster has a few).
+	classes *interner[string]
 }
 
 func (t *podSlimmer) slim(p *corev1.Pod) runtime.Object {
@@ -119,7 +121,9 @@ func (t *podSlimmer) slimGPU(p *corev1.Pod) *corev1.Pod {
 	}
 	// What ResourceQuota scopes read (scope.go): status.qosClass is the
 	// API server's, set at creation and immutable.
-	out.Spec.PriorityClassName = p.Spec.PriorityClassName
+	if pc := p.Spec.PriorityClassName; pc != "" {
+		out.Spec.PriorityClassName = t.classes.get(pc, func() string { return pc })
+	}
 	out.Spec.ActiveDeadlineSeconds = p.Spec.ActiveDeadlineSeconds
 	out.Status.QOSClass = p.Status.QOSClass
 	out.Status.Phase = p.Status.Phase
