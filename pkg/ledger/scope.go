@@ -144,9 +144,10 @@ func requirementsQOS(r *corev1.ResourceRequirements) corev1.PodQOSClass {
 		default:
 			c = corev1.PodQOSGuaranteed
 		}
-		if qos == "" {
+		switch {
+		case qos == "":
 			qos = c
-		} else if qos != c {
+		case qos != c:
 			return corev1.PodQOSBurstable
 		}
 	}
