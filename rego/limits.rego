@@ -29,6 +29,47 @@ deny contains msg if {
 	])
 }
 
+# A ResourceQuota with scopes (spec.scopes, spec.scopeSelector) limits only
+# the pods in its scopes, against what those pods use: the input lists the
+# limits of the scoped quotas this pod is in, every family's
+# (namespaceUsage.scopedLimits), each with its own used, reserved (every
+# reservation of the namespace: its pod's scopes are unknown) and after.
+# Claims are in no scope. scopedLimits[0]: OPA's rule index skips the rules
+# when there is none.
+deny contains msg if {
+	input.namespaceUsage.scopedLimits[0]
+	input.operation == "CREATE"
+	some limit in input.namespaceUsage.scopedLimits
+	limit.after > limit.value
+	dim := limit.dimension
+	demand := input.demand.families[limit.family]
+	demand.effective[dim] > 0
+	u := units[dim]
+	msg := sprintf("namespace %q: %s: %s needs %d%s, %d%s used by the pods in the scopes of ResourceQuota %q (%s) + %d%s reserved, limit %d%s (%s)%s", [
+		input.namespace, input.settings.families[limit.family].resourceNames[dim], subject,
+		demand.effective[dim], u,
+		limit.used, u, limit.quota, concat(", ", limit.scopes),
+		limit.reserved, u,
+		limit.value, u, limit.key, concat("", [invalid_note(limit), device_note(demand, dim)]),
+	])
+}
+
+warn contains msg if {
+	input.namespaceUsage.scopedLimits[0]
+	input.operation == "CREATE"
+	near := input.settings.nearLimitPercent
+	near > 0
+	some limit in input.namespaceUsage.scopedLimits
+	limit.afterPercent >= near
+	limit.after <= limit.value
+	dim := limit.dimension
+	input.demand.families[limit.family].effective[dim] > 0
+	msg := sprintf("namespace %q: %s will be at %d %% of its limit for the pods in the scopes of ResourceQuota %q after this pod (%d of %d%s)", [
+		input.namespace, input.settings.families[limit.family].resourceNames[dim],
+		limit.afterPercent, limit.quota, limit.after, limit.value, units[dim],
+	])
+}
+
 # subject is what is being created: a ResourceClaim (input.claim) or a pod.
 subject := "claim" if input.claim.name
 

@@ -141,3 +141,40 @@ test_claim_over_memory_limit_names_the_claim if {
 	inp := object.union(with_usage(fits, {"used": vec(1, 8192, 0)}), {"claim": {"name": "hami-train-app", "deviceClassNames": ["hami-core-gpu.project-hami.io"]}})
 	builtin.deny == {`namespace "team-a": nvidia.com/gpumem: claim needs 20480 MiB, 8192 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem)`} with input as inp
 }
+
+# A ResourceQuota with scopes limits only the pods in its scopes, against
+# what those pods use (scopedLimits: the decision package lists, every
+# family's in one list, the scoped quotas the pod is in, each with its own
+# used and after).
+scoped_gpu(used, value) := {
+	"family": "nvidia", "dimension": "gpu", "value": value, "quota": "high-gpus", "key": "limits.nvidia.com/gpu", "invalid": false,
+	"scopes": ["PriorityClass In (high)"], "used": used, "reserved": 0, "after": used + 1, "afterPercent": percent(used + 1, value),
+}
+
+with_scoped(inp, limits) := object.union(inp, {"namespaceUsage": {"scopedLimits": limits}})
+
+test_scoped_limit_over_denied_with_its_own_usage if {
+	inp := with_scoped(fits, [scoped_gpu(1, 1)])
+	builtin.deny == {`namespace "team-a": nvidia.com/gpu: pod needs 1, 1 used by the pods in the scopes of ResourceQuota "high-gpus" (PriorityClass In (high)) + 0 reserved, limit 1 (limits.nvidia.com/gpu)`} with input as inp
+}
+
+test_scoped_limit_reads_its_used_not_the_namespace_s if {
+	# The namespace uses 7 GPUs, none of them in the quota's scopes: the
+	# pod fits the scoped limit of 1 (and is warned it reaches it).
+	inp := with_scoped(with_usage(fits, {"used": vec(7, 0, 0)}), [scoped_gpu(0, 1)])
+	count(builtin.deny) == 0 with input as inp
+	builtin.warn == {`namespace "team-a": nvidia.com/gpu will be at 100 % of its limit for the pods in the scopes of ResourceQuota "high-gpus" after this pod (1 of 1)`} with input as inp
+}
+
+test_scoped_and_unscoped_limits_both_checked if {
+	# Both limits apply: the unscoped memory limit denies though the scoped
+	# GPU limit is fine, and the other way round.
+	mem_over := with_scoped(with_usage(fits, {"used": vec(0, 8192, 0)}), [scoped_gpu(0, 2)])
+	builtin.deny == {`namespace "team-a": nvidia.com/gpumem: pod needs 20480 MiB, 8192 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem)`} with input as mem_over
+	count(builtin.deny) == 1 with input as with_scoped(fits, [scoped_gpu(2, 2)])
+}
+
+test_scoped_limit_not_checked_for_a_dimension_the_pod_does_not_use if {
+	inp := with_scoped(fits, [object.union(scoped_gpu(5, 1), {"dimension": "gpucores"})])
+	count(builtin.deny) == 0 with input as inp
+}

@@ -231,6 +231,9 @@ func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) 
 	if doc.ns, err = d.namespace(ctx, ns, req.Reservations); err != nil {
 		return nil, err
 	}
+	if req.Claim == nil {
+		doc.scoped = scopedOf(&doc.ns, req.Pod)
+	}
 	return doc, nil
 }
 

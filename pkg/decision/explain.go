@@ -48,6 +48,8 @@ type LimitCheck struct {
 	Quota    string `json:"quota"`
 	Key      string `json:"key"`
 	Exceeded bool   `json:"exceeded"`
+	// Scopes are a scoped quota's: Used is what its pods use.
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // explain builds the explanation of out for the document doc.
@@ -56,15 +58,24 @@ func (d *Decider) explain(doc *inputDoc, out policy.Output) *Explanation {
 }
 
 // limitChecks compares the namespace's usage with the pod's demand added to
-// each limit of doc, family by family in the configuration's order.
+// each limit of doc that applies to the pod (those of the quotas without
+// scopes, and of the scoped quotas it is in, against their pods' usage),
+// family by family in the configuration's order.
 func (d *Decider) limitChecks(doc *inputDoc) []LimitCheck {
 	eff := doc.demand.Effective()
 	checks := []LimitCheck{}
+	in := map[string]bool{}
+	for _, q := range doc.scoped {
+		in[q.Name] = true
+	}
 	for _, u := range ledger.LimitUses(doc.ns, d.families) {
+		if len(u.Scopes) > 0 && !in[u.Quota] {
+			continue // a scoped quota the pod is not in
+		}
 		pod := eff.Of(u.Family).Get(u.Dimension)
 		after := effective.SatAdd(u.Charged(), pod)
 		checks = append(checks, LimitCheck{Family: u.Family, Resource: u.Resource, Used: u.Used, Reserved: u.Reserved, Pod: pod, After: after,
-			Limit: u.Limit, Quota: u.Quota, Key: u.Key, Exceeded: pod > 0 && after > u.Limit})
+			Limit: u.Limit, Quota: u.Quota, Key: u.Key, Exceeded: pod > 0 && after > u.Limit, Scopes: u.Scopes})
 	}
 	return checks
 }

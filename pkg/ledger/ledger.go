@@ -103,6 +103,8 @@ type namespace struct {
 	invalid    map[types.UID]*invalidPod
 	warned     map[types.UID]*podRecord
 	quotas     map[string]*quota
+	// byScope is the pods' usage per scope attributes (scoped.go).
+	byScope map[podScope]effective.Usage
 	// claims counts the recorded claims; claimProblems are theirs.
 	claims        int
 	claimProblems map[types.UID]*Problem
@@ -307,6 +309,7 @@ func (l *Ledger) DeletePodByName(ns, name string) {
 // logged when they appear or change, not on every event.
 func (l *Ledger) applyLocked(uid types.UID, key podName, d derivation) {
 	old := l.pods[uid]
+	inheritScope(d.rec, old)
 	if old != nil && d.rec != nil && sameRecord(old, d.rec) {
 		return // duplicate event, resync: nothing changed
 	}

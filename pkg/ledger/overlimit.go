@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
@@ -26,6 +27,9 @@ type LimitUse struct {
 	// Invalid: the quota's value is unusable; the limit blocks the
 	// resource and is reported as a problem of its own, never as over.
 	Invalid bool `json:"invalid,omitempty"`
+	// Scopes are a scoped quota's (NamespaceSnapshot.Scoped): Used is then
+	// what the pods in its scopes use, and it limits only those pods.
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // Charged is Used + Reserved (saturating).
@@ -49,33 +53,46 @@ func (o LimitUse) String() string {
 	case o.Over():
 		rel = "over"
 	}
-	return fmt.Sprintf("%s: %d%s charged (%d used, %d reserved), %s the limit %d%s of ResourceQuota %s",
-		o.Resource, o.Charged(), u, o.Used, o.Reserved, rel, o.Limit, u, o.Quota)
+	scope := ""
+	if len(o.Scopes) > 0 {
+		scope = " (scopes " + strings.Join(o.Scopes, ", ") + ": its pods only)"
+	}
+	return fmt.Sprintf("%s: %d%s charged (%d used, %d reserved), %s the limit %d%s of ResourceQuota %s%s",
+		o.Resource, o.Charged(), u, o.Used, o.Reserved, rel, o.Limit, u, o.Quota, scope)
 }
 
 // LimitUses lists every limit of n with its charge, family by family in
-// the order of fams, then count, memory, cores.
+// the order of fams, then count, memory, cores: the tightest limits of the
+// quotas without scopes against the namespace's usage, then each scoped
+// quota's (by name) against the usage of its pods. Reservations count
+// against every limit (a reservation does not say its pod's scopes).
 func LimitUses(n NamespaceSnapshot, fams []effective.Family) []LimitUse {
 	var out []LimitUse
 	for i := range fams {
 		f := &fams[i]
-		lim, ok := n.Limits[f.Name]
-		if !ok {
+		out = appendLimitUses(out, f, n.Limits[f.Name], n.Used.Of(f.Name), n.Reserved.Of(f.Name), nil)
+		for j := range n.Scoped {
+			q := &n.Scoped[j]
+			out = appendLimitUses(out, f, q.Limits[f.Name], q.Used.Of(f.Name), n.Reserved.Of(f.Name), q.Scopes)
+		}
+	}
+	return out
+}
+
+// appendLimitUses appends the limits lim of family f against used and
+// reserved.
+func appendLimitUses(out []LimitUse, f *effective.Family, lim Limits, used, reserved effective.Vector, scopes []string) []LimitUse {
+	for _, d := range effective.Dimensions() {
+		l, name := lim.Of(d), f.Names.Of(d)
+		if l == nil || name == "" {
 			continue
 		}
-		used, reserved := n.Used.Of(f.Name), n.Reserved.Of(f.Name)
-		for _, d := range effective.Dimensions() {
-			l, name := lim.Of(d), f.Names.Of(d)
-			if l == nil || name == "" {
-				continue
-			}
-			unit := ""
-			if d == effective.DimensionMemory {
-				unit = "MiB"
-			}
-			out = append(out, LimitUse{Family: f.Name, Resource: string(name), Dimension: d, Used: used.Get(d), Reserved: reserved.Get(d),
-				Limit: l.Value, Quota: l.Quota, Key: l.Key, Unit: unit, Invalid: l.Invalid})
+		unit := ""
+		if d == effective.DimensionMemory {
+			unit = "MiB"
 		}
+		out = append(out, LimitUse{Family: f.Name, Resource: string(name), Dimension: d, Used: used.Get(d), Reserved: reserved.Get(d),
+			Limit: l.Value, Quota: l.Quota, Key: l.Key, Unit: unit, Invalid: l.Invalid, Scopes: scopes})
 	}
 	return out
 }

@@ -48,6 +48,8 @@ type podRecord struct {
 	// announced since the pod was bound: falling below it is reported.
 	// Shared like floors (often floors itself).
 	nodeSizes map[string]int64
+	// scope is what ResourceQuota scopes read of the pod (scope.go).
+	scope podScope
 }
 
 // derivation is the outcome of reading a pod: a record to store, a problem
@@ -144,6 +146,7 @@ func newPodRecord(pod *corev1.Pod, ds effective.Demands, t effective.Target, war
 		state:     t.Stage.State,
 		used:      t.Namespace,
 		warning:   warning,
+		scope:     scopeOf(pod),
 	}
 	if len(t.Devices) > 0 {
 		rec.node, rec.devices = pod.Spec.NodeName, deviceUses(t.Devices)
@@ -275,7 +278,7 @@ func sameRecord(a, b *podRecord) bool {
 	return a.namespace == b.namespace && a.name == b.name && a.bound == b.bound && a.node == b.node &&
 		a.state == b.state && a.used.Equal(b.used) && a.pod == b.pod &&
 		slices.Equal(a.devices, b.devices) && slices.Equal(a.unresolved, b.unresolved) &&
-		a.assignment == b.assignment && a.edited == b.edited && maps.Equal(a.floors, b.floors) && maps.Equal(a.nodeSizes, b.nodeSizes) &&
+		a.assignment == b.assignment && a.edited == b.edited && maps.Equal(a.floors, b.floors) && maps.Equal(a.nodeSizes, b.nodeSizes) && a.scope == b.scope &&
 		(a.warning == nil) == (b.warning == nil) && (a.warning == nil || *a.warning == *b.warning)
 }
 
@@ -305,6 +308,7 @@ func (l *Ledger) chargeLocked(r *podRecord) error {
 		}
 	}
 	n.used = used
+	chargeScopedLocked(n, r)
 	n.pods++
 	if len(r.unresolved) > 0 {
 		n.unresolved[r.uid] = r
@@ -319,6 +323,7 @@ func (l *Ledger) chargeLocked(r *podRecord) error {
 func (l *Ledger) unchargeLocked(r *podRecord) {
 	if n := l.namespaces[r.namespace]; n != nil {
 		n.used = l.nonNegativeUsage(n.used.Sub(r.used), "namespace "+r.namespace)
+		l.unchargeScopedLocked(n, r)
 		n.pods--
 		delete(n.unresolved, r.uid)
 	}

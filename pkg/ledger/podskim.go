@@ -86,6 +86,32 @@ func eachField(b []byte, f func(num protowire.Number, v []byte) error) error {
 	return nil
 }
 
+// lastVarint returns the last value of the varint field num of the
+// message b (eachField skips varints), as the generated code keeps the
+// last of a repeated scalar.
+func lastVarint(b []byte, num protowire.Number) (v uint64, found bool, err error) {
+	for len(b) > 0 {
+		n, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return 0, false, fmt.Errorf("%w: %w", errSkim, protowire.ParseError(l))
+		}
+		b = b[l:]
+		if n == num && typ == protowire.VarintType {
+			x, l := protowire.ConsumeVarint(b)
+			if l < 0 {
+				return 0, false, fmt.Errorf("%w: field %d: %w", errSkim, num, protowire.ParseError(l))
+			}
+			v, found, b = x, true, b[l:]
+			continue
+		}
+		if l = protowire.ConsumeFieldValue(n, typ, b); l < 0 {
+			return 0, false, fmt.Errorf("%w: field %d: %w", errSkim, n, protowire.ParseError(l))
+		}
+		b = b[l:]
+	}
+	return v, found, nil
+}
+
 // mapEntry reads a map<string, …> entry: its key and its value's bytes.
 func mapEntry(b []byte) (key string, value []byte, err error) {
 	err = eachField(b, func(num protowire.Number, v []byte) error {
@@ -165,11 +191,21 @@ func annotation(b []byte, m *metav1.ObjectMeta, keep []string) error {
 	return nil
 }
 
-// spec keeps the containers (skimmed), nodeName, nodeSelector, affinity
-// and resource claims.
+// spec keeps the containers (skimmed), nodeName, nodeSelector, affinity,
+// resource claims, priorityClassName and activeDeadlineSeconds.
 func (s *podSkimmer) spec(b []byte, sp *corev1.PodSpec) error {
+	deadline, ok, err := lastVarint(b, 5)
+	if err != nil {
+		return err
+	}
+	if ok {
+		d := int64(deadline)
+		sp.ActiveDeadlineSeconds = &d
+	}
 	return eachField(b, func(num protowire.Number, v []byte) error {
 		switch num {
+		case 24:
+			sp.PriorityClassName = string(v)
 		case 2:
 			sp.Containers = append(sp.Containers, corev1.Container{})
 			return s.container(v, &sp.Containers[len(sp.Containers)-1])
@@ -255,6 +291,8 @@ func (s *podSkimmer) status(b []byte, st *corev1.PodStatus) error {
 		switch num {
 		case 1:
 			st.Phase = corev1.PodPhase(v)
+		case 9:
+			st.QOSClass = qosClass(v)
 		case 8:
 			st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{})
 			return containerStatus(v, &st.ContainerStatuses[len(st.ContainerStatuses)-1])
@@ -264,6 +302,17 @@ func (s *podSkimmer) status(b []byte, st *corev1.PodStatus) error {
 		}
 		return nil
 	})
+}
+
+// qosClass is a status.qosClass, the constant's string for the classes
+// Kubernetes writes (no string allocated per pod).
+func qosClass(v []byte) corev1.PodQOSClass {
+	for _, c := range [...]corev1.PodQOSClass{corev1.PodQOSBestEffort, corev1.PodQOSBurstable, corev1.PodQOSGuaranteed} {
+		if string(v) == string(c) {
+			return c
+		}
+	}
+	return corev1.PodQOSClass(v)
 }
 
 func containerStatus(b []byte, cs *corev1.ContainerStatus) error {

@@ -59,9 +59,11 @@ func skimPods() map[string]*corev1.Pod {
 	full.Spec.NodeSelector = map[string]string{"gpu": "a100"}
 	full.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}}}},
-		PodAntiAffinity: &corev1.PodAntiAffinity{}}
+		PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1,
+			PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "zone", Namespaces: []string{"other"}}}}}}
+	full.Spec.PriorityClassName, full.Spec.ActiveDeadlineSeconds = "high", ptr.To[int64](600) // ResourceQuota scopes
 	full.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("tpl")}}
-	full.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+	full.Status = corev1.PodStatus{Phase: corev1.PodRunning, QOSClass: corev1.PodQOSBurstable, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
 		InitContainerStatuses: []corev1.ContainerStatus{{Name: "init", Image: "i", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}},
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "x"}}}, {Name: "sidecar"}}}
@@ -71,6 +73,9 @@ func skimPods() map[string]*corev1.Pod {
 	claimOnly.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "c", ResourceClaimTemplateName: ptr.To("t")}}
 	claimOnly.Status.Phase = corev1.PodPending
 	pct := testpod.New("pct").NS("team-c").App("app", gpu(1), testpod.MemPct(50)).Build()
+	pct.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+		{TopologyKey: "zone"}}}} // same namespace only: not kept
+	pct.Spec.ActiveDeadlineSeconds = ptr.To[int64](0)
 	return map[string]*corev1.Pod{"full": full, "plain": plain, "claims": claimOnly, "percent": pct, "empty": {}}
 }
 

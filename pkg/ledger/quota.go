@@ -21,6 +21,9 @@ type quota struct {
 	// ResourceQuota counts those per container, without init/app semantics.
 	native   []string
 	problems []Problem
+	// scope is the quota's scopes and scopeSelector (nil: none); a scoped
+	// quota counts and limits only the pods that match it (scope.go).
+	scope *quotaScope
 }
 
 // UpsertQuota records the limits a ResourceQuota sets on managed resources:
@@ -84,6 +87,11 @@ func (l *Ledger) parseQuota(rq *corev1.ResourceQuota) *quota {
 			}
 		}
 	}
+	if len(q.limits) > 0 || len(q.native) > 0 || len(q.problems) > 0 {
+		var problems []Problem
+		q.scope, problems = parseScope(rq)
+		q.problems = append(q.problems, problems...)
+	}
 	return q
 }
 
@@ -136,19 +144,21 @@ func QuotaValue(s string, factor int64) (int64, error) {
 }
 
 // limits returns, per family, the tightest limit per dimension over the
-// namespace's quotas (ties: an invalid limit first, then the quota name) and
-// the quotas, sorted by name.
+// namespace's quotas without scopes (ties: an invalid limit first, then the
+// quota name; a scoped quota's limits are its own, with its own usage:
+// scoped.go) and every quota, sorted by name.
 func (n *namespace) limits() (map[string]Limits, []QuotaSnapshot, []Problem) {
-	names := make([]string, 0, len(n.quotas))
-	for name := range n.quotas {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := n.quotaNames()
 	var out map[string]Limits
 	quotas := make([]QuotaSnapshot, 0, len(names))
 	var problems []Problem
 	for _, name := range names {
 		q := n.quotas[name]
+		quotas = append(quotas, QuotaSnapshot{Name: name, Limits: cloneLimits(q.limits), NativeRequests: slices.Clone(q.native), Scopes: q.scope.describe()})
+		problems = append(problems, q.problems...)
+		if q.scope != nil {
+			continue
+		}
 		for f, ql := range q.limits {
 			if out == nil {
 				out = map[string]Limits{}
@@ -156,10 +166,18 @@ func (n *namespace) limits() (map[string]Limits, []QuotaSnapshot, []Problem) {
 			cur := out[f]
 			out[f] = Limits{GPU: tighter(cur.GPU, ql.GPU), MemMiB: tighter(cur.MemMiB, ql.MemMiB), Cores: tighter(cur.Cores, ql.Cores)}
 		}
-		quotas = append(quotas, QuotaSnapshot{Name: name, Limits: cloneLimits(q.limits), NativeRequests: slices.Clone(q.native)})
-		problems = append(problems, q.problems...)
 	}
 	return cloneLimits(out), quotas, problems
+}
+
+// quotaNames are the names of n's quotas, sorted.
+func (n *namespace) quotaNames() []string {
+	names := make([]string, 0, len(n.quotas))
+	for name := range n.quotas {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func tighter(cur, cand *Limit) *Limit {

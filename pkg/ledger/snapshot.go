@@ -29,10 +29,15 @@ type NamespaceSnapshot struct {
 	// and of pods' template claims not created yet (charged under their
 	// pods); their charge is in Used.
 	Claims int `json:"claims,omitempty"`
-	// Limits is, per family, the tightest limit per dimension over all
-	// ResourceQuotas of the namespace, with the quota that set it (a family
-	// or a dimension without a limit is absent).
+	// Limits is, per family, the tightest limit per dimension over the
+	// ResourceQuotas of the namespace without scopes, with the quota that
+	// set it (a family or a dimension without a limit is absent): they
+	// limit every pod and claim, against Used.
 	Limits map[string]Limits `json:"limits"`
+	// Scoped lists the ResourceQuotas with scopes (spec.scopes,
+	// spec.scopeSelector), by name: each limits only the pods that match
+	// it, against its own Used (scoped.go).
+	Scoped []ScopedQuota `json:"scoped,omitempty"`
 	// Quotas lists every ResourceQuota with managed keys, by name.
 	Quotas []QuotaSnapshot `json:"quotas,omitempty"`
 	// NativeRequestQuotas lists "quota: key" for native requests.<managed>
@@ -122,6 +127,9 @@ type QuotaSnapshot struct {
 	Name           string            `json:"name"`
 	Limits         map[string]Limits `json:"limits"`
 	NativeRequests []string          `json:"nativeRequests,omitempty"`
+	// Scopes describe the quota's scopes and scopeSelector (none: it
+	// limits every pod).
+	Scopes []string `json:"scopes,omitempty"`
 }
 
 // UnresolvedPod names a pod and its containers whose memory is unresolved.
@@ -194,6 +202,7 @@ func (l *Ledger) namespaceLocked(name string, pending []Reservation) NamespaceSn
 	}
 	s.Used, s.Pods, s.Claims = n.used.Clone(), n.pods, n.claims
 	s.Limits, s.Quotas, s.Problems = n.limits()
+	s.Scoped = n.scopedQuotas()
 	for _, q := range s.Quotas {
 		for _, k := range q.NativeRequests {
 			s.NativeRequestQuotas = append(s.NativeRequestQuotas, q.Name+": "+k)

@@ -23,7 +23,9 @@ import (
 
 // PodTransform slims Pods: name, namespace, UID, resourceVersion, the device
 // assignment annotation; spec containers' names, restartPolicy and managed
-// resources, nodeName, nodeSelector and node affinity; status phase and
+// resources, nodeName, nodeSelector and node affinity; what ResourceQuota
+// scopes read (priorityClassName, activeDeadlineSeconds, status.qosClass,
+// and pod (anti-)affinity when it names other namespaces); status phase and
 // container states (running, waiting, or terminated with an exit code). A pod
 // that names no managed resource becomes a PartialObjectMetadata of its
 // identity: it is never charged, and a fifth of an empty Pod's memory for
@@ -52,7 +54,7 @@ func PodTransform(fams []effective.Family) toolscache.TransformFunc {
 func newPodSlimmer(fams []effective.Family) *podSlimmer {
 	keep := append(allocAnnotations(fams), effective.PodAnnotations()...)
 	return &podSlimmer{families: fams, names: managedNames(fams), annotations: keep,
-		containers: newInterner[[]corev1.Container](), statuses: newInterner[[]corev1.ContainerStatus]()}
+		containers: newInterner[[]corev1.Container](), statuses: newInterner[[]corev1.ContainerStatus](), classes: newInterner[string]()}
 }
 
 // bookmarkMeta is the identity of a pod that names no managed resource.
@@ -77,6 +79,8 @@ type podSlimmer struct {
 	annotations []string
 	containers  *interner[[]corev1.Container]
 	statuses    *interner[[]corev1.ContainerStatus]
+	// classes shares priority class names (a cluster has a few).
+	classes *interner[string]
 }
 
 func (t *podSlimmer) slim(p *corev1.Pod) runtime.Object {
@@ -119,9 +123,19 @@ func (t *podSlimmer) slimGPU(p *corev1.Pod) *corev1.Pod {
 	out.Spec.Containers = t.slimContainers(p.Spec.Containers)
 	out.Spec.NodeName = p.Spec.NodeName
 	out.Spec.NodeSelector = p.Spec.NodeSelector
-	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+	if a := p.Spec.Affinity; a != nil && (a.NodeAffinity != nil || crossNamespaceAffinity(a)) {
 		out.Spec.Affinity = &corev1.Affinity{NodeAffinity: a.NodeAffinity}
+		if crossNamespaceAffinity(a) { // a ResourceQuota scope reads it (scope.go): rare, kept whole
+			out.Spec.Affinity.PodAffinity, out.Spec.Affinity.PodAntiAffinity = a.PodAffinity, a.PodAntiAffinity
+		}
 	}
+	// What ResourceQuota scopes read (scope.go): status.qosClass is the
+	// API server's, set at creation and immutable.
+	if pc := p.Spec.PriorityClassName; pc != "" {
+		out.Spec.PriorityClassName = t.classes.get(pc, func() string { return pc })
+	}
+	out.Spec.ActiveDeadlineSeconds = p.Spec.ActiveDeadlineSeconds
+	out.Status.QOSClass = p.Status.QOSClass
 	out.Status.Phase = p.Status.Phase
 	out.Status.InitContainerStatuses = t.slimStatuses(p.Status.InitContainerStatuses)
 	out.Status.ContainerStatuses = t.slimStatuses(p.Status.ContainerStatuses)
@@ -284,13 +298,15 @@ func NodeTransform(obj any) (any, error) {
 	return nil, fmt.Errorf("node transform: unexpected object %T", obj)
 }
 
-// QuotaTransform slims ResourceQuotas to their identity and the spec.hard
-// keys limits.<managed> and requests.<managed>.
+// QuotaTransform slims ResourceQuotas to their identity, the spec.hard
+// keys limits.<managed> and requests.<managed>, and their scopes and
+// scopeSelector.
 func QuotaTransform(fams []effective.Family) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		switch q := obj.(type) {
 		case *corev1.ResourceQuota:
 			out := &corev1.ResourceQuota{ObjectMeta: identity(&q.ObjectMeta, false)}
+			out.Spec.Scopes, out.Spec.ScopeSelector = q.Spec.Scopes, q.Spec.ScopeSelector // scope.go
 			for name, v := range q.Spec.Hard {
 				rest, ok := strings.CutPrefix(string(name), "limits.")
 				if !ok {
