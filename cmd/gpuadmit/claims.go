@@ -37,7 +37,7 @@ func (d demander) effective(w *manifest.Workload) (effectiveOutput, error) {
 	var ds effective.Demands
 	var err error
 	if w.Claim != nil {
-		ds, err = d.claims.Demands(w.Claim.Name, &w.Claim.Spec, w.Claim.Status.Allocation, d.inv, d.options())
+		ds, err = d.claims.Demands(context.Background(), w.Claim.Name, &w.Claim.Spec, w.Claim.Status.Allocation, d.inv, d.options())
 	} else {
 		ds, err = d.pod(w)
 	}
@@ -60,7 +60,7 @@ func (d demander) pod(w *manifest.Workload) (effective.Demands, error) {
 		if t == nil {
 			continue
 		}
-		td, err := d.claims.Demands(w.Pod.Name+"/"+rc.Name, &t.Spec.Spec, nil, d.inv, d.options())
+		td, err := d.claims.Demands(context.Background(), w.Pod.Name+"/"+rc.Name, &t.Spec.Spec, nil, d.inv, d.options())
 		if err != nil {
 			return nil, fmt.Errorf("ResourceClaimTemplate %q: %w", t.Name, err)
 		}

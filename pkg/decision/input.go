@@ -37,8 +37,11 @@ type inputDoc struct {
 	// primary is the first family's name (nvidia): its demand and usage are
 	// also at the input's first-level positions, where policies written
 	// before families read them.
-	primary  string
-	demand   effective.Demands
+	primary string
+	demand  effective.Demands
+	// reserve is what the admission reserves (podDemand's own; a
+	// claim's demand); the policies never read it.
+	reserve  effective.Demands
 	invalid  []*effective.FieldError
 	ns       ledger.NamespaceSnapshot
 	capacity ast.Value

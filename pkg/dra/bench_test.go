@@ -1,6 +1,7 @@
 package dra_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -24,7 +25,7 @@ func BenchmarkDemandsWholeDevices(b *testing.B) {
 	s := spec(exact("gpu", gpuClass, 2, `device.attributes["gpu.nvidia.com"].type == "gpu"`))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.Demands("claim", s, nil, inv, nil); err != nil {
+		if _, err := c.Demands(context.Background(), "claim", s, nil, inv, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

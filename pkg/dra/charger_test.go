@@ -1,6 +1,7 @@
 package dra_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -94,7 +95,7 @@ func TestInventory(t *testing.T) {
 	if inv.Len() != 1 {
 		t.Fatalf("Len = %d, want 1", inv.Len())
 	}
-	ds, err := newCharger(t).Demands("claim", spec(all("gpu", gpuClass)), nil, inv, nil)
+	ds, err := newCharger(t).Demands(context.Background(), "claim", spec(all("gpu", gpuClass)), nil, inv, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestInventorySharedDevices(t *testing.T) {
 	network := slice("net", nvDriver, "", gpuDev("g0", "80Gi"))
 	network.Spec.NodeName, network.Spec.AllNodes = nil, &yes
 	local := slice("n1", nvDriver, "n1", gpuDev("g0", "80Gi"), gpuDev("g1", "80Gi"))
-	ds, err := newCharger(t).Demands("claim", spec(all("gpu", gpuClass)), nil, dra.NewInventory([]*resourcev1.ResourceSlice{network, local}), nil)
+	ds, err := newCharger(t).Demands(context.Background(), "claim", spec(all("gpu", gpuClass)), nil, dra.NewInventory([]*resourcev1.ResourceSlice{network, local}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestConcurrent(t *testing.T) {
 	done := make(chan effective.Vector)
 	for range 8 {
 		go func() {
-			ds, err := c.Demands("claim", spec(all("gpu", gpuClass)), nil, inv, nil)
+			ds, err := c.Demands(context.Background(), "claim", spec(all("gpu", gpuClass)), nil, inv, nil)
 			if err != nil || len(ds) != 1 {
 				done <- effective.Vector{}
 				return

@@ -1,6 +1,7 @@
 package dra
 
 import (
+	"context"
 	"fmt"
 
 	resourcev1 "k8s.io/api/resource/v1"
@@ -18,8 +19,9 @@ import (
 // requests resolve against (as in effective.ComputeAll); alloc (nil when not
 // allocated) pins the request to the devices the scheduler picked and inv
 // sizes them. Invalid requests yield an *effective.InvalidError listing each
-// one, its Container "<name>/<request>".
-func (c *Charger) Demands(name string, spec *resourcev1.ResourceClaimSpec, alloc *resourcev1.AllocationResult,
+// one, its Container "<name>/<request>". ctx bounds the selectors'
+// evaluation (a review's deadline).
+func (c *Charger) Demands(ctx context.Context, name string, spec *resourcev1.ResourceClaimSpec, alloc *resourcev1.AllocationResult,
 	inv *Inventory, opts map[string]effective.Options) (effective.Demands, error) {
 	if c == nil || spec == nil {
 		return nil, nil

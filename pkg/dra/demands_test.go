@@ -1,6 +1,7 @@
 package dra_test
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -31,7 +32,7 @@ func runDemandCases(t *testing.T, cases []demandCase) {
 			if !c.Governs(tc.spec) {
 				t.Fatal("Governs = false, want true")
 			}
-			ds, err := c.Demands("claim", tc.spec, tc.alloc, tc.inv, tc.opts)
+			ds, err := c.Demands(context.Background(), "claim", tc.spec, tc.alloc, tc.inv, tc.opts)
 			if err != nil {
 				t.Fatalf("Demands: %v", err)
 			}
@@ -174,7 +175,7 @@ func TestDemandsFirstAvailable(t *testing.T) {
 		{name: "allocated", spec: fa, alloc: allocated("gpu/small", hamiDriver, "n1", "gpu-0", "gpu-1"),
 			want: effective.Vector{GPU: 2, MemMiB: 20480}, containers: []string{"gpu/small"}},
 	})
-	ds, err := newCharger(t).Demands("claim", fa, allocated("gpu/other", "example.com", "n1", "x"), nil, nil)
+	ds, err := newCharger(t).Demands(context.Background(), "claim", fa, allocated("gpu/other", "example.com", "n1", "x"), nil, nil)
 	if err != nil || len(ds) != 0 {
 		t.Errorf("allocated to an ungoverned subrequest: %v, %v; want nothing", ds, err)
 	}
@@ -222,7 +223,7 @@ func TestDemandsFamilies(t *testing.T) {
 	}
 	o := exact("o", "other.com", 1)
 	o.Exactly.Capacity = capacity("memory", "1536Mi")
-	ds, err := c.Demands("claim", spec(o, hamiRequest(1, 1024, 0)), nil, nil, nil)
+	ds, err := c.Demands(context.Background(), "claim", spec(o, hamiRequest(1, 1024, 0)), nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +251,7 @@ func TestDemandsUngoverned(t *testing.T) {
 		if c.Governs(s) {
 			t.Errorf("%s: Governs = true", name)
 		}
-		ds, err := c.Demands("claim", s, nil, nil, nil)
+		ds, err := c.Demands(context.Background(), "claim", s, nil, nil, nil)
 		if err != nil || len(ds) != 0 {
 			t.Errorf("%s: Demands = %v, %v; want none", name, ds, err)
 		}
@@ -259,7 +260,7 @@ func TestDemandsUngoverned(t *testing.T) {
 	if nilCharger.Governs(hamiClaim(1, 1, 1)) || nilCharger.Classes() != nil {
 		t.Error("a nil charger governs nothing")
 	}
-	if ds, err := nilCharger.Demands("c", hamiClaim(1, 1, 1), nil, nil, nil); ds != nil || err != nil {
+	if ds, err := nilCharger.Demands(context.Background(), "c", hamiClaim(1, 1, 1), nil, nil, nil); ds != nil || err != nil {
 		t.Error("a nil charger charges nothing")
 	}
 }

@@ -1,6 +1,7 @@
 package dra_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -50,7 +51,7 @@ func TestDemandsInvalid(t *testing.T) {
 	c := newCharger(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ds, err := c.Demands("claim", tc.spec, nil, nil, nil)
+			ds, err := c.Demands(context.Background(), "claim", tc.spec, nil, nil, nil)
 			var inv *effective.InvalidError
 			if !errors.As(err, &inv) {
 				t.Fatalf("Demands = %v, %v; want an *effective.InvalidError", ds, err)
@@ -76,7 +77,7 @@ func TestDemandsInvalidListsEveryRequest(t *testing.T) {
 		{Name: "x", DeviceClassName: gpuClass, AllocationMode: resourcev1.DeviceAllocationModeAll},
 	}}
 	ok := hamiRequest(1, 1, 1)
-	_, err := newCharger(t).Demands("claim", spec(a, ok, b, fa), nil, nil, nil)
+	_, err := newCharger(t).Demands(context.Background(), "claim", spec(a, ok, b, fa), nil, nil, nil)
 	var inv *effective.InvalidError
 	if !errors.As(err, &inv) {
 		t.Fatalf("err = %v", err)

@@ -1,6 +1,7 @@
 package dra_test
 
 import (
+	"context"
 	"testing"
 
 	resourcev1 "k8s.io/api/resource/v1"
@@ -33,7 +34,7 @@ func FuzzDemands(f *testing.F) {
 		if shape&16 != 0 {
 			known = nil
 		}
-		ds, err := c.Demands("claim", s, alloc, known, opts)
+		ds, err := c.Demands(context.Background(), "claim", s, alloc, known, opts)
 		if err != nil {
 			return
 		}

@@ -59,17 +59,15 @@ type Ledger struct {
 	nsChanged chan struct{}
 	// charger reads claims (claims.go); claims are the recorded ones of
 	// governed classes; slices are the ResourceSlices by name, inventory
-	// the devices they publish (built lazily; nil when stale).
+	// the devices they publish (built lazily; nil when stale), sliceGen
+	// counts the changes of slices.
 	charger   *dra.Charger
 	claims    map[types.UID]*claimRecord
 	slices    map[string]*resourcev1.ResourceSlice
 	inventory *dra.Inventory
-	// templates are the ResourceClaimTemplates; pending the pods'
-	// templates' claims charged under their pods, generated the claims
-	// recorded for a pod's claim (templates.go).
+	sliceGen  uint64
+	// templates are the ResourceClaimTemplates (templates.go).
 	templates map[podName]*resourcev1.ResourceClaimTemplate
-	pending   map[podClaim]*claimRecord
-	generated map[podClaim]types.UID
 	// claimSeen is seen for claims (a pod relist does not touch it); gone
 	// the claims seen deleted lately, oldest first in goneOrder (claims.go).
 	claimSeen map[types.UID]string
@@ -118,8 +116,6 @@ func New(opts Options) *Ledger {
 		claims:     map[types.UID]*claimRecord{},
 		slices:     map[string]*resourcev1.ResourceSlice{},
 		templates:  map[podName]*resourcev1.ResourceClaimTemplate{},
-		pending:    map[podClaim]*claimRecord{},
-		generated:  map[podClaim]types.UID{},
 		claimSeen:  map[types.UID]string{},
 		gone:       map[types.UID]struct{}{},
 	}
@@ -181,12 +177,10 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 		// The pod was deleted and recreated while the watch was down: the
 		// relist only shows the new one.
 		l.removeLocked(other)
-		l.dropTemplatesLocked(other)
 		delete(l.seen, other)
 		delete(l.known, other)
 	}
 	l.applyLocked(uid, key, d)
-	l.templatesLocked(uid, pod)
 }
 
 // ReplacePods makes the ledger hold the pods of a list: every pod it holds
@@ -205,7 +199,6 @@ func (l *Ledger) ReplacePods(pods []metav1.Object) {
 	for uid := range l.known {
 		if !listed[uid] {
 			delete(l.known, uid)
-			l.dropTemplatesLocked(uid)
 		}
 	}
 	for uid := range l.seen {
@@ -269,7 +262,6 @@ func (l *Ledger) DeletePod(pod *corev1.Pod) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.removeLocked(uid)
-	l.dropTemplatesLocked(uid)
 	delete(l.seen, uid)
 	delete(l.known, uid)
 }
@@ -281,7 +273,6 @@ func (l *Ledger) DeletePodByName(ns, name string) {
 	defer l.mu.Unlock()
 	if uid, ok := l.byName[podName{ns, name}]; ok {
 		l.removeLocked(uid)
-		l.dropTemplatesLocked(uid)
 		delete(l.seen, uid)
 		delete(l.known, uid)
 	}
