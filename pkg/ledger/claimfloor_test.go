@@ -62,9 +62,13 @@ func TestClaimChargeSurvivesSliceAbsence(t *testing.T) {
 		do   func(l *Ledger)
 		want int64 // MiB charged after the step
 	}
-	add := func(devs map[string]int64) func(*Ledger) { return func(l *Ledger) { l.UpsertSlice(gpuSlice("n1", devs)) } }
+	add := func(devs map[string]int64) func(*Ledger) {
+		return func(l *Ledger) { l.UpsertSlice(gpuSlice("n1", devs)) }
+	}
 	del := func(l *Ledger) { l.DeleteSlice("n1-gpus") }
-	claim := func(rv, dev string) func(*Ledger) { return func(l *Ledger) { l.UpsertClaim(wholeClaim(rv, "n1", dev)) } }
+	claim := func(rv, dev string) func(*Ledger) {
+		return func(l *Ledger) { l.UpsertClaim(wholeClaim(rv, "n1", dev)) }
+	}
 	for _, tc := range []struct {
 		name  string
 		steps []step
