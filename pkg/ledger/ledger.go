@@ -151,8 +151,8 @@ func podUID(pod *corev1.Pod) types.UID { return metaUID(pod) }
 func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	uid := podUID(pod)
 	d := l.derive(pod, nil) // pure work outside the lock
-	// A reservation may be under its UID: a GPU pod's, or one whose
-	// templates' claims were reserved with it.
+	// A reservation may be under its UID: a GPU pod's (a pod with
+	// templates reserves only its containers' demand; seen all the same).
 	gpu := l.requests(pod) || hasTemplateClaim(pod)
 	l.mu.Lock()
 	defer l.mu.Unlock()
