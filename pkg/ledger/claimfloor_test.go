@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"fmt"
 	"testing"
 
 	resourcev1 "k8s.io/api/resource/v1"
@@ -101,5 +102,37 @@ func TestClaimChargeSurvivesSliceAbsence(t *testing.T) {
 				t.Fatalf("after the claim's deletion: %s", got)
 			}
 		})
+	}
+}
+
+// TestClaimFloorUnderSliceChurn: a claim recorded and allocated while its
+// slice comes and goes (the two watches' handlers run concurrently) is
+// never charged below what its allocated device holds, and ends charged
+// exactly that once the slice stays; run it with -race.
+func TestClaimFloorUnderSliceChurn(t *testing.T) {
+	devs := map[string]int64{"gpu-0": 144384, "gpu-1": 40960}
+	for round := range 20 {
+		l := newWholeLedger(t)
+		l.UpsertSlice(gpuSlice("n1", devs))
+		l.UpsertClaim(wholeClaim("1", "n1", ""))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range 20 {
+				l.DeleteSlice("n1-gpus")
+				l.UpsertSlice(gpuSlice("n1", devs))
+			}
+		}()
+		for i := range 20 {
+			l.UpsertClaim(wholeClaim(fmt.Sprint(i+2), "n1", "gpu-1"))
+			if got := l.Namespace("ns", nil).Used.Of(nvidia).MemMiB; got < 40960 {
+				t.Fatalf("round %d: charged %d MiB, below the allocated device's 40960", round, got)
+			}
+		}
+		<-done
+		l.UpsertSlice(gpuSlice("n1", devs))
+		if got := l.Namespace("ns", nil).Used.Of(nvidia).MemMiB; got != 40960 {
+			t.Fatalf("round %d: charged %d MiB once the slice stays, want the allocated device's 40960", round, got)
+		}
 	}
 }
