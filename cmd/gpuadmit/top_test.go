@@ -98,14 +98,13 @@ team-a      Pod    small   -       full    1     4096          0
 		{name: "-n of a namespace the state lacks: zero, no limits, no charges",
 			args:    []string{"top", "--state", topSeed, "-n", "team-z", "-o", "json"},
 			wantOut: `{"namespaces":[{"name":"team-z","pods":0,"used":{"gpu":0,"gpumem":0,"gpucores":0},"reserved":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{},"percent":{},"charges":[]}],"overNamespaces":[]}`},
-		{name: "a template's claim not made yet: charged under its pod",
+		{name: "a template's claim not made yet: nothing charged (the claim is decided and charged once created)",
 			args: []string{"top", "--state", "-"}, stdin: stateOf(mustRead(t, draData+"dra-state.yaml"), mustRead(t, draData+"template-pod.yaml")),
 			wantText: `NAMESPACE   PODS   CLAIMS   GPU   GPU%   GPUMEM(MiB)   GPUMEM%   GPUCORES   GPUCORES%   OVER
-team-a      0      2        2/-   -      14336/16384   87%       20/-       -           -
+team-a      0      1        1/-   -      12288/16384   75%       0/-        -           -
 
-NAMESPACE   KIND            NAME           POD        NODE   STATE   GPU   GPUMEM(MiB)   GPUCORES
-team-a      ResourceClaim   train-a        -          -      -       1     12288         0
-team-a      ResourceClaim   notebook/gpu   notebook   -      -       1     2048          20
+NAMESPACE   KIND            NAME      NODE   STATE   GPU   GPUMEM(MiB)   GPUCORES
+team-a      ResourceClaim   train-a   -      -       1     12288         0
 `},
 		{name: "a limit of 0 passed: no percentage, over",
 			args:  []string{"top", "--state", "-", "-o", "jsonpath={.namespaces[0].percent} {.overNamespaces}"},

@@ -9,7 +9,6 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // Claims are decided like pods: the claim's demand (pkg/dra: the devices of
@@ -27,8 +26,8 @@ func (d *Decider) GovernsClaim(c *resourcev1.ResourceClaim) bool { return d.clai
 // Charger is the decider's claim charger.
 func (d *Decider) Charger() *dra.Charger { return d.claims }
 
-// ClaimDemand is the claim's demand as Decide computes it; an invalid
-// request is an *effective.InvalidError.
+// ClaimDemand is the claim's demand as Decide computes it (ctx bounds the
+// selectors' evaluation); an invalid request is an *effective.InvalidError.
 func (d *Decider) ClaimDemand(ctx context.Context, c *resourcev1.ResourceClaim) (effective.Demands, error) {
 	return d.claims.Demands(ctx, c.Name, &c.Spec, c.Status.Allocation, d.snap.Inventory(), d.claimOptions())
 }
@@ -48,19 +47,6 @@ func (d *Decider) claimOptions() map[string]effective.Options {
 		opts[f] = effective.Options{DeviceMemoryMiB: size}
 	}
 	return opts
-}
-
-// covered reports whether c is a claim the claim controller generated for
-// a pod's template that the pod's record charges already (its admission
-// adds nothing; the ledger moves the charge to the claim once it records
-// it). A generated claim whose pod is only reserved yet is decided as any
-// claim.
-func (d *Decider) covered(ctx context.Context, c *resourcev1.ResourceClaim) bool {
-	if _, generated := c.Annotations[ledger.PodClaimNameAnnotation]; !generated {
-		return false // not the claim controller's: no demand computed twice
-	}
-	ds, err := d.ClaimDemand(ctx, c)
-	return err == nil && d.snap.ClaimCovered(c, ds.Effective())
 }
 
 // templated is one of a pod's claims from a template of a governed class.
@@ -86,27 +72,30 @@ func (d *Decider) templates(pod *corev1.Pod) []templated {
 	return out
 }
 
-// podDemand is the pod's demand: its containers' (view: its eligible
-// nodes), and the claims its templates will produce, which hold their
-// devices for the pod's whole life. Claims it names (resourceClaimName)
-// are charged on their own, once, however many pods share them.
-func (d *Decider) podDemand(ctx context.Context, pod *corev1.Pod, view *nodeView) (effective.Demands, error) {
-	ds, err := effective.ComputeAll(pod, d.families, d.options(pod, view))
+// podDemand is the pod's demand, checked: its containers' (view: its
+// eligible nodes) and the claims its known templates will produce, which
+// hold their devices for the pod's whole life; and own, its containers'
+// alone, which its admission reserves (each template's claim is decided
+// and reserved at its own CREATE). Claims it names (resourceClaimName) are
+// charged on their own, once, however many pods share them.
+func (d *Decider) podDemand(ctx context.Context, pod *corev1.Pod, view *nodeView) (checked, own effective.Demands, err error) {
+	own, err = effective.ComputeAll(pod, d.families, d.options(pod, view))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	checked = own
 	for _, t := range d.templates(pod) {
 		td, err := d.claimSpecDemand(ctx, pod.Name+"/"+t.name, &t.tmpl.Spec.Spec)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var ok bool
-		if ds, ok = ds.With(td); !ok {
-			return nil, &effective.InvalidError{Errors: []*effective.FieldError{{Container: t.name, Resource: "resourceClaims",
+		if checked, ok = checked.With(td); !ok {
+			return nil, nil, &effective.InvalidError{Errors: []*effective.FieldError{{Container: t.name, Resource: "resourceClaims",
 				Reason: "the pod's and its claims' GPU requests do not fit in a 64-bit integer"}}}
 		}
 	}
-	return ds, nil
+	return checked, own, nil
 }
 
 // initOnlyClaims warns of the pod's claims only its regular init

@@ -2,13 +2,17 @@ package decision
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/open-policy-agent/opa/v1/ast"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testclaim"
@@ -86,8 +90,9 @@ func TestClaimDecisions(t *testing.T) {
 		{name: "a pod naming a claim adds nothing", claims: []*resourcev1.ResourceClaim{used},
 			req:     Request{Pod: &corev1.Pod{Spec: corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{{Name: "g", ResourceClaimName: ptr.To("used")}}}}},
 			allowed: true},
-		{name: "a generated claim its recorded pod charges already", pods: []*corev1.Pod{tmplPod}, claims: []*resourcev1.ResourceClaim{used},
-			req: Request{Claim: gen}, allowed: true},
+		{name: "a generated claim of a recorded pod is decided as any claim", pods: []*corev1.Pod{tmplPod}, claims: []*resourcev1.ResourceClaim{used},
+			req: Request{Claim: gen}, allowed: false, effective: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 10240}),
+			want: []string{"claim needs 10240 MiB"}},
 		{name: "a generated claim of an unrecorded pod is decided", claims: []*resourcev1.ResourceClaim{used},
 			req: Request{Claim: gen}, allowed: false, effective: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 10240}),
 			want: []string{"claim needs 10240 MiB"}},
@@ -129,4 +134,68 @@ func initOnly(p *corev1.Pod) *corev1.Pod {
 	p.Spec.InitContainers = []corev1.Container{{Name: "fetch", Image: "registry.example/fetch:1", Resources: p.Spec.Containers[0].Resources}}
 	p.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
 	return p
+}
+
+// countingSnap counts the inventory reads (a claim's demand, its CEL
+// selectors, starts with one).
+type countingSnap struct {
+	*ledger.Ledger
+	inventories atomic.Int64
+}
+
+func (s *countingSnap) Inventory() *dra.Inventory {
+	s.inventories.Add(1)
+	return s.Ledger.Inventory()
+}
+
+// TestClaimReviewUnknownNamespaceRunsNoCEL: a claim review for a namespace
+// the watch has not reported fails as a pod's does, before the claim's
+// demand (its CEL selectors) is computed; a claim of an ungoverned class
+// is allowed on names alone.
+func TestClaimReviewUnknownNamespaceRunsNoCEL(t *testing.T) {
+	_, l := claimDecider(t, loadedEngine(t), nil)
+	snap := &countingSnap{Ledger: l}
+	d, err := New(loadedEngine(t), snap, config.Default(), logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = d.Decide(ctx, Request{Claim: testclaim.HAMiDRA("forged-ns", "c", 1, 8192, 0)})
+	if !errors.Is(err, ErrNamespaceUnknown) || snap.inventories.Load() != 0 {
+		t.Fatalf("err %v, %d inventory reads; want ErrNamespaceUnknown before any", err, snap.inventories.Load())
+	}
+	fpga := testclaim.HAMiDRA("forged-ns", "fpga", 1, 1, 0)
+	fpga.Spec.Devices.Requests[0].Exactly.DeviceClassName = "fpga.example.com"
+	if res, err := d.Decide(ctx, Request{Claim: fpga}); err != nil || !res.Allowed || snap.inventories.Load() != 0 {
+		t.Fatalf("ungoverned claim: %+v, %v, %d inventory reads", res, err, snap.inventories.Load())
+	}
+	if _, err := d.Decide(context.Background(), Request{Claim: testclaim.HAMiDRA("team-a", "c", 1, 8192, 0)}); err != nil || snap.inventories.Load() == 0 {
+		t.Fatalf("a known namespace: %v, %d inventory reads (the counter counts nothing?)", err, snap.inventories.Load())
+	}
+}
+
+// TestPodReservesItsContainersOnly: a pod with a template is checked with
+// its template's claim but reserves its containers' demand alone (the
+// claim reserves at its own CREATE); a template-only pod reserves nothing.
+func TestPodReservesItsContainersOnly(t *testing.T) {
+	d, _ := claimDecider(t, loadedEngine(t), nil)
+	p := testclaim.TemplatePod("team-a", "p", "gpu-10g")
+	p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1"), "nvidia.com/gpumem": resource.MustParse("4096")}
+	res, err := d.Decide(context.Background(), Request{Pod: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Allowed || res.Effective.Of("nvidia").MemMiB != 14336 || res.Reserve.Of("nvidia").MemMiB != 4096 {
+		t.Fatalf("allowed %v, checked %s, reserved %s; want 14336 MiB checked, 4096 reserved", res.Allowed, res.Effective, res.Reserve)
+	}
+	big := p.DeepCopy()
+	big.Spec.Containers[0].Resources.Limits["nvidia.com/gpumem"] = resource.MustParse("8192")
+	if res, err := d.Decide(context.Background(), Request{Pod: big}); err != nil || res.Allowed {
+		t.Fatalf("8192 MiB + the template's 10240 into 16384: allowed %v (%v)", res.Allowed, err)
+	}
+	only := testclaim.TemplatePod("team-a", "q", "gpu-10g")
+	if res, err := d.Decide(context.Background(), Request{Pod: only}); err != nil || !res.Allowed || !res.Reserve.IsZero() {
+		t.Fatalf("template-only pod: %+v, %v; want allowed, nothing reserved", res, err)
+	}
 }

@@ -60,10 +60,15 @@ type UserInfo struct {
 // Result is the decision for one pod.
 type Result struct {
 	Allowed bool
-	// Effective is the pod's effective demand per family (MiB for memory);
-	// empty for a pod that requests no managed resource or whose request is
-	// invalid.
+	// Effective is the pod's effective demand per family (MiB for memory),
+	// as checked against the limits: its containers' and its known
+	// templates' claims'; empty for a pod that requests no managed resource
+	// or whose request is invalid.
 	Effective effective.Usage
+	// Reserve is what the admission reserves: a pod's containers' demand
+	// alone (its templates' claims are decided and reserved when they are
+	// created), a claim's demand; empty when nothing is to be reserved.
+	Reserve effective.Usage
 	// Denials are the policies' messages when not allowed; Warnings are
 	// returned to the client either way.
 	Denials  []string
@@ -93,9 +98,6 @@ type Snapshotter interface {
 	Inventory() *dra.Inventory
 	// Template is a ResourceClaimTemplate the watch delivered (nil: none).
 	Template(ns, name string) *resourcev1.ResourceClaimTemplate
-	// ClaimCovered reports whether a claim generated for a pod's template
-	// is charged under its recorded pod already.
-	ClaimCovered(c *resourcev1.ResourceClaim, demand effective.Usage) bool
 }
 
 // Evaluator evaluates the policies on an input document; *policy.Engine
@@ -172,7 +174,7 @@ func newDecider(engine Evaluator, snap Snapshotter, cfg *config.Configuration, f
 func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 	switch {
 	case req.Claim != nil:
-		if !d.claims.Governs(&req.Claim.Spec) || d.covered(ctx, req.Claim) {
+		if !d.claims.Governs(&req.Claim.Spec) {
 			return Result{Allowed: true}, nil
 		}
 		req.Pod = claimPod(req.Claim)
@@ -202,11 +204,17 @@ func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 	return res, nil
 }
 
-// document gathers what the policies read about req: the pod's demand
-// (sizes resolved against the nodes it may run on), the namespace's usage
-// with the request's reservations, and the capacity.
+// document gathers what the policies read about req: the namespace's
+// usage with the request's reservations (first: a review for a namespace
+// the ledger does not know waits or fails before any CEL selector runs),
+// the pod's demand (sizes resolved against the nodes it may run on) and
+// the capacity.
 func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) {
 	ns := cmp.Or(req.Namespace, req.Pod.Namespace, "default")
+	nsSnap, err := d.namespace(ctx, ns, req.Reservations)
+	if err != nil {
+		return nil, err
+	}
 	view, capVal, err := d.nodes(req.Pod)
 	if err != nil {
 		return nil, err
@@ -214,22 +222,21 @@ func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) 
 	if req.Claim != nil {
 		capVal = d.noNodes // a claim's devices are its driver's (ResourceSlices), not the nodes' annotated ones
 	}
-	doc := &inputDoc{req: req, namespace: ns, primary: d.families[0].Name, capacity: capVal, settings: d.settingsVal, words: d.words, memo: d.memo}
+	doc := &inputDoc{req: req, namespace: ns, ns: nsSnap, primary: d.families[0].Name, capacity: capVal, settings: d.settingsVal,
+		words: d.words, memo: d.memo}
 	if req.Claim != nil {
 		doc.demand, err = d.ClaimDemand(ctx, req.Claim)
+		doc.reserve = doc.demand
 	} else {
-		doc.demand, err = d.podDemand(ctx, req.Pod, view)
+		doc.demand, doc.reserve, err = d.podDemand(ctx, req.Pod, view)
 	}
 	if err != nil {
 		var inv *effective.InvalidError
 		if !errors.As(err, &inv) {
 			return nil, fmt.Errorf("computing the demand of %q: %w", req.Pod.Name, err)
 		}
-		doc.demand, doc.invalid = nil, inv.Errors
+		doc.demand, doc.reserve, doc.invalid = nil, nil, inv.Errors
 		inv.AsWritten(req.Written)
-	}
-	if doc.ns, err = d.namespace(ctx, ns, req.Reservations); err != nil {
-		return nil, err
 	}
 	if req.Claim == nil {
 		doc.scoped = scopedOf(&doc.ns, req.Pod)
@@ -288,7 +295,8 @@ func (d *Decider) Demand(ctx context.Context, pod *corev1.Pod) (effective.Demand
 	if err != nil {
 		return nil, err
 	}
-	return d.podDemand(ctx, pod, view)
+	ds, _, err := d.podDemand(ctx, pod, view)
+	return ds, err
 }
 
 // options are the Compute options per family: the device sizes the

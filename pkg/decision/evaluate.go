@@ -35,6 +35,7 @@ func (d *Decider) evaluate(ctx context.Context, doc *inputDoc) (Result, error) {
 		res.Explanation = d.explain(doc, out)
 	}
 	res.Effective = doc.demand.Effective()
+	res.Reserve = doc.reserve.Effective()
 	return res, nil
 }
 

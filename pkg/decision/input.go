@@ -40,6 +40,9 @@ type inputDoc struct {
 	// before families read them.
 	primary string
 	demand  effective.Demands
+	// reserve is what the admission reserves (podDemand's own; a
+	// claim's demand); the policies never read it.
+	reserve effective.Demands
 	invalid []*effective.FieldError
 	ns      ledger.NamespaceSnapshot
 	// scoped are the namespace's scoped quotas the pod is in (none for a

@@ -63,13 +63,13 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUUsageStatus) (
 	case !reserves(req, res):
 		return decided, nil
 	case prior >= 0:
-		return s.again(ns, r, st.Reservations[prior], res.Effective)
+		return s.again(ns, r, st.Reservations[prior], res.Reserve)
 	case s.opts.MaxReservations > 0 && len(st.Reservations) >= s.opts.MaxReservations:
 		s.metrics.Refused(RefusedLimit)
 		return failed, fmt.Errorf("GPUUsage %s/%s holds %d reservations of admitted pods that the watches have not recorded yet, its limit (admission.reservations.maxPerNamespace); "+
 			"they end as their pods are recorded or found absent: create the pod again shortly", ns, gpuadmitv1.ObjectName, len(st.Reservations))
 	}
-	demand, others := demandOf(res.Effective)
+	demand, others := demandOf(res.Reserve) // a pod's containers' alone: its templates' claims reserve at their own CREATE
 	st.Reservations = append(st.Reservations, gpuadmitv1.Reservation{PodUID: r.uid, PodName: podName(req), ClaimName: claimName(req),
 		Demand: demand, Families: others, Writer: s.opts.Replica, AdmittedAt: metav1.NewTime(s.opts.Clock.Now())})
 	s.dueAt(r.uid) // its absence check is scheduled from now
@@ -77,9 +77,9 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUUsageStatus) (
 }
 
 // reserves reports whether res admits a pod whose demand is to be
-// reserved: allowed, not a dry run, not a pod without demand.
+// reserved: allowed, not a dry run, not a pod without demand of its own.
 func reserves(req decision.Request, res decision.Result) bool {
-	return res.Allowed && !res.Effective.IsZero() && !req.DryRun
+	return res.Allowed && !res.Reserve.IsZero() && !req.DryRun
 }
 
 func podName(req decision.Request) string {

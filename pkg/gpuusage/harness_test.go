@@ -137,7 +137,7 @@ func (testDecider) Decide(ctx context.Context, req decision.Request) (decision.R
 	if err != nil {
 		return decision.Result{}, err
 	}
-	return decision.Result{Allowed: v.Reserve, Effective: v.Demand, FitsWithoutUnconfirmed: v.Wait}, nil
+	return decision.Result{Allowed: v.Reserve, Effective: v.Demand, Reserve: v.Demand, FitsWithoutUnconfirmed: v.Wait}, nil
 }
 
 // admitPod admits pod ns/name (UID uid) through s, decided by f.

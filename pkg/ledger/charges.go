@@ -3,28 +3,24 @@ package ledger
 import (
 	"cmp"
 	"slices"
-	"strings"
-
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
 // Charge is what one object of a namespace is charged now: a recorded GPU
-// pod, a recorded ResourceClaim, or the claim a pod's
-// ResourceClaimTemplate makes, charged under the pod until the claim is
-// recorded (templates.go). Memory is MiB.
+// pod or a recorded ResourceClaim. Memory is MiB.
 type Charge struct {
 	// Kind is "Pod" or "ResourceClaim".
 	Kind string `json:"kind"`
-	// Name is the object's; a template's claim not made yet is named
-	// POD/CLAIM, after the pod and its name for the claim.
+	// Name is the object's.
 	Name string `json:"name"`
 	// Node is a pod's spec.nodeName ("" before it is bound, and for claims).
 	Node string `json:"node,omitempty"`
 	// State is a pod's lifecycle state ("" for claims).
 	State effective.State `json:"state,omitempty"`
-	// Pod is, for a template's claim not made yet, the pod it is charged under.
+	// Pod is always empty: a template's claim is charged only once the
+	// claim exists, decided at its own CREATE (kept for the clients that
+	// read it).
 	Pod string `json:"pod,omitempty"`
 	// Used is what the object is charged, per family.
 	Used effective.Usage `json:"used"`
@@ -48,16 +44,8 @@ func (l *Ledger) Charges(ns string) []Charge {
 			out = append(out, Charge{Kind: ChargePod, Name: r.name, Node: r.bound, State: r.state, Used: r.used.Clone()})
 		}
 	}
-	underPods := map[types.UID]bool{}
-	for _, r := range l.pending {
-		underPods[r.uid] = true
-		if r.namespace == ns {
-			pod, _, _ := strings.Cut(r.name, "/")
-			out = append(out, Charge{Kind: ChargeClaim, Name: r.name, Pod: pod, Used: r.used.Clone()})
-		}
-	}
 	for _, r := range l.claims {
-		if r.namespace == ns && !underPods[r.uid] {
+		if r.namespace == ns {
 			out = append(out, Charge{Kind: ChargeClaim, Name: r.name, Used: r.used.Clone()})
 		}
 	}

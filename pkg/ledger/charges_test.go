@@ -9,8 +9,8 @@ import (
 )
 
 // TestCharges: every recorded pod and claim of the namespace asked for,
-// with what it is charged now, and a template's claim under its pod until
-// the claim is made; sorted by kind and name.
+// with what it is charged now (a template's claim only once the claim is
+// made: nothing under its pod); sorted by kind and name.
 func TestCharges(t *testing.T) {
 	tmplPod := templatePod("team-a", "trainer", "pod-t", "gpu-10g")
 	tests := []struct {
@@ -48,14 +48,13 @@ func TestCharges(t *testing.T) {
 			want: []Charge{
 				{Kind: ChargePod, Name: "p", State: effective.StateFull, Used: nv(1, 1000, 0)},
 				{Kind: ChargeClaim, Name: "c1", Used: nv(2, 8192, 0)}}},
-		{name: "a template's claim not made yet: charged under its pod (a pod of claims alone is no GPU pod record)",
+		{name: "a template's claim not made yet: nothing (no decision saw it; a pod of claims alone is no GPU pod record)",
 			ns: "team-a",
 			setup: func(l *Ledger) {
 				l.UpsertTemplate(template("team-a", "gpu-10g", 10240))
 				l.UpsertPod(tmplPod)
-			},
-			want: []Charge{{Kind: ChargeClaim, Name: "trainer/gpu", Pod: "trainer", Used: nv(1, 10240, 0)}}},
-		{name: "the claim made: the claim is charged, the pod's part gone",
+			}},
+		{name: "the claim made: the claim is charged",
 			ns: "team-a",
 			setup: func(l *Ledger) {
 				l.UpsertTemplate(template("team-a", "gpu-10g", 10240))

@@ -18,12 +18,27 @@ import (
 // so nothing about a pod's lifecycle lowers it, and a claim shared by
 // several pods is one object, charged once. A claim is keyed by its UID
 // like a pod, and by ClaimKey(name) in the names reservations are matched
-// by, which no pod name can be (a pod name has no "/").
+// by, which no pod name can be (a pod name has no "/"). Every claim,
+// generated from a pod's template or not, was decided and reserved at its
+// own CREATE (pkg/decision): the ledger charges nothing that was not
+// decided.
 //
-//	claim added ───────────────▶ charged (its demand against the published devices)
-//	claim updated, allocated ──▶ charged what its allocated devices hold (the scheduler's result)
-//	claim updated otherwise ───▶ never lower than before
-//	claim deleted ─────────────▶ uncharged
+// A claim keeps a floor, like a pod: what it was first charged stays
+// charged until it is deleted, with one exception, the allocation.
+//
+//	claim added ───────────────────────────▶ charged (its demand against the published devices)
+//	allocated, every allocated device sized ▶ charged what its allocated devices hold, once
+//	  (Charger.Sized: published with a memory capacity)
+//	allocated, a device unknown ───────────▶ never lower than before; re-evaluated when the
+//	                                          ResourceSlices change (the same rules)
+//	updated otherwise ─────────────────────▶ never lower than before
+//	claim deleted ─────────────────────────▶ uncharged
+//
+// The demand (CEL selectors over the inventory) is computed outside the
+// ledger's lock, against the inventory of that moment (immutable), and
+// applied under it only while the ResourceSlices are unchanged since
+// (sliceGen); a re-evaluation is applied only while the claim's record
+// still stands for the same resourceVersion.
 
 // ClaimKey is the name under which a claim's reservation and record are
 // matched (reservation.go's shadowing).
@@ -35,57 +50,126 @@ const claimPrefix = "resourceclaim/"
 type claimRecord struct {
 	uid             types.UID
 	namespace, name string
+	rv              string
 	used            effective.Usage
-	allocated       bool
 	problem         *Problem
-	// gen is the pod claim a generated claim stands for (generatedBy).
-	gen       podClaim
-	generated bool
+	// settled: an allocation whose every device was sized set the charge
+	// (it may not lower it again).
+	settled bool
+	// recheck is the claim, kept while its charge may still change with
+	// the ResourceSlices (allocated but not settled, a problem, or computed
+	// against slices that changed since).
+	recheck *resourcev1.ResourceClaim
 }
+
+// claimCharge is a claim's demand computed outside the lock.
+type claimCharge struct {
+	used    effective.Usage
+	problem *Problem
+	sized   bool
+}
+
+// applyTries bounds how often UpsertClaim computes a claim's demand again
+// when the ResourceSlices changed while it computed.
+const applyTries = 4
 
 // UpsertClaim records a claim's charge (an add, an update or a relist).
 func (l *Ledger) UpsertClaim(c *resourcev1.ResourceClaim) {
 	if l.charger == nil {
 		return
 	}
-	uid := c.UID
-	governed := l.charger.Governs(&c.Spec)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	old := l.claims[uid]
-	if !governed {
-		if old != nil {
-			l.removeClaimLocked(uid)
+	if !l.charger.Governs(&c.Spec) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.claims[c.UID] != nil {
+			l.removeClaimLocked(c.UID)
 		}
 		return
 	}
-	rec := &claimRecord{uid: uid, namespace: c.Namespace, name: c.Name, allocated: c.Status.Allocation != nil}
-	rec.gen, rec.generated = generatedBy(c)
-	// A watch event has no deadline: the charger's per-claim CEL cost
-	// budget bounds the evaluation.
-	ds, err := l.charger.Demands(context.Background(), c.Name, &c.Spec, c.Status.Allocation, l.inventoryLocked(), l.claimOptionsLocked())
-	if err != nil {
-		rec.problem = &Problem{Kind: ProblemClaim, Namespace: c.Namespace, Name: c.Name, Message: err.Error()}
-	} else {
-		rec.used = ds.Effective()
-		if un := ds.Unresolved(); len(un) > 0 {
-			rec.problem = &Problem{Kind: ProblemClaim, Namespace: c.Namespace, Name: c.Name,
-				Message: fmt.Sprintf("the memory of %v is a share of a device of unknown size: not charged", un)}
+	for try := 1; ; try++ {
+		inv, opts, gen := l.claimInputs()
+		ch := l.computeClaim(c, inv, opts)
+		l.mu.Lock()
+		if l.sliceGen == gen || try == applyTries {
+			l.applyClaimLocked(c, ch, l.sliceGen != gen)
+			l.mu.Unlock()
+			return
 		}
+		l.mu.Unlock()
 	}
-	if old != nil && (!rec.allocated || old.allocated) {
-		rec.used = rec.used.Max(old.used) // only the allocation lowers a charge
+}
+
+// claimInputs snapshots what a claim's demand is computed against.
+func (l *Ledger) claimInputs() (*dra.Inventory, map[string]effective.Options, uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.inventoryLocked(), l.claimOptionsLocked(), l.sliceGen
+}
+
+// computeClaim computes c's charge against inv and opts; no lock is held.
+func (l *Ledger) computeClaim(c *resourcev1.ResourceClaim, inv *dra.Inventory, opts map[string]effective.Options) claimCharge {
+	var ch claimCharge
+	ds, err := l.charger.Demands(context.Background(), c.Name, &c.Spec, c.Status.Allocation, inv, opts)
+	if err != nil {
+		ch.problem = &Problem{Kind: ProblemClaim, Namespace: c.Namespace, Name: c.Name, Message: err.Error()}
+		return ch
+	}
+	ch.used = ds.Effective()
+	if un := ds.Unresolved(); len(un) > 0 {
+		ch.problem = &Problem{Kind: ProblemClaim, Namespace: c.Namespace, Name: c.Name,
+			Message: fmt.Sprintf("the memory of %v is a share of a device of unknown size: not charged", un)}
+	}
+	ch.sized = ch.problem == nil && l.charger.Sized(&c.Spec, c.Status.Allocation, inv)
+	return ch
+}
+
+// applyClaimLocked charges c what ch says, within the floor: only the first
+// allocation whose devices are all sized lowers a charge. stale: ch was
+// computed against ResourceSlices that changed since (kept for a recheck).
+func (l *Ledger) applyClaimLocked(c *resourcev1.ResourceClaim, ch claimCharge, stale bool) {
+	old := l.claims[c.UID]
+	rec := &claimRecord{uid: c.UID, namespace: c.Namespace, name: c.Name, rv: c.ResourceVersion, used: ch.used, problem: ch.problem}
+	lowers := ch.sized && (old == nil || !old.settled)
+	rec.settled = ch.sized || (old != nil && old.settled)
+	if old != nil && !lowers {
+		rec.used = rec.used.Max(old.used) // the floor
+	}
+	if stale || rec.problem != nil || (c.Status.Allocation != nil && !rec.settled) {
+		rec.recheck = c
 	}
 	if old != nil {
 		l.unchargeClaimLocked(old)
 	}
 	l.chargeClaimLocked(rec)
-	l.claimRecordedLocked(c)
-	l.claimSeen[uid] = c.ResourceVersion
-	if l.claimSeen[uid] == "" {
-		l.claimSeen[uid] = "0"
+	l.claimSeen[c.UID] = c.ResourceVersion
+	if l.claimSeen[c.UID] == "" {
+		l.claimSeen[c.UID] = "0"
 	}
-	l.byName[podName{c.Namespace, ClaimKey(c.Name)}] = uid
+	l.byName[podName{c.Namespace, ClaimKey(c.Name)}] = c.UID
+}
+
+// recheckClaims evaluates again, after the ResourceSlices changed, the
+// claims whose charge may change with them; each result is applied only
+// while the claim's record and the slices are still those it was computed
+// for.
+func (l *Ledger) recheckClaims() {
+	l.mu.Lock()
+	var todo []*resourcev1.ResourceClaim
+	for _, r := range l.claims {
+		if r.recheck != nil {
+			todo = append(todo, r.recheck)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range todo {
+		inv, opts, gen := l.claimInputs()
+		ch := l.computeClaim(c, inv, opts)
+		l.mu.Lock()
+		if r := l.claims[c.UID]; r != nil && r.recheck == c && l.sliceGen == gen {
+			l.applyClaimLocked(c, ch, false)
+		}
+		l.mu.Unlock()
+	}
 }
 
 // DeleteClaim uncharges a claim.
@@ -106,9 +190,6 @@ func (l *Ledger) removeClaimLocked(uid types.UID) {
 	l.unchargeClaimLocked(r)
 	delete(l.claims, uid)
 	delete(l.claimSeen, uid)
-	if r.generated && l.generated[r.gen] == uid {
-		delete(l.generated, r.gen)
-	}
 	l.forgetNameLocked(podName{r.namespace, ClaimKey(r.name)}, uid)
 }
 
@@ -172,20 +253,26 @@ func (l *Ledger) claimOptionsLocked() map[string]effective.Options {
 	return optionsOf(l.capacityLocked().ResolveSizesFor(&corev1.Pod{}, l.families))
 }
 
-// UpsertSlice records the devices a ResourceSlice publishes.
+// UpsertSlice records the devices a ResourceSlice publishes, and
+// evaluates again the claims whose charge may change with them.
 func (l *Ledger) UpsertSlice(s *resourcev1.ResourceSlice) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.slices[s.Name] = s
 	l.inventory = nil
+	l.sliceGen++
+	l.mu.Unlock()
+	l.recheckClaims()
 }
 
-// DeleteSlice forgets a ResourceSlice.
+// DeleteSlice forgets a ResourceSlice (no charge falls with it: see
+// UpsertClaim's floor).
 func (l *Ledger) DeleteSlice(name string) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	delete(l.slices, name)
 	l.inventory = nil
+	l.sliceGen++
+	l.mu.Unlock()
+	l.recheckClaims()
 }
 
 // Inventory is the devices the ResourceSlices publish (immutable).

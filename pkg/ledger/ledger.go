@@ -72,19 +72,17 @@ type Ledger struct {
 	nsChanged chan struct{}
 	// charger reads claims (claims.go); claims are the recorded ones of
 	// governed classes; slices are the ResourceSlices by name, inventory
-	// the devices they publish (built lazily; nil when stale).
+	// the devices they publish (built lazily; nil when stale), sliceGen
+	// counts the changes of slices.
 	charger   *dra.Charger
 	claims    map[types.UID]*claimRecord
 	slices    map[string]*resourcev1.ResourceSlice
 	inventory *dra.Inventory
+	sliceGen  uint64
 	// deviceClasses are the DeviceClasses, slimmed (deviceclasses.go).
 	deviceClasses map[string]*resourcev1.DeviceClass
-	// templates are the ResourceClaimTemplates; pending the pods'
-	// templates' claims charged under their pods, generated the claims
-	// recorded for a pod's claim (templates.go).
+	// templates are the ResourceClaimTemplates (templates.go).
 	templates map[podName]*resourcev1.ResourceClaimTemplate
-	pending   map[podClaim]*claimRecord
-	generated map[podClaim]types.UID
 	// claimSeen is seen for claims (a pod relist does not touch it); gone
 	// the claims seen deleted lately, oldest first in goneOrder (claims.go).
 	claimSeen map[types.UID]string
@@ -136,8 +134,6 @@ func New(opts Options) *Ledger {
 		claims:     map[types.UID]*claimRecord{},
 		slices:     map[string]*resourcev1.ResourceSlice{},
 		templates:  map[podName]*resourcev1.ResourceClaimTemplate{},
-		pending:    map[podClaim]*claimRecord{},
-		generated:  map[podClaim]types.UID{},
 		claimSeen:  map[types.UID]string{},
 		gone:       map[types.UID]struct{}{},
 	}
@@ -173,8 +169,8 @@ func podUID(pod *corev1.Pod) types.UID { return metaUID(pod) }
 func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	uid := podUID(pod)
 	d := l.derive(pod, nil) // pure work outside the lock
-	// A reservation may be under its UID: a GPU pod's, or one whose
-	// templates' claims were reserved with it.
+	// A reservation may be under its UID: a GPU pod's (a pod with
+	// templates reserves only its containers' demand; seen all the same).
 	gpu := l.requests(pod) || hasTemplateClaim(pod)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -199,12 +195,10 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 		// The pod was deleted and recreated while the watch was down: the
 		// relist only shows the new one.
 		l.removeLocked(other)
-		l.dropTemplatesLocked(other)
 		delete(l.seen, other)
 		delete(l.known, other)
 	}
 	l.applyLocked(uid, key, d)
-	l.templatesLocked(uid, pod)
 }
 
 // ReplacePods makes the ledger hold the pods of a list: every pod it holds
@@ -223,7 +217,6 @@ func (l *Ledger) ReplacePods(pods []metav1.Object) {
 	for uid := range l.known {
 		if !listed[uid] {
 			delete(l.known, uid)
-			l.dropTemplatesLocked(uid)
 		}
 	}
 	for uid := range l.seen {
@@ -287,7 +280,6 @@ func (l *Ledger) DeletePod(pod *corev1.Pod) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.removeLocked(uid)
-	l.dropTemplatesLocked(uid)
 	delete(l.seen, uid)
 	delete(l.known, uid)
 }
@@ -299,7 +291,6 @@ func (l *Ledger) DeletePodByName(ns, name string) {
 	defer l.mu.Unlock()
 	if uid, ok := l.byName[podName{ns, name}]; ok {
 		l.removeLocked(uid)
-		l.dropTemplatesLocked(uid)
 		delete(l.seen, uid)
 		delete(l.known, uid)
 	}

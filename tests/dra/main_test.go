@@ -128,7 +128,7 @@ func TestClaims(t *testing.T) {
 		local.MustContain(t, "a third GPU", fmt.Sprint(err), "denied", "81920 MiB")
 	})
 
-	t.Run("a template's claim is reserved at the pod's admission and charged once", func(t *testing.T) {
+	t.Run("a template's claim is decided at its own create and charged once; template-after-pod and forged claims are refused", func(t *testing.T) {
 		seed(t, c, "tmpl", "16384")
 		tmpl := testclaim.Template("tmpl", "gpu-10g", testclaim.HAMiDRA("tmpl", "", 1, 10240, 0))
 		if _, err := c.Kube.ResourceV1().ResourceClaimTemplates("tmpl").Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
@@ -138,21 +138,15 @@ func TestClaims(t *testing.T) {
 		if err := c.CreatePod(ctx, testclaim.TemplatePod("tmpl", "first", "gpu-10g")); err != nil {
 			t.Fatalf("a pod whose template's claim fits: %v", err)
 		}
-		// The first pod's claim does not exist yet, but counts: a second pod does not fit beside it.
-		err := c.CreatePod(ctx, testclaim.TemplatePod("tmpl", "second", "gpu-10g"))
-		local.MustContain(t, "a second pod whose template's claim does not fit", fmt.Sprint(err), "denied", "pod needs 10240 MiB", "10240 MiB used")
 		first, err := c.Kube.CoreV1().Pods("tmpl").Get(ctx, "first", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The claim controller's claim for the first pod: owned by it, with its name for the claim.
+		// The claim controller's claim for the first pod (owned by it, with its name for the claim) is decided and reserved itself.
 		claim := testclaim.GeneratedFor(testclaim.HAMiDRA("tmpl", "first-gpu-x7k2p", 1, 10240, 0), first, "gpu")
 		if err := claims("tmpl").create(ctx, claim); err != nil {
-			t.Fatalf("the generated claim, charged under its pod already: %v", err)
+			t.Fatalf("the generated claim that fits: %v", err)
 		}
-		local.AwaitLedger(t, c, "tmpl", func(s ledger.NamespaceSnapshot) bool { return s.Claims == 1 && s.Reservations == 0 })
-		// Claims counts the pod's template claim before the generated one is
-		// recorded too: wait for the claim watch to have delivered it.
 		recorded, err := c.Kube.ResourceV1().ResourceClaims("tmpl").Get(ctx, claim.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -165,10 +159,37 @@ func TestClaims(t *testing.T) {
 		if used := c.Namespace("tmpl").Used.Of(nvidia).MemMiB; used != 10240 {
 			t.Fatalf("used %d MiB, want 10240: the template's claim charged once", used)
 		}
-		// A claim posing as the first pod's second one is decided as any claim.
+		// A second pod is checked with its template's claim: it would not fit beside the first's.
+		err = c.CreatePod(ctx, testclaim.TemplatePod("tmpl", "second", "gpu-10g"))
+		local.MustContain(t, "a second pod whose template's claim does not fit", fmt.Sprint(err), "denied", "pod needs 10240 MiB", "10240 MiB used")
+		// A claim posing as the first pod's (its annotation, its controller owner) is decided as any claim.
 		forged := claim.DeepCopy()
 		forged.Name = "forged"
 		local.MustContain(t, "a claim claiming a pod's charge twice", fmt.Sprint(claims("tmpl").create(ctx, forged)), "denied", "claim needs 10240 MiB")
+		// Issue 42: a pod naming a template that does not exist yet; the template (3 × 10 GiB) created after it; the pod touched.
+		if err := c.CreatePod(ctx, testclaim.TemplatePod("tmpl", "late", "gpu-30g")); err != nil {
+			t.Fatalf("a pod naming a template that does not exist yet: %v", err)
+		}
+		late, err := c.Kube.CoreV1().Pods("tmpl").Get(ctx, "late", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		big := testclaim.Template("tmpl", "gpu-30g", testclaim.HAMiDRA("tmpl", "", 3, 10240, 0))
+		if _, err := c.Kube.ResourceV1().ResourceClaimTemplates("tmpl").Create(ctx, big, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitTemplate(t, c, "tmpl", "gpu-30g")
+		late.Labels = map[string]string{"touched": "yes"}
+		if _, err := c.Kube.CoreV1().Pods("tmpl").Update(ctx, late, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for i, name := range []string{"late-gpu-a1b2c", "late-gpu-forged-1", "late-gpu-forged-2"} {
+			lc := testclaim.GeneratedFor(testclaim.HAMiDRA("tmpl", name, 3, 10240, 0), late, "gpu")
+			local.MustContain(t, fmt.Sprintf("claim %d for the late template", i), fmt.Sprint(claims("tmpl").create(ctx, lc)), "denied", "claim needs 30720 MiB")
+		}
+		if used := c.Namespace("tmpl").Used.Of(nvidia).MemMiB; used != 10240 {
+			t.Fatalf("used %d MiB after the template-after-pod sequence, want 10240", used)
+		}
 		assertRecount(t, c, "tmpl")
 		if err := c.Kube.CoreV1().Pods("tmpl").Delete(ctx, "first", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
