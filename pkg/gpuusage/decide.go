@@ -65,6 +65,9 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUUsageStatus) (
 	case prior >= 0:
 		return s.again(ns, r, st.Reservations[prior], res.Effective)
 	case s.opts.MaxReservations > 0 && len(st.Reservations) >= s.opts.MaxReservations:
+		if s.waitAtCap(r, st) {
+			return waiting, nil
+		}
 		s.metrics.Refused(RefusedLimit)
 		return failed, fmt.Errorf("GPUUsage %s/%s holds %d reservations of admitted pods that the watches have not recorded yet, its limit (admission.reservations.maxPerNamespace); "+
 			"they end as their pods are recorded or found absent: create the pod again shortly", ns, gpuadmitv1.ObjectName, len(st.Reservations))

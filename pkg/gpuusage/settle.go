@@ -23,6 +23,10 @@ import (
 //	                                                    ▼
 //	                             a blocker recorded (a real pod): denied; all found absent:
 //	                             removed in the same write that reserves for the review
+//
+// A review that the namespace's MaxReservations would refuse waits the same
+// way (waitAtCap) while one of the reservations can end before its
+// deadline, and is refused only when none can.
 
 // waitMargin: a waiting review is answered (with its denial) this long
 // before its deadline; recheckWait: how often it is decided again while
@@ -37,13 +41,9 @@ const (
 // be checked before the review's deadline (less waitMargin); else it is
 // decided (denied).
 func (s *Store) waitOrDecide(r *review, st *gpuadmitv1.GPUUsageStatus) (outcome, error) {
-	deadline, ok := r.ctx.Deadline()
+	left, ok := s.waitLeft(r)
 	if !ok {
-		return decided, nil // no deadline: never hold the queue
-	}
-	left := time.Until(deadline) - waitMargin
-	if left <= 0 {
-		return decided, nil
+		return decided, nil // no deadline (never hold the queue), or too close to it
 	}
 	now := s.opts.Clock.Now()
 	var blockers []gpuadmitv1.Reservation
@@ -61,6 +61,48 @@ func (s *Store) waitOrDecide(r *review, st *gpuadmitv1.GPUUsageStatus) (outcome,
 	}
 	r.blockers = blockers
 	return waiting, nil
+}
+
+// waitAtCap decides whether a review that st's MaxReservations would
+// refuse waits for one of them to end: only when one can end before the
+// review's deadline (less waitMargin): a pod's that a replica recorded
+// (removed once every live replica's watch passed it, a few writes), or
+// one nobody recorded whose absence check is due in time (the due ones
+// are its blockers, read as they fall due). Else it is refused at once.
+func (s *Store) waitAtCap(r *review, st *gpuadmitv1.GPUUsageStatus) bool {
+	left, ok := s.waitLeft(r)
+	if !ok {
+		return false
+	}
+	now := s.opts.Clock.Now()
+	ends := false
+	var blockers []gpuadmitv1.Reservation
+	for _, b := range st.Reservations {
+		recorded := b.RecordedResourceVersion != "" || s.ledger.Seen(b.PodUID) != ""
+		switch {
+		case b.PodUID == r.uid:
+		case recorded && b.ClaimName == "":
+			ends = true // ends as the watches pass it
+		case recorded: // a claim's ends only when the claim is gone
+		case s.dueAt(b.PodUID).Sub(now) <= left:
+			ends = true
+			blockers = append(blockers, b)
+		}
+	}
+	r.blockers = blockers
+	return ends
+}
+
+// waitLeft is how long a review may still wait: until its deadline less
+// waitMargin; false when it has no deadline (it never holds the queue) or
+// none of that is left.
+func (s *Store) waitLeft(r *review) (time.Duration, bool) {
+	deadline, ok := r.ctx.Deadline()
+	if !ok {
+		return 0, false
+	}
+	left := time.Until(deadline) - waitMargin
+	return left, left > 0
 }
 
 // settle lets a waiting review's blockers move: it reads the pods of those
