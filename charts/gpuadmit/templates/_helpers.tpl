@@ -272,3 +272,45 @@ groups" (dict "users" list "groups" list): the policies skip those requests.
 {{- with .groups }}{{ $parts = append $parts (printf "members of %s" (join ", " .)) }}{{ end -}}
 {{- if $parts }}{{ join " and " $parts }}{{ else }}nobody{{ end -}}
 {{- end }}
+
+{{/*
+gpuadmit.konnectivityLabels: the matchLabels (YAML) of the konnectivity
+agents the NetworkPolicy admits on the webhook port, or "" when none:
+networkPolicy.apiServer.konnectivity true admits k8s-app=konnectivity-agent
+in kube-system; "auto" admits the label helm finds on such pods in
+kube-system at install or upgrade (k8s-app or app =konnectivity-agent, not
+on the host network), and nothing when it finds none (helm template, or no
+konnectivity).
+*/}}
+{{- define "gpuadmit.konnectivityLabels" -}}
+{{- $k := .Values.networkPolicy.apiServer.konnectivity -}}
+{{- if eq (toString $k) "true" -}}
+k8s-app: konnectivity-agent
+{{- else if eq (toString $k) "auto" -}}
+{{- $found := "" -}}
+{{- range (lookup "v1" "Pod" "kube-system" "").items -}}
+{{- if and (not $found) (not .spec.hostNetwork) -}}
+{{- $labels := default dict .metadata.labels -}}
+{{- if eq (get $labels "k8s-app" | toString) "konnectivity-agent" -}}{{- $found = "k8s-app" -}}
+{{- else if eq (get $labels "app" | toString) "konnectivity-agent" -}}{{- $found = "app" -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- with $found -}}
+{{ . }}: konnectivity-agent
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+gpuadmit.webhookPortOpen: "true" when any pod can reach the webhook port
+and post reviews: client authentication off, and no NetworkPolicy, or one
+that admits the port from any source (no CIDRs, no konnectivity agents).
+*/}}
+{{- define "gpuadmit.webhookPortOpen" -}}
+{{- $np := .Values.networkPolicy -}}
+{{- if not .Values.webhook.clientAuth.enabled -}}
+{{- if or (not $np.enabled) (and (not $np.apiServer.cidrs) (not (include "gpuadmit.konnectivityLabels" .))) -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}
