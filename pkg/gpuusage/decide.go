@@ -15,13 +15,17 @@ import (
 
 // decideInOrder decides each review still undecided against st (the
 // object's status as this round will write it), adding the reservations to
-// st, and stops at the first review that waits. It returns how many
-// reservations it added.
+// st; the reviews that waited in the last round go first, the smallest
+// first (settle.go), and the room each review that waits waits for is held
+// for it (counted, as unconfirmed, for every review after it). It returns
+// how many reservations it added.
 func (s *Store) decideInOrder(ns string, reviews []*review, st *gpuadmitv1.GPUUsageStatus, conflicts int) int {
+	smallestWaitingFirst(reviews)
 	for _, r := range reviews {
 		r.outcome, r.result, r.err, r.blockers = undecided, decision.Result{}, nil, nil
 	}
 	n := 0
+	var held []ledger.Reservation
 	for _, r := range reviews {
 		if err := r.ctx.Err(); err != nil {
 			r.outcome, r.err = failed, err // answered already: nothing to decide
@@ -30,10 +34,10 @@ func (s *Store) decideInOrder(ns string, reviews []*review, st *gpuadmitv1.GPUUs
 			}
 			continue
 		}
-		r.outcome, r.err = s.decideOne(ns, r, st)
+		r.outcome, r.err = s.decideOne(ns, r, st, held)
 		switch r.outcome {
 		case waiting:
-			return n
+			held = append(held, heldFor(r))
 		case reserving:
 			n++
 		}
@@ -41,17 +45,18 @@ func (s *Store) decideInOrder(ns string, reviews []*review, st *gpuadmitv1.GPUUs
 	return n
 }
 
-// decideOne decides r with the reservations of st it must count, refusing
-// what a forged or repeated review could use to take or shrink a
-// reservation, and adds r's reservation to st.
-func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUUsageStatus) (outcome, error) {
+// decideOne decides r with the reservations of st it must count (and the
+// room held for the reviews that wait before it), refusing what a forged or
+// repeated review could use to take or shrink a reservation, and adds r's
+// reservation to st.
+func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUUsageStatus, held []ledger.Reservation) (outcome, error) {
 	if s.ledger.Seen(r.uid) != "" {
 		s.metrics.Refused(RefusedDuplicate)
 		return failed, fmt.Errorf("pod UID %s is already a recorded pod of namespace %s: a create review for it is not the API server's; nothing is reserved", r.uid, ns)
 	}
 	req := r.req
 	// Decided as if an earlier review of this pod had not reserved.
-	req.Reservations = s.countable(*st, r.uid)
+	req.Reservations = append(s.countable(*st, r.uid), held...)
 	res, err := s.decider.Decide(r.ctx, req)
 	r.result = res
 	prior := slices.IndexFunc(st.Reservations, func(x gpuadmitv1.Reservation) bool { return x.PodUID == r.uid })
@@ -65,6 +70,9 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUUsageStatus) (
 	case prior >= 0:
 		return s.again(ns, r, st.Reservations[prior], res.Reserve)
 	case s.opts.MaxReservations > 0 && len(st.Reservations) >= s.opts.MaxReservations:
+		if s.waitAtCap(r, st) {
+			return waiting, nil
+		}
 		s.metrics.Refused(RefusedLimit)
 		return failed, fmt.Errorf("GPUUsage %s/%s holds %d reservations of admitted pods that the watches have not recorded yet, its limit (admission.reservations.maxPerNamespace); "+
 			"they end as their pods are recorded or found absent: create the pod again shortly", ns, gpuadmitv1.ObjectName, len(st.Reservations))

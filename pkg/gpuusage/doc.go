@@ -15,8 +15,11 @@
 // succeeded. A conflict (another replica wrote first) loads the object
 // again and decides the whole batch again, within the reviews' deadlines.
 // A review never replaces a reservation, and an object holds at most
-// MaxReservations; a review denied only because of unconfirmed
-// reservations waits for them, first in the queue (settle.go).
+// MaxReservations (a review at that cap waits, within its deadline, for
+// one to end); a review denied only because of unconfirmed reservations
+// waits for them, holding the room it waits for, and the reviews that
+// waited are decided again smallest first (settle.go); confirmAfter is
+// checked against the review budget, loudly (window.go).
 //
 // A reservation's life in the object:
 //

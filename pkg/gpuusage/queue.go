@@ -35,6 +35,9 @@ type review struct {
 	uid  types.UID
 	req  decision.Request
 	done chan answer // buffered: the worker never blocks on it
+	// deadline is ctx's, on the store's clock (zero: none): how long the
+	// review may wait is measured on the clock its blockers fall due by.
+	deadline time.Time
 
 	// Of the last round: the outcome, the decision's result, the error of
 	// a failed review, and the unconfirmed reservations a waiting one
@@ -99,11 +102,15 @@ func (qs *queues) init() { qs.m = map[string]*queue{} }
 // had to be reserved or the reservation is written. A conflict (another
 // replica wrote first) re-reads the object and decides again; a review
 // whose context ends gets an error. A reservation is refused (an error)
-// when the namespace holds MaxReservations already, or when the pod's UID
+// when the namespace holds MaxReservations already and none of them can
+// end before the review's deadline, or when the pod's UID
 // is reserved with another name or demand, or recorded: a review never
 // replaces another's reservation.
 func (s *Store) Admit(ctx context.Context, uid types.UID, req decision.Request) (decision.Result, error) {
 	r := &review{ctx: ctx, uid: uid, req: req, done: make(chan answer, 1)}
+	if d, ok := ctx.Deadline(); ok {
+		r.deadline = s.opts.Clock.Now().Add(time.Until(d))
+	}
 	s.submit(req.Namespace, func(q *queue) { q.reviews = append(q.reviews, r) })
 	select {
 	case a := <-r.done:

@@ -1,10 +1,16 @@
 package gpuusage
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // A review denied only because of unconfirmed reservations (admissions
@@ -23,6 +29,50 @@ import (
 //	                                                    ▼
 //	                             a blocker recorded (a real pod): denied; all found absent:
 //	                             removed in the same write that reserves for the review
+//
+// A review that the namespace's MaxReservations would refuse waits the same
+// way (waitAtCap) while one of the reservations can end before its
+// deadline, and is refused only when none can.
+
+// Several reviews may wait at once. Each holds the room it waits for: the
+// reviews after it are decided counting its demand as an unconfirmed
+// reservation, so that no later review (a forged one included) takes that
+// room, while one that fits beside it is decided at once. When room frees,
+// the reviews that waited are decided again smallest first: a stream of
+// forged whole-quota reviews, each waiting for the one before, would
+// otherwise stay ahead of every genuine create that fits (each forged
+// reservation holds the room for confirmAfter, longer than a review that
+// queued behind it can wait).
+
+// smallestWaitingFirst orders the reviews that waited in the last round
+// (at the front of the batch, in the order they arrived) by their demand,
+// smallest first, keeping that order among equals; the others stay behind
+// them in order.
+func smallestWaitingFirst(reviews []*review) {
+	n := 0
+	for n < len(reviews) && reviews[n].outcome == waiting {
+		n++
+	}
+	slices.SortStableFunc(reviews[:n], func(a, b *review) int { return compareSize(a.result.Effective, b.result.Effective) })
+}
+
+// compareSize orders demands: by the memory of every family, then by the
+// devices.
+func compareSize(a, b effective.Usage) int {
+	var am, ag, bm, bg int64
+	for _, v := range a {
+		am, ag = am+v.MemMiB, ag+v.GPU
+	}
+	for _, v := range b {
+		bm, bg = bm+v.MemMiB, bg+v.GPU
+	}
+	return cmp.Or(cmp.Compare(am, bm), cmp.Compare(ag, bg))
+}
+
+// heldFor is the room held for a review that waits.
+func heldFor(r *review) ledger.Reservation {
+	return ledger.Reservation{UID: r.uid, Name: podName(r.req), Demand: r.result.Effective, Unconfirmed: true}
+}
 
 // waitMargin: a waiting review is answered (with its denial) this long
 // before its deadline; recheckWait: how often it is decided again while
@@ -37,13 +87,9 @@ const (
 // be checked before the review's deadline (less waitMargin); else it is
 // decided (denied).
 func (s *Store) waitOrDecide(r *review, st *gpuadmitv1.GPUUsageStatus) (outcome, error) {
-	deadline, ok := r.ctx.Deadline()
+	left, ok := s.waitLeft(r)
 	if !ok {
-		return decided, nil // no deadline: never hold the queue
-	}
-	left := time.Until(deadline) - waitMargin
-	if left <= 0 {
-		return decided, nil
+		return decided, nil // no deadline (never hold the queue), or too close to it
 	}
 	now := s.opts.Clock.Now()
 	var blockers []gpuadmitv1.Reservation
@@ -61,6 +107,47 @@ func (s *Store) waitOrDecide(r *review, st *gpuadmitv1.GPUUsageStatus) (outcome,
 	}
 	r.blockers = blockers
 	return waiting, nil
+}
+
+// waitAtCap decides whether a review that st's MaxReservations would
+// refuse waits for one of them to end: only when one can end before the
+// review's deadline (less waitMargin): a pod's that a replica recorded
+// (removed once every live replica's watch passed it, a few writes), or
+// one nobody recorded whose absence check is due in time (the due ones
+// are its blockers, read as they fall due). Else it is refused at once.
+func (s *Store) waitAtCap(r *review, st *gpuadmitv1.GPUUsageStatus) bool {
+	left, ok := s.waitLeft(r)
+	if !ok {
+		return false
+	}
+	now := s.opts.Clock.Now()
+	ends := false
+	var blockers []gpuadmitv1.Reservation
+	for _, b := range st.Reservations {
+		recorded := b.RecordedResourceVersion != "" || s.ledger.Seen(b.PodUID) != ""
+		switch {
+		case b.PodUID == r.uid:
+		case recorded && b.ClaimName == "":
+			ends = true // ends as the watches pass it
+		case recorded: // a claim's ends only when the claim is gone
+		case s.dueAt(b.PodUID).Sub(now) <= left:
+			ends = true
+			blockers = append(blockers, b)
+		}
+	}
+	r.blockers = blockers
+	return ends
+}
+
+// waitLeft is how long a review may still wait: until its deadline less
+// waitMargin; false when it has no deadline (it never holds the queue) or
+// none of that is left.
+func (s *Store) waitLeft(r *review) (time.Duration, bool) {
+	if r.deadline.IsZero() {
+		return 0, false
+	}
+	left := r.deadline.Sub(s.opts.Clock.Now()) - waitMargin
+	return left, left > 0
 }
 
 // settle lets a waiting review's blockers move: it reads the pods of those
@@ -86,13 +173,29 @@ func (s *Store) settle(ctx context.Context, ns string, w *review) {
 		s.confirmAbsent(ctx, ns, due)
 		return
 	}
-	if d, ok := w.ctx.Deadline(); ok {
-		next = min(next, max(time.Until(d)-waitMargin, 0))
+	if left, ok := s.waitLeft(w); ok {
+		next = min(next, left)
+	} else if !w.deadline.IsZero() {
+		next = 0
 	}
-	t := time.NewTimer(next)
-	defer t.Stop()
+	s.sleep(ctx, next)
+}
+
+// sleep waits d on the store's clock (a clock that only tells the time:
+// the wall clock's timer), or until ctx ends.
+func (s *Store) sleep(ctx context.Context, d time.Duration) {
+	var fired <-chan time.Time
+	if clk, ok := s.opts.Clock.(clock.Clock); ok {
+		t := clk.NewTimer(d)
+		defer t.Stop()
+		fired = t.C()
+	} else {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		fired = t.C
+	}
 	select {
 	case <-ctx.Done():
-	case <-t.C:
+	case <-fired:
 	}
 }

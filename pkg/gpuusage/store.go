@@ -37,6 +37,10 @@ type Options struct {
 	// OwnWebhookConfiguration names gpuadmit's ValidatingWebhookConfiguration,
 	// which the derived window leaves out.
 	OwnWebhookConfiguration string
+	// ReviewTimeout is a validating review's whole budget
+	// (admission.reviewTimeout; 0: unknown): confirmAfter is checked
+	// against it (window.go), loudly.
+	ReviewTimeout time.Duration
 	// MaxReservations bounds the reservations of one namespace's object
 	// (0: no bound); an admission that would add one more is refused.
 	MaxReservations int

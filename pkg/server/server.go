@@ -286,7 +286,7 @@ func (s *Server) reservations(dec gpuusage.Decider) error {
 		Members: s.members, Decider: dec, Metrics: storeMetrics{s.metrics}},
 		gpuusage.Options{Replica: opts.Replica, Clock: opts.Clock, ConfirmAfter: r.ConfirmAfter.Duration, RecheckMax: r.RecheckMax.Duration,
 			ReadsPerSecond: int(*r.ReadsPerSecond), MaxReservations: int(*r.MaxPerNamespace), OwnWebhookConfiguration: opts.ValidatingWebhook,
-			Log: opts.Log.WithName("gpuusage")})
+			ReviewTimeout: opts.Config.Admission.ReviewTimeout.Duration, Log: opts.Log.WithName("gpuusage")})
 	if _, err := usage.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: s.Store.Changed,
 		UpdateFunc: func(_, obj any) { s.Store.Changed(obj) }, DeleteFunc: s.Store.Deleted}); err != nil {
 		return fmt.Errorf("watching GPUUsage: %w", err)

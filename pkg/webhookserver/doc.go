@@ -11,9 +11,13 @@
 //   - bounded reads (Limits): each request's header and body must arrive
 //     within ReadTimeout, a body is at most MaxBodyBytes, the bodies read at
 //     once hold at most BodyBudget bytes (PerClientBudget from one client
-//     address), and at most MaxInFlight requests are handled at once, so a
-//     crowd of slow or oversized clients costs a bounded amount of memory
-//     and a review from another address is still read at once.
+//     address), at most MaxInFlight requests are handled at once (a slot
+//     is taken once the body is read: stalled bodies hold none), and one
+//     client address that did not authenticate has at most
+//     PerClientInFlight requests in flight (a quarter of MaxInFlight by
+//     default), so a crowd of slow, stalled or oversized clients costs a
+//     bounded amount of memory and a review from another address (the API
+//     server's) is still read and handled at once.
 //
 // Requests that the limits refuse are answered with a status saying which
 // limit, never read further.

@@ -44,8 +44,18 @@ type Limits struct {
 	// (MaxBodyBytes when it has none) before it is read.
 	BodyBudget, PerClientBudget int64
 	// MaxInFlight bounds the requests being handled at once (default 1024);
-	// beyond it a request gets 503 at once.
+	// beyond it a request gets 503 at once. A request takes its slot once
+	// its body is read: a client that stalls in its body holds body budget
+	// and a slot of its address (PerClientInFlight), never one of these.
 	MaxInFlight int
+	// PerClientInFlight bounds the requests of one client address being
+	// read or handled at once (default a quarter of MaxInFlight); beyond it
+	// the address's next request gets 503 at once. Connections that proved
+	// who they are (the replicas' certificate, or any client while client
+	// authentication is on) are not counted: an unauthenticated crowd from
+	// one address leaves the other addresses (the API server's) at least
+	// MaxInFlight less this share.
+	PerClientInFlight int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -72,6 +82,9 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxInFlight <= 0 {
 		l.MaxInFlight = 1024
 	}
+	if l.PerClientInFlight <= 0 {
+		l.PerClientInFlight = max(l.MaxInFlight/4, 1)
+	}
 	return l
 }
 
@@ -80,21 +93,28 @@ const (
 	refusedClientCertificate = "client-certificate"
 	refusedNotReplica        = "not-replica"
 	refusedBusy              = "busy"
+	refusedClientBusy        = "client-busy"
 	refusedBodyBudget        = "body-budget"
 	refusedTooLarge          = "too-large"
 	refusedRead              = "read"
 )
 
 // bounded reads each request's body under the limits, then hands the
-// request, its body in memory, to next.
+// request, its body in memory, to next. The client address's share is
+// taken first and held to the end; a slot of MaxInFlight only once the
+// body is read, so that stalled bodies (from any number of addresses) hold
+// no handler slot.
 func (s *Server) bounded(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.inflight.TryAcquire(1) {
-			s.refuse(w, http.StatusServiceUnavailable, refusedBusy,
-				fmt.Sprintf("the webhook server is handling %d requests, its limit; try again", s.opts.Limits.MaxInFlight))
-			return
+		if !s.authenticated(r) {
+			client := clientAddress(r)
+			if !s.slots.acquire(client) {
+				s.refuse(w, http.StatusServiceUnavailable, refusedClientBusy,
+					fmt.Sprintf("client %s has %d requests in flight, the limit of one address; try again", client, s.opts.Limits.PerClientInFlight))
+				return
+			}
+			defer s.slots.release(client)
 		}
-		defer s.inflight.Release(1)
 		if h := s.opts.PeerHeader; h != "" && r.Header.Get(h) != "" && !s.FromReplica(r) {
 			s.refuse(w, http.StatusForbidden, refusedNotReplica,
 				fmt.Sprintf("the %s header is accepted only from a replica presenting the webhook's own certificate", h))
@@ -106,8 +126,21 @@ func (s *Server) bounded(next http.Handler) http.Handler {
 			return
 		}
 		defer release()
+		if !s.inflight.TryAcquire(1) {
+			s.refuse(w, http.StatusServiceUnavailable, refusedBusy,
+				fmt.Sprintf("the webhook server is handling %d requests, its limit; try again", s.opts.Limits.MaxInFlight))
+			return
+		}
+		defer s.inflight.Release(1)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// authenticated reports whether r's connection proved who sent it: the
+// replicas' certificate, or, with client authentication on, the
+// certificate the handshake required.
+func (s *Server) authenticated(r *http.Request) bool {
+	return s.FromReplica(r) || (r.TLS != nil && s.cas.get() != nil && len(r.TLS.PeerCertificates) > 0)
 }
 
 // readBody charges the body's size to the budgets, reads it, and replaces
@@ -152,9 +185,12 @@ func (s *Server) readBody(r *http.Request) (release func(), status int, reason s
 	return func() { s.budget.Release(n) }, 0, "", nil
 }
 
-// readAll reads at most limit bytes, n of them expected.
+// readAll reads at most limit bytes, n of them expected. The buffer has
+// bytes.MinRead to spare: with less, ReadFrom grows it (doubling) before
+// its last read, and a body stalled one byte short would hold twice what
+// it was charged.
 func readAll(body io.Reader, n, limit int64) ([]byte, error) {
-	buf := bytes.NewBuffer(make([]byte, 0, min(n, limit)+1))
+	buf := bytes.NewBuffer(make([]byte, 0, min(n, limit)+bytes.MinRead))
 	_, err := buf.ReadFrom(io.LimitReader(body, limit+1))
 	if err == nil && int64(buf.Len()) > limit {
 		err = &http.MaxBytesError{Limit: limit}
@@ -217,6 +253,33 @@ func (c *clientBudgets) drop(addr string, cb *clientBudget) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cb.users--; cb.users == 0 && c.m[addr] == cb {
+		delete(c.m, addr)
+	}
+}
+
+// clientSlots counts each client address's requests in flight; an
+// address's entry lives while it has one.
+type clientSlots struct {
+	per int
+	mu  sync.Mutex
+	m   map[string]int
+}
+
+// acquire takes a slot of addr, or reports that it holds its share.
+func (c *clientSlots) acquire(addr string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m[addr] >= c.per {
+		return false
+	}
+	c.m[addr]++
+	return true
+}
+
+func (c *clientSlots) release(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m[addr]--; c.m[addr] <= 0 {
 		delete(c.m, addr)
 	}
 }

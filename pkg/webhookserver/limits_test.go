@@ -15,7 +15,7 @@ import (
 // names it, before the handler runs.
 func TestLimits(t *testing.T) {
 	release := make(chan struct{})
-	f := start(t, release, withLimits(webhookserver.Limits{MaxBodyBytes: 1 << 10, MaxInFlight: 2}))
+	f := start(t, release, withLimits(webhookserver.Limits{MaxBodyBytes: 1 << 10, MaxInFlight: 2, PerClientInFlight: 2}))
 	c := f.httpClient(nil, "")
 	if status, body, err := f.post(c, "/", strings.Repeat("x", 1<<10), nil); err != nil || status != 200 || body != "1024 replica=false" {
 		t.Fatalf("a body at the limit: %d %q %v", status, body, err)
@@ -23,7 +23,8 @@ func TestLimits(t *testing.T) {
 	if status, body, err := f.post(c, "/", strings.Repeat("x", 1<<10+1), nil); err != nil || status != 413 || !strings.Contains(body, "limit is 1024 bytes") {
 		t.Fatalf("a body over the limit: %d %q %v, want 413", status, body, err)
 	}
-	// Two requests held in the handler fill the in-flight limit.
+	// Two requests held in the handler fill the in-flight limit (for
+	// another address too).
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	released := sync.OnceFunc(func() { close(release) })
@@ -38,7 +39,7 @@ func TestLimits(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if status, body, err := f.post(c, "/", "", nil); err != nil || status != 503 || !strings.Contains(body, "handling 2 requests, its limit") {
+	if status, body, err := f.post(f.httpClient(nil, "127.0.0.2"), "/", "", nil); err != nil || status != 503 || !strings.Contains(body, "handling 2 requests, its limit") {
 		t.Fatalf("with 2 requests in flight: %d %q %v, want 503", status, body, err)
 	}
 	released()

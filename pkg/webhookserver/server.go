@@ -56,6 +56,7 @@ type Server struct {
 	inflight *semaphore.Weighted
 	budget   *semaphore.Weighted
 	clients  clientBudgets
+	slots    clientSlots
 	refused  *prometheus.CounterVec
 	started  atomic.Bool
 	// shookAt is when StartedChecker's last handshake succeeded (unix
@@ -76,15 +77,19 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("webhook server: want MaxBodyBytes (%d) <= PerClientBudget (%d) <= BodyBudget (%d)",
 			opts.Limits.MaxBodyBytes, opts.Limits.PerClientBudget, opts.Limits.BodyBudget)
 	}
+	if opts.Limits.PerClientInFlight > opts.Limits.MaxInFlight {
+		return nil, fmt.Errorf("webhook server: want PerClientInFlight (%d) <= MaxInFlight (%d)", opts.Limits.PerClientInFlight, opts.Limits.MaxInFlight)
+	}
 	s := &Server{opts: opts, mux: http.NewServeMux(),
 		inflight: semaphore.NewWeighted(int64(opts.Limits.MaxInFlight)),
 		budget:   semaphore.NewWeighted(opts.Limits.BodyBudget),
 		clients:  clientBudgets{per: opts.Limits.PerClientBudget, m: map[string]*clientBudget{}},
+		slots:    clientSlots{per: opts.Limits.PerClientInFlight, m: map[string]int{}},
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuadmit_webhook_refused_total",
-			Help: "Connections and requests the webhook server refused before any handler ran, by reason: client-certificate (TLS client authentication), not-replica (the forwarding header from a client without the replicas' certificate), busy (requests in flight at the cap), body-budget (the bytes of bodies read at once at the cap, for all clients or one address), too-large, read (the body did not arrive in time)."},
+			Help: "Connections and requests the webhook server refused before any handler ran, by reason: client-certificate (TLS client authentication), not-replica (the forwarding header from a client without the replicas' certificate), busy (requests in flight at the cap), client-busy (one client address's requests in flight at its share), body-budget (the bytes of bodies read at once at the cap, for all clients or one address), too-large, read (the body did not arrive in time)."},
 			[]string{"reason"}),
 	}
-	for _, r := range []string{refusedClientCertificate, refusedNotReplica, refusedBusy, refusedBodyBudget, refusedTooLarge, refusedRead} {
+	for _, r := range []string{refusedClientCertificate, refusedNotReplica, refusedBusy, refusedClientBusy, refusedBodyBudget, refusedTooLarge, refusedRead} {
 		s.refused.WithLabelValues(r) // every series exists from the start
 	}
 	if err := s.cas.load(opts.Clients.CAFile); err != nil {

@@ -130,6 +130,12 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if !strings.Contains(out, "kubectl get gpuusage -A") {
 		t.Errorf("NOTES.txt does not say how to check the installation:\n%s", out)
 	}
+	// No CIDRs, no konnectivity agents here, client authentication off: the
+	// notes say loudly that any pod can post reviews, and name the API
+	// server's advertised addresses.
+	if !strings.Contains(out, "WARNING: the webhook port is open to every pod") || !strings.Contains(out, "the API server advertises ") {
+		t.Errorf("NOTES.txt does not warn that the webhook port is open to every pod:\n%s", out)
+	}
 	installed := c.leftovers(t)
 	for _, want := range []string{"Deployment/gpuadmit-system/gpuadmit-webhook", "DaemonSet/gpuadmit-system/gpuadmit-nvml-agent",
 		"CustomResourceDefinition/gpuusages.gpuadmit.io", "MutatingWebhookConfiguration/gpuadmit", "ValidatingWebhookConfiguration/gpuadmit",
@@ -156,8 +162,11 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 	// The upgrade also turns on client authentication and a metrics reader
 	// (without the ServiceMonitor: this API server has no such kind).
-	c.helm(t, "upgrade", "gpuadmit", chartDir, "-n", ns, "--set", "replicas=2", "--set", "config.admission.nearLimitPercent=80",
+	out = c.helm(t, "upgrade", "gpuadmit", chartDir, "-n", ns, "--set", "replicas=2", "--set", "config.admission.nearLimitPercent=80",
 		"--set", "agent.enabled=false", "-f", chartDir+"/ci/client-auth-values.yaml", "--set", "metrics.serviceMonitor.enabled=false")
+	if strings.Contains(out, "WARNING") || !strings.Contains(out, "Client authentication is on") {
+		t.Errorf("NOTES.txt after turning on client authentication:\n%s", out)
+	}
 	d, err := c.kube.AppsV1().Deployments(ns).Get(ctx, "gpuadmit-webhook", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -300,3 +300,45 @@ reading such a configuration refuses to start).
 {{- fail (printf "config.admission.reviewTimeout (%s) must be below webhook.timeoutSeconds (%v): the API server would stop waiting before gpuadmit's answer. Lower config.admission.reviewTimeout below %vs or raise webhook.timeoutSeconds (at most 30) above it" $review .Values.webhook.timeoutSeconds .Values.webhook.timeoutSeconds) -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+gpuadmit.konnectivityLabels: the matchLabels (YAML) of the konnectivity
+agents the NetworkPolicy admits on the webhook port, or "" when none:
+networkPolicy.apiServer.konnectivity true admits k8s-app=konnectivity-agent
+in kube-system; "auto" admits the label helm finds on such pods in
+kube-system at install or upgrade (k8s-app or app =konnectivity-agent, not
+on the host network), and nothing when it finds none (helm template, or no
+konnectivity).
+*/}}
+{{- define "gpuadmit.konnectivityLabels" -}}
+{{- $k := .Values.networkPolicy.apiServer.konnectivity -}}
+{{- if eq (toString $k) "true" -}}
+k8s-app: konnectivity-agent
+{{- else if eq (toString $k) "auto" -}}
+{{- $found := "" -}}
+{{- range (lookup "v1" "Pod" "kube-system" "").items -}}
+{{- if and (not $found) (not .spec.hostNetwork) -}}
+{{- $labels := default dict .metadata.labels -}}
+{{- if eq (get $labels "k8s-app" | toString) "konnectivity-agent" -}}{{- $found = "k8s-app" -}}
+{{- else if eq (get $labels "app" | toString) "konnectivity-agent" -}}{{- $found = "app" -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- with $found -}}
+{{ . }}: konnectivity-agent
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+gpuadmit.webhookPortOpen: "true" when any pod can reach the webhook port
+and post reviews: client authentication off, and no NetworkPolicy, or one
+that admits the port from any source (no CIDRs, no konnectivity agents).
+*/}}
+{{- define "gpuadmit.webhookPortOpen" -}}
+{{- $np := .Values.networkPolicy -}}
+{{- if not .Values.webhook.clientAuth.enabled -}}
+{{- if or (not $np.enabled) (and (not $np.apiServer.cidrs) (not (include "gpuadmit.konnectivityLabels" .))) -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}
