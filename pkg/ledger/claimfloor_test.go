@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,14 +41,18 @@ func gpuSlice(node string, devs map[string]int64) *resourcev1.ResourceSlice {
 }
 
 // wholeClaim asks for one whole GPU; allocated to device (pool = node)
-// unless device is "".
+// on node unless device is "".
 func wholeClaim(rv, node, device string) *resourcev1.ResourceClaim {
 	c := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: types.UID("claim-1"), ResourceVersion: rv},
 		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu",
 			Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: nvGPU, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1}}}}}}
 	if device != "" {
 		c.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{
-			{Request: "gpu", Driver: nvGPU, Pool: node, Device: device}}}}
+			{Request: "gpu", Driver: nvGPU, Pool: node, Device: device}}},
+			// The node the scheduler allocated on, as it writes it: a
+			// node-local device is resolved only against that node's slices.
+			NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}}
 	}
 	return c
 }
