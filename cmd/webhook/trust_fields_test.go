@@ -96,7 +96,7 @@ func filled(obj runtime.Object) {
 		func(tm *metav1.Time, _ randfill.Continue) { *tm = metav1.Unix(1000, 0) },
 		func(tm *metav1.MicroTime, _ randfill.Continue) { *tm = metav1.NewMicroTime(metav1.Unix(1000, 0).Time) },
 		func(r *runtime.RawExtension, _ randfill.Continue) { r.Raw = []byte(`{"a":1}`) },
-		func(f *metav1.FieldsV1, _ randfill.Continue) { f.Raw = []byte(`{}`) },
+		func(f *metav1.FieldsV1, _ randfill.Continue) { f.SetRawString(`{}`) },
 	).Fill(obj)
 }
 

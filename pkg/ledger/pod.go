@@ -277,8 +277,14 @@ func podProblem(pod *corev1.Pod, err error) *Problem {
 func sameRecord(a, b *podRecord) bool {
 	return a.namespace == b.namespace && a.name == b.name && a.bound == b.bound && a.node == b.node &&
 		a.state == b.state && a.used.Equal(b.used) && a.pod == b.pod &&
-		slices.Equal(a.devices, b.devices) && slices.Equal(a.unresolved, b.unresolved) &&
-		a.assignment == b.assignment && a.edited == b.edited && maps.Equal(a.floors, b.floors) && maps.Equal(a.nodeSizes, b.nodeSizes) && a.scope == b.scope &&
+		slices.Equal(a.devices, b.devices) && slices.Equal(a.unresolved, b.unresolved) && sameHeld(a, b)
+}
+
+// sameHeld reports whether a and b hold the same assignment, floors,
+// node sizes, scope and warning.
+func sameHeld(a, b *podRecord) bool {
+	return a.assignment == b.assignment && a.edited == b.edited && maps.Equal(a.floors, b.floors) &&
+		maps.Equal(a.nodeSizes, b.nodeSizes) && a.scope == b.scope &&
 		(a.warning == nil) == (b.warning == nil) && (a.warning == nil || *a.warning == *b.warning)
 }
 
