@@ -40,14 +40,15 @@ func gpuSlice(node string, devs map[string]int64) *resourcev1.ResourceSlice {
 }
 
 // wholeClaim asks for one whole GPU; allocated to device (pool = node)
-// unless device is "".
+// unless device is "", on node (the node selector the scheduler writes for
+// a node-local pool: an allocation is resolved on its node).
 func wholeClaim(rv, node, device string) *resourcev1.ResourceClaim {
 	c := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: types.UID("claim-1"), ResourceVersion: rv},
 		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu",
 			Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: nvGPU, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1}}}}}}
 	if device != "" {
 		c.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{
-			{Request: "gpu", Driver: nvGPU, Pool: node, Device: device}}}}
+			{Request: "gpu", Driver: nvGPU, Pool: node, Device: device}}}, NodeSelector: poolNode(node)}
 	}
 	return c
 }
