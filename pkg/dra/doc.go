@@ -33,6 +33,11 @@
 // subrequests (the worst the scheduler can pick), or only what it picked
 // once allocated.
 //
+// A claim's selectors of governed classes are bounded
+// (MaxClaimSelectorBytes, counted by SelectorBytes): a claim over the cap
+// is invalid, and the marker a slimmed copy keeps instead of its selectors
+// (OverCapSelectors) is read the same way.
+//
 // The Inventory lets a node speak only for itself: a node-local slice's
 // devices are its node's, generations are compared per node, allocations
 // are resolved on their node, and pools that are not node-local count only

@@ -21,10 +21,11 @@ import (
 //
 //	claim or template of no governed class ──▶ identity: name, namespace, UID, resourceVersion (a deletion is seen, the ledger drops it)
 //	claim or template of a governed class ───▶ identity; of its requests the names, and of each exactly/subrequest
-//	                                           the class, allocation mode, count, admin access and, for a governed
-//	                                           class, its selectors and the capacity requests its class reads;
-//	                                           a claim also its controller owner, its pod-claim-name annotation and
-//	                                           its allocation's results and node selector
+//	                                           of a governed class the class, allocation mode, count, admin access,
+//	                                           selectors and the capacity requests its class reads (of one of
+//	                                           another class the name alone); a claim also its controller owner,
+//	                                           its pod-claim-name annotation and its allocation's results and
+//	                                           node selector
 //
 // Nothing of the spec's constraints or configuration, tolerations, the
 // template's claim metadata, managed fields, labels, other annotations, the
@@ -32,21 +33,13 @@ import (
 // them (claimslim_prop_test.go checks that the demand of the slimmed claim
 // is the demand of the claim, for random claims). What a governed claim may
 // make a replica hold is bounded too: its selectors are kept up to
-// claimSelectorBytes, and a claim over it is kept without its own
-// selectors, which charges the worst case of its class (every device of
-// the class eligible: never less than with the selectors).
+// dra.MaxClaimSelectorBytes; a claim over it keeps instead one marker
+// (dra.OverCapSelectors) that makes the charger read it as it reads the
+// whole claim: invalid, never charged as if it had no selectors (that
+// would be every device of its class eligible, which may be less than the
+// family's largest device the selectors' none-sized pick is charged).
 
 const (
-	// claimSelectorBytes bounds the selectors a governed claim or template
-	// keeps: the sum over its governed requests' selectors of
-	// selectorOverhead plus the expression's length. An honest claim's are
-	// a few hundred bytes (HAMi-DRA writes one per device type); the API
-	// server accepts 32 requests of up to 8 subrequests, each with 32
-	// selectors of 10 KiB.
-	claimSelectorBytes = 64 << 10
-	// selectorOverhead is what one kept selector costs besides its
-	// expression.
-	selectorOverhead = 64
 	// podClaimNameMax is the longest pod-claim-name annotation kept: the
 	// claim controller writes a pod's name for the claim, a DNS label. A
 	// longer one is no controller's, and a claim without it is decided as
@@ -143,73 +136,63 @@ func controllerRef(refs []metav1.OwnerReference) []metav1.OwnerReference {
 	return nil
 }
 
-// spec keeps of a governed claim's spec what the charger reads.
+// spec keeps of a governed claim's spec what the charger reads: of a
+// request or subrequest of a class it does not govern only the name (and
+// whether the request is exactly), of the others their fields the charger
+// reads; over dra.MaxClaimSelectorBytes, instead of the selectors, the
+// marker that makes the charger read the claim as over the cap.
 func (s *claimSlimmer) spec(in *resourcev1.ResourceClaimSpec) resourcev1.ResourceClaimSpec {
 	reqs := in.Devices.Requests
-	selectors := s.selectorBytes(reqs) <= claimSelectorBytes
+	var marker []resourcev1.DeviceSelector // the first governed ask's, when over the cap
+	keep := true
+	if n := s.charger.SelectorBytes(in); n > dra.MaxClaimSelectorBytes {
+		keep, marker = false, dra.OverCapSelectors(n)
+	}
+	selectors := func(sel []resourcev1.DeviceSelector) []resourcev1.DeviceSelector {
+		if keep {
+			return sel
+		}
+		out := marker
+		marker = nil
+		return out
+	}
 	out := make([]resourcev1.DeviceRequest, len(reqs))
 	for i := range reqs {
 		r, o := &reqs[i], &out[i]
 		o.Name = r.Name
 		if e := r.Exactly; e != nil {
-			sel, capacity := s.governedParts(e.DeviceClassName, e.Selectors, e.Capacity, selectors)
-			o.Exactly = &resourcev1.ExactDeviceRequest{DeviceClassName: e.DeviceClassName, AllocationMode: e.AllocationMode,
-				Count: e.Count, AdminAccess: e.AdminAccess, Selectors: sel, Capacity: capacity}
+			o.Exactly = &resourcev1.ExactDeviceRequest{}
+			if capacity, ok := s.governedCapacity(e.DeviceClassName, e.Capacity); ok {
+				o.Exactly = &resourcev1.ExactDeviceRequest{DeviceClassName: e.DeviceClassName, AllocationMode: e.AllocationMode,
+					Count: e.Count, AdminAccess: e.AdminAccess, Selectors: selectors(e.Selectors), Capacity: capacity}
+			}
 		}
 		if r.FirstAvailable != nil {
 			o.FirstAvailable = make([]resourcev1.DeviceSubRequest, len(r.FirstAvailable))
 		}
 		for j := range r.FirstAvailable {
 			sub := &r.FirstAvailable[j]
-			sel, capacity := s.governedParts(sub.DeviceClassName, sub.Selectors, sub.Capacity, selectors)
-			o.FirstAvailable[j] = resourcev1.DeviceSubRequest{Name: sub.Name, DeviceClassName: sub.DeviceClassName,
-				AllocationMode: sub.AllocationMode, Count: sub.Count, Selectors: sel, Capacity: capacity}
+			o.FirstAvailable[j] = resourcev1.DeviceSubRequest{Name: sub.Name}
+			if capacity, ok := s.governedCapacity(sub.DeviceClassName, sub.Capacity); ok {
+				o.FirstAvailable[j] = resourcev1.DeviceSubRequest{Name: sub.Name, DeviceClassName: sub.DeviceClassName,
+					AllocationMode: sub.AllocationMode, Count: sub.Count, Selectors: selectors(sub.Selectors), Capacity: capacity}
+			}
 		}
 	}
 	return resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: out}}
 }
 
-// selectorBytes is what the selectors of reqs' governed requests and
-// subrequests would cost to keep.
-func (s *claimSlimmer) selectorBytes(reqs []resourcev1.DeviceRequest) int {
-	n := 0
-	add := func(class string, sel []resourcev1.DeviceSelector) {
-		if _, ok := s.classes[class]; !ok {
-			return
-		}
-		for i := range sel {
-			n += selectorOverhead
-			if sel[i].CEL != nil {
-				n += len(sel[i].CEL.Expression)
-			}
-		}
-	}
-	for i := range reqs {
-		if e := reqs[i].Exactly; e != nil {
-			add(e.DeviceClassName, e.Selectors)
-		}
-		for j := range reqs[i].FirstAvailable {
-			add(reqs[i].FirstAvailable[j].DeviceClassName, reqs[i].FirstAvailable[j].Selectors)
-		}
-	}
-	return n
-}
-
-// governedParts are the selectors (when keep) and the capacity requests the
-// charger reads of a request or subrequest of class: none for a class it
-// does not govern; of capacity.requests the class's memory and cores names,
-// plain or qualified with its driver.
-func (s *claimSlimmer) governedParts(class string, sel []resourcev1.DeviceSelector, capacity *resourcev1.CapacityRequirements,
-	keep bool) ([]resourcev1.DeviceSelector, *resourcev1.CapacityRequirements) {
+// governedCapacity is, for a request or subrequest of a class the charger
+// governs (false for another), the capacity requests the charger reads of
+// it: of capacity.requests the class's memory and cores names, plain or
+// qualified with its driver.
+func (s *claimSlimmer) governedCapacity(class string, capacity *resourcev1.CapacityRequirements) (*resourcev1.CapacityRequirements, bool) {
 	cl, ok := s.classes[class]
 	if !ok {
-		return nil, nil
-	}
-	if !keep {
-		sel = nil
+		return nil, false
 	}
 	if capacity == nil {
-		return sel, nil
+		return nil, true
 	}
 	out := &resourcev1.CapacityRequirements{}
 	for _, name := range []string{cl.MemoryCapacity, cl.CoresCapacity} {
@@ -229,5 +212,5 @@ func (s *claimSlimmer) governedParts(class string, sel []resourcev1.DeviceSelect
 			}
 		}
 	}
-	return sel, out
+	return out, true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 
 	resourcev1 "k8s.io/api/resource/v1"
@@ -48,8 +49,10 @@ func chargeOf(ch *dra.Charger, spec *resourcev1.ResourceClaimSpec, alloc *resour
 // every request field set at random (classes governed or not, selectors
 // that narrow, widen or do not compile, capacity requests of every name,
 // modes, counts, tolerations, admin access, constraints, configuration,
-// allocations), the charger's demand of what the feed keeps is the demand
-// of the whole claim, and it governs the same claims: slimming drops only
+// allocations, selectors under and over dra.MaxClaimSelectorBytes,
+// requests of ungoverned classes with every field set), the charger's
+// demand of what the feed keeps is the demand of the whole claim (its
+// error too), it governs and sizes the same claims: slimming drops only
 // what the charger does not read.
 func TestClaimSlimDemandsUnchanged(t *testing.T) {
 	ch := slimCharger(t)
@@ -73,9 +76,14 @@ func TestClaimSlimDemandsUnchanged(t *testing.T) {
 			if want, wantErr = chargeOf(ch, &c.Spec, nil, opts); !reflect.DeepEqual(got, want) || gotErr != wantErr {
 				t.Fatalf("template %d: slimmed charged %v %q, whole %v %q", i, got, gotErr, want, wantErr)
 			}
+			if got, want := ch.Sized(&slim.Spec, slim.Status.Allocation, slimInventory()), ch.Sized(&c.Spec, c.Status.Allocation, slimInventory()); governed && got != want {
+				t.Fatalf("claim %d: slimmed sized %v, whole %v", i, got, want)
+			}
 			switch {
 			case !governed:
 				seen["ungoverned"]++
+			case ch.SelectorBytes(&c.Spec) > dra.MaxClaimSelectorBytes:
+				seen["over the selector cap"]++
 			case wantErr != "":
 				seen["invalid"]++
 			case c.Status.Allocation != nil && !want.Effective().IsZero():
@@ -86,7 +94,7 @@ func TestClaimSlimDemandsUnchanged(t *testing.T) {
 		}
 	}
 	t.Logf("cases: %v", seen)
-	for _, k := range []string{"ungoverned", "invalid", "charged", "allocated, charged"} {
+	for _, k := range []string{"ungoverned", "over the selector cap", "invalid", "charged", "allocated, charged"} {
 		if seen[k] < 100 {
 			t.Errorf("only %d claims %s: the generator hardly tests them (%v)", seen[k], k, seen)
 		}
@@ -122,10 +130,34 @@ func randomClaim(r *rand.Rand) *resourcev1.ResourceClaim {
 		c.Spec.Devices.Constraints = []resourcev1.DeviceConstraint{{Requests: names[:1], MatchAttribute: ptr.To(resourcev1.FullyQualifiedName(hamiDRA + "/type"))}}
 		c.Spec.Devices.Config = []resourcev1.DeviceClaimConfiguration{{Requests: names[:1], DeviceConfiguration: opaque(hamiDRA, `{}`)}}
 	}
+	if r.IntN(6) == 0 {
+		padSelectors(r, c.Spec.Devices.Requests)
+	}
 	if r.IntN(2) == 0 {
 		c.Status.Allocation = randomAllocation(r, names)
 	}
 	return c
+}
+
+// padSelectors adds to some of reqs' requests and subrequests up to 12
+// selectors of 10 KiB that select every device: a claim's governed
+// selectors end up under or over dra.MaxClaimSelectorBytes.
+func padSelectors(r *rand.Rand, reqs []resourcev1.DeviceRequest) {
+	pad := cel(`"` + strings.Repeat("p", resourcev1.CELSelectorExpressionMaxLength-8) + `" != ""`)[0]
+	add := func(sel []resourcev1.DeviceSelector) []resourcev1.DeviceSelector {
+		for range r.IntN(13) {
+			sel = append(sel, pad)
+		}
+		return sel
+	}
+	for i := range reqs {
+		if e := reqs[i].Exactly; e != nil {
+			e.Selectors = add(e.Selectors)
+		}
+		for j := range reqs[i].FirstAvailable {
+			reqs[i].FirstAvailable[j].Selectors = add(reqs[i].FirstAvailable[j].Selectors)
+		}
+	}
 }
 
 // randomAsk is a subrequest (its name aside) drawn at random.

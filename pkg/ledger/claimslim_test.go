@@ -105,10 +105,10 @@ func slimmedBloatedClaim() *resourcev1.ResourceClaim {
 			Count: 1, AdminAccess: ptr.To(false), Selectors: cel(`device.driver == "` + hamiDRA + `"`),
 			Capacity: capacity("memory", "1Gi", "cores", "30", hamiDRA+"/memory", "2Gi")}},
 		{Name: "any", FirstAvailable: []resourcev1.DeviceSubRequest{
-			{Name: "fpga", DeviceClassName: fpga},
+			{Name: "fpga"},
 			{Name: "gpu", DeviceClassName: nvidiaGPU, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 2,
 				Selectors: cel(`device.attributes["` + nvidiaGPU + `"].model == "a100"`), Capacity: capacity(nvidiaGPU+"/memory", "1Gi")}}},
-		{Name: "fpga", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: fpga, Count: 1}},
+		{Name: "fpga", Exactly: &resourcev1.ExactDeviceRequest{}},
 	}
 	c.Status.Allocation = &resourcev1.AllocationResult{
 		Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{Request: "gpu", Driver: hamiDRA, Pool: "node1", Device: "gpu-0",
@@ -120,9 +120,9 @@ func slimmedBloatedClaim() *resourcev1.ResourceClaim {
 
 // TestClaimTransformKeepsOnlyWhatIsCharged: of a governed claim with huge
 // fields the charger never reads, the feed keeps exactly its identity, its
-// controller owner and pod-claim-name annotation, its requests' names,
-// classes, modes and counts, a governed request's selectors and the
-// capacity requests its class reads, and its allocation's results and
+// controller owner and pod-claim-name annotation, its requests' names, of
+// a governed request its class, mode, count, selectors and the capacity
+// requests its class reads (of another request the name alone), and its allocation's results and
 // node selector; of a claim of no governed class its identity alone; the
 // same for templates. Idempotent (a watch list is transformed twice), the
 // input untouched, tombstones passed through.
@@ -206,70 +206,135 @@ func protoSize(t *testing.T, obj runtime.Object) int {
 }
 
 // TestClaimSelectorCap: a governed claim may make a replica hold at most
-// claimSelectorBytes of selectors. One over it (a selector that picks the
-// 24 GiB a10 among NVIDIA's GPUs and 10 KiB selectors that select every
-// device, 8 of them) is kept without its own selectors, and is charged
-// the worst case of its class, never less than with them: the 80 GiB
-// a100. One under it keeps its selectors.
+// dra.MaxClaimSelectorBytes of selectors. One over it keeps one marker
+// instead, and the charger reads the slimmed claim as the whole one:
+// invalid, with the same reason (the webhook denies it), never charged less
+// than the whole claim. The attack: 4 NVIDIA GPUs selected by a model no
+// slice publishes (h200), padded with 10 KiB selectors that select every
+// device. Whole, no published device is eligible, so each GPU is the
+// family's 141 GiB (577536 MiB); read without its selectors, every GPU of
+// the class would be eligible and the claim charged 4 × 80 GiB (327680
+// MiB), less than the webhook reserved.
 func TestClaimSelectorCap(t *testing.T) {
 	ch := slimCharger(t)
 	s := newClaimSlimmer(ch)
 	padding := `"` + strings.Repeat("p", resourcev1.CELSelectorExpressionMaxLength-8) + `" != ""`
-	claim := func(pads int) *resourcev1.ResourceClaim {
-		sel := cel(`device.attributes["` + nvidiaGPU + `"].model == "a10"`)
+	claim := func(model string, pads int) *resourcev1.ResourceClaim {
+		sel := cel(`device.attributes["` + nvidiaGPU + `"].model == "` + model + `"`)
 		for range pads {
 			sel = append(sel, cel(padding)...)
 		}
 		return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
-			Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu",
-				Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: nvidiaGPU, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1, Selectors: sel}}}}}}
+			Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{
+				{Name: "fpga", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: fpga, Selectors: sel}},
+				{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: nvidiaGPU, AllocationMode: resourcev1.DeviceAllocationModeExactCount,
+					Count: 4, Selectors: sel}}}}}}
 	}
+	opts := map[string]effective.Options{nvidia: {DeviceMemoryMiB: 141 << 10}}
 	for _, tt := range []struct {
+		model    string
 		pads     int
 		kept     bool
-		wantMiB  int64
+		wantMiB  int64 // 0: invalid
 		maxBytes int
 	}{
-		{pads: 2, kept: true, wantMiB: 24 << 10, maxBytes: 3 * resourcev1.CELSelectorExpressionMaxLength},
-		{pads: 8, kept: false, wantMiB: 80 << 10, maxBytes: 1024},
-		{pads: resourcev1.DeviceSelectorsMaxSize - 1, kept: false, wantMiB: 80 << 10, maxBytes: 1024},
+		{model: "a10", pads: 2, kept: true, wantMiB: 4 * 24 << 10, maxBytes: 3 * resourcev1.CELSelectorExpressionMaxLength},
+		{model: "h200", pads: 2, kept: true, wantMiB: 4 * 141 << 10, maxBytes: 3 * resourcev1.CELSelectorExpressionMaxLength},
+		{model: "a10", pads: 6, kept: true, wantMiB: 4 * 24 << 10, maxBytes: 7 * resourcev1.CELSelectorExpressionMaxLength},
+		{model: "a10", pads: 7, kept: false, maxBytes: 1024},
+		{model: "h200", pads: 7, kept: false, maxBytes: 1024},
+		{model: "h200", pads: resourcev1.DeviceSelectorsMaxSize - 1, kept: false, maxBytes: 1024},
 	} {
-		c := claim(tt.pads)
+		name := fmt.Sprintf("%s with %d padding selectors", tt.model, tt.pads)
+		c := claim(tt.model, tt.pads)
 		slim := s.claim(c)
-		sel := slim.Spec.Devices.Requests[0].Exactly.Selectors
-		if kept := len(sel) == len(c.Spec.Devices.Requests[0].Exactly.Selectors); kept != tt.kept || (!kept && sel != nil) {
-			t.Errorf("%d padding selectors: %d of %d kept, want all %v", tt.pads, len(sel), tt.pads+1, tt.kept)
+		if fp := slim.Spec.Devices.Requests[0].Exactly; fp.DeviceClassName != "" || fp.Selectors != nil {
+			t.Errorf("%s: the FPGA request keeps %+v", name, fp)
+		}
+		sel := slim.Spec.Devices.Requests[1].Exactly.Selectors
+		if kept := len(sel) == len(c.Spec.Devices.Requests[1].Exactly.Selectors); kept != tt.kept {
+			t.Errorf("%s: %d of %d selectors kept, want all %v", name, len(sel), tt.pads+1, tt.kept)
 		}
 		if n := protoSize(t, slim); n > tt.maxBytes {
-			t.Errorf("%d padding selectors: %d bytes kept", tt.pads, n)
+			t.Errorf("%s: %d bytes kept", name, n)
 		}
-		whole, errWhole := chargeOf(ch, &c.Spec, nil, nil)
-		got, err := chargeOf(ch, &slim.Spec, nil, nil)
-		if err != "" || errWhole != "" || got.Effective().Of(nvidia).MemMiB != tt.wantMiB || whole.Effective().Of(nvidia).MemMiB != 24<<10 {
-			t.Errorf("%d padding selectors: slimmed charged %v %s, whole %v %s", tt.pads, got.Effective(), err, whole.Effective(), errWhole)
+		if got, whole := ch.SelectorBytes(&slim.Spec), ch.SelectorBytes(&c.Spec); got != whole || (whole > dra.MaxClaimSelectorBytes) == tt.kept {
+			t.Errorf("%s: the slimmed claim's selectors count %d bytes, the whole one's %d (cap %d)", name, got, whole, dra.MaxClaimSelectorBytes)
 		}
-		if !got.Effective().Max(whole.Effective()).Equal(got.Effective()) {
-			t.Errorf("%d padding selectors: slimmed charged %v, less than the whole claim's %v", tt.pads, got.Effective(), whole.Effective())
+		whole, errWhole := chargeOf(ch, &c.Spec, nil, opts)
+		got, err := chargeOf(ch, &slim.Spec, nil, opts)
+		if err != errWhole || (err == "") != (tt.wantMiB > 0) || (tt.wantMiB == 0 && !strings.Contains(err, "more than the 65536 gpuadmit accepts")) {
+			t.Errorf("%s: slimmed %q, whole %q (want invalid: %v)", name, err, errWhole, tt.wantMiB == 0)
+		}
+		if got.Effective().Of(nvidia).MemMiB != tt.wantMiB || !got.Effective().Equal(whole.Effective()) {
+			t.Errorf("%s: slimmed charged %v, whole %v, want %d MiB", name, got.Effective(), whole.Effective(), tt.wantMiB)
 		}
 	}
 }
 
-// governedKeptMax is the most the feed keeps of one governed claim
-// (docs/dra.md#memory): its protobuf size.
-const governedKeptMax = 160 << 10
+// governedKeptMax and governedTemplateKeptMax are the most the feed keeps
+// of one governed claim and of one governed template (docs/dra.md#memory):
+// their protobuf size.
+const (
+	governedKeptMax         = 160 << 10
+	governedTemplateKeptMax = 112 << 10
+)
 
 // TestLargestGovernedClaimKeptBounded: of the largest governed claim the
 // API server's limits allow (32 requests of 8 subrequests, half of them of
-// a governed class, every name and class name at its longest, 32 selectors
-// of 10 KiB each, 100 capacity requests, 16 tolerations, 32 allocated
-// devices), the feed keeps less than governedKeptMax.
+// a governed class, every name and class name at its longest, 100 capacity
+// requests, 16 tolerations, 32 allocated devices), with selectors just
+// under dra.MaxClaimSelectorBytes or 32 selectors of 10 KiB on every
+// subrequest, the feed keeps less than governedKeptMax; of the template
+// of the same spec less than governedTemplateKeptMax.
 func TestLargestGovernedClaimKeptBounded(t *testing.T) {
+	expr := func(n int) resourcev1.DeviceSelector { return cel(`"` + strings.Repeat("s", n-8) + `" != ""`)[0] }
+	over := make([]resourcev1.DeviceSelector, resourcev1.DeviceSelectorsMaxSize)
+	for i := range over {
+		over[i] = expr(resourcev1.CELSelectorExpressionMaxLength)
+	}
+	var under []resourcev1.DeviceSelector // on one subrequest: dra.MaxClaimSelectorBytes exactly
+	for left := dra.MaxClaimSelectorBytes; left > 0; {
+		n := min(left-dra.SelectorOverhead, resourcev1.CELSelectorExpressionMaxLength)
+		under = append(under, expr(n))
+		left -= n + dra.SelectorOverhead
+	}
+	for _, tt := range []struct {
+		name string
+		sel  func(i, j int) []resourcev1.DeviceSelector
+	}{
+		{"selectors over the cap", func(int, int) []resourcev1.DeviceSelector { return over }},
+		{"selectors at the cap", func(i, j int) []resourcev1.DeviceSelector {
+			if i == 0 && j == 0 {
+				return under
+			}
+			return nil
+		}},
+	} {
+		c := largestGovernedClaim(tt.sel)
+		s := newClaimSlimmer(slimCharger(t))
+		if n := s.charger.SelectorBytes(&c.Spec); (n > dra.MaxClaimSelectorBytes) != (tt.name == "selectors over the cap") {
+			t.Fatalf("%s: %d bytes of selectors", tt.name, n)
+		}
+		in, kept := protoSize(t, c), protoSize(t, s.claim(c))
+		t.Logf("%s: claim: kept %d bytes of %d", tt.name, kept, in)
+		if kept > governedKeptMax {
+			t.Errorf("%s: kept %d bytes of the largest governed claim, more than %d", tt.name, kept, governedKeptMax)
+		}
+		tmpl := &resourcev1.ResourceClaimTemplate{ObjectMeta: c.ObjectMeta, Spec: resourcev1.ResourceClaimTemplateSpec{ObjectMeta: c.ObjectMeta, Spec: c.Spec}}
+		in, kept = protoSize(t, tmpl), protoSize(t, s.template(tmpl))
+		t.Logf("%s: template: kept %d bytes of %d", tt.name, kept, in)
+		if kept > governedTemplateKeptMax {
+			t.Errorf("%s: kept %d bytes of the largest governed template, more than %d", tt.name, kept, governedTemplateKeptMax)
+		}
+	}
+}
+
+// largestGovernedClaim is TestLargestGovernedClaimKeptBounded's claim, sel
+// the selectors of request i's subrequest j.
+func largestGovernedClaim(sel func(i, j int) []resourcev1.DeviceSelector) *resourcev1.ResourceClaim {
 	label := func(i int) string { return fmt.Sprintf("%s%03d", strings.Repeat("n", 60), i) }
 	class := strings.Repeat("c", 253)
-	sel := make([]resourcev1.DeviceSelector, resourcev1.DeviceSelectorsMaxSize)
-	for i := range sel {
-		sel[i] = cel(`"` + strings.Repeat("s", resourcev1.CELSelectorExpressionMaxLength-8) + `" != ""`)[0]
-	}
 	tol := make([]resourcev1.DeviceToleration, resourcev1.DeviceTolerationsMaxLength)
 	for i := range tol {
 		tol[i] = resourcev1.DeviceToleration{Key: strings.Repeat("k", 253) + "/" + label(i), Value: label(i)}
@@ -284,9 +349,9 @@ func TestLargestGovernedClaimKeptBounded(t *testing.T) {
 	for i := range resourcev1.DeviceRequestsMaxSize {
 		req := resourcev1.DeviceRequest{Name: label(i)}
 		for j := range resourcev1.FirstAvailableDeviceRequestMaxSize {
-			sub := resourcev1.DeviceSubRequest{Name: label(j), DeviceClassName: class, Selectors: sel, Capacity: capacity, Tolerations: tol, Count: 1}
+			sub := resourcev1.DeviceSubRequest{Name: label(j), DeviceClassName: class, Capacity: capacity, Tolerations: tol, Count: 1}
 			if j%2 == 0 {
-				sub.DeviceClassName = hamiDRA
+				sub.DeviceClassName, sub.Selectors = hamiDRA, sel(i, j)
 			}
 			req.FirstAvailable = append(req.FirstAvailable, sub)
 		}
@@ -295,10 +360,5 @@ func TestLargestGovernedClaimKeptBounded(t *testing.T) {
 			Driver: hamiDRA, Pool: class, Device: label(i), Tolerations: tol, ConsumedCapacity: capacity.Requests})
 	}
 	c.Status.Allocation = alloc
-	slim := newClaimSlimmer(slimCharger(t)).claim(c)
-	in, kept := protoSize(t, c), protoSize(t, slim)
-	t.Logf("kept %d bytes of %d", kept, in)
-	if kept > governedKeptMax {
-		t.Errorf("kept %d bytes of the largest governed claim, more than %d", kept, governedKeptMax)
-	}
+	return c
 }
