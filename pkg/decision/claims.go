@@ -77,13 +77,16 @@ func (d *Decider) templates(pod *corev1.Pod) []templated {
 // hold their devices for the pod's whole life; and own, its containers'
 // alone, which its admission reserves (each template's claim is decided
 // and reserved at its own CREATE). Claims it names (resourceClaimName) are
-// charged on their own, once, however many pods share them.
+// charged on their own, once, however many pods share them. The templates'
+// selectors share one claim's CEL budget (dra.Charger.ShareBudget): a pod
+// naming many templates gets no more CEL than one claim.
 func (d *Decider) podDemand(ctx context.Context, pod *corev1.Pod, view *nodeView) (checked, own effective.Demands, err error) {
 	own, err = effective.ComputeAll(pod, d.families, d.options(pod, view))
 	if err != nil {
 		return nil, nil, err
 	}
 	checked = own
+	ctx = d.claims.ShareBudget(ctx) // one CEL budget for the review, not one per template
 	for _, t := range d.templates(pod) {
 		td, err := d.claimSpecDemand(ctx, pod.Name+"/"+t.name, &t.tmpl.Spec.Spec)
 		if err != nil {

@@ -153,12 +153,12 @@ func (b *builder) capacityLimits(a *ask, count int64) limits {
 }
 
 // deviceLimits sizes whole devices: the largest allocated device when every
-// allocated device is known, else the largest eligible one; unknown leaves
-// the memory (and the cores) to the family's rules.
+// allocated device is known, else the largest eligible one (eligibleSize);
+// unknown leaves the memory (and the cores) to the family's rules.
 func (b *builder) deviceLimits(a *ask) limits {
 	size, ok := largest(b.allocatedSizes(a))
 	if !ok {
-		size, ok = largestMiB(b.eligible(a), a.class.MemoryCapacity, b.c.boundOf(a.fam.Name))
+		size, ok = b.eligibleSize(a)
 	}
 	if !ok || size == 0 {
 		return limits{}
@@ -176,7 +176,7 @@ func (b *builder) wholeSizes(a *ask, count int64) []int64 {
 	if b.opts[a.fam.Name].DeviceMemoryMiB > 0 || count <= 0 {
 		return nil
 	}
-	size, ok := largestMiB(b.eligible(a), a.class.MemoryCapacity, b.c.boundOf(a.fam.Name))
+	size, ok := b.eligibleSize(a)
 	if !ok || size == 0 {
 		return nil
 	}
@@ -185,6 +185,26 @@ func (b *builder) wholeSizes(a *ask, count int64) []int64 {
 		out[i] = size
 	}
 	return out
+}
+
+// eligibleSize is the device size an ask not allocated yet resolves
+// against: the largest plausible memory among its eligible devices. An
+// eligible device that publishes no plausible memory (or one the budget
+// left unevaluated that does not) may be the one allocated, so it counts as
+// the family's fallback size, the one the unknown-size rule resolves
+// against (opts' DeviceMemoryMiB): the size is the larger of the two, and
+// unknown (false) when there is no fallback. Unknown memory never counts
+// as less than the fallback. False too when no device is eligible.
+func (b *builder) eligibleSize(a *ask) (int64, bool) {
+	size, unknown := largestMiB(b.eligible(a), a.class.MemoryCapacity, b.c.boundOf(a.fam.Name))
+	if !unknown {
+		return size, size > 0
+	}
+	fallback := b.opts[a.fam.Name].DeviceMemoryMiB
+	if fallback <= 0 {
+		return 0, false
+	}
+	return max(size, fallback), true
 }
 
 // allocatedSizes is the memory of each device allocated to the ask, nil

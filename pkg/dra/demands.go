@@ -25,9 +25,11 @@ import (
 // Every CEL selector is evaluated under ctx (the review's deadline) and
 // within the charger's per-claim cost budget: once either is spent, the
 // devices not yet evaluated count as eligible (the worst case: the charge
-// is never lower for it) and no more CEL runs for the claim. A claim whose
-// selectors count more than MaxClaimSelectorBytes (SelectorBytes) is
-// invalid, none of its requests charged.
+// is never lower for it) and no more CEL runs for the claim. Under a
+// context of ShareBudget the budget is the one the context carries, shared
+// with every other Demands under it. A claim whose selectors count more
+// than MaxClaimSelectorBytes (SelectorBytes) is invalid, none of its
+// requests charged.
 func (c *Charger) Demands(ctx context.Context, name string, spec *resourcev1.ResourceClaimSpec,
 	alloc *resourcev1.AllocationResult, inv *Inventory, opts map[string]effective.Options) (effective.Demands, error) {
 	if c == nil || spec == nil {
@@ -39,6 +41,10 @@ func (c *Charger) Demands(ctx context.Context, name string, spec *resourcev1.Res
 	b := &builder{c: c, claim: name, inv: inv, opts: opts, acc: make([]*effective.Demand, len(c.fams)),
 		results: resultsByRequest(alloc), node: allocatedNode(alloc), seen: map[string]bool{},
 		eval: evaluation{ctx: ctx, left: c.budget, limit: c.cel.limit}}
+	if shared := budgetOf(ctx); shared != nil {
+		b.eval.left = shared.take()
+		defer func() { shared.give(b.eval.left) }()
+	}
 	if b.checkSelectorCap(spec) {
 		for i := range spec.Devices.Requests {
 			b.request(&spec.Devices.Requests[i])

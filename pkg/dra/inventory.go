@@ -24,7 +24,9 @@ import (
 // named after one of them (the drivers' convention), only that node's slices
 // count; otherwise each node's devices stay its own. Pools that are not
 // node-local (a node selector, all nodes, per-device node selection) count
-// only for the drivers trusted to publish them (NetworkPoolDrivers).
+// only for the drivers trusted to publish them (NetworkPoolDrivers); a pool
+// published both so and node-locally is a reported conflict, and the
+// node-local copy is not used (a node cannot shadow a network device).
 type Inventory struct {
 	devices []device
 	// index lists the devices of each (driver, pool, name), one per owner.
@@ -152,7 +154,11 @@ func nodeOf(s *resourcev1.ResourceSlice) string {
 // pool named after another node that publishes it too.
 func (inv *Inventory) admitted(list []*resourcev1.ResourceSlice, cfg *inventoryConfig) []*resourcev1.ResourceSlice {
 	owners := map[poolID]map[string]bool{}
+	network := map[poolID]bool{}
 	for _, s := range list {
+		if s != nil && nodeOf(s) == "" && (cfg.network == nil || cfg.network[s.Spec.Driver]) {
+			network[poolID{s.Spec.Driver, s.Spec.Pool.Name}] = true
+		}
 		if s != nil && nodeOf(s) != "" {
 			p := poolID{s.Spec.Driver, s.Spec.Pool.Name}
 			if owners[p] == nil {
@@ -166,7 +172,8 @@ func (inv *Inventory) admitted(list []*resourcev1.ResourceSlice, cfg *inventoryC
 		if s == nil {
 			continue
 		}
-		if msg := inv.refused(s, cfg, owners[poolID{s.Spec.Driver, s.Spec.Pool.Name}]); msg != "" {
+		p := poolID{s.Spec.Driver, s.Spec.Pool.Name}
+		if msg := inv.refused(s, cfg, owners[p], network[p]); msg != "" {
 			inv.problems = append(inv.problems, SliceProblem{Slice: s.Name, Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name,
 				Node: nodeOf(s), Message: msg})
 			continue
@@ -187,13 +194,17 @@ type poolID struct {
 
 // refused says why s may not speak for its pool ("" when it may); a pool
 // node-locally published by several nodes is reported even when s counts.
-func (inv *Inventory) refused(s *resourcev1.ResourceSlice, cfg *inventoryConfig, owners map[string]bool) string {
+// network: a trusted writer publishes the pool not node-locally, so a node
+// publishing it too would shadow the network devices on that node.
+func (inv *Inventory) refused(s *resourcev1.ResourceSlice, cfg *inventoryConfig, owners map[string]bool, network bool) string {
 	node := nodeOf(s)
-	if node == "" {
-		if cfg.network != nil && !cfg.network[s.Spec.Driver] {
-			return "the pool is not node-local and the driver is not trusted to publish such pools (dra.networkPoolDrivers): its devices are not used"
-		}
+	switch {
+	case node == "" && cfg.network != nil && !cfg.network[s.Spec.Driver]:
+		return "the pool is not node-local and the driver is not trusted to publish such pools (dra.networkPoolDrivers): its devices are not used"
+	case node == "":
 		return ""
+	case network:
+		return "node " + node + " publishes pool " + s.Spec.Pool.Name + " node-locally, which is also published as a pool that is not node-local: its devices are not used"
 	}
 	if len(owners) < 2 {
 		return ""

@@ -119,9 +119,12 @@ func TestNetworkPools(t *testing.T) {
 }
 
 // TestImplausibleCapacity: a device that publishes more memory than its
-// family's bound (or none above 0) is reported and resolves nobody's
-// charge, neither raising an unallocated claim's worst case nor sizing an
-// allocation made on it.
+// family's bound (or none above 0) is reported and sizes nothing: it
+// neither raises an unallocated claim's worst case to what it publishes nor
+// sizes an allocation made on it. It is a device of unknown size, so it
+// counts as the family's fallback size (the larger of that and the largest
+// plausible eligible device), and leaves the claim unresolved when there is
+// none: never as less.
 func TestImplausibleCapacity(t *testing.T) {
 	inflated := slice("n2", nvDriver, "n2", gpuDev("gpu-0", "1125899906842624Mi")) // 2^50 MiB
 	zero := slice("n3", nvDriver, "n3", gpuDev("gpu-0", "0"))
@@ -132,16 +135,22 @@ func TestImplausibleCapacity(t *testing.T) {
 		name  string
 		c     *dra.Charger
 		alloc *resourcev1.AllocationResult
-		want  int64 // 0: unresolved (reported by the ledger), not charged from the device
+		// fallback is the family's size for unknown devices (0: none).
+		fallback int64
+		want     int64 // 0: unresolved (reported by the ledger), not charged from the device
 	}{
-		{"unallocated", newCharger(t), nil, 80 * 1024},
-		{"allocated on the inflated device", newCharger(t), allocated("gpu", nvDriver, "n2", "gpu-0"), 80 * 1024},
-		{"allocated on the zero device", newCharger(t), allocated("gpu", nvDriver, "n3", "gpu-0"), 80 * 1024},
-		{"a lower bound", chargerWith(t, dra.WithMemoryBound(func(string) int64 { return 40 * 1024 })), nil, 0},
+		{"unallocated, no fallback", newCharger(t), nil, 0, 0},
+		{"unallocated, a smaller fallback", newCharger(t), nil, 40 * 1024, 80 * 1024},
+		{"unallocated, a larger fallback", newCharger(t), nil, 100 * 1024, 100 * 1024},
+		{"allocated on the inflated device", newCharger(t), allocated("gpu", nvDriver, "n2", "gpu-0"), 0, 0},
+		{"allocated on the inflated device, a fallback", newCharger(t), allocated("gpu", nvDriver, "n2", "gpu-0"), 40 * 1024, 80 * 1024},
+		{"allocated on the zero device", newCharger(t), allocated("gpu", nvDriver, "n3", "gpu-0"), 0, 0},
+		{"allocated on the honest device", newCharger(t), allocated("gpu", nvDriver, "n1", "gpu-0"), 0, 80 * 1024},
+		{"a lower bound", chargerWith(t, dra.WithMemoryBound(func(string) int64 { return 40 * 1024 })), nil, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ds, err := tt.c.Demands(t.Context(), "claim", claim, tt.alloc, inv, nvidiaOpts(0))
+			ds, err := tt.c.Demands(t.Context(), "claim", claim, tt.alloc, inv, nvidiaOpts(tt.fallback))
 			if err != nil {
 				t.Fatal(err)
 			}

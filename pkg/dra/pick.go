@@ -1,6 +1,7 @@
 package dra
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 
@@ -97,13 +98,20 @@ func (inv *Inventory) pick(e *evaluation, driver string, programs []cel.Compilat
 	return devs
 }
 
-// pickKey names a driver and a list of selectors.
+// pickKey names a driver and a list of selectors without collisions: each
+// part is prefixed with its length, so no expression (CEL accepts any
+// character in a string or a comment, NUL included) can make one list's key
+// another's.
 func pickKey(driver string, programs []cel.CompilationResult) string {
 	var key strings.Builder
-	key.WriteString(driver)
+	part := func(s string) {
+		key.WriteString(strconv.Itoa(len(s)))
+		key.WriteByte(':')
+		key.WriteString(s)
+	}
+	part(driver)
 	for i := range programs {
-		key.WriteByte(0)
-		key.WriteString(programs[i].Expression)
+		part(programs[i].Expression)
 	}
 	return key.String()
 }

@@ -51,17 +51,18 @@ func (d *device) rawMemoryMiB(name string) (int64, bool, error) {
 	return ceilMiB(b), true, nil
 }
 
-// largestMiB is the largest plausible memory among devs (false when none
-// publishes one).
-func largestMiB(devs []*device, capName string, bound int64) (int64, bool) {
-	var best int64
-	known := false
+// largestMiB is the largest plausible memory among devs; unknown is
+// whether some device of devs publishes no plausible memory (none, or one
+// outside 1..bound MiB).
+func largestMiB(devs []*device, capName string, bound int64) (best int64, unknown bool) {
 	for _, d := range devs {
 		if m, ok := d.memoryMiB(capName, bound); ok {
-			best, known = max(best, m), true
+			best = max(best, m)
+		} else {
+			unknown = true
 		}
 	}
-	return best, known
+	return best, unknown
 }
 
 // worstNodeCount is the most of devs one node can reach: the devices bound

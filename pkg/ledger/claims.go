@@ -26,7 +26,9 @@ import (
 // A claim keeps a floor, like a pod: what it was first charged stays
 // charged until it is deleted, with one exception, the allocation.
 //
-//	claim added ───────────────────────────▶ charged (its demand against the published devices)
+//	claim added ───────────────────────────▶ charged (its demand against the published devices);
+//	                                          re-evaluated when the ResourceSlices change until
+//	                                          settled, never lower than before
 //	allocated, every allocated device sized ▶ charged what its allocated devices hold, once
 //	  (Charger.Sized: published with a memory capacity)
 //	allocated, a device unknown ───────────▶ never lower than before; re-evaluated when the
@@ -57,8 +59,10 @@ type claimRecord struct {
 	// (it may not lower it again).
 	settled bool
 	// recheck is the claim, kept while its charge may still change with
-	// the ResourceSlices (allocated but not settled, a problem, or computed
-	// against slices that changed since).
+	// the ResourceSlices: every claim not settled (pending, or allocated to
+	// a device not sized; the floor keeps the maximum, so a re-evaluation
+	// only raises it), one with a problem, or one computed against slices
+	// that changed since.
 	recheck *resourcev1.ResourceClaim
 }
 
@@ -89,10 +93,18 @@ func (l *Ledger) UpsertClaim(c *resourcev1.ResourceClaim) {
 	for try := 1; ; try++ {
 		inv, opts, gen := l.claimInputs()
 		ch := l.computeClaim(c, inv, opts)
+		if l.claimComputed != nil {
+			l.claimComputed()
+		}
 		l.mu.Lock()
-		if l.sliceGen == gen || try == applyTries {
-			l.applyClaimLocked(c, ch, l.sliceGen != gen)
+		if stale := l.sliceGen != gen; !stale || try == applyTries {
+			l.applyClaimLocked(c, ch, stale)
 			l.mu.Unlock()
+			if stale {
+				// The slices' own rechecks may have run before this
+				// record stood: evaluate it again now.
+				l.recheckClaim(c)
+			}
 			return
 		}
 		l.mu.Unlock()
@@ -134,7 +146,7 @@ func (l *Ledger) applyClaimLocked(c *resourcev1.ResourceClaim, ch claimCharge, s
 	if old != nil && !lowers {
 		rec.used = rec.used.Max(old.used) // the floor
 	}
-	if stale || rec.problem != nil || (c.Status.Allocation != nil && !rec.settled) {
+	if stale || rec.problem != nil || !rec.settled {
 		rec.recheck = c
 	}
 	if old != nil {
@@ -162,13 +174,21 @@ func (l *Ledger) recheckClaims() {
 	}
 	l.mu.Unlock()
 	for _, c := range todo {
-		inv, opts, gen := l.claimInputs()
-		ch := l.computeClaim(c, inv, opts)
-		l.mu.Lock()
-		if r := l.claims[c.UID]; r != nil && r.recheck == c && l.sliceGen == gen {
-			l.applyClaimLocked(c, ch, false)
-		}
-		l.mu.Unlock()
+		l.recheckClaim(c)
+	}
+}
+
+// recheckClaim evaluates c again (no lock held while it does) and applies
+// the result only while c's record still stands for c and the slices are
+// those it was computed against: a slice that changed meanwhile runs its
+// own recheck, which sees the record.
+func (l *Ledger) recheckClaim(c *resourcev1.ResourceClaim) {
+	inv, opts, gen := l.claimInputs()
+	ch := l.computeClaim(c, inv, opts)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r := l.claims[c.UID]; r != nil && r.recheck == c && l.sliceGen == gen {
+		l.applyClaimLocked(c, ch, false)
 	}
 }
 

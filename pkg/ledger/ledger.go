@@ -79,6 +79,9 @@ type Ledger struct {
 	slices    map[string]*resourcev1.ResourceSlice
 	inventory *dra.Inventory
 	sliceGen  uint64
+	// claimComputed, when set (tests only), runs after UpsertClaim computed
+	// a claim's demand and before it applies it: where a slice may change.
+	claimComputed func()
 	// deviceClasses are the DeviceClasses, slimmed (deviceclasses.go).
 	deviceClasses map[string]*resourcev1.DeviceClass
 	// templates are the ResourceClaimTemplates (templates.go).
