@@ -28,6 +28,10 @@ var (
 	// ConfigMap list): the set was never built, so nothing about it was
 	// rejected; the caller retries.
 	ErrRead = errors.New("reading the policy sources")
+	// ErrTestTimeout: a set was rejected only because tests ran past the
+	// test time limit (Options.TestTimeout), which CPU load can cause (a
+	// replica starting beside others): the caller may retry the load.
+	ErrTestTimeout = errors.New("policy tests ran past their time limit")
 )
 
 // Options configure an Engine.
