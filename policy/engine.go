@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -92,6 +93,7 @@ type Engine struct {
 	evalTimeout time.Duration
 	testTimeout time.Duration
 	memBudget   uint64
+	gc          *gcGate // the collections watched evaluations force
 	now         func() time.Time
 	caps        *ast.Capabilities
 	schemas     *ast.SchemaSet
@@ -129,6 +131,7 @@ func New(opts Options) *Engine {
 	if e.now == nil {
 		e.now = time.Now
 	}
+	e.gc = &gcGate{now: time.Now, gc: runtime.GC}
 	return e
 }
 
