@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,10 @@ var (
 	// ConfigMap list): the set was never built, so nothing about it was
 	// rejected; the caller retries.
 	ErrRead = errors.New("reading the policy sources")
+	// ErrTestTimeout: a set was rejected only because tests ran past the
+	// test time limit (Options.TestTimeout), which CPU load can cause (a
+	// replica starting beside others): the caller may retry the load.
+	ErrTestTimeout = errors.New("policy tests ran past their time limit")
 )
 
 // Options configure an Engine.
@@ -88,6 +93,7 @@ type Engine struct {
 	evalTimeout time.Duration
 	testTimeout time.Duration
 	memBudget   uint64
+	gc          *gcGate // the collections watched evaluations force
 	now         func() time.Time
 	caps        *ast.Capabilities
 	schemas     *ast.SchemaSet
@@ -125,6 +131,7 @@ func New(opts Options) *Engine {
 	if e.now == nil {
 		e.now = time.Now
 	}
+	e.gc = &gcGate{now: time.Now, gc: runtime.GC}
 	return e
 }
 

@@ -57,9 +57,8 @@ func watchMemory(ctx context.Context, budget uint64, interval time.Duration, f f
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	runtime.GC()
-	samples := []metrics.Sample{{Name: heapObjects}, {Name: heapLive}}
-	metrics.Read(samples)
-	w := &heapPoll{budget: budget, base: samples[1].Value.Uint64(), samples: samples}
+	w := newHeapPoll(budget, forceGC)
+	_, w.base = w.read()
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
@@ -88,16 +87,36 @@ func watchMemory(ctx context.Context, budget uint64, interval time.Duration, f f
 	return err
 }
 
-// heapPoll is the state of one watchMemory, owned by its poll goroutine
-// until that returns.
+// heapPoll is the state of one watch, owned by its poll goroutine until
+// that returns.
 type heapPoll struct {
 	budget, base uint64
 	peak         uint64 // the largest live heap growth seen
-	samples      []metrics.Sample
+	// read returns the heap's objects now and the live heap the last
+	// collection marked; collect forces a collection, or says it did not.
+	read    func() (objects, live uint64)
+	collect func() bool
+}
+
+// newHeapPoll reads the process's heap, collecting with collect.
+func newHeapPoll(budget uint64, collect func() bool) *heapPoll {
+	samples := []metrics.Sample{{Name: heapObjects}, {Name: heapLive}}
+	return &heapPoll{budget: budget, collect: collect, read: func() (uint64, uint64) {
+		metrics.Read(samples)
+		return samples[0].Value.Uint64(), samples[1].Value.Uint64()
+	}}
+}
+
+func forceGC() bool {
+	runtime.GC()
+	return true
 }
 
 // poll reads the heap every interval until finished says so (false) or
-// the live heap grew past the budget (true).
+// the live heap grew past the budget (true). When the heap's objects
+// exceed the live heap by the budget it forces a collection (when collect
+// allows one; otherwise it takes the live heap of the last collection,
+// another watch's or the runtime's) and compares the live heap with base.
 func (w *heapPoll) poll(finished func() bool, interval time.Duration) bool {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -106,13 +125,11 @@ func (w *heapPoll) poll(finished func() bool, interval time.Duration) bool {
 		if finished() {
 			return false
 		}
-		metrics.Read(w.samples)
-		if w.samples[0].Value.Uint64() <= live+w.budget {
+		if objects, _ := w.read(); objects <= live+w.budget {
 			continue
 		}
-		runtime.GC()
-		metrics.Read(w.samples)
-		live = w.samples[1].Value.Uint64()
+		w.collect()
+		_, live = w.read()
 		if live > w.base {
 			w.peak = max(w.peak, live-w.base)
 		}
@@ -121,6 +138,38 @@ func (w *heapPoll) poll(finished func() bool, interval time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// gcInterval is the least time between two collections forced by watched
+// evaluations, all of them together (gcGate).
+const gcInterval = 100 * time.Millisecond
+
+// gcGate rate-limits the collections watched evaluations force: concurrent
+// slow evaluations share one collection per gcInterval, rather than each
+// forcing its own after every budget of allocation.
+type gcGate struct {
+	now  func() time.Time
+	last atomic.Int64 // UnixNano of the last forced collection
+	gc   func()
+}
+
+// allow says whether a collection may be forced now, and claims it.
+func (g *gcGate) allow() bool {
+	now := g.now().UnixNano()
+	last := g.last.Load()
+	if last != 0 && now-last < int64(gcInterval) {
+		return false
+	}
+	return g.last.CompareAndSwap(last, now)
+}
+
+// collect forces a collection when allowed (at most one per gcInterval).
+func (g *gcGate) collect() bool {
+	if !g.allow() {
+		return false
+	}
+	g.gc()
+	return true
 }
 
 // slowEval is how long an evaluation runs before watchEval watches the
@@ -163,21 +212,24 @@ func (st *evalState) watch() {
 	if st.e.evalTimeout > 0 {
 		deadline = time.Now().Add(st.e.evalTimeout - slowEval)
 	}
-	watchEval(st, st.e.memBudget, deadline)
+	watchEval(st, newHeapPoll(st.e.memBudget, st.e.gc.collect), deadline)
 }
 
 // watchEval bounds the heap growth of an evaluation still running after
-// slowEval, as watchMemory does for tests, taking the live heap of the last
-// collection as its start (an evaluation is not worth a collection of its
-// own): it sets st.overBudget and cancels the evaluation when the live
-// heap grew past the budget before the evaluation ended, and times it out
-// at deadline (unless zero). The heap is the process's, so what other
-// parts retain meanwhile counts too; only evaluations that run this long
-// are watched, which an admission's never do.
-func watchEval(st *evalState, budget uint64, deadline time.Time) {
-	samples := []metrics.Sample{{Name: heapObjects}, {Name: heapLive}}
-	metrics.Read(samples)
-	w := &heapPoll{budget: budget, base: samples[1].Value.Uint64(), samples: samples}
+// slowEval, as watchMemory does for tests, from a baseline of its own: the
+// heap's objects when the watch starts (live and not yet collected: no
+// collection of its own, which would cost every slow evaluation one, and
+// never less than what the heap held then, so growth elsewhere before the
+// watch never counts against the evaluation). It sets st.overBudget and
+// cancels the evaluation when the live heap grew past baseline + budget
+// before the evaluation ended, and times it out at deadline (unless zero).
+// Collections are forced through the engine's gcGate (one per gcInterval
+// for every watch together). The heap is the process's, so what other
+// parts retain while the evaluation runs counts too; only evaluations that
+// run this long are watched, which an admission's never do.
+func watchEval(st *evalState, w *heapPoll, deadline time.Time) {
+	objects, live := w.read()
+	w.base = max(objects, live)
 	timedOut := false
 	finished := func() bool {
 		if !deadline.IsZero() && !time.Now().Before(deadline) {

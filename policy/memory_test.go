@@ -29,7 +29,7 @@ func heapPeak(stop <-chan struct{}) (peak func() uint64) {
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(s)
 	base := s[0].Value.Uint64()
-	var top atomic.Uint64
+	var most atomic.Uint64
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -42,12 +42,12 @@ func heapPeak(stop <-chan struct{}) (peak func() uint64) {
 			case <-t.C:
 			}
 			metrics.Read(s)
-			if v := s[0].Value.Uint64(); v > base && v-base > top.Load() {
-				top.Store(v - base)
+			if v := s[0].Value.Uint64(); v > base && v-base > most.Load() {
+				most.Store(v - base)
 			}
 		}
 	}()
-	return func() uint64 { <-done; return top.Load() }
+	return func() uint64 { <-done; return most.Load() }
 }
 
 // TestPolicyTestMemoryBudget attacks the test-then-activate path with a

@@ -21,6 +21,9 @@ func Validate(c *Configuration) field.ErrorList {
 	if _, err := labels.Parse(*c.Policy.ConfigMapSelector); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("policy", "configMapSelector"), *c.Policy.ConfigMapSelector, err.Error()))
 	}
+	if b := *c.Policy.MemoryBudgetMiB; b < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("policy", "memoryBudgetMiB"), b, "must be at least 1"))
+	}
 	cc, p := c.ClientConnection, field.NewPath("clientConnection")
 	if *cc.QPS <= 0 {
 		errs = append(errs, field.Invalid(p.Child("qps"), *cc.QPS, "must be positive"))

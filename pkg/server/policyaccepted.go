@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,28 +14,42 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gpuadmit/gpuadmit/pkg/policysource"
-	"github.com/gpuadmit/gpuadmit/policy"
 )
 
 // acceptedPrefix names the sources of a set activated from the accepted
 // ConfigMap (the engine's module file names carry it).
 const acceptedPrefix = "accepted "
 
-// persist stores snap, just activated as revision, in the accepted
-// ConfigMap unless it holds that set already. A failure is logged and
-// counted (gpuadmit_policy_reloads_total{result="persist-error"}): the
-// active set is not affected, only what a replica starting while the
-// cluster's set is rejected would fall back to.
-func (p *policySync) persist(ctx context.Context, snap policysource.Snapshot, revision string) {
-	p.fromAccepted = false
-	if err := p.store(ctx, snap, revision); err != nil {
+// persist stores snap, just activated as revision from the ConfigMaps
+// whose setHash is hash, in the accepted ConfigMap unless it holds that
+// set already. The write is never last-writer-wins: after reading the
+// accepted ConfigMap it lists the policy ConfigMaps from the API server
+// (not the informer's cache, which may lag) and writes only when they are
+// still the ones snap was read from, with the read's resourceVersion. A
+// replica slow to load a set therefore never writes it over a newer set
+// a peer stored: the cluster moved on, the newer set reaches this replica
+// through its informer and is stored then (counted as
+// result="persist-superseded"). A failure is logged and counted
+// (result="persist-error"): the active set is not affected, only what a
+// replica starting while the cluster's set is rejected would fall back to.
+func (p *policySync) persist(ctx context.Context, snap policysource.Snapshot, revision, hash string) {
+	p.fromAccepted, p.activeDigest = false, snap.Digest()
+	err := p.store(ctx, snap, revision, hash)
+	switch {
+	case errors.Is(err, errSuperseded):
+		p.metrics.reloads.WithLabelValues("persist-superseded").Inc()
+		p.log.Info("not storing the accepted policy set: the policy ConfigMaps changed since it was read", "revision", revision)
+	case err != nil:
 		p.metrics.reloads.WithLabelValues("persist-error").Inc()
 		p.log.Error(err, "storing the accepted policy set; a replica starting while the cluster's set is rejected would not find it",
 			"configmap", klog.KRef(p.namespace, policysource.AcceptedConfigMap))
 	}
 }
 
-func (p *policySync) store(ctx context.Context, snap policysource.Snapshot, revision string) error {
+// errSuperseded: the policy ConfigMaps changed since the set to store was read.
+var errSuperseded = errors.New("the policy ConfigMaps changed since the set was read")
+
+func (p *policySync) store(ctx context.Context, snap policysource.Snapshot, revision, hash string) error {
 	data, err := snap.Data(revision)
 	if err != nil {
 		return err
@@ -42,6 +57,15 @@ func (p *policySync) store(ctx context.Context, snap policysource.Snapshot, revi
 	cms := p.kube.CoreV1().ConfigMaps(p.namespace)
 	for range 3 {
 		cm, err := cms.Get(ctx, policysource.AcceptedConfigMap, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading ConfigMap %s: %w", policysource.AcceptedConfigMap, err)
+		}
+		if err == nil && cm.Data[policysource.AcceptedDigestKey] == data[policysource.AcceptedDigestKey] {
+			return nil
+		}
+		if err := p.unchanged(ctx, hash); err != nil {
+			return err
+		}
 		if apierrors.IsNotFound(err) {
 			// The chart creates it empty; without the chart this needs the
 			// right to create ConfigMaps.
@@ -51,15 +75,9 @@ func (p *policySync) store(ctx context.Context, snap policysource.Snapshot, revi
 			}
 			continue // created, or another replica did: check what it holds
 		}
-		if err != nil {
-			return fmt.Errorf("reading ConfigMap %s: %w", policysource.AcceptedConfigMap, err)
-		}
-		if cm.Data[policysource.AcceptedDigestKey] == data[policysource.AcceptedDigestKey] {
-			return nil
-		}
 		cm = cm.DeepCopy()
 		cm.Data = data
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{}) // the resourceVersion read above
 		if !apierrors.IsConflict(err) {
 			if err != nil {
 				return fmt.Errorf("updating ConfigMap %s: %w", policysource.AcceptedConfigMap, err)
@@ -68,6 +86,44 @@ func (p *policySync) store(ctx context.Context, snap policysource.Snapshot, revi
 		}
 	}
 	return fmt.Errorf("updating ConfigMap %s: still conflicting after 3 attempts", policysource.AcceptedConfigMap)
+}
+
+// unchanged returns errSuperseded unless the policy ConfigMaps, listed from
+// the API server now, are those of hash.
+func (p *policySync) unchanged(ctx context.Context, hash string) error {
+	current := p.current
+	if current == nil {
+		current = p.liveList
+	}
+	list, err := current(ctx)
+	if err != nil {
+		return fmt.Errorf("listing policy ConfigMaps before storing the accepted set: %w", err)
+	}
+	list = slices.DeleteFunc(list, func(cm *corev1.ConfigMap) bool { return cm.Name == policysource.AcceptedConfigMap })
+	if setHash(list) != hash {
+		return errSuperseded
+	}
+	return nil
+}
+
+// liveList lists the policy ConfigMaps from the API server.
+func (p *policySync) liveList(ctx context.Context) ([]*corev1.ConfigMap, error) {
+	if p.selector == "" {
+		return nil, nil
+	}
+	sel, err := policysource.Selector(p.selector)
+	if err != nil {
+		return nil, err
+	}
+	l, err := p.kube.CoreV1().ConfigMaps(p.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.ConfigMap, 0, len(l.Items))
+	for i := range l.Items {
+		out = append(out, &l.Items[i])
+	}
+	return out, nil
 }
 
 // fallback runs when the cluster's set was rejected (why) and no set is
@@ -79,7 +135,7 @@ func (p *policySync) store(ctx context.Context, snap policysource.Snapshot, revi
 // (the readiness check's body), the log and
 // gpuadmit_policy_reloads_total{result="refused"}. It returns an error
 // when the attempt is to be retried (the accepted ConfigMap could not be
-// read, or its tests ran past the memory budget).
+// read, or its load failed retriably).
 func (p *policySync) fallback(ctx context.Context, why error) error {
 	ref := p.namespace + "/" + policysource.AcceptedConfigMap
 	cm, err := p.kube.CoreV1().ConfigMaps(p.namespace).Get(ctx, policysource.AcceptedConfigMap, metav1.GetOptions{})
@@ -88,20 +144,10 @@ func (p *policySync) fallback(ctx context.Context, why error) error {
 	case apierrors.IsNotFound(err):
 		err = policysource.ErrNoAccepted
 	case err == nil:
-		var snap policysource.Snapshot
-		if snap, err = policysource.Accepted(cm); err == nil {
-			err = p.engine.Load(ctx, snap.PolicySources(acceptedPrefix)...)
-		}
-		if err == nil {
-			p.fromAccepted = true
-			p.metrics.reloads.WithLabelValues("accepted-set-activated").Inc()
-			// The cluster's set stays the last load, and it failed
-			// (gpuadmit_policy_last_load_failed, the alert on it).
-			p.engine.Reject(fmt.Errorf("the cluster's policy set was rejected (%w); running the accepted set (ConfigMap %s, revision %s), as the other replicas do",
-				why, ref, p.engine.Status().Revision))
+		if err = p.loadAccepted(ctx, cm, why); err == nil {
 			return nil
 		}
-		retry = errors.Is(err, policy.ErrMemoryBudget)
+		retry = retriable(err)
 	}
 	p.metrics.reloads.WithLabelValues("refused").Inc()
 	p.engine.Reject(fmt.Errorf("no policy set is active, so this replica is not ready: the cluster's policy set was rejected (%w), "+
@@ -109,6 +155,52 @@ func (p *policySync) fallback(ctx context.Context, why error) error {
 	if retry {
 		return fmt.Errorf("activating the accepted policy set (ConfigMap %s): %w", ref, err)
 	}
+	return nil
+}
+
+// converge runs when the cluster's set was rejected (why) while a set is
+// active: when the accepted set is not the active one, the peers activated
+// a set this replica rejected (a budget trip or a test timeout here only,
+// or a set this replica loaded late), so it activates the accepted set,
+// compiled and tested, to run what they run. When that fails the active
+// set stays; it returns an error when the attempt is to be retried.
+func (p *policySync) converge(ctx context.Context, why error) error {
+	cm, err := p.kube.CoreV1().ConfigMaps(p.namespace).Get(ctx, policysource.AcceptedConfigMap, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading ConfigMap %s: %w", policysource.AcceptedConfigMap, err)
+	}
+	if d := cm.Data[policysource.AcceptedDigestKey]; d == "" || d == p.activeDigest {
+		return nil
+	}
+	if err := p.loadAccepted(ctx, cm, why); err != nil {
+		p.log.Error(err, "the accepted policy set is not the active one but was rejected; the active set stays",
+			"configmap", klog.KObj(cm), "active", p.engine.Status().Revision)
+		if retriable(err) {
+			return fmt.Errorf("activating the accepted policy set (ConfigMap %s): %w", policysource.AcceptedConfigMap, err)
+		}
+	}
+	return nil
+}
+
+// loadAccepted activates the set of the accepted ConfigMap cm, compiled
+// and tested, because the cluster's set was rejected (why).
+func (p *policySync) loadAccepted(ctx context.Context, cm *corev1.ConfigMap, why error) error {
+	snap, err := policysource.Accepted(cm)
+	if err == nil {
+		err = p.engine.Load(ctx, snap.PolicySources(acceptedPrefix)...)
+	}
+	if err != nil {
+		return err
+	}
+	p.fromAccepted, p.activeDigest = true, cm.Data[policysource.AcceptedDigestKey]
+	p.metrics.reloads.WithLabelValues("accepted-set-activated").Inc()
+	// The cluster's set stays the last load, and it failed
+	// (gpuadmit_policy_last_load_failed, the alert on it).
+	p.engine.Reject(fmt.Errorf("the cluster's policy set was rejected (%w); running the accepted set (ConfigMap %s/%s, revision %s), as the other replicas do",
+		why, p.namespace, policysource.AcceptedConfigMap, p.engine.Status().Revision))
 	return nil
 }
 

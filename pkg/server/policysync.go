@@ -68,6 +68,11 @@ type policySync struct {
 	// fromAccepted: the active set came from the accepted ConfigMap
 	// (fallback), not from the cluster's sources.
 	fromAccepted bool
+	// activeDigest is the policysource.Snapshot digest of the active set.
+	activeDigest string
+	// current lists the policy ConfigMaps from the API server before the
+	// accepted set is stored (nil: liveList).
+	current func(context.Context) ([]*corev1.ConfigMap, error)
 }
 
 // Start implements manager.Runnable.
@@ -157,18 +162,14 @@ func (p *policySync) readFailed(ctx context.Context, err error) {
 // stored as the accepted set (persist). A rejected set leaves the active
 // one in force; with none active (a replica starting while the cluster's
 // set is rejected) the accepted set is activated instead (fallback), or
-// none, and the replica stays unready. It returns an error when the load
+// none, and the replica stays unready; with a set active, the accepted
+// set is activated when it is not the active one (converge: the peers
+// accepted what this replica rejected). It returns an error when the load
 // is to be retried: a source could not be read (policy.ErrRead), or the
-// tests ran past the memory budget (policy.ErrMemoryBudget: the heap's
-// growth may have been another part's, such as a relist at start-up).
+// load failed in a way the same set may not fail again (retriable).
 func (p *policySync) reload(ctx context.Context, cms []*corev1.ConfigMap) error {
 	sources := policysource.Sources(p.dir, cms) // sorts cms by name
-	h := sha256.New()
-	for _, cm := range cms {
-		b, _ := json.Marshal(cm.Data) // map keys are sorted
-		fmt.Fprintf(h, "%s\x00%s\x00", cm.Name, b)
-	}
-	hash := hex.EncodeToString(h.Sum(nil))
+	hash := setHash(cms)
 	if hash == p.lastHash && p.engine.Status().Revision != "" {
 		return nil // only our own annotation changed
 	}
@@ -187,15 +188,17 @@ func (p *policySync) reload(ctx context.Context, cms []*corev1.ConfigMap) error 
 		p.metrics.reloads.WithLabelValues("activated").Inc() // the engine logs the activation
 		rev := p.engine.Status().Revision
 		p.annotate(ctx, cms, "active: revision "+rev)
-		p.persist(ctx, snap, rev)
+		p.persist(ctx, snap, rev, hash)
 		return nil
 	}
 	p.metrics.reloads.WithLabelValues("rejected").Inc() // the engine logs the rejection
 	var retry error
 	if p.engine.Status().Revision == "" {
 		retry = p.fallback(ctx, err)
+	} else {
+		retry = p.converge(ctx, err)
 	}
-	if errors.Is(err, policy.ErrMemoryBudget) {
+	if retriable(err) {
 		retry = cmp.Or(retry, err)
 	}
 	if retry != nil {
@@ -203,4 +206,25 @@ func (p *policySync) reload(ctx context.Context, cms []*corev1.ConfigMap) error 
 	}
 	p.annotate(ctx, cms, fmt.Sprintf("rejected: %s; still active: %s", truncate(err.Error(), 1000), p.active()))
 	return retry
+}
+
+// retriable says that a load rejected with err may pass when retried: the
+// tests ran past the memory budget (policy.ErrMemoryBudget: the heap's
+// growth may have been another part's, such as a relist at start-up) or
+// past their time limit (policy.ErrTestTimeout: the CPU may have been
+// loaded, such as by a replica's start-up).
+func retriable(err error) bool {
+	return errors.Is(err, policy.ErrMemoryBudget) || errors.Is(err, policy.ErrTestTimeout)
+}
+
+// setHash identifies the ConfigMaps' names and data, whatever their order
+// and annotations.
+func setHash(cms []*corev1.ConfigMap) string {
+	sorted := slices.SortedFunc(slices.Values(cms), func(a, b *corev1.ConfigMap) int { return cmp.Compare(a.Name, b.Name) })
+	h := sha256.New()
+	for _, cm := range sorted {
+		b, _ := json.Marshal(cm.Data) // map keys are sorted
+		fmt.Fprintf(h, "%s\x00%s\x00", cm.Name, b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

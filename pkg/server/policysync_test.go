@@ -62,7 +62,7 @@ func newSync(t *testing.T, l *flakyLister, cms ...*corev1.ConfigMap) (*policySyn
 }
 
 func policyCM() *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "team-policy", Namespace: "gpuadmit-system"},
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "team-policy", Namespace: "gpuadmit-system", Labels: map[string]string{"x": "y"}},
 		Data: map[string]string{"frozen.rego": operatorRule}}
 }
 

@@ -172,7 +172,8 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 	if err := s.watches(cfg); err != nil {
 		return nil, err
 	}
-	s.Engine = policy.New(policy.Options{Log: opts.Log.WithName("policy"), EvalTimeout: opts.Config.Admission.PolicyEvaluationTimeout.Duration})
+	s.Engine = policy.New(policy.Options{Log: opts.Log.WithName("policy"), EvalTimeout: opts.Config.Admission.PolicyEvaluationTimeout.Duration,
+		MemoryBudget: int64(*opts.Config.Policy.MemoryBudgetMiB) << 20})
 	if err := s.wire(kube); err != nil {
 		return nil, err
 	}

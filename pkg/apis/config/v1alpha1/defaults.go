@@ -20,6 +20,7 @@ const (
 	DefaultProbeEvery              = 15 * time.Second
 	DefaultStaleAfter              = 3 * time.Minute
 	DefaultConfigMapSelector       = "gpuadmit.io/policy=true"
+	DefaultPolicyMemoryBudgetMiB   = 64
 	DefaultQPS                     = 500
 	DefaultBurst                   = 1000
 )
@@ -54,6 +55,7 @@ func SetDefaults_Configuration(c *Configuration) {
 	c.Policy = orNew(c.Policy)
 	setDefault(&c.Policy.ConfigMapSelector, DefaultConfigMapSelector)
 	setDefault(&c.Policy.Directory, "")
+	setDefault(&c.Policy.MemoryBudgetMiB, DefaultPolicyMemoryBudgetMiB)
 	c.ClientConnection = orNew(c.ClientConnection)
 	setDefault(&c.ClientConnection.QPS, DefaultQPS)
 	setDefault(&c.ClientConnection.Burst, DefaultBurst)

@@ -104,6 +104,10 @@ type Policy struct {
 	ConfigMapSelector *string `json:"configMapSelector,omitempty"`
 	// Directory adds the Rego modules of a directory (default none).
 	Directory *string `json:"directory,omitempty"`
+	// MemoryBudgetMiB bounds how much the live heap may grow while a
+	// policy set's tests run, and while an evaluation that runs past 20 ms
+	// runs (default 64).
+	MemoryBudgetMiB *int32 `json:"memoryBudgetMiB,omitempty"`
 }
 
 // ClientConnection tunes the webhook's client of the API server. Every
