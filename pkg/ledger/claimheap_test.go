@@ -57,7 +57,7 @@ func hostileClaim(i int) *resourcev1.ResourceClaim {
 		Annotations: map[string]string{"hostile": part(0, 200<<10), PodClaimNameAnnotation: part(2, 60<<10),
 			metav1.InitialEventsAnnotationKey: part(3, 10<<10)},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: part(4, 253), UID: "p", Controller: ptr.To(true)}},
-		ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: part(5, 128), FieldsV1: &metav1.FieldsV1{Raw: []byte(part(6, 32<<10))}}},
+		ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: part(5, 128), FieldsV1: metav1.NewFieldsV1(part(6, 32<<10))}},
 	}}
 	reqs := make([]resourcev1.DeviceRequest, resourcev1.DeviceRequestsMaxSize)
 	for r := range reqs {

@@ -65,7 +65,7 @@ func bloatedClaim() *resourcev1.ResourceClaim {
 		Annotations: map[string]string{PodClaimNameAnnotation: "gpu", "hostile": big, metav1.InitialEventsAnnotationKey: "true"},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: big[:253], UID: "rs"},
 			{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "pod-uid", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", FieldsV1: &metav1.FieldsV1{Raw: []byte(big)}}}}}
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", FieldsV1: metav1.NewFieldsV1(big)}}}}
 	c.Spec.Devices = resourcev1.DeviceClaim{
 		Requests: []resourcev1.DeviceRequest{
 			{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: hamiDRA, AllocationMode: resourcev1.DeviceAllocationModeExactCount,

@@ -198,7 +198,7 @@ func (l *Ledger) deriveLocked(pod *corev1.Pod, old *podRecord) derivation {
 		}
 	}
 	bound := pod.Spec.NodeName != ""
-	sizes := floors
+	var sizes map[string]int64
 	if bound {
 		nodeSizes = raised(nodeSizes, now, true)
 		floors = l.unannouncedFloors(c, pod, floors, nodeSizes)
@@ -337,7 +337,13 @@ func sameRecord(a, b *podRecord) bool {
 	return a.namespace == b.namespace && a.name == b.name && a.bound == b.bound && a.node == b.node &&
 		a.state == b.state && a.used.Equal(b.used) && a.pod == b.pod &&
 		slices.Equal(a.devices, b.devices) && slices.Equal(a.unresolved, b.unresolved) &&
-		a.assignment == b.assignment && a.edited == b.edited && maps.Equal(a.floors, b.floors) && maps.Equal(a.nodeSizes, b.nodeSizes) && a.scope == b.scope &&
+		a.assignment == b.assignment && a.edited == b.edited && sameSizes(a, b) && a.scope == b.scope
+}
+
+// sameSizes reports whether a and b hold the same sizes (floors, nodeSizes)
+// and the same warning.
+func sameSizes(a, b *podRecord) bool {
+	return maps.Equal(a.floors, b.floors) && maps.Equal(a.nodeSizes, b.nodeSizes) &&
 		(a.warning == nil) == (b.warning == nil) && (a.warning == nil || *a.warning == *b.warning)
 }
 
