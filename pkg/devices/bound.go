@@ -27,7 +27,7 @@ type ImplausibleError struct {
 // Error names the annotation, the devices and the bound.
 func (e *ImplausibleError) Error() string {
 	return fmt.Sprintf("%s: device %s announces more memory than the family's bound of %d MiB "+
-		"(admission.maxDeviceMemoryMiB): not used to size any charge",
+		"(capacity.maxDeviceMemoryMiB): not used to size any charge",
 		e.Key, strings.Join(e.Devices, ", "), e.BoundMiB)
 }
 

@@ -35,10 +35,10 @@ func Eligible(pod *corev1.Pod) func(*NodeCapacity) bool {
 // nodeSelector and required node affinity admit; 0 when none is known).
 // Only plausible devices count (a device above its family's bound is left
 // out of the capacity). The decision and the mutating webhook resolve a
-// new pod with it; the ledger resolves a pod with it once when it first
-// sees it and, once the pod is bound, again against its own node only;
-// the charge never falls below what was first resolved (deriveLocked), and
-// never rises from another node's announcement.
+// new pod with it; the ledger resolves a pending pod with it once (its
+// admission's size, kept) and, once the pod is bound, against its own node
+// only, never below the largest its node announced since binding
+// (deriveLocked); no other node's announcement raises a bound pod's charge.
 func (c *Capacity) ResolveSizeFor(pod *corev1.Pod) int64 {
 	return c.MaxDeviceMemMiBFor(pod)
 }

@@ -105,8 +105,9 @@ func hamiRegister(t *testing.T, mem int64) map[string]string {
 //   - a device above its family's bound is a node problem naming n2;
 //   - a new pod's admission resolves against the plausible devices only,
 //     and a pod that may only run on n2 is unresolved (denied);
-//   - a ledger rebuilt from the objects charges the same (the implausible
-//     device is invisible to every charge).
+//   - a ledger rebuilt from the objects (a restarted replica) charges the
+//     same (the implausible device is invisible to every charge; a
+//     plausible one sizes only the admission of pods still pending).
 func TestInflatedNodeRaisesNoCharge(t *testing.T) {
 	const huge = int64(1) << 50
 	hygon := hamiFamily(t, "hygon")
@@ -160,13 +161,16 @@ func TestInflatedNodeRaisesNoCharge(t *testing.T) {
 			}
 			assertNodeProblem(t, w.l, tt.problem)
 			assertAdmission(t, w.l, tt.admit, tt.pinned)
-			if tt.problem == "" {
-				return // a plausible size sizes a rebuilt ledger's pending pods, as it sizes new admissions
-			}
+			// A replica started now (the final objects replayed into a fresh
+			// ledger) charges every bound pod the same: each follows its own
+			// node only. A pending pod too, unless n2's device is plausible:
+			// then it sizes the pending pods' admission as it sizes a new
+			// pod's (more, never less).
 			fresh := New(Options{Families: w.l.Families()})
 			w.feed(fresh)
 			for ns, got := range w.charges(fresh) {
-				if !same(got, before[ns]) {
+				pendingRaised := tt.problem == "" && strings.HasPrefix(ns, "pending-") && got.Max(before[ns]).Equal(got)
+				if !same(got, before[ns]) && !pendingRaised {
 					t.Errorf("rebuilt from the objects: %s charged %v, want %v", ns, got, before[ns])
 				}
 			}

@@ -25,7 +25,7 @@ type Options struct {
 	Claims *dra.Charger
 	// MaxDeviceMemoryMiB is, per family name, the plausibility bound of a
 	// device a node announces (the configuration's
-	// admission.maxDeviceMemoryMiB): a device above it is a node problem and
+	// capacity.maxDeviceMemoryMiB): a device above it is a node problem and
 	// sizes no charge. nil, or a result of 0 or less:
 	// devices.DefaultMaxDeviceMemoryMiB.
 	MaxDeviceMemoryMiB func(family string) int64

@@ -67,7 +67,8 @@ type model struct {
 	quotas   map[string]*corev1.ResourceQuota
 	pending  map[string][]Reservation // the reservations handed in, by namespace
 	seen     map[types.UID]bool       // oracle: GPU pods the watch delivered and has not seen go
-	floor    map[types.UID]int64      // oracle: the device size each pod was first resolved against
+	floor    map[types.UID]int64      // oracle: the device size each pod's admission resolved
+	nodeSize map[types.UID]int64      // oracle: the largest device size each bound pod's node announced since binding
 	// exercised counts the checks that saw each family in use, reserved
 	// and limited (and pods of both families): the world must hold them.
 	exercised map[string]int
@@ -96,7 +97,7 @@ func newModel(seed uint64) *model {
 		pods: map[types.UID]*corev1.Pod{}, byName: map[string]types.UID{}, old: map[types.UID]*corev1.Pod{},
 		nodes: map[string]*corev1.Node{}, nodeMem: map[string]int64{}, nodeDevs: map[string][]string{}, devMem: map[string]map[string]int64{},
 		quotas: map[string]*corev1.ResourceQuota{}, pending: map[string][]Reservation{}, seen: map[types.UID]bool{}, memo: map[memoKey]derivation{},
-		floor: map[types.UID]int64{}, exercised: map[string]int{},
+		floor: map[types.UID]int64{}, nodeSize: map[types.UID]int64{}, exercised: map[string]int{},
 		podH: PodHandler(l, logr.Discard()), nodeH: NodeHandler(l, logr.Discard()), quotaH: QuotaHandler(l, logr.Discard()),
 	}
 }

@@ -233,16 +233,9 @@ func (m *model) counts(ns string, r Reservation) bool {
 }
 
 // oracle derives a pod's record from the object and the world's nodes, as
-// the ledger resolves it: percentages and whole devices of a pending pod
-// at the size first resolved (the largest device of the nodes whose zone
-// label its selector admits), of a bound pod against its own node only;
-// never below the size it was first resolved against.
+// the ledger resolves it (sizeOf).
 func (m *model) oracle(p *corev1.Pod) derivation {
-	size := m.floor[p.UID]
-	if p.Spec.NodeName != "" || size == 0 {
-		size = max(size, m.resolvedNow(p))
-	}
-	opt := effective.Options{DeviceMemoryMiB: size}
+	opt := effective.Options{DeviceMemoryMiB: m.sizeOf(p)}
 	key := memoKey{p, fmt.Sprint(opt.DeviceMemoryMiB, opt.AssignedMemoryMiB)}
 	if d, ok := m.memo[key]; ok {
 		return d
@@ -255,11 +248,28 @@ func (m *model) oracle(p *corev1.Pod) derivation {
 	return d
 }
 
-// resolvedNow is the size a ledger that never saw p before resolves it
-// against: its own node's largest device once bound, else the largest of
-// the nodes its selector admits.
-func (m *model) resolvedNow(p *corev1.Pod) int64 {
+// sizeOf is the size the ledger resolves p's percentages and whole devices
+// against: once bound, the largest device its own node announced since
+// binding; pending (or bound to a node that never announced a device),
+// what its admission resolved: the largest device of the nodes whose zone
+// label its selector admits, first resolved.
+func (m *model) sizeOf(p *corev1.Pod) int64 {
 	if p.Spec.NodeName != "" {
+		if size := max(m.nodeSize[p.UID], m.nodeMem[p.Spec.NodeName]); size > 0 {
+			return size
+		}
+	}
+	if size := m.floor[p.UID]; size > 0 {
+		return size
+	}
+	return m.eligibleMax(p)
+}
+
+// resolvedNow is the size a ledger that never saw p before resolves it
+// against: its own node's largest device once bound (when it announces
+// one), else the largest of the nodes its selector admits.
+func (m *model) resolvedNow(p *corev1.Pod) int64 {
+	if p.Spec.NodeName != "" && m.nodeMem[p.Spec.NodeName] > 0 {
 		return m.nodeMem[p.Spec.NodeName]
 	}
 	return m.eligibleMax(p)
@@ -276,18 +286,26 @@ func (m *model) eligibleMax(p *corev1.Pod) int64 {
 	return most
 }
 
-// settleFloors notes, after a step, the size each recorded pod was first
-// resolved against, raised to its own node's once bound (a charge never
-// resolves below it: node capacity that drops later does not lower it); a
-// pod without a record forgets it.
+// settleFloors notes, after a step, what each recorded pod's admission
+// resolved (while pending, or bound to a node that never announced a
+// device) and the largest device its own node announced since binding (a
+// charge never resolves below it: node capacity that drops later does not
+// lower it); a pod without a record forgets both.
 func (m *model) settleFloors() {
 	for uid, p := range m.pods {
 		if m.oracle(p).rec == nil {
 			delete(m.floor, uid)
+			delete(m.nodeSize, uid)
 			continue
 		}
-		if m.floor[uid] == 0 || p.Spec.NodeName != "" {
-			m.floor[uid] = max(m.floor[uid], m.resolvedNow(p))
+		if p.Spec.NodeName != "" {
+			m.nodeSize[uid] = max(m.nodeSize[uid], m.nodeMem[p.Spec.NodeName])
+			if m.nodeSize[uid] > 0 {
+				continue
+			}
+		}
+		if m.floor[uid] == 0 {
+			m.floor[uid] = m.eligibleMax(p)
 		}
 	}
 	for uid := range m.floor {
@@ -295,24 +313,34 @@ func (m *model) settleFloors() {
 			delete(m.floor, uid)
 		}
 	}
+	for uid := range m.nodeSize {
+		if m.pods[uid] == nil {
+			delete(m.nodeSize, uid)
+		}
+	}
 }
 
 // held lists the namespaces with a pod charged otherwise than a ledger
 // rebuilt from the objects charges it: above what the nodes now resolve it
-// to (true: the rebuilt ledger charges less), or a pending pod below what
-// the nodes it may run on now announce (false: it kept its first size; the
-// rebuilt ledger resolves it afresh, as an admission now would).
+// to (true: the rebuilt ledger charges less: its node announced less since
+// binding, or the nodes a pending pod may run on did), or below (false: a
+// pending pod kept its first size; the rebuilt ledger resolves it afresh,
+// as an admission now would).
 func (m *model) held() map[string]bool {
 	out := map[string]bool{}
-	for uid, p := range m.pods {
+	for _, p := range m.pods {
 		d := m.oracle(p)
 		if d.rec == nil || d.rec.pod == nil {
 			continue
 		}
-		switch now := m.resolvedNow(p); {
-		case m.floor[uid] < now:
+		// A bound pod whose node now announces less than it did since binding
+		// is reported by the ledger that saw it (a charge problem), whatever
+		// a rebuilt ledger resolves it to.
+		dropped := p.Spec.NodeName != "" && m.nodeSize[p.UID] > m.nodeMem[p.Spec.NodeName]
+		switch size, now := m.sizeOf(p), m.resolvedNow(p); {
+		case size < now:
 			out[p.Namespace] = false
-		case m.floor[uid] > now && !hasKey(out, p.Namespace):
+		case (size > now || dropped) && !hasKey(out, p.Namespace):
 			out[p.Namespace] = true
 		}
 	}

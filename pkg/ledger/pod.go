@@ -40,13 +40,14 @@ type podRecord struct {
 	// edited tells that the pod's annotation differs from it now.
 	assignment string
 	edited     bool
-	// floors are, per family, the device size the pod's memory was first
-	// resolved against (size-dependent pods): its charge never resolves
-	// below them. Shared, never modified: a change stores a new map.
+	// floors are, per family, the device size the pod's admission resolved
+	// (size-dependent pods): a pending pod is charged against them, a bound
+	// pod only for the families its node announces no device of
+	// (deriveLocked). Shared, never modified: a change stores a new map.
 	floors map[string]int64
 	// nodeSizes are, per family, the largest device size the pod's own node
-	// announced since the pod was bound: falling below it is reported.
-	// Shared like floors (often floors itself).
+	// announced since the pod was bound: a bound pod is charged against
+	// them, and falling below them is reported. Shared like floors.
 	nodeSizes map[string]int64
 	// scope is what ResourceQuota scopes read of the pod (scope.go).
 	scope podScope
@@ -168,32 +169,45 @@ func newPodRecord(pod *corev1.Pod, ds effective.Demands, t effective.Target, war
 }
 
 // deriveLocked is derive for a pod whose demand depends on device sizes
-// (memory percentages, whole devices). The first time the ledger resolves
-// it, it resolves as its admission did (ResolveSizesFor: the largest
-// plausible device of the nodes it may run on); that size is its floor. An
-// unbound pod then keeps it whatever nodes announce later (once the node
-// watch's initial list is in: NodesListed; before, it rises as the list
-// arrives): no other node's word raises (or lowers) its charge. A bound
-// pod resolves against its own node only and never below its floor nor
-// below the largest size its node announced since binding (nodeSizes). A node that announces smaller or no
-// devices, or an annotation edited after binding, never lowers the charge
-// (it is reported instead: see keep); a node that announces larger devices
-// raises only the charges of the pods bound to it.
+// (memory percentages, whole devices). Binding is a step of the pod's
+// lifecycle, and the rule reads only the pod and the nodes, so that a
+// replica that first sees the pod bound (a restart, a rolling upgrade)
+// charges what a replica that saw its admission charges:
+//   - pending: what its admission resolved (ResolveSizesFor: the largest
+//     plausible device of the nodes it may run on), its floor; once the
+//     node watch's initial list is in (NodesListed) no node announcing
+//     later raises or lowers it (before, it rises as the list arrives);
+//   - bound: its own node's largest plausible device (what HAMi books
+//     against is at most that: the device the pod got), raised by its own
+//     node's later larger announcements and never lowered by its smaller
+//     ones (nodeSizes: the largest since the ledger saw it bound, reported
+//     when the node drops below it). The size at admission is not carried
+//     past binding: no other node's word sizes a bound pod. A family its
+//     node announces no device of resolves by the pending rule (the
+//     floor), so that binding to a node that says nothing frees nothing.
+//
+// An annotation edited after binding never changes the charge (keep).
 func (l *Ledger) deriveLocked(pod *corev1.Pod, old *podRecord) derivation {
-	now := l.capacityLocked().ResolveSizesFor(pod, l.families)
+	c := l.capacityLocked()
+	now := c.ResolveSizesFor(pod, l.families)
 	var floors, nodeSizes map[string]int64
 	if old != nil {
-		floors, nodeSizes = old.floors, old.nodeSizes
-	}
-	bound := pod.Spec.NodeName != ""
-	floors = raised(floors, now, bound || !l.nodesListed)
-	if bound {
-		nodeSizes = raised(nodeSizes, now, true)
-		if maps.Equal(nodeSizes, floors) {
-			nodeSizes = floors // shared, never modified
+		floors = old.floors
+		if old.bound != "" && old.bound == pod.Spec.NodeName {
+			nodeSizes = old.nodeSizes
 		}
 	}
-	d := l.derive(pod, optionsOf(floors))
+	bound := pod.Spec.NodeName != ""
+	var sizes map[string]int64
+	if bound {
+		nodeSizes = raised(nodeSizes, now, true)
+		floors = l.unannouncedFloors(c, pod, floors, nodeSizes)
+		sizes = overlaid(floors, nodeSizes)
+	} else {
+		floors = raised(floors, now, !l.nodesListed)
+		sizes = floors
+	}
+	d := l.derive(pod, optionsOf(sizes))
 	if d.rec == nil {
 		return d
 	}
@@ -208,10 +222,55 @@ func (l *Ledger) deriveLocked(pod *corev1.Pod, old *podRecord) derivation {
 			if f != l.sizedFamily() {
 				what = f + " devices"
 			}
-			d.rec.warn(chargeProblem(pod, fmt.Sprintf("charged for %s of %d MiB, as first resolved; %s at most %d MiB (node capacity dropped, or an annotation was removed)", what, floors[f], where, now[f])))
+			d.rec.warn(chargeProblem(pod, fmt.Sprintf("charged for %s of %d MiB, as first resolved; %s at most %d MiB (node capacity dropped, or an annotation was removed)", what, sizes[f], where, now[f])))
 		}
 	}
 	return d
+}
+
+// unannouncedFloors returns floors raised, for every family pod requests
+// that its own node has announced no device of (nodeSizes), by the
+// pending rule: the size its admission resolves (the nodes its selector
+// and affinity admit), held once the node list is in. A replica that saw
+// the pod pending holds what it resolved then; one that first sees it
+// bound resolves it so.
+func (l *Ledger) unannouncedFloors(c *Capacity, pod *corev1.Pod, floors, nodeSizes map[string]int64) map[string]int64 {
+	missing := false
+	for i := range l.families {
+		if nodeSizes[l.families[i].Name] <= 0 && l.families[i].Requests(pod) {
+			missing = true
+			break
+		}
+	}
+	if !missing {
+		return floors
+	}
+	p := *pod
+	p.Spec.NodeName = ""
+	now := c.ResolveSizesFor(&p, l.families)
+	for f := range now {
+		if nodeSizes[f] > 0 {
+			delete(now, f) // the node speaks for it
+		}
+	}
+	return raised(floors, now, !l.nodesListed)
+}
+
+// overlaid returns base with every positive size of over in its place
+// (over itself when it covers base). Neither is modified.
+func overlaid(base, over map[string]int64) map[string]int64 {
+	out, cloned := over, false
+	for f, size := range base {
+		if over[f] > 0 {
+			continue
+		}
+		if !cloned {
+			out, cloned = make(map[string]int64, len(over)+len(base)), true
+			maps.Copy(out, over)
+		}
+		out[f] = size
+	}
+	return out
 }
 
 // raised returns sizes with every family of now that it lacks (all of
@@ -277,14 +336,14 @@ func podProblem(pod *corev1.Pod, err error) *Problem {
 func sameRecord(a, b *podRecord) bool {
 	return a.namespace == b.namespace && a.name == b.name && a.bound == b.bound && a.node == b.node &&
 		a.state == b.state && a.used.Equal(b.used) && a.pod == b.pod &&
-		slices.Equal(a.devices, b.devices) && slices.Equal(a.unresolved, b.unresolved) && sameHeld(a, b)
+		slices.Equal(a.devices, b.devices) && slices.Equal(a.unresolved, b.unresolved) &&
+		a.assignment == b.assignment && a.edited == b.edited && sameSizes(a, b) && a.scope == b.scope
 }
 
-// sameHeld reports whether a and b hold the same assignment, floors,
-// node sizes, scope and warning.
-func sameHeld(a, b *podRecord) bool {
-	return a.assignment == b.assignment && a.edited == b.edited && maps.Equal(a.floors, b.floors) &&
-		maps.Equal(a.nodeSizes, b.nodeSizes) && a.scope == b.scope &&
+// sameSizes reports whether a and b hold the same sizes (floors, nodeSizes)
+// and the same warning.
+func sameSizes(a, b *podRecord) bool {
+	return maps.Equal(a.floors, b.floors) && maps.Equal(a.nodeSizes, b.nodeSizes) &&
 		(a.warning == nil) == (b.warning == nil) && (a.warning == nil || *a.warning == *b.warning)
 }
 
