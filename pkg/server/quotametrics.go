@@ -11,11 +11,13 @@ import (
 
 // Kinds of gpuadmit_ledger_problems (a fixed set: the label's values).
 const (
-	problemUnresolvedPod = "unresolved-pod" // memory is a percentage of a device of unknown size
-	problemInvalidPod    = "invalid-pod"    // invalid GPU request, or an unreadable device assignment
-	problemInvalidQuota  = "invalid-quota"  // a ResourceQuota value that is not a non-negative whole number
-	problemInvalidNode   = "invalid-node"   // a malformed device annotation (no namespace)
-	problemHeldCharge    = "held-charge"    // charged as admitted, above what edited annotations or dropped capacity say
+	problemUnresolvedPod = "unresolved-pod"        // memory is a percentage of a device of unknown size
+	problemInvalidPod    = "invalid-pod"           // invalid GPU request, or an unreadable device assignment
+	problemInvalidQuota  = "invalid-quota"         // a ResourceQuota value that is not a non-negative whole number
+	problemInvalidNode   = "invalid-node"          // a malformed device annotation (no namespace)
+	problemInvalidSlice  = "invalid-resourceslice" // a ResourceSlice's pool or device refused (no namespace)
+	problemInvalidClass  = "invalid-deviceclass"   // a DeviceClass outside the governed list that can select governed devices (no namespace)
+	problemHeldCharge    = "held-charge"           // charged as admitted, above what edited annotations or dropped capacity say
 )
 
 // namespaceCollector exposes, from one ledger snapshot per scrape, what
@@ -30,8 +32,11 @@ const (
 //     whose memory is unresolved, the invalid pods and the ResourceQuotas
 //     with unusable values, the pods whose charge is held above what edited
 //     inputs say (0 when none: the series stay while the namespace is
-//     known), and the nodes with malformed device annotations (namespace
-//     ""): at most namespaces × 4 + 1 series.
+//     known), and, cluster-wide (namespace ""), the nodes with malformed
+//     device annotations, the ResourceSlices reported (a pool several
+//     nodes publish, a node's copy of a network pool, an implausible
+//     device) and the DeviceClasses outside the governed list that can
+//     select governed devices: at most namespaces × 4 + 3 series.
 //
 // It also exposes the showback series (usagemetrics.go) from the same
 // snapshot.
@@ -49,7 +54,7 @@ func newNamespaceCollector(l *ledger.Ledger, store reservations) *namespaceColle
 			"A namespace's tightest limit (hard, with the ResourceQuota that sets it; 0 while its value is invalid), what its recorded pods use (used) and what admitted pods not yet recorded hold (reserved), per managed resource; memory in MiB.",
 			[]string{"namespace", "resourcequota", "resource", "type"}, nil),
 		problems: prometheus.NewDesc("gpuadmit_ledger_problems",
-			"Objects the ledger cannot fully count, by namespace and kind: unresolved-pod (memory a percentage of a device of unknown size: not in used), invalid-pod (invalid GPU request, or unreadable device assignment), invalid-quota (ResourceQuotas with a value that is not a non-negative whole number: the dimension blocks), invalid-node (nodes with a malformed device annotation; namespace empty), held-charge (pods charged what their admission resolved, above what an annotation edited after binding or a node's dropped capacity says).",
+			"Objects the ledger cannot fully count, by namespace and kind: unresolved-pod (memory a percentage of a device of unknown size: not in used), invalid-pod (invalid GPU request, or unreadable device assignment), invalid-quota (ResourceQuotas with a value that is not a non-negative whole number: the dimension blocks), invalid-node (nodes with a malformed device annotation; namespace empty), invalid-resourceslice (ResourceSlices reported by the DRA inventory: a pool published by several nodes (each one's slices), a node's copy of a pool that is not node-local, a device of implausible capacity; namespace empty), invalid-deviceclass (DeviceClasses outside the governed list that can select a governed driver's devices: its claims would hold them uncharged; namespace empty), held-charge (pods charged what their admission resolved, above what an annotation edited after binding or a node's dropped capacity says).",
 			[]string{"namespace", "kind"}, nil),
 	}
 }
@@ -81,6 +86,8 @@ func (c *namespaceCollector) Collect(ch chan<- prometheus.Metric) {
 		c.showback.namespace(ch, fams, ns, s)
 	}
 	c.gauge(ch, c.problems, distinct(snap.Problems, ledger.ProblemNode), "", problemInvalidNode)
+	c.gauge(ch, c.problems, distinct(snap.Problems, ledger.ProblemSlice), "", problemInvalidSlice)
+	c.gauge(ch, c.problems, distinct(snap.Problems, ledger.ProblemDeviceClass), "", problemInvalidClass)
 	c.showback.resourceInfo(ch, fams)
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testclaim"
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testnode"
@@ -30,6 +33,8 @@ type world struct {
 	quotas       []*corev1.ResourceQuota
 	pods         []*testpod.Builder
 	claims       []*resourcev1.ResourceClaim // of HAMi-DRA's class, counted against the first family
+	slices       []*resourcev1.ResourceSlice
+	classes      []*resourcev1.DeviceClass
 	reservations map[string][]ledger.Reservation
 	after        []*corev1.Node // node changes once the pods are recorded
 }
@@ -44,7 +49,7 @@ func (w world) ledger() *ledger.Ledger {
 		fams = w.families
 	}
 	opts := ledger.Options{Families: fams}
-	if len(w.claims) > 0 {
+	if len(w.claims)+len(w.slices)+len(w.classes) > 0 {
 		var err error
 		if opts.Claims, err = dra.NewCharger([]dra.Class{{Name: testclaim.HAMiDRAClass, Family: fams[0].Name, Mode: dra.ModeCapacity,
 			Driver: testclaim.HAMiDRAClass, MemoryCapacity: "memory", CoresCapacity: "cores"}}, fams); err != nil {
@@ -60,6 +65,12 @@ func (w world) ledger() *ledger.Ledger {
 	}
 	for _, p := range w.pods {
 		l.UpsertPod(p.Build())
+	}
+	for _, s := range w.slices {
+		l.UpsertSlice(s)
+	}
+	for _, dc := range w.classes {
+		l.UpsertDeviceClass(dc)
 	}
 	for _, c := range w.claims {
 		l.UpsertClaim(c)
@@ -193,12 +204,12 @@ func TestLedgerProblemsMetric(t *testing.T) {
 		world world
 		want  map[string]float64
 	}{
-		{name: "empty ledger: the node series only",
-			want: map[string]float64{problem("", "invalid-node"): 0}},
+		{name: "empty ledger: the cluster-wide series only",
+			want: cluster(0, 0, 0)},
 		{name: "a known namespace without problems has zero series",
 			world: world{quotas: []*corev1.ResourceQuota{testquota.New("a", "q", map[string]string{"limits.nvidia.com/gpu": "1"})}},
-			want: map[string]float64{problem("a", "unresolved-pod"): 0, problem("a", "invalid-pod"): 0, problem("a", "invalid-quota"): 0,
-				problem("a", "held-charge"): 0, problem("", "invalid-node"): 0}},
+			want: with(cluster(0, 0, 0), map[string]float64{problem("a", "unresolved-pod"): 0, problem("a", "invalid-pod"): 0,
+				problem("a", "invalid-quota"): 0, problem("a", "held-charge"): 0})},
 		{name: "unresolved percentages, invalid pods, invalid quotas (once per object) and malformed nodes",
 			world: world{
 				nodes: []*corev1.Node{malformed},
@@ -215,7 +226,7 @@ func TestLedgerProblemsMetric(t *testing.T) {
 			want: map[string]float64{
 				problem("a", "unresolved-pod"): 2, problem("a", "invalid-pod"): 0, problem("a", "invalid-quota"): 1, problem("a", "held-charge"): 0,
 				problem("b", "unresolved-pod"): 0, problem("b", "invalid-pod"): 1, problem("b", "invalid-quota"): 0, problem("b", "held-charge"): 0,
-				problem("", "invalid-node"): 1,
+				problem("", "invalid-node"): 1, problem("", "invalid-resourceslice"): 0, problem("", "invalid-deviceclass"): 0,
 			}},
 		{name: "a pod whose node's capacity dropped under its charge",
 			world: world{
@@ -225,7 +236,7 @@ func TestLedgerProblemsMetric(t *testing.T) {
 			},
 			want: map[string]float64{
 				problem("c", "unresolved-pod"): 0, problem("c", "invalid-pod"): 0, problem("c", "invalid-quota"): 0, problem("c", "held-charge"): 1,
-				problem("", "invalid-node"): 0,
+				problem("", "invalid-node"): 0, problem("", "invalid-resourceslice"): 0, problem("", "invalid-deviceclass"): 0,
 			}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -234,9 +245,83 @@ func TestLedgerProblemsMetric(t *testing.T) {
 	}
 }
 
+// TestDRAProblemsMetric: the DRA inputs the ledger refuses are counted
+// cluster-wide (namespace ""), once per object: a node publishing another
+// node's pool (both slices are reported: the forger's is not used, the
+// owner's pool has another writer), a node's copy of a network pool, a slice of implausible
+// devices (two of them: one slice), a DeviceClass outside the governed list
+// that selects the governed driver's devices. Sound slices and a class of
+// another driver count 0.
+func TestDRAProblemsMetric(t *testing.T) {
+	owner := draSlice("b", "node-b", "node-b", "141Gi")
+	network := draSlice("net", "", "shared", "80Gi")
+	for _, tt := range []struct {
+		name  string
+		world world
+		want  map[string]float64
+	}{
+		{name: "sound slices, a class of another driver",
+			world: world{slices: []*resourcev1.ResourceSlice{owner, network}, classes: []*resourcev1.DeviceClass{deviceClass("fpga", "example.com")}},
+			want:  cluster(0, 0, 0)},
+		{name: "a node publishing another node's pool",
+			world: world{slices: []*resourcev1.ResourceSlice{owner, draSlice("a-forged", "node-a", "node-b", "1Mi")}},
+			want:  cluster(0, 2, 0)},
+		{name: "a node's copy of a network pool",
+			world: world{slices: []*resourcev1.ResourceSlice{network, draSlice("shadow", "node-a", "shared", "1Mi")}},
+			want:  cluster(0, 1, 0)},
+		{name: "a slice of two implausible devices counts once",
+			world: world{slices: []*resourcev1.ResourceSlice{owner, draSlice("c", "node-c", "node-c", "1125899906842624Mi", "0")}},
+			want:  cluster(0, 1, 0)},
+		{name: "a class outside the governed list selecting the governed driver",
+			world: world{slices: []*resourcev1.ResourceSlice{owner},
+				classes: []*resourcev1.DeviceClass{deviceClass("copy", testclaim.HAMiDRAClass), deviceClass("fpga", "example.com")}},
+			want: cluster(0, 0, 1)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			compareSeries(t, gathered(t, newNamespaceCollector(tt.world.ledger(), fixedReservations(nil)), "gpuadmit_ledger_problems"), tt.want)
+		})
+	}
+}
+
+// cluster is the cluster-wide series of gpuadmit_ledger_problems.
+func cluster(nodes, rslices, classes float64) map[string]float64 {
+	return map[string]float64{problem("", "invalid-node"): nodes, problem("", "invalid-resourceslice"): rslices,
+		problem("", "invalid-deviceclass"): classes}
+}
+
+func with(a, b map[string]float64) map[string]float64 {
+	out := maps.Clone(a)
+	maps.Copy(out, b)
+	return out
+}
+
+// draSlice is a slice of HAMi-DRA's driver publishing in pool one device
+// per memory (node "": a network pool, for all nodes).
+func draSlice(name, node, pool string, memory ...string) *resourcev1.ResourceSlice {
+	s := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: resourcev1.ResourceSliceSpec{Driver: testclaim.HAMiDRAClass, Pool: resourcev1.ResourcePool{Name: pool, Generation: 1, ResourceSliceCount: 1}}}
+	if node == "" {
+		all := true
+		s.Spec.AllNodes = &all
+	} else {
+		s.Spec.NodeName = &node
+	}
+	for i, m := range memory {
+		s.Spec.Devices = append(s.Spec.Devices, resourcev1.Device{Name: fmt.Sprintf("gpu-%d", i),
+			Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"memory": {Value: resource.MustParse(m)}}})
+	}
+	return s
+}
+
+// deviceClass selects the devices of driver.
+func deviceClass(name, driver string) *resourcev1.DeviceClass {
+	return &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: resourcev1.DeviceClassSpec{
+		Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "` + driver + `"`}}}}}
+}
+
 // TestNamespaceCollectorBounds checks the documented cardinality bound
 // (namespaces with limits × 3 resources × 3 types, plus namespaces × 4
-// problem kinds + 1) and the exposition's conventions (promlint).
+// problem kinds + 3) and the exposition's conventions (promlint).
 func TestNamespaceCollectorBounds(t *testing.T) {
 	var w world
 	for _, ns := range []string{"a", "b", "c"} {
@@ -249,8 +334,8 @@ func TestNamespaceCollectorBounds(t *testing.T) {
 	if n := testutil.CollectAndCount(c, "gpuadmit_resourcequota"); n != 3*3*3 {
 		t.Errorf("gpuadmit_resourcequota has %d series, want 27 (3 limited namespaces × 3 resources × 3 types)", n)
 	}
-	if n := testutil.CollectAndCount(c, "gpuadmit_ledger_problems"); n != 4*4+1 {
-		t.Errorf("gpuadmit_ledger_problems has %d series, want 17 (4 namespaces × 4 kinds + 1)", n)
+	if n := testutil.CollectAndCount(c, "gpuadmit_ledger_problems"); n != 4*4+3 {
+		t.Errorf("gpuadmit_ledger_problems has %d series, want 19 (4 namespaces × 4 kinds + 3)", n)
 	}
 	problems, err := testutil.CollectAndLint(c)
 	if err != nil {

@@ -212,7 +212,7 @@ func TestShowbackBounds(t *testing.T) {
 		{"gpuadmit_namespace_over_limit", 2},          // a: gpu and gpumem
 		{"gpuadmit_resource_info", 3},                 // one family
 		{"gpuadmit_resourcequota", 2*3 + 1*3},         // unchanged: a (2 limits), idle (1)
-		{"gpuadmit_ledger_problems", 6*4 + 1},         // every namespace known
+		{"gpuadmit_ledger_problems", 6*4 + 3},         // every namespace known, and the 3 cluster-wide
 	} {
 		if n := testutil.CollectAndCount(c, tc.name); n != tc.want {
 			t.Errorf("%s has %d series, want %d", tc.name, n, tc.want)
