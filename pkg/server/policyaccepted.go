@@ -3,9 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,36 +18,23 @@ import (
 // ConfigMap (the engine's module file names carry it).
 const acceptedPrefix = "accepted "
 
-// persist stores snap, just activated as revision from the ConfigMaps
-// whose setHash is hash, in the accepted ConfigMap unless it holds that
-// set already. The write is never last-writer-wins: after reading the
-// accepted ConfigMap it lists the policy ConfigMaps from the API server
-// (not the informer's cache, which may lag) and writes only when they are
-// still the ones snap was read from, with the read's resourceVersion. A
-// replica slow to load a set therefore never writes it over a newer set
-// a peer stored: the cluster moved on, the newer set reaches this replica
-// through its informer and is stored then (counted as
-// result="persist-superseded"). A failure is logged and counted
+// persist stores snap, just activated as revision, in the accepted
+// ConfigMap unless it holds that set already (an update with the
+// resourceVersion it read: concurrent writers retry). The last set a
+// replica activated is what a replica starting while the cluster's set is
+// rejected falls back to. A failure is logged and counted
 // (result="persist-error"): the active set is not affected, only what a
 // replica starting while the cluster's set is rejected would fall back to.
-func (p *policySync) persist(ctx context.Context, snap policysource.Snapshot, revision, hash string) {
+func (p *policySync) persist(ctx context.Context, snap policysource.Snapshot, revision string) {
 	p.fromAccepted, p.activeDigest = false, snap.Digest()
-	err := p.store(ctx, snap, revision, hash)
-	switch {
-	case errors.Is(err, errSuperseded):
-		p.metrics.reloads.WithLabelValues("persist-superseded").Inc()
-		p.log.Info("not storing the accepted policy set: the policy ConfigMaps changed since it was read", "revision", revision)
-	case err != nil:
+	if err := p.store(ctx, snap, revision); err != nil {
 		p.metrics.reloads.WithLabelValues("persist-error").Inc()
 		p.log.Error(err, "storing the accepted policy set; a replica starting while the cluster's set is rejected would not find it",
 			"configmap", klog.KRef(p.namespace, policysource.AcceptedConfigMap))
 	}
 }
 
-// errSuperseded: the policy ConfigMaps changed since the set to store was read.
-var errSuperseded = errors.New("the policy ConfigMaps changed since the set was read")
-
-func (p *policySync) store(ctx context.Context, snap policysource.Snapshot, revision, hash string) error {
+func (p *policySync) store(ctx context.Context, snap policysource.Snapshot, revision string) error {
 	data, err := snap.Data(revision)
 	if err != nil {
 		return err
@@ -62,9 +47,6 @@ func (p *policySync) store(ctx context.Context, snap policysource.Snapshot, revi
 		}
 		if err == nil && cm.Data[policysource.AcceptedDigestKey] == data[policysource.AcceptedDigestKey] {
 			return nil
-		}
-		if err := p.unchanged(ctx, hash); err != nil {
-			return err
 		}
 		if apierrors.IsNotFound(err) {
 			// The chart creates it empty; without the chart this needs the
@@ -86,44 +68,6 @@ func (p *policySync) store(ctx context.Context, snap policysource.Snapshot, revi
 		}
 	}
 	return fmt.Errorf("updating ConfigMap %s: still conflicting after 3 attempts", policysource.AcceptedConfigMap)
-}
-
-// unchanged returns errSuperseded unless the policy ConfigMaps, listed from
-// the API server now, are those of hash.
-func (p *policySync) unchanged(ctx context.Context, hash string) error {
-	current := p.current
-	if current == nil {
-		current = p.liveList
-	}
-	list, err := current(ctx)
-	if err != nil {
-		return fmt.Errorf("listing policy ConfigMaps before storing the accepted set: %w", err)
-	}
-	list = slices.DeleteFunc(list, func(cm *corev1.ConfigMap) bool { return cm.Name == policysource.AcceptedConfigMap })
-	if setHash(list) != hash {
-		return errSuperseded
-	}
-	return nil
-}
-
-// liveList lists the policy ConfigMaps from the API server.
-func (p *policySync) liveList(ctx context.Context) ([]*corev1.ConfigMap, error) {
-	if p.selector == "" {
-		return nil, nil
-	}
-	sel, err := policysource.Selector(p.selector)
-	if err != nil {
-		return nil, err
-	}
-	l, err := p.kube.CoreV1().ConfigMaps(p.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*corev1.ConfigMap, 0, len(l.Items))
-	for i := range l.Items {
-		out = append(out, &l.Items[i])
-	}
-	return out, nil
 }
 
 // fallback runs when the cluster's set was rejected (why) and no set is
@@ -154,33 +98,6 @@ func (p *policySync) fallback(ctx context.Context, why error) error {
 		"and the accepted set (ConfigMap %s) cannot replace it: %w", why, ref, err))
 	if retry {
 		return fmt.Errorf("activating the accepted policy set (ConfigMap %s): %w", ref, err)
-	}
-	return nil
-}
-
-// converge runs when the cluster's set was rejected (why) while a set is
-// active: when the accepted set is not the active one, the peers activated
-// a set this replica rejected (a budget trip or a test timeout here only,
-// or a set this replica loaded late), so it activates the accepted set,
-// compiled and tested, to run what they run. When that fails the active
-// set stays; it returns an error when the attempt is to be retried.
-func (p *policySync) converge(ctx context.Context, why error) error {
-	cm, err := p.kube.CoreV1().ConfigMaps(p.namespace).Get(ctx, policysource.AcceptedConfigMap, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading ConfigMap %s: %w", policysource.AcceptedConfigMap, err)
-	}
-	if d := cm.Data[policysource.AcceptedDigestKey]; d == "" || d == p.activeDigest {
-		return nil
-	}
-	if err := p.loadAccepted(ctx, cm, why); err != nil {
-		p.log.Error(err, "the accepted policy set is not the active one but was rejected; the active set stays",
-			"configmap", klog.KObj(cm), "active", p.engine.Status().Revision)
-		if retriable(err) {
-			return fmt.Errorf("activating the accepted policy set (ConfigMap %s): %w", policysource.AcceptedConfigMap, err)
-		}
 	}
 	return nil
 }

@@ -70,9 +70,6 @@ type policySync struct {
 	fromAccepted bool
 	// activeDigest is the policysource.Snapshot digest of the active set.
 	activeDigest string
-	// current lists the policy ConfigMaps from the API server before the
-	// accepted set is stored (nil: liveList).
-	current func(context.Context) ([]*corev1.ConfigMap, error)
 }
 
 // Start implements manager.Runnable.
@@ -162,9 +159,8 @@ func (p *policySync) readFailed(ctx context.Context, err error) {
 // stored as the accepted set (persist). A rejected set leaves the active
 // one in force; with none active (a replica starting while the cluster's
 // set is rejected) the accepted set is activated instead (fallback), or
-// none, and the replica stays unready; with a set active, the accepted
-// set is activated when it is not the active one (converge: the peers
-// accepted what this replica rejected). It returns an error when the load
+// none, and the replica stays unready; with a set active, that set stays
+// (a rejected set never lowers the rules a replica runs). It returns an error when the load
 // is to be retried: a source could not be read (policy.ErrRead), or the
 // load failed in a way the same set may not fail again (retriable).
 func (p *policySync) reload(ctx context.Context, cms []*corev1.ConfigMap) error {
@@ -188,15 +184,13 @@ func (p *policySync) reload(ctx context.Context, cms []*corev1.ConfigMap) error 
 		p.metrics.reloads.WithLabelValues("activated").Inc() // the engine logs the activation
 		rev := p.engine.Status().Revision
 		p.annotate(ctx, cms, "active: revision "+rev)
-		p.persist(ctx, snap, rev, hash)
+		p.persist(ctx, snap, rev)
 		return nil
 	}
 	p.metrics.reloads.WithLabelValues("rejected").Inc() // the engine logs the rejection
 	var retry error
 	if p.engine.Status().Revision == "" {
 		retry = p.fallback(ctx, err)
-	} else {
-		retry = p.converge(ctx, err)
 	}
 	if retriable(err) {
 		retry = cmp.Or(retry, err)

@@ -30,12 +30,14 @@ import (
 func TestForgedReviewsBesideASlowWebhook(t *testing.T) {
 	const limit, genuine = 10240, 6
 	c := local.ForTest(t, manifests, func(c *local.Cluster) *server.Options {
+		// Before the replica starts: it refuses a review budget its own
+		// webhooks' timeoutSeconds do not cover.
+		slowWebhookBeside(t, c)
 		o := c.Options()
 		o.Config.Admission.ReviewTimeout = &metav1.Duration{Duration: 15 * time.Second}
 		return &o
 	})
 	ctx := t.Context()
-	slowWebhookBeside(t, c)
 	seed(t, c, "slow", limit)
 	time.Sleep(2 * time.Second) // the replica's cleaner derives confirmAfter (12 s) every second
 	floodCtx, stop := context.WithCancel(ctx)
@@ -87,8 +89,8 @@ func TestForgedReviewsBesideASlowWebhook(t *testing.T) {
 
 // slowWebhookBeside registers another validating webhook on pod creates
 // with a 10 s timeout (it listens nowhere: failurePolicy Ignore, so the
-// API server goes on at once), and gives gpuadmit's webhooks 20 s, above
-// the 15 s review budget.
+// API server goes on at once), and gives gpuadmit's webhooks (mutating and
+// validating) 20 s, above the 15 s review budget.
 func slowWebhookBeside(t *testing.T, c *local.Cluster) {
 	t.Helper()
 	ctx := t.Context()
@@ -111,6 +113,16 @@ func slowWebhookBeside(t *testing.T, c *local.Cluster) {
 		v.Webhooks[i].TimeoutSeconds = ptr.To[int32](20)
 	}
 	if _, err := adm.ValidatingWebhookConfigurations().Update(ctx, v, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := adm.MutatingWebhookConfigurations().Get(ctx, "gpuadmit", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range m.Webhooks {
+		m.Webhooks[i].TimeoutSeconds = ptr.To[int32](20)
+	}
+	if _, err := adm.MutatingWebhookConfigurations().Update(ctx, m, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
