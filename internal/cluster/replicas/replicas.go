@@ -109,10 +109,14 @@ func (c *Cluster) setUp(ctx context.Context) error {
 	}
 	var err error
 	backends := make([]tcpproxy.Backend, c.opts.Replicas)
+	// taken: a port is free until a replica binds it, so two draws could
+	// return the same one (the second replica's metrics server then fails
+	// with "address already in use").
+	taken := map[int]bool{c.Port: true}
 	for i := range c.opts.Replicas {
 		r := &Replica{Name: fmt.Sprintf("replica-%d", i), Log: filepath.Join(c.opts.Dir, fmt.Sprintf("replica-%d.log", i))}
 		for _, p := range []*int{&r.Port, &r.Probe, &r.Metrics} {
-			if *p, err = freePort(); err != nil {
+			if *p, err = freePort(taken); err != nil {
 				return err
 			}
 		}
@@ -303,17 +307,21 @@ func ready(probe int) error {
 	return nil
 }
 
-// freePort returns a port free on 127.0.0.1, below Linux's ephemeral
-// range, so that outgoing connections (the API server's) do not take it
-// between now and the replica's start.
-func freePort() (int, error) {
+// freePort returns a port free on 127.0.0.1 and not in taken (which it
+// joins), below Linux's ephemeral range, so that outgoing connections (the
+// API server's) do not take it between now and the replica's start.
+func freePort(taken map[int]bool) (int, error) {
 	for range 100 {
 		port := 20000 + rand.IntN(12000)
+		if taken[port] {
+			continue
+		}
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			continue
 		}
 		_ = l.Close()
+		taken[port] = true
 		return port, nil
 	}
 	return 0, errors.New("no free port in 20000-32000")
