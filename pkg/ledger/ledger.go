@@ -96,26 +96,6 @@ type Ledger struct {
 // podName is a pod's namespace and name (the informer's key).
 type podName struct{ namespace, name string }
 
-// namespace is the per-namespace state.
-type namespace struct {
-	used       effective.Usage
-	pods       int
-	unresolved map[types.UID]*podRecord
-	invalid    map[types.UID]*invalidPod
-	warned     map[types.UID]*podRecord
-	quotas     map[string]*quota
-	// byScope is the pods' usage per scope attributes (scoped.go).
-	byScope map[podScope]effective.Usage
-	// claims counts the recorded claims; claimProblems are theirs.
-	claims        int
-	claimProblems map[types.UID]*Problem
-}
-
-func (n *namespace) empty() bool {
-	return n.pods == 0 && n.claims == 0 && n.used.IsZero() && len(n.unresolved) == 0 && len(n.invalid) == 0 &&
-		len(n.warned) == 0 && len(n.quotas) == 0
-}
-
 // New returns an empty ledger.
 func New(opts Options) *Ledger {
 	l := &Ledger{
@@ -378,27 +358,4 @@ func (l *Ledger) markInvalidLocked(uid types.UID, key podName, p *Problem) {
 	l.invalid[uid] = inv
 	l.byName[key] = uid
 	l.ns(key.namespace).invalid[uid] = inv
-}
-
-// ns returns the namespace state, creating it.
-func (l *Ledger) ns(name string) *namespace {
-	n := l.namespaces[name]
-	if n == nil {
-		n = &namespace{
-			unresolved: map[types.UID]*podRecord{},
-			invalid:    map[types.UID]*invalidPod{},
-			warned:     map[types.UID]*podRecord{},
-			quotas:     map[string]*quota{},
-
-			claimProblems: map[types.UID]*Problem{},
-		}
-		l.namespaces[name] = n
-	}
-	return n
-}
-
-func (l *Ledger) gcNamespaceLocked(name string) {
-	if n := l.namespaces[name]; n != nil && n.empty() {
-		delete(l.namespaces, name)
-	}
 }

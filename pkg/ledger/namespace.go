@@ -8,7 +8,10 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
 // Namespaces are watched for their labels alone: policies read them
@@ -73,4 +76,47 @@ func NamespaceTransform(obj any) (any, error) {
 // NamespaceHandler applies Namespace events to sink (tombstones included).
 func NamespaceHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFuncs {
 	return namedHandler("namespace", sink.UpsertNamespace, sink.DeleteNamespace, log)
+}
+
+// namespace is the per-namespace state.
+type namespace struct {
+	used       effective.Usage
+	pods       int
+	unresolved map[types.UID]*podRecord
+	invalid    map[types.UID]*invalidPod
+	warned     map[types.UID]*podRecord
+	quotas     map[string]*quota
+	// byScope is the pods' usage per scope attributes (scoped.go).
+	byScope map[podScope]effective.Usage
+	// claims counts the recorded claims; claimProblems are theirs.
+	claims        int
+	claimProblems map[types.UID]*Problem
+}
+
+func (n *namespace) empty() bool {
+	return n.pods == 0 && n.claims == 0 && n.used.IsZero() && len(n.unresolved) == 0 && len(n.invalid) == 0 &&
+		len(n.warned) == 0 && len(n.quotas) == 0
+}
+
+// ns returns the namespace state, creating it.
+func (l *Ledger) ns(name string) *namespace {
+	n := l.namespaces[name]
+	if n == nil {
+		n = &namespace{
+			unresolved: map[types.UID]*podRecord{},
+			invalid:    map[types.UID]*invalidPod{},
+			warned:     map[types.UID]*podRecord{},
+			quotas:     map[string]*quota{},
+
+			claimProblems: map[types.UID]*Problem{},
+		}
+		l.namespaces[name] = n
+	}
+	return n
+}
+
+func (l *Ledger) gcNamespaceLocked(name string) {
+	if n := l.namespaces[name]; n != nil && n.empty() {
+		delete(l.namespaces, name)
+	}
 }
