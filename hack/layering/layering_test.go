@@ -137,7 +137,8 @@ func TestLayering(t *testing.T) {
 		if !ok {
 			t.Errorf("%s has no row in hack/layering's table (var rules in layering_test.go): add one saying what it may not depend on, e.g.\n"+
 				"\t{pkg: %q, mayNot: %#v, why: \"<what %s is, in one line>\"},\n"+
-				"(mayNot there lists the packages of pkg/ and policy that depend on %s today: it must never depend on them back)",
+				"(mayNot there lists the packages of pkg/ and policy that depend on %s today, which it must never depend on back;\n"+
+				"add the layers above it that none of them covers, or `project, but: []string{...}` for a leaf; \"x/...\" names a whole tree)",
 				name, name, dependents(pkgs, name), name, name)
 			continue
 		}
