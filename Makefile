@@ -49,9 +49,10 @@ unit:
 	$(GO) test -count=1 -bench . -benchtime=1x ./...
 
 ## lint: golangci-lint (pinned in tools/lint; the rules in .golangci.yml: staticcheck, govet, revive, gocritic,
-## loggercheck, errorlint, the layering as depguard rules, no function over 60 lines or of cyclomatic complexity
-## over 15) on every module and on the test build of the webhook, gofmt on every file, and the generated files.
-lint: fmt golangci-lint verify-generated
+## loggercheck, errorlint, unused, no function over 60 lines or of cyclomatic complexity over 15) on every module
+## and on the test build of the webhook, the dead-code pass, the layering (hack/layering), gofmt on every file, and
+## the generated files.
+lint: fmt golangci-lint deadcode layering verify-generated
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -72,6 +73,24 @@ golangci-lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run --build-tags gpuadmit_testhooks ./cmd/webhook/... ./internal/...
 	cd tests/monitoring && $(GOLANGCI_LINT) run ./...
 	cd tests/peer && $(GOLANGCI_LINT) run ./...
+
+## deadcode: the functions of pkg/, cmd/ and policy/ that no main in ./cmd reaches (golang.org/x/tools/cmd/deadcode,
+## pinned in tools/deadcode), less the few hack/deadcode/allow.txt keeps, each with its reason.
+DEADCODE := $(BIN)/deadcode
+$(DEADCODE): tools/deadcode/go.mod tools/deadcode/go.sum
+	@echo ">> building deadcode (first time only)"
+	cd tools/deadcode && $(GO) build -o $(DEADCODE) golang.org/x/tools/cmd/deadcode
+
+.PHONY: deadcode layering
+deadcode: $(DEADCODE)
+	@echo ">> deadcode (hack/deadcode/allow.txt)"
+	hack/deadcode/deadcode.sh $(DEADCODE)
+
+## layering: what each package may not depend on, checked on `go list -deps` (hack/layering's table, the one place
+## the layering is written).
+layering:
+	@echo ">> layering (hack/layering)"
+	$(GO) test -count=1 ./hack/layering/
 
 ## generate: the GPUUsage deepcopy functions and CRD from pkg/apis (controller-gen, pinned in tools/codegen).
 CONTROLLER_GEN := $(BIN)/controller-gen

@@ -101,8 +101,7 @@ type Engine struct {
 
 	active atomic.Pointer[policySet]
 
-	loadMu  sync.Mutex // serializes Load and Reload
-	sources []Source   // the override sources of the last Load
+	loadMu sync.Mutex // serializes Load
 
 	statusMu sync.Mutex
 	status   Status
@@ -153,27 +152,15 @@ func (e *Engine) testRun(trace, coverage bool) testRun {
 // Load builds a policy set from the built-in policies and overrides (in
 // order), runs its tests and activates it. On any failure the active set
 // stays in force; the error is returned, logged and kept in Status.
-// Overrides are remembered for Reload.
+// Loading the same sources again re-reads them (a directory whose files
+// changed, say).
 func (e *Engine) Load(ctx context.Context, overrides ...Source) error {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
-	e.sources = slices.Clone(overrides)
-	return e.loadLocked(ctx)
-}
-
-// Reload re-reads the sources of the last Load (a directory whose files
-// changed, say) and activates the result like Load.
-func (e *Engine) Reload(ctx context.Context) error {
-	e.loadMu.Lock()
-	defer e.loadMu.Unlock()
-	return e.loadLocked(ctx)
-}
-
-func (e *Engine) loadLocked(ctx context.Context) error {
 	var set *policySet
 	err := e.schemaErr
 	if err == nil {
-		set, err = build(ctx, e.allSources(e.sources), e.testRun(false, false))
+		set, err = build(ctx, e.allSources(overrides), e.testRun(false, false))
 	}
 	now := e.now()
 	e.statusMu.Lock()

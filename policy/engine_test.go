@@ -222,9 +222,9 @@ func TestReloadDirectory(t *testing.T) {
 	}
 	for _, s := range steps {
 		write(s.file, s.text)
-		err := e.Reload(ctx)
+		err := e.Load(ctx, policy.Dir(dir))
 		if (err != nil) != s.wantErr {
-			t.Fatalf("%s: Reload error = %v, want error %v", s.name, err, s.wantErr)
+			t.Fatalf("%s: Load again: error = %v, want error %v", s.name, err, s.wantErr)
 		}
 		out, err := e.Eval(ctx, input(t, "p"))
 		if err != nil {
@@ -237,8 +237,8 @@ func TestReloadDirectory(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Reload(ctx); err == nil || !strings.Contains(err.Error(), "no such file") {
-		t.Errorf("Reload of a removed directory: %v", err)
+	if err := e.Load(ctx, policy.Dir(dir)); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("Load of a removed directory: %v", err)
 	}
 }
 

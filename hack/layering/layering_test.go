@@ -1,70 +1,280 @@
-// Package layering_test keeps the request path going one way, down:
-// server -> admission -> gpuusage (the reservation store) -> decision ->
-// ledger -> effective, with membership beside gpuusage. A package may
-// depend on the ones below it, never on one above; pkg/effective depends on
-// nothing of the project. No package of pkg/ and no production command
-// (cmd/webhook, cmd/gpuadmit, cmd/nvml-agent) depends on test support
-// (internal/: fixtures, cluster harnesses, the webhook's test hooks) or on
-// build tooling (hack/).
+// Package layering_test holds the project's layering, in one place: the
+// table below says, for every package of pkg/ and cmd/ (and policy, rego,
+// manifests), what it may NOT depend on. The request path goes one way,
+// down:
+//
+//	pkg/server -> pkg/admission -> pkg/gpuusage (the reservations) -> pkg/decision -> pkg/ledger -> pkg/effective
+//
+// with pkg/membership beside pkg/gpuusage; a package may depend on the ones
+// below it, never on one above. The API types (pkg/apis/...) are a leaf
+// every layer may import: they import nothing of the project but pkg/apis.
+// What ships (pkg/, policy, rego, manifests and the three production
+// commands) depends on no test support (internal/), no build tooling
+// (hack/), no test suite (tests/) and no other command (cmd/).
+//
+// The dependencies are the transitive ones of the production build (go list
+// -deps), so an edge that climbs through a third package fails too. The
+// tests' own imports are checked where a row says so (testsMayNot: direct
+// imports of the package's _test.go files). A package without a row fails
+// the test with the row to add.
 package layering_test
 
 import (
 	"os/exec"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 )
 
 const module = "github.com/gpuadmit/gpuadmit/"
 
-// TestRequestPathGoesDown lists every package's dependencies (go list
-// -deps) and fails on an edge that climbs.
-func TestRequestPathGoesDown(t *testing.T) {
-	forbidden := map[string][]string{
-		"pkg/effective": {"pkg/", "policy", "internal/", "hack/", "cmd/"},
-		"pkg/config":    {"pkg/ledger", "pkg/decision", "pkg/admission", "pkg/server", "policy"},
-		// A claim's demand is pure translation beside pkg/effective.
-		"pkg/dra":      {"pkg/ledger", "pkg/decision", "pkg/gpuusage", "pkg/admission", "pkg/server", "pkg/config", "pkg/devices", "policy", "internal/", "hack/", "cmd/"},
-		"pkg/ledger":   {"pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "policy"},
-		"policy":       {"pkg/ledger", "pkg/decision", "pkg/admission", "pkg/server", "internal/", "hack/", "cmd/", "tests/"},
-		"pkg/decision": {"pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server"},
-		// The reservation store decides through the decision, below it;
-		// the replicas' membership knows neither.
-		"pkg/gpuusage":   {"pkg/membership", "pkg/admission", "pkg/server"},
-		"pkg/membership": {"pkg/gpuusage", "pkg/decision", "pkg/admission", "pkg/server", "policy"},
-		"pkg/admission":  {"pkg/server"},
-		// The Reports are an output of the ledger, beside the summaries:
-		// nothing on the request path.
-		"pkg/openreports": {"pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "policy"},
-		// The HTTPS server knows nothing of admission: it only bounds and authenticates.
-		"pkg/webhookserver": {"pkg/", "policy", "internal/", "hack/", "cmd/"},
-		// What ships: no test support, no build tooling. cmd/webhook's
-		// fault-injection flags come only with the gpuadmit_testhooks tag
-		// (go list sees the production build).
-		"pkg/...":        {"internal/", "hack/", "cmd/", "tests/"},
-		"cmd/webhook":    {"internal/", "hack/", "tests/"},
-		"cmd/gpuadmit":   {"internal/", "hack/", "tests/"},
-		"cmd/nvml-agent": {"internal/", "hack/", "tests/"},
-	}
-	checked := 0
-	for pkg, bad := range forbidden {
-		out, err := exec.Command("go", "list", "-deps", module+pkg).Output()
-		if err != nil {
-			t.Fatalf("go list -deps %s: %v", pkg, err)
+// rule is one row of the table: what pkg (a package, relative to the
+// module; "x/..." for x and every package under it) may not depend on.
+// Each entry of mayNot names a package and every package under it ("pkg/"
+// is all of pkg/); but names the exceptions to mayNot (testsBut those to
+// testsMayNot).
+type rule struct {
+	pkg         string
+	mayNot      []string
+	but         []string
+	testsMayNot []string // direct imports of its _test.go files
+	testsBut    []string // the exceptions to testsMayNot
+	why         string
+}
+
+// The project's top-level trees: "nothing of the project".
+var project = []string{"pkg/", "cmd/", "internal/", "hack/", "tests/", "policy", "rego", "manifests/"}
+
+// The layers of the request path, top first.
+var (
+	aboveAdmission  = []string{"pkg/server"}
+	aboveGPUUsage   = append([]string{"pkg/admission"}, aboveAdmission...)
+	aboveDecision   = append([]string{"pkg/gpuusage", "pkg/membership"}, aboveGPUUsage...)
+	aboveLedger     = append([]string{"pkg/decision"}, aboveDecision...)
+	requestPath     = append([]string{"pkg/ledger", "policy"}, aboveLedger...)
+	notShipped      = []string{"internal/", "hack/", "tests/", "cmd/"}
+	shippedCommands = []string{"cmd/webhook", "cmd/gpuadmit", "cmd/nvml-agent"}
+)
+
+func list(groups ...[]string) []string { return slices.Concat(groups...) }
+
+// rules is the layering: one row per package.
+var rules = []rule{
+	// The bottom and the leaves.
+	{pkg: "pkg/effective", mayNot: project, testsMayNot: project, testsBut: []string{"pkg/effective", "internal/fixtures/"},
+		why: "the bottom layer: pure functions of demand and lifecycle; its tests use only the shared fixtures (internal/fixtures)"},
+	{pkg: "pkg/apis/...", mayNot: project, but: []string{"pkg/apis/"},
+		why: "the API types are a leaf every layer may import (defaults and decoding live in pkg/config)"},
+	{pkg: "pkg/resourceversion", mayNot: project, why: "the one reading of a resourceVersion as an order"},
+	{pkg: "pkg/certs", mayNot: project, why: "serving certificates, nothing of admission"},
+	{pkg: "pkg/manifest", mayNot: project, why: "the objects of a manifest file, read for the command line"},
+	{pkg: "pkg/webhookserver", mayNot: project, testsMayNot: list(requestPath, []string{"pkg/config"}),
+		why: "the HTTPS server knows nothing of admission: it only bounds and authenticates"},
+	{pkg: "rego", mayNot: project, why: "the embedded policies"},
+	{pkg: "manifests/webhook", mayNot: project, why: "the webhook's manifests, embedded in the command line"},
+	// Beside pkg/effective: translation of what the cluster wrote.
+	{pkg: "pkg/dra", mayNot: project, but: []string{"pkg/effective"},
+		why: "a claim's demand: pure translation beside pkg/effective"},
+	{pkg: "pkg/devices", mayNot: project, but: []string{"pkg/effective"},
+		why: "the annotation codecs: translation beside pkg/effective"},
+	{pkg: "pkg/config", mayNot: requestPath,
+		why: "the configuration sits below the ledger: every layer reads it"},
+	// The request path, bottom up.
+	{pkg: "pkg/ledger", mayNot: requestPath[1:],
+		why: "the ledger holds what the watches delivered; reservations and decisions are handed to it"},
+	{pkg: "policy", mayNot: project, but: []string{"rego"},
+		why: "the OPA engine knows nothing of the ledger or the decision (pkg/decision joins them)"},
+	{pkg: "pkg/openreports", mayNot: list(aboveLedger, []string{"policy"}),
+		why: "the Reports are an output of the ledger, beside the summaries: nothing on the request path above it"},
+	{pkg: "pkg/decision", mayNot: aboveDecision,
+		why: "the decision is handed the reservations (Request.Reservations); it knows nothing of the replicas"},
+	{pkg: "pkg/gpuusage", mayNot: list([]string{"pkg/membership"}, aboveGPUUsage),
+		why: "the reservations decide through pkg/decision, below; they name what they need of the replicas (Membership)"},
+	{pkg: "pkg/membership", mayNot: list([]string{"pkg/gpuusage", "pkg/decision", "policy"}, aboveGPUUsage),
+		why: "what the replicas know of each other knows nothing of reservations or decisions"},
+	{pkg: "pkg/admission", mayNot: aboveAdmission, why: "the admission handlers sit below the wiring"},
+	{pkg: "pkg/server", why: "the webhook's wiring: the top of the request path"},
+	// Beside the request path: what the command line and the node read.
+	{pkg: "pkg/policysource", mayNot: list([]string{"pkg/ledger"}, aboveLedger),
+		why: "where the policies come from (ConfigMaps, a directory): nothing of the request path but the engine"},
+	{pkg: "pkg/matchcond", mayNot: requestPath, why: "the webhooks' matchConditions, evaluated offline for the command line"},
+	{pkg: "pkg/clusterstate", mayNot: list([]string{"pkg/membership", "pkg/webhookserver"}, aboveGPUUsage),
+		why: "the cluster as the command line reads it: no webhook, no replicas"},
+	{pkg: "pkg/nodeagent", mayNot: project, but: []string{"pkg/devices", "pkg/effective"},
+		why: "the node agent publishes devices; it knows nothing of admission and links no NVML"},
+	{pkg: "pkg/nvmldiscovery", mayNot: project, but: []string{"pkg/devices", "pkg/effective", "pkg/nvmldiscovery/"},
+		why: "NVML discovery, for the node agent only"},
+	{pkg: "pkg/nvmldiscovery/nvmlmock", mayNot: project, why: "a fake NVML for the agent's dry runs"},
+	// The commands.
+	{pkg: "cmd/webhook", why: "the webhook binary: wiring of pkg/server (its fault-injection flags come only with the gpuadmit_testhooks tag)"},
+	{pkg: "cmd/gpuadmit", mayNot: []string{"pkg/server", "pkg/admission", "pkg/webhookserver", "pkg/membership"},
+		why: "the command line decides offline through pkg/decision: it runs no webhook"},
+	{pkg: "cmd/nvml-agent", mayNot: requestPath, why: "the node agent binary knows nothing of admission"},
+	{pkg: "cmd/demo", mayNot: []string{"hack/", "tests/"}, why: "a demo (not shipped): it may use the test harnesses of internal/"},
+	{pkg: "cmd/demo-ha", mayNot: []string{"hack/", "tests/"}, why: "a demo (not shipped): it may use the test harnesses of internal/"},
+	{pkg: "cmd/loadgen", mayNot: []string{"hack/", "tests/"}, why: "a load generator (not shipped): it may use the test harnesses of internal/"},
+}
+
+// covered are the trees every package of which needs a row.
+var covered = []string{"pkg/", "cmd/", "policy", "rego", "manifests/"}
+
+// pkgInfo is what go list says of one package of the module.
+type pkgInfo struct {
+	deps    []string // transitive, production build, relative to the module
+	testImp []string // direct imports of its _test.go files
+}
+
+// TestLayering checks every package of the module against its row.
+func TestLayering(t *testing.T) {
+	pkgs := listPackages(t)
+	used := map[string]bool{}
+	for _, name := range sortedKeys(pkgs) {
+		if !under(name, covered) {
+			continue
 		}
-		checked++
-		for _, dep := range strings.Fields(string(out)) {
-			rel, ok := strings.CutPrefix(dep, module)
-			if !ok || rel == pkg {
-				continue
+		r, ok := ruleFor(name)
+		if !ok {
+			t.Errorf("%s has no row in hack/layering's table (var rules in layering_test.go): add one saying what it may not depend on, e.g.\n"+
+				"\t{pkg: %q, mayNot: %#v, why: \"<what %s is, in one line>\"},\n"+
+				"(mayNot there lists the packages of pkg/ and policy that depend on %s today, which it must never depend on back;\n"+
+				"add the layers above it that none of them covers, or `project, but: []string{...}` for a leaf; \"x/...\" names a whole tree)",
+				name, name, dependents(pkgs, name), name, name)
+			continue
+		}
+		used[r.pkg] = true
+		mayNot := r.mayNot
+		if under(name, []string{"pkg/", "policy", "rego", "manifests/"}) || slices.Contains(shippedCommands, name) {
+			mayNot = list(mayNot, notShipped)
+		}
+		for _, dep := range pkgs[name].deps {
+			if dep != name && forbidden(dep, mayNot, r.but) {
+				t.Errorf("%s depends on %s (go list -deps %s): its row forbids it: %s", name, dep, name, r.why)
 			}
-			for _, b := range bad {
-				if strings.HasPrefix(rel, b) {
-					t.Errorf("%s depends on %s: the request path must not climb (server -> admission -> decision -> ledger -> effective), and what ships must not carry test support or build tooling", pkg, rel)
-				}
+		}
+		for _, imp := range pkgs[name].testImp {
+			if imp != name && forbidden(imp, r.testsMayNot, r.testsBut) {
+				t.Errorf("%s's tests import %s: its row forbids it: %s", name, imp, r.why)
 			}
 		}
 	}
-	if checked != len(forbidden) {
-		t.Fatalf("checked %d packages", checked)
+	for _, r := range rules {
+		if !used[r.pkg] {
+			t.Errorf("hack/layering's row for %s matches no package: remove it (or fix its name)", r.pkg)
+		}
 	}
+}
+
+// TestRulesSeeAClimb feeds the checks a made-up edge per kind of rule, so
+// that a table that matches nothing cannot pass.
+func TestRulesSeeAClimb(t *testing.T) {
+	for _, tc := range []struct{ pkg, dep string }{
+		{"pkg/apis/config/v1alpha1", "pkg/effective"},
+		{"pkg/effective", "pkg/devices"},
+		{"pkg/ledger", "pkg/gpuusage"},
+		{"pkg/decision", "pkg/admission"},
+		{"pkg/dra", "pkg/config"},
+	} {
+		r, ok := ruleFor(tc.pkg)
+		if !ok || !forbidden(tc.dep, r.mayNot, r.but) {
+			t.Errorf("%s -> %s is not forbidden", tc.pkg, tc.dep)
+		}
+	}
+	if r, _ := ruleFor("pkg/apis/config/v1alpha1"); forbidden("pkg/apis/gpuadmit/v1alpha1", r.mayNot, r.but) {
+		t.Error("pkg/apis may import pkg/apis")
+	}
+	if forbidden("pkg/ledgerx", []string{"pkg/ledger"}, nil) || !forbidden("pkg/ledger/feed", []string{"pkg/ledger"}, nil) {
+		t.Error("an entry names a package and what is under it, not a prefix of a name")
+	}
+}
+
+// listPackages runs go list once over the module.
+func listPackages(t *testing.T) map[string]pkgInfo {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{"\t"}}{{join .Deps " "}}{{"\t"}}{{join .TestImports " "}} {{join .XTestImports " "}}`, "./...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v", err)
+	}
+	pkgs := map[string]pkgInfo{}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Split(strings.TrimSuffix(line, "\n"), "\t")
+		if len(f) != 3 {
+			t.Fatalf("go list: unexpected line %q", line)
+		}
+		name, ok := strings.CutPrefix(f[0], module)
+		if !ok {
+			continue
+		}
+		pkgs[name] = pkgInfo{deps: ours(f[1]), testImp: ours(f[2])}
+	}
+	if len(pkgs) < len(rules) {
+		t.Fatalf("go list found %d packages of the module", len(pkgs))
+	}
+	return pkgs
+}
+
+// ours keeps the module's packages of a space-separated list, relative.
+func ours(s string) []string {
+	var out []string
+	for _, p := range strings.Fields(s) {
+		if rel, ok := strings.CutPrefix(p, module); ok {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+// ruleFor is name's row: its own, else the longest "x/..." row above it.
+func ruleFor(name string) (rule, bool) {
+	var best rule
+	found := false
+	for _, r := range rules {
+		if r.pkg == name {
+			return r, true
+		}
+		if tree, ok := strings.CutSuffix(r.pkg, "/..."); ok && (name == tree || strings.HasPrefix(name, tree+"/")) &&
+			(!found || len(r.pkg) > len(best.pkg)) {
+			best, found = r, true
+		}
+	}
+	return best, found
+}
+
+// forbidden: dep is under an entry of mayNot and under none of but.
+func forbidden(dep string, mayNot, but []string) bool {
+	return under(dep, mayNot) && !under(dep, but)
+}
+
+// under: pkg is one of entries or below one ("pkg/" and "pkg" both name
+// every package of pkg/).
+func under(pkg string, entries []string) bool {
+	for _, e := range entries {
+		e = strings.TrimSuffix(e, "/")
+		if pkg == e || strings.HasPrefix(pkg, e+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// dependents are the packages of pkg/ and policy that depend on name.
+func dependents(pkgs map[string]pkgInfo, name string) []string {
+	out := []string{}
+	for _, p := range sortedKeys(pkgs) {
+		if p != name && under(p, []string{"pkg/", "policy"}) && slices.Contains(pkgs[p].deps, name) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]pkgInfo) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

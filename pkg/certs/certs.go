@@ -1,7 +1,6 @@
 package certs
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -166,11 +165,6 @@ func (b *Bundle) Fresh(names []string, ips []net.IP, now time.Time, renewBefore 
 
 // Certificate is the serving certificate for tls.Config.
 func (b *Bundle) Certificate() *tls.Certificate { return b.serving }
-
-// SameCA reports whether caBundle already is exactly this bundle's CA.
-func (b *Bundle) SameCA(caBundle []byte) bool {
-	return bytes.Equal(bytes.TrimSpace(caBundle), bytes.TrimSpace(b.CACert))
-}
 
 func pemBlock(typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})

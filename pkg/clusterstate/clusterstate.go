@@ -15,7 +15,7 @@ import (
 // pageSize is the number of objects asked for per list request.
 const pageSize = 500
 
-// State is what Read found.
+// State is what ReadWithProgress found.
 type State struct {
 	// Objects holds the Pods, Nodes and ResourceQuotas (Workloads and
 	// Skipped stay empty).
@@ -30,17 +30,12 @@ type State struct {
 	progress func(pods int)
 }
 
-// Read lists the cluster's Pods, Nodes and ResourceQuotas. namespaces are
-// the namespaces the caller reports on: nil means every namespace; else
-// only their ResourceQuotas and Namespace objects (for their labels) are
-// read, and their pods are what is listed when listing every namespace's
-// pods is forbidden.
-func Read(ctx context.Context, c kubernetes.Interface, namespaces []string) (*State, error) {
-	return ReadWithProgress(ctx, c, namespaces, nil)
-}
-
-// ReadWithProgress is Read telling progress (when not nil) the number of
-// pods listed so far after each page of pods, for a command line that
+// ReadWithProgress lists the cluster's Pods, Nodes and ResourceQuotas.
+// namespaces are the namespaces the caller reports on: nil means every
+// namespace; else only their ResourceQuotas and Namespace objects (for their
+// labels) are read, and their pods are what is listed when listing every
+// namespace's pods is forbidden. progress, when not nil, is told the number
+// of pods listed so far after each page of pods, for a command line that
 // shows a long read's progress.
 func ReadWithProgress(ctx context.Context, c kubernetes.Interface, namespaces []string, progress func(pods int)) (*State, error) {
 	st := &State{Objects: &manifest.Objects{}, progress: progress}

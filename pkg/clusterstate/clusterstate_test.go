@@ -100,7 +100,7 @@ func TestRead(t *testing.T) {
 			for _, f := range tt.forbidden {
 				forbid(c, f[0], f[1])
 			}
-			st, err := clusterstate.Read(context.Background(), c, tt.namespaces)
+			st, err := clusterstate.ReadWithProgress(context.Background(), c, tt.namespaces, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)

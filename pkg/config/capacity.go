@@ -16,7 +16,8 @@ import (
 // and the DRA inventory's bound take. It reads a copy: later changes to c
 // do not show.
 func MaxDeviceMemoryMiB(c *Configuration) func(family string) int64 {
-	return c.Capacity.DeepCopy().MaxDeviceMemoryMiBFor
+	cp := c.Capacity.DeepCopy()
+	return func(family string) int64 { return maxDeviceMemoryMiBFor(cp, family) }
 }
 
 // validateCapacity checks capacity.maxDeviceMemoryMiB: every bound
@@ -39,4 +40,20 @@ func validateCapacity(c *Configuration) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// maxDeviceMemoryMiBFor is the bound of family's devices (MiB) in a
+// defaulted configuration: its own entry, else the "default" entry, else
+// DefaultMaxDeviceMemoryMiB.
+func maxDeviceMemoryMiBFor(c *configv1alpha1.Capacity, family string) int64 {
+	if c == nil {
+		return DefaultMaxDeviceMemoryMiB
+	}
+	if b, ok := c.MaxDeviceMemoryMiB[family]; ok {
+		return b
+	}
+	if b, ok := c.MaxDeviceMemoryMiB[configv1alpha1.DefaultFamilyBound]; ok {
+		return b
+	}
+	return DefaultMaxDeviceMemoryMiB
 }

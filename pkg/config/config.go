@@ -22,7 +22,7 @@ type Configuration = configv1alpha1.Configuration
 // Default returns the configuration used when no file is given.
 func Default() *Configuration {
 	c := &Configuration{}
-	configv1alpha1.SetDefaults_Configuration(c)
+	SetDefaults(c)
 	return c
 }
 
@@ -52,6 +52,7 @@ func codecs() serializer.CodecFactory {
 	if err := configv1alpha1.AddToScheme(scheme); err != nil {
 		panic(err) // a programming error: the scheme is ours
 	}
+	scheme.AddTypeDefaultingFunc(&Configuration{}, func(obj any) { SetDefaults(obj.(*Configuration)) })
 	return serializer.NewCodecFactory(scheme, serializer.EnableStrict)
 }
 
@@ -82,7 +83,7 @@ func parse(data []byte, dir string) (*Configuration, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	configv1alpha1.SetDefaults_Configuration(cfg)
+	SetDefaults(cfg)
 	if errs := Validate(cfg); len(errs) > 0 {
 		return nil, nil, errs.ToAggregate()
 	}

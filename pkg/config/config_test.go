@@ -323,7 +323,7 @@ func TestHAMiConfigPath(t *testing.T) {
 // nothing, every default is valid, and it reads HAMi's device defaults.
 func TestDefaultsInOnePlace(t *testing.T) {
 	c := &config.Configuration{}
-	configv1alpha1.SetDefaults_Configuration(c)
+	config.SetDefaults(c)
 	if !equality.Semantic.DeepEqual(c, config.Default()) {
 		t.Errorf("SetDefaults(zero) = %s, Default() = %s", dump(c), dump(config.Default()))
 	}

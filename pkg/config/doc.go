@@ -4,7 +4,7 @@
 // so that both decide with the same settings: Load and Parse decode a file
 // strictly through a codec (an unknown key of gpuadmit's own sections is an
 // error naming it), read the HAMi file the devices section names, set the
-// defaults (configv1alpha1.SetDefaults_Configuration, the one place) and
+// defaults (SetDefaults, the one place) and
 // validate every value (Validate: field paths in the errors).
 //
 // The devices section is HAMi's device config, inline or the path of an

@@ -78,13 +78,6 @@ func (t *table[K]) get(k K, mk func(*builder) *ast.Term) *ast.Term {
 	return term
 }
 
-// len is how many terms t holds.
-func (t *table[K]) len() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return len(t.terms)
-}
-
 // labelTable keeps each namespace's labels' term with the labels it was
 // made from: a term serves while the namespace's labels are equal to them.
 type labelTable struct {

@@ -162,3 +162,10 @@ func TestMemoDocumentsEqualUnmemoized(t *testing.T) {
 		}
 	}
 }
+
+// len is how many terms t holds.
+func (t *table[K]) len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.terms)
+}

@@ -203,13 +203,3 @@ func IluvatarAnnotations(commonWord string) BackendAnnotations {
 		PodToAllocate: fmt.Sprintf("hami.io/%s-devices-to-allocate", commonWord),
 		Types:         []string{commonWord}, MemoryUnit: UnitMiB, CoreUnit: UnitPercent}
 }
-
-// HAMiBackend returns the entry of HAMiAnnotations whose Backend is name.
-func HAMiBackend(name string) (BackendAnnotations, bool) {
-	for _, b := range HAMiAnnotations() {
-		if b.Backend == name {
-			return b, true
-		}
-	}
-	return BackendAnnotations{}, false
-}

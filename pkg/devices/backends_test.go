@@ -135,41 +135,6 @@ func TestDecodeAllocationHAMiFixtures(t *testing.T) {
 	}
 }
 
-func TestDecodeMetaxSGPUAllocation(t *testing.T) {
-	// pkg/device/metax/protocol_test.go TestConvertHAMIPodDeviceToMetaxPodDevice (its expected value, as JSON).
-	in := `[[{"uuid":"GPU-a16ac188-0592-5c8f-2b6e-8bd8e7a604a0","compute":50,"vRam":10},{"uuid":"GPU-a16ac188-0592-5c8f-2b6e-8bd8e7a604a1","compute":30,"vRam":1024}],` +
-		`[{"uuid":"GPU-a16ac188-0592-5c8f-2b6e-8bd8e7a604a3","compute":20,"vRam":10240},{"uuid":"GPU-a16ac188-0592-5c8f-2b6e-8bd8e7a604a7","compute":80,"vRam":65536}]]`
-	got, err := devices.DecodeMetaxSGPUAllocation(in)
-	want := [][]devices.ContainerDevice{
-		{{UUID: "GPU-a16ac188-0592-5c8f-2b6e-8bd8e7a604a0", Type: "Metax-SGPU", UsedMem: 10, UsedCores: 50},
-			{UUID: "GPU-a16ac188-0592-5c8f-2b6e-8bd8e7a604a1", Type: "Metax-SGPU", UsedMem: 1024, UsedCores: 30}},
-		{{UUID: "GPU-a16ac188-0592-5c8f-2b6e-8bd8e7a604a3", Type: "Metax-SGPU", UsedMem: 10240, UsedCores: 20},
-			{UUID: "GPU-a16ac188-0592-5c8f-2b6e-8bd8e7a604a7", Type: "Metax-SGPU", UsedMem: 65536, UsedCores: 80}},
-	}
-	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("got %+v, %v", got, err)
-	}
-	if got, err := devices.DecodeMetaxSGPUAllocation(`[[],[{"uuid":"a","vRam":1}]]`); err != nil || len(got) != 2 || got[0] != nil {
-		t.Errorf("device-less first container: %+v, %v", got, err)
-	}
-	if got, err := devices.DecodeMetaxSGPUAllocation(" "); got != nil || err != nil {
-		t.Errorf("empty: %+v, %v", got, err)
-	}
-	for in, wantErr := range map[string]string{
-		`[[{"vRam":1}]]`:                "container 0, device 0: UUID \"\" is empty",
-		`[[],[{"uuid":"a","vRam":-1}]]`: "container 1, device 0: negative usage",
-		`[[{"uuid":"a,b"}]]`:            "contains one of ,:;",
-		`{"uuid":"a"}`:                  "not a JSON array",
-		`[[{"uuid":"a","vRam":"1"}]]`:   "cannot unmarshal string",
-		`[[]] x`:                        "trailing data",
-	} {
-		if _, err := devices.DecodeMetaxSGPUAllocation(in); err == nil || !strings.Contains(err.Error(), wantErr) ||
-			!strings.HasPrefix(err.Error(), devices.MetaxSGPUAllocatedAnnotation) {
-			t.Errorf("%s: error %v, want %q", in, err, wantErr)
-		}
-	}
-}
-
 func TestBackendPodAssignment(t *testing.T) {
 	ascend := devices.AscendAnnotations("Ascend910B2")
 	pod := testpod.New("p").Init("setup", testpod.CPU("1")).App("a", testpod.CPU("1")).

@@ -6,7 +6,7 @@
 //   - hami.io/node-nvidia-register on a Node (written by HAMi's nvidia device
 //     plugin: DecodeHAMiNodeRegister, into gpuadmit Devices),
 //   - hami.io/vgpu-devices-allocated on a Pod (written by a HAMi-style
-//     scheduler: DecodePodAllocation, PodAssignment),
+//     scheduler: DecodeAllocation, PodAssignment),
 //   - and the same two kinds of annotation of every other HAMi device
 //     backend (Ascend, Cambricon, Hygon, MetaX, Enflame, Moore Threads,
 //     Iluvatar, Kunlunxin, AWS Neuron, AMD, Vastai, Biren).
@@ -16,9 +16,9 @@
 // colon list, a vendor's own JSON, or none when HAMi derives the devices
 // from node capacity), the Pod annotations its assignment is written to,
 // the Type strings of their entries, and the units of their figures.
-// BackendAnnotations.DecodeNodeRegister and PodAssignment decode a
-// backend's annotations; DecodeHAMiRegister, DecodeMetaxSGPURegister,
-// DecodeEnflameDRSCapacity, DecodeAllocation and DecodeMetaxSGPUAllocation
+// BackendAnnotations.DecodeNodeRegister decodes a backend's Node
+// annotation and PodAssignmentOf its Pod annotation; DecodeHAMiRegister,
+// DecodeMetaxSGPURegister, DecodeEnflameDRSCapacity and DecodeAllocation
 // decode one encoding each.
 //
 // Decoders never guess: malformed input is an error that says what and

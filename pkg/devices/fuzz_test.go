@@ -126,24 +126,3 @@ func checkRegistered(t *testing.T, b devices.BackendAnnotations, s string, devs 
 		t.Fatalf("%s: round trip of %q: %+v, %v; want %+v", b.Backend, enc, back, err, devs)
 	}
 }
-
-func FuzzDecodeMetaxSGPUAllocation(f *testing.F) {
-	for _, s := range []string{`[[{"uuid":"GPU-a0","compute":50,"vRam":10},{"uuid":"GPU-a1","compute":30,"vRam":1024}],[]]`,
-		`[]`, `[null]`, `[[null]]`, `[[{"uuid":""}]]`, `{}`, `[[{"uuid":"a","vRam":9223372036854775808}]]`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		ctrs, err := devices.DecodeMetaxSGPUAllocation(s)
-		if err != nil {
-			return
-		}
-		enc, err := devices.EncodePodAllocation(ctrs)
-		if err != nil {
-			t.Fatalf("decoded %q but cannot encode %+v: %v", s, ctrs, err)
-		}
-		back, err := devices.DecodeAllocation("k", enc)
-		if err != nil || len(back) != len(ctrs) {
-			t.Fatalf("round trip of %q -> %q: %+v, %v", s, enc, back, err)
-		}
-	})
-}

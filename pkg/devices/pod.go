@@ -18,19 +18,13 @@ type ContainerDevice struct {
 	UsedCores int64 // in the backend's CoreUnit: percent of the device for most
 }
 
-// DecodePodAllocation parses hami.io/vgpu-devices-allocated: one segment per
-// container, separated by ';' (init containers first, then app containers, in
-// spec order), each device "UUID,Type,Usedmem,Usedcores" followed by ':'. An
-// empty segment is a container without devices. The ';' that ends the last
-// segment is optional.
-func DecodePodAllocation(value string) ([][]ContainerDevice, error) {
-	return DecodeAllocation(PodAllocatedAnnotation, value)
-}
-
 // DecodeAllocation parses the Pod annotation key of any HAMi backend that
 // writes HAMi's per-container format (every BackendAnnotations.PodAllocated
-// key; DecodePodAllocation describes the format). key names the annotation
-// in the errors.
+// key, hami.io/vgpu-devices-allocated among them): one segment per
+// container, separated by ';' (init containers first, then app containers,
+// in spec order), each device "UUID,Type,Usedmem,Usedcores" followed by ':'.
+// An empty segment is a container without devices. The ';' that ends the
+// last segment is optional. key names the annotation in the errors.
 func DecodeAllocation(key, value string) ([][]ContainerDevice, error) {
 	if strings.TrimSpace(value) == "" {
 		return nil, nil
@@ -78,41 +72,12 @@ func decodeContainerDevice(item string) (ContainerDevice, error) {
 	return d, nil
 }
 
-// validate checks that d can be written in HAMi's per-container format.
-func (d ContainerDevice) validate() error {
-	switch {
-	case strings.TrimSpace(d.UUID) == "" || strings.ContainsAny(d.UUID, ",:;"):
-		return fmt.Errorf("UUID %q is empty or contains one of ,:;", d.UUID)
-	case strings.ContainsAny(d.Type, ",:;"):
-		return fmt.Errorf("type %q contains one of ,:;", d.Type)
-	case d.UsedMem < 0 || d.UsedCores < 0:
-		return fmt.Errorf("negative usage (memory %d, cores %d)", d.UsedMem, d.UsedCores)
-	}
-	return nil
-}
-
 func nonNegative(field, s string) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	if err != nil || n < 0 {
 		return 0, fmt.Errorf("%s %q is not a non-negative integer", field, s)
 	}
 	return n, nil
-}
-
-// EncodePodAllocation renders per-container devices (init containers first,
-// then app containers) in the hami.io/vgpu-devices-allocated format.
-func EncodePodAllocation(ctrs [][]ContainerDevice) (string, error) {
-	var b strings.Builder
-	for ci, devs := range ctrs {
-		for di, d := range devs {
-			if err := d.validate(); err != nil {
-				return "", fmt.Errorf("%s: container %d, device %d: %w", PodAllocatedAnnotation, ci, di, err)
-			}
-			fmt.Fprintf(&b, "%s,%s,%d,%d:", d.UUID, d.Type, d.UsedMem, d.UsedCores)
-		}
-		b.WriteByte(';')
-	}
-	return b.String(), nil
 }
 
 // GpushareIndexAnnotation is the pod annotation Aliyun's gpushare
@@ -131,15 +96,6 @@ func GpushareDevice(idx int) string { return "aliyun-gpu-" + strconv.Itoa(idx) }
 // error: positions would be ambiguous, and roles are never guessed.
 func PodAssignment(pod *corev1.Pod) (effective.Assignment, error) {
 	return PodAssignmentOf(pod, PodAllocatedAnnotation)
-}
-
-// PodAssignment is PodAssignmentOf the first of b.PodAllocated, the
-// annotation HAMi books b's usage from; a backend without one assigns nothing.
-func (b BackendAnnotations) PodAssignment(pod *corev1.Pod) (effective.Assignment, error) {
-	if len(b.PodAllocated) == 0 {
-		return nil, nil
-	}
-	return PodAssignmentOf(pod, b.PodAllocated[0])
 }
 
 // PodAssignmentOf is PodAssignment of the pod's annotation key, in HAMi's

@@ -265,22 +265,3 @@ func (b BackendAnnotations) DecodeNodeRegister(nodeName, value string) ([]HAMiDe
 	}
 	return devs, nil
 }
-
-// EncodeHAMiRegister renders devices in HAMi's JSON registration format
-// (every field written, index included), which DecodeHAMiRegister reads back.
-func EncodeHAMiRegister(devs []HAMiDevice) (string, error) {
-	if err := validateHAMiDevices(devs); err != nil {
-		return "", err
-	}
-	raw := make([]hamiJSONDevice, 0, len(devs))
-	for _, d := range devs {
-		idx := int64(d.Index)
-		raw = append(raw, hamiJSONDevice{ID: d.ID, Index: &idx, Count: d.Count, Devmem: d.MemoryMiB, Devcore: d.Cores,
-			Type: d.Type, Numa: d.Numa, Mode: d.Mode, Health: d.Healthy})
-	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return "", err
-	}
-	return string(b), nil
-}

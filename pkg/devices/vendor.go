@@ -156,38 +156,3 @@ func drsDeviceFigures(d drsDevice, position int) (int, int64, error) {
 	}
 	return idx, count, nil
 }
-
-// metaxSAllocation is one device of MetaX's copy of an sGPU assignment.
-type metaxSAllocation struct {
-	UUID    string `json:"uuid"`
-	Compute int64  `json:"compute"`
-	VRam    int64  `json:"vRam"`
-}
-
-// DecodeMetaxSGPUAllocation parses metax-tech.com/gpu-devices-allocated,
-// MetaX's JSON copy of an sGPU assignment ([[{"uuid","compute","vRam"}],...],
-// one array per container as in hami.io/metax-sgpu-devices-allocated), into
-// the same form as DecodePodAllocation (type "Metax-SGPU", vRam in MiB,
-// compute in percent). An empty value is no assignment.
-func DecodeMetaxSGPUAllocation(value string) ([][]ContainerDevice, error) {
-	key := MetaxSGPUAllocatedAnnotation
-	v := strings.TrimSpace(value)
-	if v == "" {
-		return nil, nil
-	}
-	var raw [][]metaxSAllocation
-	if err := decodeJSONArray(v, &raw); err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
-	}
-	out := make([][]ContainerDevice, len(raw))
-	for ci, ctr := range raw {
-		for di, a := range ctr {
-			d := ContainerDevice{UUID: a.UUID, Type: "Metax-SGPU", UsedMem: a.VRam, UsedCores: a.Compute}
-			if err := d.validate(); err != nil {
-				return nil, fmt.Errorf("%s: container %d, device %d: %w", key, ci, di, err)
-			}
-			out[ci] = append(out[ci], d)
-		}
-	}
-	return out, nil
-}

@@ -33,9 +33,9 @@ func BenchmarkDemandsWholeDevices(b *testing.B) {
 }
 
 // BenchmarkDemandsHostileSelector: a claim whose selector costs ~143,000
-// cost units per device, over 65 devices (~4.5 s if evaluated on each):
-// the claim's CEL budget bounds it, on a fresh inventory every time (no
-// memo helps).
+// cost units per device, over 65 devices (what evaluating it on each would
+// take: docs/performance.md): the claim's CEL budget bounds it, on a fresh
+// inventory every time (no memo helps).
 func BenchmarkDemandsHostileSelector(b *testing.B) {
 	c := chargerWith(b)
 	s := spec(exact("gpu", gpuClass, 1, costly))

@@ -1,8 +1,9 @@
 // Package membership is what the webhook replicas know of each other: each
-// publishes, in a Lease in the server's namespace renewed every second, how
-// far its pod watch got and where it takes forwarded reviews (while hurried,
-// Hurry: within 100 ms of a change of its progress, as reservations wait for
-// it); each reads the others' Leases from its informer every 50 ms and tells
+// publishes, in a Lease in the server's namespace renewed every renewEvery,
+// how far its pod watch got and where it takes forwarded reviews (while
+// hurried, Hurry: within progressEvery of a change of its progress, as
+// reservations wait for it); each reads the others' Leases from its informer
+// every observeEvery (members.go holds the intervals) and tells
 //
 //   - MinLive: the least pod-watch progress over the live replicas (a
 //     recorded reservation may be removed once every live replica's watch

@@ -309,18 +309,4 @@ func (p *Members) MinLive() (string, bool) {
 	return least, true
 }
 
-// Live lists the replicas this one considers live (for logs and tests).
-func (p *Members) Live() []string {
-	now := p.clock.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := []string{p.leaseName(p.replica)}
-	for name, o := range p.observed {
-		if name != p.leaseName(p.replica) && now.Sub(o.at) < leaseDuration {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
 func (o *observation) String() string { return fmt.Sprintf("%s at %s", o.progress, o.at) }

@@ -130,7 +130,9 @@ func (s *Server) NeedLeaderElection() bool { return false }
 // Register adds a handler (before Start).
 func (s *Server) Register(path string, hook http.Handler) { s.mux.Handle(path, hook) }
 
-// WebhookMux returns the server's mux.
+// WebhookMux returns the server's mux. It is not dead code: controller-runtime's
+// webhook.Server interface requires it, and the manager runs this server as
+// its webhook server (manager.Options.WebhookServer).
 func (s *Server) WebhookMux() *http.ServeMux { return s.mux }
 
 // Start serves until ctx ends, then shuts down gracefully: requests in

@@ -14,11 +14,6 @@ type Audit struct {
 	OpenReports *bool `json:"openReports,omitempty"`
 }
 
-func setDefaultsAudit(c *Configuration) {
-	c.Audit = orNew(c.Audit)
-	setDefault(&c.Audit.OpenReports, false)
-}
-
 // OpenReportsEnabled reports whether the OpenReports writer runs (a
 // defaulted configuration).
 func (c *Configuration) OpenReportsEnabled() bool {

@@ -1,11 +1,5 @@
 package v1alpha1
 
-import (
-	"maps"
-
-	"github.com/gpuadmit/gpuadmit/pkg/devices"
-)
-
 // Capacity says how far gpuadmit believes the device capacity nodes
 // announce (the node agent's gpuadmit.io/gpu-devices, HAMi's
 // hami.io/node-*-register annotations).
@@ -22,35 +16,3 @@ type Capacity struct {
 // DefaultFamilyBound is the key of Capacity.MaxDeviceMemoryMiB that bounds
 // every family not named.
 const DefaultFamilyBound = "default"
-
-// DefaultMaxDeviceMemoryMiB is the default bound of every family: 1 TiB
-// (devices.DefaultMaxDeviceMemoryMiB).
-const DefaultMaxDeviceMemoryMiB = devices.DefaultMaxDeviceMemoryMiB
-
-func setDefaultsCapacity(c *Configuration) {
-	c.Capacity = orNew(c.Capacity)
-	if _, ok := c.Capacity.MaxDeviceMemoryMiB[DefaultFamilyBound]; !ok {
-		m := maps.Clone(c.Capacity.MaxDeviceMemoryMiB)
-		if m == nil {
-			m = map[string]int64{}
-		}
-		m[DefaultFamilyBound] = DefaultMaxDeviceMemoryMiB
-		c.Capacity.MaxDeviceMemoryMiB = m
-	}
-}
-
-// MaxDeviceMemoryMiBFor is the bound of family's devices (MiB) in a
-// defaulted configuration: its own entry, else the "default" entry, else
-// DefaultMaxDeviceMemoryMiB.
-func (c *Capacity) MaxDeviceMemoryMiBFor(family string) int64 {
-	if c == nil {
-		return DefaultMaxDeviceMemoryMiB
-	}
-	if b, ok := c.MaxDeviceMemoryMiB[family]; ok {
-		return b
-	}
-	if b, ok := c.MaxDeviceMemoryMiB[DefaultFamilyBound]; ok {
-		return b
-	}
-	return DefaultMaxDeviceMemoryMiB
-}

@@ -2,8 +2,9 @@
 // v1alpha1, kind Configuration: the one file the webhook server and the
 // command line (--config) read, so that both decide with the same
 // settings. Every field is optional (a pointer: unset is distinguishable
-// from an explicit zero); SetDefaults_Configuration sets the defaults, in
-// one place; pkg/config decodes a file strictly and validates it.
+// from an explicit zero); pkg/config sets the defaults, in one place
+// (config.SetDefaults), decodes a file strictly and validates it. Like every
+// package of pkg/apis, this one imports nothing of the project.
 //
 // The devices section is HAMi's device config and is read leniently: the
 // keys gpuadmit reads are typed, every other key is reported as ignored.

@@ -1,11 +1,9 @@
 package v1alpha1
 
-import "github.com/gpuadmit/gpuadmit/pkg/effective"
-
 // DRA says which Dynamic Resource Allocation DeviceClasses gpuadmit governs
 // and how the devices a ResourceClaim asks of each are charged. Omitted,
-// the shipped classes are governed (DefaultDeviceClasses); an empty list
-// governs none.
+// the shipped classes are governed (pkg/config's DefaultDeviceClasses); an
+// empty list governs none.
 type DRA struct {
 	// DeviceClasses are the governed classes, each charged to a family.
 	DeviceClasses []DeviceClass `json:"deviceClasses"`
@@ -73,36 +71,3 @@ const (
 	// NvidiaMIGClass is NVIDIA's DRA driver's class for MIG devices.
 	NvidiaMIGClass = "mig.nvidia.com"
 )
-
-// DefaultDeviceClasses are the classes governed when the configuration has
-// no dra section: HAMi-DRA's and NVIDIA's, charged to the nvidia family.
-func DefaultDeviceClasses() []DeviceClass {
-	hundred := int64(100)
-	nvidiaType := func(t string) []string {
-		return []string{"device.driver == '" + NvidiaGPUClass + "' && device.attributes['" + NvidiaGPUClass + "'].type == '" + t + "'"}
-	}
-	return []DeviceClass{
-		{Name: HAMiDRAClass, Mode: DeviceClassCapacity, Driver: HAMiDRAClass,
-			Selectors: []string{`device.driver == "` + HAMiDRAClass + `" && device.attributes["` + HAMiDRAClass + `"].type == "hami-gpu"`}},
-		{Name: NvidiaGPUClass, Mode: DeviceClassDevice, Driver: NvidiaGPUClass, CoresPerDevice: &hundred, Selectors: nvidiaType("gpu")},
-		{Name: NvidiaMIGClass, Mode: DeviceClassDevice, Driver: NvidiaGPUClass, Selectors: nvidiaType("mig")},
-	}
-}
-
-func setDefaultsDRA(c *Configuration) {
-	if c.DRA == nil {
-		c.DRA = &DRA{DeviceClasses: DefaultDeviceClasses()}
-	}
-	if c.DRA.NetworkPoolDrivers == nil {
-		c.DRA.NetworkPoolDrivers = []string{AnyDriver}
-	}
-	for i := range c.DRA.DeviceClasses {
-		dc := &c.DRA.DeviceClasses[i]
-		if dc.Family == "" {
-			dc.Family = effective.NvidiaName
-		}
-		setDefault(&dc.MemoryCapacity, "memory")
-		setDefault(&dc.CoresCapacity, "cores")
-		setDefault(&dc.CoresPerDevice, 0)
-	}
-}

@@ -15,9 +15,9 @@ const (
 // SchemeGroupVersion is config.gpuadmit.io/v1alpha1.
 var SchemeGroupVersion = schema.GroupVersion{Group: Group, Version: Version}
 
-// AddToScheme registers Configuration and its defaulting function.
+// AddToScheme registers Configuration (pkg/config adds its defaulting
+// function: the defaults are set there, in one place).
 func AddToScheme(s *runtime.Scheme) error {
 	s.AddKnownTypes(SchemeGroupVersion, &Configuration{})
-	s.AddTypeDefaultingFunc(&Configuration{}, func(obj any) { SetDefaults_Configuration(obj.(*Configuration)) })
 	return nil
 }

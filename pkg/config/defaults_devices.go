@@ -1,8 +1,9 @@
-package v1alpha1
+package config
 
 import (
 	"k8s.io/utils/ptr"
 
+	configv1alpha1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
@@ -10,7 +11,7 @@ import (
 // the default of its family in effective.HAMiFamilies (a chip of vnpus or
 // iluvatars that HAMiFamilies does not know keeps its keys unset), and
 // gpushare's memory unit to GiB.
-func setDefaultsSections(d *Devices) {
+func setDefaultsSections(d *configv1alpha1.Devices) {
 	bySection := map[string]effective.Family{}
 	byName := map[string]effective.Family{}
 	for _, f := range effective.HAMiFamilies() {
@@ -46,7 +47,7 @@ func setDefaultsSections(d *Devices) {
 }
 
 // setDefaultsRest defaults the sections after mthreads, in the chart's order.
-func setDefaultsRest(d *Devices, byName, bySection map[string]effective.Family) {
+func setDefaultsRest(d *configv1alpha1.Devices, byName, bySection map[string]effective.Family) {
 	for i := range d.Iluvatars {
 		setDefaultsIluvatar(&d.Iluvatars[i], bySection)
 	}
@@ -70,11 +71,11 @@ func setDefaultsRest(d *Devices, byName, bySection map[string]effective.Family) 
 		}
 	}
 	if d.Gpushare != nil {
-		setDefault(&d.Gpushare.MemoryUnit, MemoryUnitGiB)
+		setDefault(&d.Gpushare.MemoryUnit, configv1alpha1.MemoryUnitGiB)
 	}
 }
 
-func setDefaultsNamed(n *NamedDevices, f effective.Family) {
+func setDefaultsNamed(n *configv1alpha1.NamedDevices, f effective.Family) {
 	if n == nil {
 		return
 	}
@@ -83,14 +84,14 @@ func setDefaultsNamed(n *NamedDevices, f effective.Family) {
 	setDefaultName(&n.ResourceCoreName, f.Names.Cores)
 }
 
-func setDefaultsCount(c *CountDevices, f effective.Family) {
+func setDefaultsCount(c *configv1alpha1.CountDevices, f effective.Family) {
 	if c != nil {
 		setDefaultName(&c.ResourceCountName, f.Names.Count)
 	}
 }
 
 // setDefaultsIluvatar defaults a chip HAMiFamilies knows.
-func setDefaultsIluvatar(c *IluvatarDevices, bySection map[string]effective.Family) {
+func setDefaultsIluvatar(c *configv1alpha1.IluvatarDevices, bySection map[string]effective.Family) {
 	if c.ChipName == nil {
 		return
 	}
@@ -105,7 +106,7 @@ func setDefaultsIluvatar(c *IluvatarDevices, bySection map[string]effective.Fami
 }
 
 // setDefaultsVNPU defaults a chip HAMiFamilies knows.
-func setDefaultsVNPU(c *VNPUConfig, bySection map[string]effective.Family) {
+func setDefaultsVNPU(c *configv1alpha1.VNPUConfig, bySection map[string]effective.Family) {
 	if c.ChipName == nil {
 		return
 	}
@@ -127,7 +128,7 @@ func setDefaultsVNPU(c *VNPUConfig, bySection map[string]effective.Family) {
 	c.Templates = nil
 	for _, t := range f.Templates {
 		if t.MemMiB > 0 {
-			c.Templates = append(c.Templates, VNPUTemplate{Name: ptr.To(t.Name), Memory: ptr.To(t.MemMiB)})
+			c.Templates = append(c.Templates, configv1alpha1.VNPUTemplate{Name: ptr.To(t.Name), Memory: ptr.To(t.MemMiB)})
 		}
 	}
 }
