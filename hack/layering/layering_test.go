@@ -1,6 +1,8 @@
 // Package layering_test keeps the request path going one way, down:
 // server -> admission -> gpuusage (the reservation store) -> decision ->
-// ledger -> effective, with membership beside gpuusage. A package may
+// ledger -> effective, with membership beside gpuusage; the rooms the
+// server wires (metrics, forward, policysync, events, election,
+// webhookcheck) sit below it and beside admission. A package may
 // depend on the ones below it, never on one above; pkg/effective depends on
 // nothing of the project. No package of pkg/ and no production command
 // (cmd/webhook, cmd/gpuadmit, cmd/nvml-agent) depends on test support
@@ -35,6 +37,15 @@ func TestRequestPathGoesDown(t *testing.T) {
 		// The Reports are an output of the ledger, beside the summaries:
 		// nothing on the request path.
 		"pkg/openreports": {"pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "policy"},
+		// The rooms pkg/server wires never reach back up to the wiring or
+		// the handlers; the collectors read the ledger and the
+		// reservations, the others only what they are handed.
+		"pkg/metrics":      {"pkg/admission", "pkg/server", "pkg/membership", "internal/", "hack/", "cmd/"},
+		"pkg/forward":      {"pkg/admission", "pkg/server", "pkg/gpuusage", "pkg/decision", "pkg/ledger", "pkg/membership", "policy"},
+		"pkg/policysync":   {"pkg/admission", "pkg/server", "pkg/gpuusage", "pkg/decision", "pkg/ledger", "pkg/membership"},
+		"pkg/events":       {"pkg/", "policy"},
+		"pkg/election":     {"pkg/", "policy"},
+		"pkg/webhookcheck": {"pkg/admission", "pkg/server", "pkg/gpuusage", "pkg/decision", "pkg/ledger", "pkg/membership", "policy"},
 		// The HTTPS server knows nothing of admission: it only bounds and authenticates.
 		"pkg/webhookserver": {"pkg/", "policy", "internal/", "hack/", "cmd/"},
 		// What ships: no test support, no build tooling. cmd/webhook's

@@ -1,4 +1,4 @@
-package server
+package webhookcheck
 
 import (
 	"context"
@@ -84,7 +84,7 @@ func TestWebhookCheckMatchConditions(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			c, err := newWebhookCheck(fake.NewClientset(registered(10, tt.templates, tt.registered...)...),
+			c, err := New(fake.NewClientset(registered(10, tt.templates, tt.registered...)...),
 				Options{Config: tt.cfg, MutatingWebhook: "gpuadmit", ValidatingWebhook: "gpuadmit", Registry: reg})
 			if err != nil {
 				t.Fatal(err)
@@ -121,7 +121,7 @@ func TestWebhookCheckReviewTimeout(t *testing.T) {
 	} {
 		cfg := config.Default()
 		cfg.Admission.ReviewTimeout = &metav1.Duration{Duration: tt.review}
-		c, err := newWebhookCheck(fake.NewClientset(registered(tt.timeout, true, nvidiaNames...)...),
+		c, err := New(fake.NewClientset(registered(tt.timeout, true, nvidiaNames...)...),
 			Options{Config: cfg, MutatingWebhook: "gpuadmit", ValidatingWebhook: "gpuadmit", Registry: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatal(err)
@@ -156,7 +156,7 @@ func TestWebhookCheckReviewTimeout(t *testing.T) {
 func TestWebhookCheckNothingRegistered(t *testing.T) {
 	cfg := config.Default()
 	cfg.Admission.ReviewTimeout = &metav1.Duration{Duration: time.Minute}
-	c, err := newWebhookCheck(fake.NewClientset(), Options{Config: cfg, MutatingWebhook: "gpuadmit", ValidatingWebhook: "gpuadmit",
+	c, err := New(fake.NewClientset(), Options{Config: cfg, MutatingWebhook: "gpuadmit", ValidatingWebhook: "gpuadmit",
 		Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
