@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
@@ -40,6 +41,7 @@ type Check struct {
 	// ResourceClaimTemplate must reach the webhooks too.
 	templates  bool
 	mismatches *prometheus.GaugeVec
+	clock      clock.WithTicker
 	log        logr.Logger
 }
 
@@ -62,11 +64,16 @@ type Options struct {
 	MutatingWebhook, ValidatingWebhook string
 	// Registry receives gpuadmit_webhook_configuration_mismatches.
 	Registry prometheus.Registerer
-	Log      logr.Logger
+	// Clock times the checks after the first (default the wall clock).
+	Clock clock.WithTicker
+	Log   logr.Logger
 }
 
 // New builds the Check of opts, reading the configurations through kube.
 func New(kube kubernetes.Interface, opts Options) (*Check, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuadmit_webhook_configuration_mismatches",
 		Help: "Per gpuadmit webhook: governed resource names its matchConditions do not send to gpuadmit (check=matchConditions), " +
 			"1 when its timeoutSeconds is not above admission.reviewTimeout (check=timeoutSeconds)."}, []string{"webhook", "check"})
@@ -75,7 +82,7 @@ func New(kube kubernetes.Interface, opts Options) (*Check, error) {
 	}
 	return &Check{kube: kube, cfg: opts.Config, mutating: opts.MutatingWebhook, validating: opts.ValidatingWebhook,
 		names: governedNames(config.Families(opts.Config)), templates: len(config.DeviceClasses(opts.Config)) > 0,
-		mismatches: g, log: opts.Log}, nil
+		mismatches: g, clock: opts.Clock, log: opts.Log}, nil
 }
 
 // governedNames lists every resource name of the governed families.
@@ -97,13 +104,13 @@ func (c *Check) Start(ctx context.Context) error {
 	if err := c.check(ctx); err != nil {
 		return err
 	}
-	tick := time.NewTicker(webhookCheckEvery)
+	tick := c.clock.NewTicker(webhookCheckEvery)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
+		case <-tick.C():
 			if err := c.check(ctx); err != nil {
 				c.log.Error(err, "gpuadmit's webhook configuration changed under the running configuration")
 			}
