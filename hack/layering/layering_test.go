@@ -94,6 +94,16 @@ var rules = []rule{
 	{pkg: "pkg/membership", mayNot: list([]string{"pkg/gpuusage", "pkg/decision", "policy"}, aboveGPUUsage),
 		why: "what the replicas know of each other knows nothing of reservations or decisions"},
 	{pkg: "pkg/admission", mayNot: aboveAdmission, why: "the admission handlers sit below the wiring"},
+	// The rooms pkg/server wires: below the wiring, beside the handlers;
+	// they never reach back up. The collectors read the ledger and the
+	// reservations, the others only what they are handed.
+	{pkg: "pkg/metrics", mayNot: list([]string{"pkg/membership"}, aboveGPUUsage),
+		why: "the Prometheus collectors read the ledger and the reservations, never the handlers"},
+	{pkg: "pkg/forward", mayNot: requestPath, why: "the peer-forwarding proxy knows nothing of decisions or reservations"},
+	{pkg: "pkg/policysync", mayNot: list([]string{"pkg/ledger"}, aboveLedger), why: "the policy ConfigMap sync feeds the engine only"},
+	{pkg: "pkg/events", mayNot: list([]string{"pkg/", "policy"}), why: "the denials' Events: client-go's recorder, nothing of the project"},
+	{pkg: "pkg/election", mayNot: list([]string{"pkg/", "policy"}), why: "the Lease-elected runner, nothing of the project"},
+	{pkg: "pkg/webhookcheck", mayNot: list([]string{"pkg/ledger", "policy"}, aboveLedger), why: "the webhook configuration's checks: nothing of the request path"},
 	{pkg: "pkg/server", why: "the webhook's wiring: the top of the request path"},
 	// Beside the request path: what the command line and the node read.
 	{pkg: "pkg/policysource", mayNot: list([]string{"pkg/ledger"}, aboveLedger),

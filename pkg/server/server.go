@@ -34,9 +34,12 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
+	"github.com/gpuadmit/gpuadmit/pkg/events"
+	"github.com/gpuadmit/gpuadmit/pkg/forward"
 	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/membership"
+	"github.com/gpuadmit/gpuadmit/pkg/metrics"
 	"github.com/gpuadmit/gpuadmit/pkg/webhookserver"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
@@ -128,19 +131,22 @@ type Server struct {
 	feed    *ledger.Feed
 	usage   toolscache.InformerSynced
 	rotator *certs.Rotator
-	// certificate returns the serving certificate (the rotator's, or the
-	// files' in CertDir).
-	certificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	// certificate is the serving certificate's source (the rotator, or
+	// the files' watcher in CertDir).
+	certificate certificates
 	certFiles   *certwatcher.CertWatcher
-	metrics     *serverMetrics
+	counters    *metrics.Counters
 	// events records the validating handlers' denials as Events
-	// (events.go), from Start until the webhook server has stopped.
-	events *denialEvents
+	// (pkg/events), from Start until the webhook server has stopped.
+	events *events.Recorder
 	opts   Options
 	// drain is set once shutdown began: readiness fails first, so that
 	// traffic moves to other replicas before the server stops.
 	drain atomic.Bool
 }
+
+// The denials' Events are the validating handlers' recorder.
+var _ admission.Recorder = (*events.Recorder)(nil)
 
 // New wires a server against the API server of cfg. Nothing runs until Start.
 func New(cfg *rest.Config, opts Options) (*Server, error) {
@@ -163,10 +169,11 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 	if err := s.manager(cfg); err != nil {
 		return nil, err
 	}
-	if s.metrics, err = newServerMetrics(opts.Registry); err != nil {
+	if s.counters, err = metrics.NewCounters(opts.Registry); err != nil {
 		return nil, err
 	}
-	if err := registerInfoMetrics(opts.Registry, opts, s.servingCertificate); err != nil {
+	if err := metrics.RegisterInfo(opts.Registry, metrics.Info{Version: opts.Version, Revision: opts.Revision, ClientCAFile: opts.ClientCAFile},
+		s.certificate); err != nil {
 		return nil, err
 	}
 	if err := s.watches(cfg); err != nil {
@@ -180,6 +187,12 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 	return s, nil
 }
 
+// certificates serve this replica's certificate (*certs.Rotator,
+// *certwatcher.CertWatcher).
+type certificates interface {
+	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
+}
+
 // certificates sets up the serving certificate: the rotator's (a CA of
 // its own in CertSecret), or the files of CertDir.
 func (s *Server) certificates(kube kubernetes.Interface) error {
@@ -189,7 +202,7 @@ func (s *Server) certificates(kube kubernetes.Interface) error {
 		if s.certFiles, err = certwatcher.New(filepath.Join(opts.CertDir, "tls.crt"), filepath.Join(opts.CertDir, "tls.key")); err != nil {
 			return fmt.Errorf("serving certificate: %w", err)
 		}
-		s.certificate = s.certFiles.GetCertificate
+		s.certificate = s.certFiles
 		return nil
 	}
 	s.rotator = certs.NewRotator(kube, certs.Options{
@@ -198,7 +211,7 @@ func (s *Server) certificates(kube kubernetes.Interface) error {
 		CheckEvery: opts.CertCheckEvery,
 		Log:        opts.Log.WithName("certs"),
 	})
-	s.certificate = s.rotator.GetCertificate
+	s.certificate = s.rotator
 	return nil
 }
 
@@ -207,9 +220,9 @@ func (s *Server) certificates(kube kubernetes.Interface) error {
 func (s *Server) manager(cfg *rest.Config) error {
 	opts := s.opts
 	hooks, err := webhookserver.New(webhookserver.Options{
-		Host: opts.Host, Port: opts.Port, GetCertificate: s.certificate, MinVersion: opts.TLSMinVersion,
+		Host: opts.Host, Port: opts.Port, GetCertificate: s.certificate.GetCertificate, MinVersion: opts.TLSMinVersion,
 		Clients:    webhookserver.Clients{CAFile: opts.ClientCAFile, CommonNames: opts.ClientCommonNames},
-		PeerHeader: ForwardedHeader,
+		PeerHeader: forward.Header,
 		// A review's handler is bounded by reviewTimeout; the answer must
 		// still be written after it.
 		Limits:          webhookserver.Limits{MaxBodyBytes: admission.MaxReviewBytes, WriteTimeout: opts.Config.Admission.ReviewTimeout.Duration + 5*time.Second},
@@ -231,11 +244,11 @@ func (s *Server) manager(cfg *rest.Config) error {
 				Label: labels.SelectorFromSet(labels.Set{membership.ProgressLabel: "true"})},
 		}},
 		Logger:                  opts.Log,
-		Metrics:                 s.metricsOptions(),
+		Metrics:                 metrics.ServingOptions(opts.MetricsAddr, opts.MetricsInsecure, opts.TLSMinVersion, s.certificate),
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		GracefulShutdownTimeout: &opts.ShutdownTimeout,
 		// No manager-wide leader election: losing it would end the process.
-		// The summary writer elects itself (elected.go); everything else
+		// The summary writer elects itself (pkg/election); everything else
 		// runs on every replica.
 		WebhookServer: hooks,
 	})
@@ -284,7 +297,7 @@ func (s *Server) reservations(dec gpuusage.Decider) error {
 	}
 	s.usage = usage.HasSynced
 	s.Store = gpuusage.NewStore(gpuusage.Parts{Client: s.mgr.GetClient(), API: s.mgr.GetAPIReader(), Ledger: s.Ledger, Watch: s.feed,
-		Members: s.members, Decider: dec, Metrics: storeMetrics{s.metrics}},
+		Members: s.members, Decider: dec, Metrics: s.counters},
 		gpuusage.Options{Replica: opts.Replica, Clock: opts.Clock, ConfirmAfter: r.ConfirmAfter.Duration, RecheckMax: r.RecheckMax.Duration,
 			ReadsPerSecond: int(*r.ReadsPerSecond), MaxReservations: int(*r.MaxPerNamespace), OwnWebhookConfiguration: opts.ValidatingWebhook,
 			ReviewTimeout: opts.Config.Admission.ReviewTimeout.Duration, Log: opts.Log.WithName("gpuusage")})

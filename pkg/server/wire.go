@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -19,8 +18,14 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/admission"
 	configv1alpha1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/election"
+	"github.com/gpuadmit/gpuadmit/pkg/events"
+	"github.com/gpuadmit/gpuadmit/pkg/forward"
 	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
+	"github.com/gpuadmit/gpuadmit/pkg/metrics"
 	"github.com/gpuadmit/gpuadmit/pkg/openreports"
+	"github.com/gpuadmit/gpuadmit/pkg/policysync"
+	"github.com/gpuadmit/gpuadmit/pkg/webhookcheck"
 )
 
 // wire builds the decision and the reservation store, and registers the
@@ -33,7 +38,7 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	if err := s.reservations(dec); err != nil {
 		return err
 	}
-	if err := registerStateMetrics(s.opts.Registry, s.Ledger, s.Engine, s.feed, s.Store); err != nil {
+	if err := metrics.RegisterState(s.opts.Registry, s.Ledger, s.Engine, s.feed, s.Store); err != nil {
 		return err
 	}
 	if err := s.handlers(dec); err != nil {
@@ -59,7 +64,7 @@ func (s *Server) handlers(dec *decision.Decider) error {
 	if err != nil {
 		return err
 	}
-	if s.events, err = s.denialEvents(); err != nil {
+	if s.events, err = events.NewForConfig(s.mgr.GetConfig(), s.opts.Replica, s.opts.Log.WithName("events")); err != nil {
 		return err
 	}
 	hooks := s.mgr.GetWebhookServer()
@@ -74,12 +79,13 @@ func (s *Server) handlers(dec *decision.Decider) error {
 	var validate http.Handler = &admission.PodReviews{Webhook: &ctrladmission.Webhook{Handler: &admission.Validator{
 		Gate: s, GPUPods: dec, Reserver: s.Store, Metrics: am, Events: s.events}, RecoverPanic: ptr.To(true), LogConstructor: requestLog("validate")}}
 	if s.opts.AdvertiseAddress != "" {
-		fwd, err := newForwarder(s.opts.Registry, s.members, s.servingCertificate, s.opts.TLSMinVersion, s.NotReady,
-			s.Ledger.Families(), s.opts.Log.WithName("forward"))
+		fwd, err := forward.New(forward.Options{Registry: s.opts.Registry, Owners: s.members, Certificates: s.certificate,
+			MinTLS: s.opts.TLSMinVersion, Ready: s, Families: s.Ledger.Families(), MaxReviewBytes: admission.MaxReviewBytes,
+			Log: s.opts.Log.WithName("forward")})
 		if err != nil {
 			return err
 		}
-		validate = fwd.wrap(validate)
+		validate = fwd.Wrap(validate)
 	}
 	hooks.Register(ValidatePath, s.draining(detached(validate, s.opts.Config.Admission.ReviewTimeout.Duration)))
 	claims := &ctrladmission.Webhook{Handler: &admission.ClaimValidator{Gate: s, Claims: dec, Reserver: s.Store, Metrics: am, Events: s.events},
@@ -92,11 +98,14 @@ func (s *Server) handlers(dec *decision.Decider) error {
 // the store's cleaner, the policy sync, the advertised address, the
 // certificates) and, on the elected replica, the summary writer.
 func (s *Server) runnables(kube kubernetes.Interface) error {
-	pm, err := newPolicyMetrics(s.opts.Registry)
+	policies, err := policysync.New(policysync.Options{Kube: kube, Engine: s.Engine, Namespace: s.opts.Namespace,
+		Selector: *s.opts.Config.Policy.ConfigMapSelector, Dir: *s.opts.Config.Policy.Directory, Registry: s.opts.Registry,
+		Log: s.opts.Log.WithName("policy-sync")})
 	if err != nil {
 		return err
 	}
-	check, err := newWebhookCheck(kube, s.opts)
+	check, err := webhookcheck.New(kube, webhookcheck.Options{Config: s.opts.Config, MutatingWebhook: s.opts.MutatingWebhook,
+		ValidatingWebhook: s.opts.ValidatingWebhook, Registry: s.opts.Registry, Log: s.opts.Log.WithName("webhook-configuration")})
 	if err != nil {
 		return err
 	}
@@ -104,8 +113,7 @@ func (s *Server) runnables(kube kubernetes.Interface) error {
 		manager.RunnableFunc(func(ctx context.Context) error { s.feed.Start(ctx); <-ctx.Done(); return nil }),
 		s.members,
 		s.Store,
-		&policySync{kube: kube, engine: s.Engine, namespace: s.opts.Namespace, selector: *s.opts.Config.Policy.ConfigMapSelector,
-			dir: *s.opts.Config.Policy.Directory, log: s.opts.Log.WithName("policy-sync"), metrics: pm},
+		policies,
 		manager.RunnableFunc(s.advertise),
 		check,
 	}
@@ -123,15 +131,15 @@ func (s *Server) runnables(kube kubernetes.Interface) error {
 	// The summaries users read (kubectl get gpuusage) have one writer: the
 	// replica elected through the Lease gpuadmit-usage-status.
 	summary := &gpuusage.Summarizer{Client: s.mgr.GetClient(), Ledger: s.Ledger, Reservations: s.Store, Clock: s.opts.Clock,
-		OnWrite: s.metrics.summaryWritten, Log: s.opts.Log.WithName("summary")}
+		OnWrite: s.counters.SummaryWritten, Log: s.opts.Log.WithName("summary")}
 	run := summary.Start
 	if s.opts.Config.OpenReportsEnabled() {
 		reports := &openreports.Writer{Client: s.mgr.GetClient(), Reader: s.mgr.GetAPIReader(), Ledger: s.Ledger,
 			Reservations: s.Store, Clock: s.opts.Clock, Log: s.opts.Log.WithName("openreports")}
-		run = both(summary.Start, reports.Start)
+		run = election.Both(summary.Start, reports.Start)
 	}
-	if err := s.mgr.Add(&elected{run: run, kube: kube, namespace: s.opts.Namespace, name: LeaderElectionID,
-		identity: s.opts.Replica, log: s.opts.Log.WithName("summary")}); err != nil {
+	if err := s.mgr.Add(&election.Elected{Run: run, Kube: kube, Namespace: s.opts.Namespace, Name: LeaderElectionID,
+		Identity: s.opts.Replica, Log: s.opts.Log.WithName("summary")}); err != nil {
 		return fmt.Errorf("adding the summarizer: %w", err)
 	}
 	return nil
@@ -162,12 +170,6 @@ func (s *Server) advertise(ctx context.Context) error {
 // advertiseEvery is how often the advertised address follows readiness
 // (the membership publishes it every second).
 const advertiseEvery = 250 * time.Millisecond
-
-// servingCertificate is the certificate this replica serves, which it also
-// presents as a client to the other replicas.
-func (s *Server) servingCertificate() (*tls.Certificate, error) {
-	return s.certificate(&tls.ClientHelloInfo{})
-}
 
 // annotateGate is the mutating handler's Gate: the annotation needs the
 // ledger's capacity only, so a replica cut off from the API server (which
@@ -258,8 +260,8 @@ func (s *Server) draining(h http.Handler) http.Handler {
 // the denials' Events recorded until the webhook server stopped are
 // written before it returns (within eventsFlushTimeout).
 func (s *Server) Start(ctx context.Context) error {
-	s.events.start()
-	defer s.events.stop()
+	s.events.Start()
+	defer s.events.Stop()
 	if err := s.mgr.Start(ctx); err != nil {
 		return fmt.Errorf("webhook server: %w", err)
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
 	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 	"github.com/gpuadmit/gpuadmit/pkg/admission"
+	"github.com/gpuadmit/gpuadmit/pkg/events"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
-	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
 // eventsWait bounds the wait for the asynchronous recorder's writes.
@@ -104,7 +104,7 @@ func testDenialEvents(t *testing.T, c *local.Cluster) {
 		if err != nil {
 			t.Fatalf("kubectl describe: %v: %s", err, stderr)
 		}
-		local.MustContain(t, "kubectl describe replicaset", stdout, "Warning", admission.EventReasonQuotaExceeded, server.EventSource)
+		local.MustContain(t, "kubectl describe replicaset", stdout, "Warning", admission.EventReasonQuotaExceeded, events.Source)
 	})
 }
 
@@ -117,7 +117,7 @@ func gpuadmitEvents(t *testing.T, c *local.Cluster, ns string) []corev1.Event {
 	}
 	var out []corev1.Event
 	for _, e := range list.Items {
-		if e.Source.Component == server.EventSource {
+		if e.Source.Component == events.Source {
 			out = append(out, e)
 		}
 	}
@@ -156,8 +156,8 @@ func checkEvent(t *testing.T, e corev1.Event, want corev1.ObjectReference, count
 	if e.Type != corev1.EventTypeWarning || e.Reason != admission.EventReasonQuotaExceeded || e.Count != count {
 		t.Errorf("Event %s %s counted %d, want Warning %s counted %d", e.Type, e.Reason, e.Count, admission.EventReasonQuotaExceeded, count)
 	}
-	if e.Source != (corev1.EventSource{Component: server.EventSource, Host: "local"}) {
-		t.Errorf("Event from %+v, want %s on the replica local", e.Source, server.EventSource)
+	if e.Source != (corev1.EventSource{Component: events.Source, Host: "local"}) {
+		t.Errorf("Event from %+v, want %s on the replica local", e.Source, events.Source)
 	}
 	local.MustContain(t, "the Event's message", e.Message, msg...)
 }

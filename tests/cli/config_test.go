@@ -17,6 +17,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
+	"github.com/gpuadmit/gpuadmit/pkg/policysync"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
@@ -230,7 +231,7 @@ func (s *suite) testRejectedSet(ctx context.Context, t *testing.T) {
 		if cm, err = cms.Get(ctx, "gpuadmit-policy", metav1.GetOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		status = cm.Annotations[server.PolicyStatusAnnotation]
+		status = cm.Annotations[policysync.StatusAnnotation]
 	}
 	// "rejected: policy set rejected (active revision R stays in force): WHY; still active: revision R"
 	_, why, _ := strings.Cut(status, "stays in force): ")

@@ -21,7 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
-	"github.com/gpuadmit/gpuadmit/pkg/server"
+	"github.com/gpuadmit/gpuadmit/pkg/policysync"
 )
 
 // TestPolicies runs every scenario on one control plane (each in its own
@@ -43,11 +43,11 @@ func waitAnnotation(t *testing.T, c *local.Cluster, name, prefix string) string 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v := cm.Annotations[server.PolicyStatusAnnotation]; strings.HasPrefix(v, prefix) {
+		if v := cm.Annotations[policysync.StatusAnnotation]; strings.HasPrefix(v, prefix) {
 			return v
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("configmap %s: %s = %q, want prefix %q", name, server.PolicyStatusAnnotation, cm.Annotations[server.PolicyStatusAnnotation], prefix)
+			t.Fatalf("configmap %s: %s = %q, want prefix %q", name, policysync.StatusAnnotation, cm.Annotations[policysync.StatusAnnotation], prefix)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

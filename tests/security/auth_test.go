@@ -11,6 +11,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
 	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
+	"github.com/gpuadmit/gpuadmit/pkg/forward"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
@@ -84,7 +85,7 @@ func TestForwardedHeaderNeedsTheReplicasCertificate(t *testing.T) {
 	c := local.ForTest(t, manifests, local.DefaultWebhook)
 	ctx := t.Context()
 	seed(t, c, "team-b", 4096)
-	status, body, err := post(ctx, attacker(nil, ""), c, forgedReview("team-b", "ghost-f", "forwarded", 1024), map[string]string{server.ForwardedHeader: "1"})
+	status, body, err := post(ctx, attacker(nil, ""), c, forgedReview("team-b", "ghost-f", "forwarded", 1024), map[string]string{forward.Header: "1"})
 	if err != nil || status != 403 || !strings.Contains(body, "accepted only from a replica") {
 		t.Fatalf("forwarded review from an attacker: %d %q %v; want 403", status, body, err)
 	}

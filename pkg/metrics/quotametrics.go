@@ -1,4 +1,4 @@
-package server
+package metrics
 
 import (
 	"context"
@@ -41,14 +41,14 @@ const (
 // It also exposes the showback series (usagemetrics.go) from the same
 // snapshot.
 type namespaceCollector struct {
-	ledger   *ledger.Ledger
+	ledger   Ledger
 	store    reservations
 	quota    *prometheus.Desc
 	problems *prometheus.Desc
 	showback showback
 }
 
-func newNamespaceCollector(l *ledger.Ledger, store reservations) *namespaceCollector {
+func newNamespaceCollector(l Ledger, store reservations) *namespaceCollector {
 	return &namespaceCollector{ledger: l, store: store, showback: newShowback(),
 		quota: prometheus.NewDesc("gpuadmit_resourcequota",
 			"A namespace's tightest limit (hard, with the ResourceQuota that sets it; 0 while its value is invalid), what its recorded pods use (used) and what admitted pods not yet recorded hold (reserved), per managed resource; memory in MiB.",

@@ -1,4 +1,4 @@
-package server
+package forward
 
 import (
 	"bytes"
@@ -14,18 +14,17 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuadmit/gpuadmit/pkg/admission"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
-// ForwardedHeader marks a review one replica forwarded to another: the
+// Header marks a review one replica forwarded to another: the
 // receiver decides it itself, or answers 503 when it cannot. The webhook
 // server accepts it only on a connection that presented the replicas'
 // shared certificate (the forwarder presents it as its client
 // certificate); from anyone else it is refused with 403.
-const ForwardedHeader = "X-Gpuadmit-Forwarded"
+const Header = "X-Gpuadmit-Forwarded"
 
-// forwarder sends the validating review of a GPU pod to the replica that
+// Forwarder sends the validating review of a GPU pod to the replica that
 // owns the pod's namespace (membership.Members.Owner), so that one replica
 // writes each namespace's GPUUsage and replicas do not conflict on it.
 // Anything that goes wrong (the owner is gone, slow, not ready, or serves
@@ -36,26 +35,65 @@ const ForwardedHeader = "X-Gpuadmit-Forwarded"
 // serves (all replicas share one Secret): TLS proves it holds the key. The
 // same certificate, presented as this replica's client certificate, proves
 // to the owner that the review comes from a replica.
-type forwarder struct {
-	owners  owners
+type Forwarder struct {
+	owners  Owners
 	leaf    func() ([]byte, error) // the certificate this replica serves
 	ready   func() error
 	names   [][]byte // the managed resource names, quoted as JSON keys
 	client  *http.Client
 	log     logr.Logger
 	results *prometheus.CounterVec
+	// maxBytes bounds a review read, and an owner's answer.
+	maxBytes int64
 }
 
-// owners name the replica a namespace's reviews go to (*membership.Members).
-type owners interface {
+// Owners name the replica a namespace's reviews go to (*membership.Members).
+type Owners interface {
 	// Owner is the replica that owns ns (self: this one).
 	Owner(ns string) (addr string, self bool)
 	// Fallback is the replica that would own ns without this one ("": none).
 	Fallback(ns string) string
 }
 
-func newForwarder(reg prometheus.Registerer, owners owners, cert func() (*tls.Certificate, error), minTLS uint16,
-	ready func() error, fams []effective.Family, log logr.Logger) (*forwarder, error) {
+// Certificates serve this replica's certificate (*certs.Rotator, or
+// controller-runtime's *certwatcher.CertWatcher): the one its peers must
+// serve, and the one it presents to them.
+type Certificates interface {
+	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
+}
+
+// Readiness says why this replica cannot decide now, or nil.
+type Readiness interface {
+	NotReady() error
+}
+
+// Options are what a Forwarder is handed.
+type Options struct {
+	// Registry receives gpuadmit_reviews_forwarded_total.
+	Registry prometheus.Registerer
+	Owners   Owners
+	// Certificates is the certificate all replicas serve.
+	Certificates Certificates
+	// MinTLS is the lowest TLS version spoken to a peer.
+	MinTLS uint16
+	// Ready is this replica's readiness: a forwarded review it cannot
+	// decide gets a 503; a namespace it owns goes to the fallback.
+	Ready Readiness
+	// Families name the managed resources (a review naming none is
+	// decided here).
+	Families []effective.Family
+	// MaxReviewBytes bounds a review read, and an owner's answer.
+	MaxReviewBytes int64
+	Log            logr.Logger
+}
+
+// New builds the Forwarder of o.
+func New(o Options) (*Forwarder, error) {
+	if o.MaxReviewBytes <= 0 {
+		return nil, fmt.Errorf("forwarding: MaxReviewBytes must be positive, not %d", o.MaxReviewBytes)
+	}
+	owners, minTLS, ready, fams, log := o.Owners, o.MinTLS, o.Ready.NotReady, o.Families, o.Log
+	cert := func() (*tls.Certificate, error) { return o.Certificates.GetCertificate(&tls.ClientHelloInfo{}) }
 	leaf := func() ([]byte, error) {
 		c, err := cert()
 		if err != nil {
@@ -66,7 +104,7 @@ func newForwarder(reg prometheus.Registerer, owners owners, cert func() (*tls.Ce
 		}
 		return c.Certificate[0], nil
 	}
-	f := &forwarder{owners: owners, leaf: leaf, ready: ready, log: log,
+	f := &Forwarder{owners: owners, leaf: leaf, ready: ready, log: log, maxBytes: o.MaxReviewBytes,
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuadmit_reviews_forwarded_total",
 			Help: "Validating reviews of GPU pods sent to the replica that owns their namespace, by result: answered (by the owner), fallback (decided here instead)."},
 			[]string{"result"})}
@@ -89,14 +127,14 @@ func newForwarder(reg prometheus.Registerer, owners owners, cert func() (*tls.Ce
 		MaxIdleConnsPerHost: 32,
 		IdleConnTimeout:     90 * time.Second,
 	}}
-	if err := reg.Register(f.results); err != nil {
+	if err := o.Registry.Register(f.results); err != nil {
 		return nil, fmt.Errorf("registering forwarding metrics: %w", err)
 	}
 	return f, nil
 }
 
 // verify accepts a peer that serves the certificate this replica serves.
-func (f *forwarder) verify(cs tls.ConnectionState) error {
+func (f *Forwarder) verify(cs tls.ConnectionState) error {
 	mine, err := f.leaf()
 	if err != nil {
 		return err
@@ -107,10 +145,10 @@ func (f *forwarder) verify(cs tls.ConnectionState) error {
 	return nil
 }
 
-// wrap forwards what it can and hands the rest to local.
-func (f *forwarder) wrap(local http.Handler) http.Handler {
+// Wrap forwards what it can and hands the rest to local.
+func (f *Forwarder) Wrap(local http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(ForwardedHeader) != "" { // from a replica: the webhook server checked its certificate
+		if r.Header.Get(Header) != "" { // from a replica: the webhook server checked its certificate
 			if err := f.ready(); err != nil {
 				http.Error(w, "not ready to decide: "+err.Error(), http.StatusServiceUnavailable)
 				return
@@ -118,7 +156,7 @@ func (f *forwarder) wrap(local http.Handler) http.Handler {
 			local.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, admission.MaxReviewBytes))
+		body, err := io.ReadAll(io.LimitReader(r.Body, f.maxBytes))
 		if err != nil {
 			http.Error(w, "reading the review: "+err.Error(), http.StatusBadRequest)
 			return
@@ -141,7 +179,7 @@ func (f *forwarder) wrap(local http.Handler) http.Handler {
 
 // target returns the owner's address when the review is a GPU pod CREATE
 // in a namespace another replica owns.
-func (f *forwarder) target(body []byte) (string, bool) {
+func (f *Forwarder) target(body []byte) (string, bool) {
 	gpu := false
 	for _, n := range f.names {
 		gpu = gpu || bytes.Contains(body, n)
@@ -172,7 +210,7 @@ func (f *forwarder) target(body []byte) (string, bool) {
 // forward posts the review to the owner within half of what is left of the
 // review's time (the other half stays for deciding here) and copies its
 // answer; an error means nothing was written to w.
-func (f *forwarder) forward(ctx context.Context, w http.ResponseWriter, addr, uri string, body []byte) error {
+func (f *Forwarder) forward(ctx context.Context, w http.ResponseWriter, addr, uri string, body []byte) error {
 	budget := 4 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		budget = time.Until(d) / 2
@@ -184,13 +222,13 @@ func (f *forwarder) forward(ctx context.Context, w http.ResponseWriter, addr, ur
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(ForwardedHeader, "1")
+	req.Header.Set(Header, "1")
 	resp, err := f.client.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, admission.MaxReviewBytes))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, f.maxBytes))
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package server
+package election
 
 import (
 	"context"
@@ -14,48 +14,50 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// elected runs a runnable on the one replica that holds the Lease name,
+// Elected runs Run on the one replica that holds the Lease Name,
 // and only there. Losing the Lease (the API server unreachable past the
 // renew deadline, another holder) stops the runnable and campaigns again:
 // it never ends the process, and nothing else (admission, the ledger) ever
 // depends on it. A stopping holder releases the Lease, so that another
 // takes over at once.
-type elected struct {
-	run       func(ctx context.Context) error
-	kube      kubernetes.Interface
-	namespace string
-	name      string
-	identity  string
-	log       logr.Logger
+type Elected struct {
+	// Run is the work of the elected replica, until its ctx ends.
+	Run func(ctx context.Context) error
+	// Kube writes the Lease Namespace/Name as Identity.
+	Kube      kubernetes.Interface
+	Namespace string
+	Name      string
+	Identity  string
+	Log       logr.Logger
 }
 
-var _ manager.LeaderElectionRunnable = (*elected)(nil)
+var _ manager.LeaderElectionRunnable = (*Elected)(nil)
 
-// NeedLeaderElection: the runnable elects itself; the manager does not.
-func (e *elected) NeedLeaderElection() bool { return false }
+// NeedLeaderElection is false: the runnable elects itself, not the manager.
+func (e *Elected) NeedLeaderElection() bool { return false }
 
 // Start campaigns, runs while elected, and campaigns again until ctx ends.
-func (e *elected) Start(ctx context.Context) error {
+func (e *Elected) Start(ctx context.Context) error {
 	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: e.namespace, Name: e.name},
-		Client:     e.kube.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: e.identity},
+		LeaseMeta:  metav1.ObjectMeta{Namespace: e.Namespace, Name: e.Name},
+		Client:     e.Kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: e.Identity},
 	}
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: lock, Name: e.name, ReleaseOnCancel: true,
+			Lock: lock, Name: e.Name, ReleaseOnCancel: true,
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(ctx context.Context) {
-					if err := e.run(ctx); err != nil {
-						e.log.Error(err, "elected work ended")
+					if err := e.Run(ctx); err != nil {
+						e.Log.Error(err, "elected work ended")
 					}
 				},
-				OnStoppedLeading: func() { e.log.Info("not elected any more; campaigning again", "lease", e.name) },
+				OnStoppedLeading: func() { e.Log.Info("not elected any more; campaigning again", "lease", e.Name) },
 			},
 		})
 		if err != nil {
-			e.log.Error(err, "leader election", "lease", e.name)
+			e.Log.Error(err, "leader election", "lease", e.Name)
 			return
 		}
 		le.Run(ctx) // returns once the Lease is lost, or ctx ended
@@ -63,9 +65,9 @@ func (e *elected) Start(ctx context.Context) error {
 	return nil
 }
 
-// both runs a and b until ctx ends and both returned, and returns the
+// Both runs a and b until ctx ends and both returned, and returns the
 // first error (the elected replica's writers run side by side).
-func both(a, b func(context.Context) error) func(context.Context) error {
+func Both(a, b func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
 		g, ctx := errgroup.WithContext(ctx)
 		g.Go(func() error { return a(ctx) })

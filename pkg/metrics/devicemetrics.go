@@ -1,9 +1,7 @@
-package server
+package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // deviceCollector exposes the capacity and the recorded usage of every GPU
@@ -13,11 +11,11 @@ import (
 // but its node does not announce has only used series (model ""): at most
 // devices × 2 resources × 2 types.
 type deviceCollector struct {
-	ledger *ledger.Ledger
+	ledger Ledger
 	desc   *prometheus.Desc
 }
 
-func newDeviceCollector(l *ledger.Ledger) *deviceCollector {
+func newDeviceCollector(l Ledger) *deviceCollector {
 	return &deviceCollector{ledger: l, desc: prometheus.NewDesc("gpuadmit_device",
 		"A GPU device's capacity (as its node announces it) and the usage the ledger charges to it (its recorded pods' device assignments), per managed resource; memory in MiB, cores in percent of the device.",
 		[]string{"node", "uuid", "model", "resource", "type"}, nil)}

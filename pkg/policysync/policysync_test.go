@@ -1,4 +1,4 @@
-package server
+package policysync
 
 import (
 	"context"
@@ -15,7 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/gpuadmit/gpuadmit/policy"
 )
@@ -46,7 +48,13 @@ func (f *flakyLister) list() ([]*corev1.ConfigMap, error) {
 	return f.cms, nil
 }
 
-func newSync(t *testing.T, l *flakyLister, cms ...*corev1.ConfigMap) (*policySync, *fake.Clientset) {
+func (f *flakyLister) callCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+func newSync(t *testing.T, l *flakyLister, cms ...*corev1.ConfigMap) (*Sync, *fake.Clientset) {
 	t.Helper()
 	objs := make([]runtime.Object, 0, len(cms))
 	for _, cm := range cms {
@@ -57,8 +65,9 @@ func newSync(t *testing.T, l *flakyLister, cms ...*corev1.ConfigMap) (*policySyn
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &policySync{kube: kube, engine: policy.New(policy.Options{}), namespace: "gpuadmit-system", selector: "x=y",
-		log: logr.Discard(), metrics: pm, list: l.list, retryMin: 10 * time.Millisecond, retryMax: 40 * time.Millisecond}, kube
+	return &Sync{kube: kube, engine: policy.New(policy.Options{}), namespace: "gpuadmit-system", selector: "x=y",
+		log: logr.Discard(), metrics: pm, clock: clocktesting.NewFakeClock(time.Now()), list: l.list,
+		retryMin: 10 * time.Millisecond, retryMax: 40 * time.Millisecond}, kube
 }
 
 func policyCM() *corev1.ConfigMap {
@@ -95,7 +104,7 @@ func TestPolicyListErrorKeepsTheActiveSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := got.Annotations[PolicyStatusAnnotation]; !strings.HasPrefix(st, "read error: listing policy ConfigMaps") ||
+	if st := got.Annotations[StatusAnnotation]; !strings.HasPrefix(st, "read error: listing policy ConfigMaps") ||
 		!strings.Contains(st, "still active: revision "+before.Revision) {
 		t.Errorf("status annotation %q", st)
 	}
@@ -113,14 +122,28 @@ func TestPolicyFirstListErrorActivatesNothing(t *testing.T) {
 	if err := p.sync(ctx); err == nil || p.engine.Status().Revision != "" {
 		t.Fatalf("after a failed first list: err %v, active revision %q; want an error and nothing active", err, p.engine.Status().Revision)
 	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	p.clock = clk
 	done := make(chan error, 1)
 	go func() { done <- p.loop(ctx, nil) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for p.engine.Status().Revision == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("not loaded after retries; %d list calls", l.calls)
+	// Each failed read waits its backoff on the clock: step past it once
+	// the loop waits, until the set is active: the loop's two failures, two
+	// steps; without a step nothing is read again.
+	steps := 0
+	for {
+		if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return clk.HasWaiters() || p.engine.Status().Revision != "", nil
+		}); err != nil {
+			t.Fatalf("neither retrying nor loaded after %d steps; %d list calls", steps, l.callCount())
 		}
-		time.Sleep(5 * time.Millisecond)
+		if p.engine.Status().Revision != "" {
+			break
+		}
+		clk.Step(p.retryMax)
+		steps++
+	}
+	if steps != 2 || l.callCount() != 4 {
+		t.Errorf("loaded after %d clock steps and %d list calls, want 2 steps (the first failure was sync's) and 4 calls", steps, l.callCount())
 	}
 	if mods := p.engine.Status().Modules; !slices.ContainsFunc(mods, func(m string) bool { return strings.Contains(m, "frozen.rego") }) {
 		t.Errorf("loaded without the operator's policy: %v", mods)

@@ -1,4 +1,4 @@
-package server
+package forward
 
 import (
 	"crypto/tls"
@@ -49,7 +49,7 @@ func TestForwarding(t *testing.T) {
 	var presented atomic.Bool // the sender presented the shared certificate as its client certificate
 	ownerStatus := atomic.Int64{}
 	owner := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ownerGot.Store(r.Header.Get(ForwardedHeader))
+		ownerGot.Store(r.Header.Get(Header))
 		presented.Store(r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && string(r.TLS.PeerCertificates[0].Raw) == string(mine.Certificate[0]))
 		if code := int(ownerStatus.Load()); code != http.StatusOK {
 			http.Error(w, "not ready to decide: the Pod watches have not synced yet", code)
@@ -66,14 +66,14 @@ func TestForwarding(t *testing.T) {
 	served := mine
 	var ownerOf atomic.Value
 	ownerOf.Store(ownerAddr)
-	f, err := newForwarder(prometheus.NewRegistry(),
-		ownersFunc(func(string) (string, bool) { a := ownerOf.Load().(string); return a, a == "" }),
-		func() (*tls.Certificate, error) { return &served, nil }, tls.VersionTLS13,
-		func() error { return nil }, []effective.Family{effective.Nvidia()}, logr.Discard())
+	f, err := New(Options{Registry: prometheus.NewRegistry(),
+		Owners:       ownersFunc(func(string) (string, bool) { a := ownerOf.Load().(string); return a, a == "" }),
+		Certificates: servingFunc(func() (*tls.Certificate, error) { return &served, nil }), MinTLS: tls.VersionTLS13,
+		Ready: readiness{}, Families: []effective.Family{effective.Nvidia()}, MaxReviewBytes: 1 << 20, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := f.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := f.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		if !strings.Contains(string(b), `"request"`) {
 			t.Errorf("the local handler got a body without the review: %q", b)
@@ -83,7 +83,7 @@ func TestForwarding(t *testing.T) {
 	call := func(body string, header bool) string {
 		req := httptest.NewRequest(http.MethodPost, "/validate-pods", strings.NewReader(body))
 		if header {
-			req.Header.Set(ForwardedHeader, "1")
+			req.Header.Set(Header, "1")
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -118,7 +118,7 @@ func TestForwarding(t *testing.T) {
 		})
 	}
 	if got, _ := ownerGot.Load().(string); got != "1" {
-		t.Errorf("the owner got %s=%q, want 1 (it must not forward again)", ForwardedHeader, got)
+		t.Errorf("the owner got %s=%q, want 1 (it must not forward again)", Header, got)
 	}
 	if !presented.Load() {
 		t.Error("the forwarded review did not present the replicas' certificate as its client certificate")
@@ -129,16 +129,16 @@ func TestForwarding(t *testing.T) {
 // answers a forwarded review 503 (the sender decides itself) instead of
 // refusing the pod.
 func TestForwardedReviewRefusedWhenNotReady(t *testing.T) {
-	f, err := newForwarder(prometheus.NewRegistry(), ownersFunc(func(string) (string, bool) { return "", true }),
-		func() (*tls.Certificate, error) { return nil, nil }, tls.VersionTLS13, func() error { return errors.New("the Pod watches have not synced yet") },
-		[]effective.Family{effective.Nvidia()}, logr.Discard())
+	f, err := New(Options{Registry: prometheus.NewRegistry(), Owners: ownersFunc(func(string) (string, bool) { return "", true }),
+		Certificates: servingFunc(func() (*tls.Certificate, error) { return nil, nil }), MinTLS: tls.VersionTLS13,
+		Ready: readiness{errors.New("the Pod watches have not synced yet")}, Families: []effective.Family{effective.Nvidia()}, MaxReviewBytes: 1 << 20, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := httptest.NewRequest(http.MethodPost, "/validate-pods", strings.NewReader(gpuCreate))
-	req.Header.Set(ForwardedHeader, "1")
+	req.Header.Set(Header, "1")
 	rec := httptest.NewRecorder()
-	f.wrap(http.NotFoundHandler()).ServeHTTP(rec, req)
+	f.Wrap(http.NotFoundHandler()).ServeHTTP(rec, req)
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "watches have not synced") {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
@@ -149,3 +149,13 @@ type ownersFunc func(ns string) (string, bool)
 
 func (f ownersFunc) Owner(ns string) (string, bool) { return f(ns) }
 func (ownersFunc) Fallback(string) string           { return "" }
+
+// servingFunc serves the certificate a function returns.
+type servingFunc func() (*tls.Certificate, error)
+
+func (f servingFunc) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) { return f() }
+
+// readiness is a replica whose readiness is fixed: nil, or why not.
+type readiness struct{ err error }
+
+func (r readiness) NotReady() error { return r.err }

@@ -1,4 +1,4 @@
-package server
+package webhookcheck
 
 import (
 	"context"
@@ -15,13 +15,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/matchcond"
 )
 
-// webhookCheck compares the server's live configuration with gpuadmit's
+// Check compares the server's live configuration with gpuadmit's
 // registered webhook configurations, which the chart renders once from its
 // values: at start, a reviewTimeout not below a webhook's timeoutSeconds
 // refuses the start (config.ValidateReviewTimeout); at start and every
@@ -31,7 +32,7 @@ import (
 // gpuadmit_webhook_configuration_mismatches, as is a timeoutSeconds
 // lowered under reviewTimeout later. A configuration that is not there
 // (yet) is logged, not an error.
-type webhookCheck struct {
+type Check struct {
 	kube                 kubernetes.Interface
 	cfg                  *config.Configuration
 	mutating, validating string
@@ -40,6 +41,7 @@ type webhookCheck struct {
 	// ResourceClaimTemplate must reach the webhooks too.
 	templates  bool
 	mismatches *prometheus.GaugeVec
+	clock      clock.WithTicker
 	log        logr.Logger
 }
 
@@ -53,16 +55,34 @@ const (
 	mismatchTimeoutSeconds  = "timeoutSeconds"
 )
 
-func newWebhookCheck(kube kubernetes.Interface, opts Options) (*webhookCheck, error) {
+// Options are what a Check is handed.
+type Options struct {
+	// Config is the server's configuration, defaulted.
+	Config *config.Configuration
+	// MutatingWebhook and ValidatingWebhook name gpuadmit's webhook
+	// configurations ("": not checked).
+	MutatingWebhook, ValidatingWebhook string
+	// Registry receives gpuadmit_webhook_configuration_mismatches.
+	Registry prometheus.Registerer
+	// Clock times the checks after the first (default the wall clock).
+	Clock clock.WithTicker
+	Log   logr.Logger
+}
+
+// New builds the Check of opts, reading the configurations through kube.
+func New(kube kubernetes.Interface, opts Options) (*Check, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gpuadmit_webhook_configuration_mismatches",
 		Help: "Per gpuadmit webhook: governed resource names its matchConditions do not send to gpuadmit (check=matchConditions), " +
 			"1 when its timeoutSeconds is not above admission.reviewTimeout (check=timeoutSeconds)."}, []string{"webhook", "check"})
 	if err := opts.Registry.Register(g); err != nil {
 		return nil, fmt.Errorf("registering the webhook configuration metric: %w", err)
 	}
-	return &webhookCheck{kube: kube, cfg: opts.Config, mutating: opts.MutatingWebhook, validating: opts.ValidatingWebhook,
+	return &Check{kube: kube, cfg: opts.Config, mutating: opts.MutatingWebhook, validating: opts.ValidatingWebhook,
 		names: governedNames(config.Families(opts.Config)), templates: len(config.DeviceClasses(opts.Config)) > 0,
-		mismatches: g, log: opts.Log.WithName("webhook-configuration")}, nil
+		mismatches: g, clock: opts.Clock, log: opts.Log}, nil
 }
 
 // governedNames lists every resource name of the governed families.
@@ -80,17 +100,17 @@ func governedNames(fams []effective.Family) []corev1.ResourceName {
 
 // Start checks once, refusing the start on an inconsistent reviewTimeout,
 // then again every webhookCheckEvery until ctx ends.
-func (c *webhookCheck) Start(ctx context.Context) error {
+func (c *Check) Start(ctx context.Context) error {
 	if err := c.check(ctx); err != nil {
 		return err
 	}
-	tick := time.NewTicker(webhookCheckEvery)
+	tick := c.clock.NewTicker(webhookCheckEvery)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
+		case <-tick.C():
 			if err := c.check(ctx); err != nil {
 				c.log.Error(err, "gpuadmit's webhook configuration changed under the running configuration")
 			}
@@ -99,7 +119,7 @@ func (c *webhookCheck) Start(ctx context.Context) error {
 }
 
 // check compares once; it returns the reviewTimeout error only.
-func (c *webhookCheck) check(ctx context.Context) error {
+func (c *Check) check(ctx context.Context) error {
 	mut, val, err := c.read(ctx)
 	if err != nil {
 		c.log.Error(err, "reading gpuadmit's webhook configurations; their timeoutSeconds and matchConditions are not checked")
@@ -115,7 +135,7 @@ func (c *webhookCheck) check(ctx context.Context) error {
 
 // read gets gpuadmit's own configurations; one that does not exist is left
 // out (nothing registered yet, or registered under another name).
-func (c *webhookCheck) read(ctx context.Context) ([]admissionregistrationv1.MutatingWebhookConfiguration,
+func (c *Check) read(ctx context.Context) ([]admissionregistrationv1.MutatingWebhookConfiguration,
 	[]admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	adm := c.kube.AdmissionregistrationV1()
 	var mut []admissionregistrationv1.MutatingWebhookConfiguration
@@ -147,7 +167,7 @@ func (c *webhookCheck) read(ctx context.Context) ([]admissionregistrationv1.Muta
 
 // checkTimeouts validates reviewTimeout against every webhook's
 // timeoutSeconds, marking each webhook it is not below.
-func (c *webhookCheck) checkTimeouts(mut []admissionregistrationv1.MutatingWebhookConfiguration,
+func (c *Check) checkTimeouts(mut []admissionregistrationv1.MutatingWebhookConfiguration,
 	val []admissionregistrationv1.ValidatingWebhookConfiguration) error {
 	var hooks []config.WebhookTimeout
 	timeout := func(cfg string, name string, s *int32) {
@@ -187,7 +207,7 @@ func ptrOr(p *int32, d int32) int32 {
 // checkConditions reports each webhook whose matchConditions leave a
 // governed resource name out (or, with governed DeviceClasses, pods naming
 // a ResourceClaimTemplate).
-func (c *webhookCheck) checkConditions(ctx context.Context, mut []admissionregistrationv1.MutatingWebhookConfiguration,
+func (c *Check) checkConditions(ctx context.Context, mut []admissionregistrationv1.MutatingWebhookConfiguration,
 	val []admissionregistrationv1.ValidatingWebhookConfiguration) {
 	m, err := matchcond.FromConfigurations(mut, val)
 	if err != nil {

@@ -1,4 +1,4 @@
-package server
+package policysync
 
 import (
 	"context"
@@ -25,7 +25,7 @@ const acceptedPrefix = "accepted "
 // rejected falls back to. A failure is logged and counted
 // (result="persist-error"): the active set is not affected, only what a
 // replica starting while the cluster's set is rejected would fall back to.
-func (p *policySync) persist(ctx context.Context, snap policysource.Snapshot, revision string) {
+func (p *Sync) persist(ctx context.Context, snap policysource.Snapshot, revision string) {
 	p.fromAccepted, p.activeDigest = false, snap.Digest()
 	if err := p.store(ctx, snap, revision); err != nil {
 		p.metrics.reloads.WithLabelValues("persist-error").Inc()
@@ -34,7 +34,7 @@ func (p *policySync) persist(ctx context.Context, snap policysource.Snapshot, re
 	}
 }
 
-func (p *policySync) store(ctx context.Context, snap policysource.Snapshot, revision string) error {
+func (p *Sync) store(ctx context.Context, snap policysource.Snapshot, revision string) error {
 	data, err := snap.Data(revision)
 	if err != nil {
 		return err
@@ -80,7 +80,7 @@ func (p *policySync) store(ctx context.Context, snap policysource.Snapshot, revi
 // gpuadmit_policy_reloads_total{result="refused"}. It returns an error
 // when the attempt is to be retried (the accepted ConfigMap could not be
 // read, or its load failed retriably).
-func (p *policySync) fallback(ctx context.Context, why error) error {
+func (p *Sync) fallback(ctx context.Context, why error) error {
 	ref := p.namespace + "/" + policysource.AcceptedConfigMap
 	cm, err := p.kube.CoreV1().ConfigMaps(p.namespace).Get(ctx, policysource.AcceptedConfigMap, metav1.GetOptions{})
 	retry := err != nil && !apierrors.IsNotFound(err)
@@ -104,7 +104,7 @@ func (p *policySync) fallback(ctx context.Context, why error) error {
 
 // loadAccepted activates the set of the accepted ConfigMap cm, compiled
 // and tested, because the cluster's set was rejected (why).
-func (p *policySync) loadAccepted(ctx context.Context, cm *corev1.ConfigMap, why error) error {
+func (p *Sync) loadAccepted(ctx context.Context, cm *corev1.ConfigMap, why error) error {
 	snap, err := policysource.Accepted(cm)
 	if err == nil {
 		err = p.engine.Load(ctx, snap.PolicySources(acceptedPrefix)...)
@@ -122,7 +122,7 @@ func (p *policySync) loadAccepted(ctx context.Context, cm *corev1.ConfigMap, why
 }
 
 // active describes the active set for the status annotation.
-func (p *policySync) active() string {
+func (p *Sync) active() string {
 	rev := p.engine.Status().Revision
 	switch {
 	case rev == "":
@@ -134,12 +134,12 @@ func (p *policySync) active() string {
 }
 
 // annotate writes status in each ConfigMap's status annotation (when it differs).
-func (p *policySync) annotate(ctx context.Context, cms []*corev1.ConfigMap, status string) {
+func (p *Sync) annotate(ctx context.Context, cms []*corev1.ConfigMap, status string) {
 	for _, cm := range cms {
-		if cm.Annotations[PolicyStatusAnnotation] == status {
+		if cm.Annotations[StatusAnnotation] == status {
 			continue
 		}
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{PolicyStatusAnnotation: status}}})
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{StatusAnnotation: status}}})
 		if _, err := p.kube.CoreV1().ConfigMaps(cm.Namespace).Patch(ctx, cm.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			p.log.Error(err, "writing the policy status annotation", "configmap", klog.KObj(cm))
 		}

@@ -1,4 +1,4 @@
-package server
+package metrics
 
 import (
 	"context"
@@ -7,14 +7,33 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
-// registerStateMetrics registers gauges read at scrape time: the ledger's
+// Ledger is what the collectors read of the usage ledger (*ledger.Ledger).
+type Ledger interface {
+	Stats() ledger.Stats
+	Families() []effective.Family
+	Snapshot(pending map[string][]ledger.Reservation) ledger.Snapshot
+}
+
+// PolicyStatus is the policy engine's status (*policy.Engine).
+type PolicyStatus interface {
+	Status() policy.Status
+}
+
+// Freshness says, per watched resource, whether its watch is stale
+// (*ledger.Feed).
+type Freshness interface {
+	Freshness() map[string]bool
+}
+
+// RegisterState registers gauges read at scrape time: the ledger's
 // sizes, the policy engine's status and the watches' freshness.
-func registerStateMetrics(reg prometheus.Registerer, l *ledger.Ledger, e *policy.Engine, feed *ledger.Feed, store reservations) error {
+func RegisterState(reg prometheus.Registerer, l Ledger, e PolicyStatus, feed Freshness, store reservations) error {
 	stat := func(f func(ledger.Stats) int) func() float64 {
 		return func() float64 { return float64(f(l.Stats())) }
 	}
@@ -75,23 +94,9 @@ func counted(store reservations) int {
 	return n
 }
 
-// policyMetrics count policy reloads by result.
-type policyMetrics struct{ reloads *prometheus.CounterVec }
-
-func newPolicyMetrics(reg prometheus.Registerer) (*policyMetrics, error) {
-	m := &policyMetrics{reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "gpuadmit_policy_reloads_total",
-		Help: "Policy reloads from ConfigMaps or the policy directory, by result (activated, rejected).",
-	}, []string{"result"})}
-	if err := reg.Register(m.reloads); err != nil {
-		return nil, fmt.Errorf("registering policy metrics: %w", err)
-	}
-	return m, nil
-}
-
 // freshnessCollector reports each watch's staleness at scrape time.
 type freshnessCollector struct {
-	feed *ledger.Feed
+	feed Freshness
 	desc *prometheus.Desc
 }
 
@@ -107,8 +112,9 @@ func (c *freshnessCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// serverMetrics are the counters the server's components report to.
-type serverMetrics struct {
+// Counters are the counters of the reservation store (gpuusage.Metrics)
+// and of the elected replica's summary writes.
+type Counters struct {
 	reservationsEnded    *prometheus.CounterVec
 	reservationsRefused  *prometheus.CounterVec
 	reservationConflicts prometheus.Counter
@@ -117,8 +123,9 @@ type serverMetrics struct {
 	summaries            prometheus.Counter
 }
 
-func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
-	m := &serverMetrics{
+// NewCounters registers the Counters on reg.
+func NewCounters(reg prometheus.Registerer) (*Counters, error) {
+	m := &Counters{
 		reservationsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpuadmit_reservations_ended_total",
 			Help: "Reservations this replica removed from GPUUsage objects, by reason: recorded (every live replica recorded the pod), absent (a read confirmed the pod does not exist: its create failed after admission).",
@@ -161,15 +168,23 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 	return m, nil
 }
 
-// storeMetrics counts what the reservation store does (gpuusage.Metrics).
-type storeMetrics struct{ m *serverMetrics }
+var _ gpuusage.Metrics = (*Counters)(nil)
 
-func (s storeMetrics) Ended(reason string)   { s.m.reservationsEnded.WithLabelValues(reason).Inc() }
-func (s storeMetrics) Conflict()             { s.m.reservationConflicts.Inc() }
-func (s storeMetrics) Refused(reason string) { s.m.reservationsRefused.WithLabelValues(reason).Inc() }
-func (s storeMetrics) Wrote(took time.Duration, reviews int) {
-	s.m.writes.Observe(took.Seconds())
-	s.m.groups.Observe(float64(reviews))
+// Ended counts a reservation removed, by reason (gpuusage.Metrics).
+func (m *Counters) Ended(reason string) { m.reservationsEnded.WithLabelValues(reason).Inc() }
+
+// Conflict counts a reservation write another replica won (gpuusage.Metrics).
+func (m *Counters) Conflict() { m.reservationConflicts.Inc() }
+
+// Refused counts an admission refused instead of reserved, by reason
+// (gpuusage.Metrics).
+func (m *Counters) Refused(reason string) { m.reservationsRefused.WithLabelValues(reason).Inc() }
+
+// Wrote observes one GPUUsage status write (gpuusage.Metrics).
+func (m *Counters) Wrote(took time.Duration, reviews int) {
+	m.writes.Observe(took.Seconds())
+	m.groups.Observe(float64(reviews))
 }
 
-func (m *serverMetrics) summaryWritten() { m.summaries.Inc() }
+// SummaryWritten counts a summary the elected replica wrote.
+func (m *Counters) SummaryWritten() { m.summaries.Inc() }

@@ -1,4 +1,4 @@
-package server
+package metrics
 
 import (
 	"crypto/tls"
@@ -22,14 +22,19 @@ import (
 // infoMetrics registers the build and certificate metrics of opts and
 // serving on a fresh pedantic registry, as a collector for gathered.
 type infoMetrics struct {
-	opts    Options
+	opts    Info
 	serving func() (*tls.Certificate, error)
 }
+
+// servingFunc serves the certificate a function returns.
+type servingFunc func() (*tls.Certificate, error)
+
+func (f servingFunc) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) { return f() }
 
 func (m infoMetrics) registry(t *testing.T) *prometheus.Registry {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	if err := registerInfoMetrics(reg, m.opts, m.serving); err != nil {
+	if err := RegisterInfo(reg, m.opts, servingFunc(m.serving)); err != nil {
 		t.Fatal(err)
 	}
 	return reg
@@ -125,7 +130,7 @@ func TestCertificateExpiryMetric(t *testing.T) {
 			want: map[string]float64{"certificate=serving": unix(notAfter(t, later.ServerCert))}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			reg := infoMetrics{opts: Options{ClientCAFile: tt.clientCA}, serving: tt.serving}.registry(t)
+			reg := infoMetrics{opts: Info{ClientCAFile: tt.clientCA}, serving: tt.serving}.registry(t)
 			compareSeries(t, samples(t, reg, "gpuadmit_certificate_expiry_timestamp_seconds"), orEmpty(tt.want))
 		})
 	}
@@ -142,7 +147,7 @@ func TestBuildInfoMetric(t *testing.T) {
 		{name: "none given: the build's information, else unknown"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			reg := infoMetrics{opts: Options{Version: tt.version, Revision: tt.revision}, serving: func() (*tls.Certificate, error) {
+			reg := infoMetrics{opts: Info{Version: tt.version, Revision: tt.revision}, serving: func() (*tls.Certificate, error) {
 				return nil, errors.New("none")
 			}}.registry(t)
 			got := samples(t, reg, "gpuadmit_build_info")

@@ -1,4 +1,4 @@
-package server
+package webhookcheck
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/pkg/config"
@@ -84,7 +86,7 @@ func TestWebhookCheckMatchConditions(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			c, err := newWebhookCheck(fake.NewClientset(registered(10, tt.templates, tt.registered...)...),
+			c, err := New(fake.NewClientset(registered(10, tt.templates, tt.registered...)...),
 				Options{Config: tt.cfg, MutatingWebhook: "gpuadmit", ValidatingWebhook: "gpuadmit", Registry: reg})
 			if err != nil {
 				t.Fatal(err)
@@ -121,7 +123,7 @@ func TestWebhookCheckReviewTimeout(t *testing.T) {
 	} {
 		cfg := config.Default()
 		cfg.Admission.ReviewTimeout = &metav1.Duration{Duration: tt.review}
-		c, err := newWebhookCheck(fake.NewClientset(registered(tt.timeout, true, nvidiaNames...)...),
+		c, err := New(fake.NewClientset(registered(tt.timeout, true, nvidiaNames...)...),
 			Options{Config: cfg, MutatingWebhook: "gpuadmit", ValidatingWebhook: "gpuadmit", Registry: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatal(err)
@@ -151,12 +153,62 @@ func TestWebhookCheckReviewTimeout(t *testing.T) {
 	}
 }
 
+// TestWebhookCheckTimeoutLoweredLater attacks a running replica: the
+// validating webhook's timeoutSeconds is lowered under reviewTimeout after
+// the start, which a review would then outlive. The next check, a
+// webhookCheckEvery later on the check's clock, reports it; before that
+// step nothing is read again.
+func TestWebhookCheckTimeoutLoweredLater(t *testing.T) {
+	kube := fake.NewClientset(registered(10, true, nvidiaNames...)...)
+	clk := clocktesting.NewFakeClock(time.Now())
+	c, err := New(kube, Options{Config: config.Default(), MutatingWebhook: "gpuadmit", ValidatingWebhook: "gpuadmit",
+		Registry: prometheus.NewRegistry(), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	}()
+	waitFor(t, "the first check, then the ticker", clk.HasWaiters)
+	if n := testutil.CollectAndCount(c.mismatches); n != 0 {
+		t.Fatalf("%d mismatch series at start, want none", n)
+	}
+	val, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "gpuadmit", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	val.Webhooks[0].TimeoutSeconds = ptr.To[int32](5)
+	if _, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, val, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(webhookCheckEvery)
+	waitFor(t, "the lowered timeoutSeconds reported", func() bool {
+		return testutil.CollectAndCount(c.mismatches) == 1 && gaugeValue(t, c.mismatches, "validate.gpuadmit.io", mismatchTimeoutSeconds) == 1
+	})
+}
+
+// waitFor waits until cond holds (what another goroutine does: no clock
+// is stepped here), failing after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
 // TestWebhookCheckNothingRegistered: without gpuadmit's configurations
 // (not installed yet) the check neither refuses nor reports.
 func TestWebhookCheckNothingRegistered(t *testing.T) {
 	cfg := config.Default()
 	cfg.Admission.ReviewTimeout = &metav1.Duration{Duration: time.Minute}
-	c, err := newWebhookCheck(fake.NewClientset(), Options{Config: cfg, MutatingWebhook: "gpuadmit", ValidatingWebhook: "gpuadmit",
+	c, err := New(fake.NewClientset(), Options{Config: cfg, MutatingWebhook: "gpuadmit", ValidatingWebhook: "gpuadmit",
 		Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)

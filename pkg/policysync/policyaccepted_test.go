@@ -1,4 +1,4 @@
-package server
+package policysync
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/gpuadmit/gpuadmit/pkg/policysource"
 	"github.com/gpuadmit/gpuadmit/policy"
@@ -26,15 +27,15 @@ const brokenRule = "package gpuadmit.admission\n\ndeny contains if {\n"
 
 // replica is one replica's policy sync over the shared API server kube,
 // listing cms.
-func replica(t *testing.T, kube kubernetes.Interface, opts policy.Options, cms ...*corev1.ConfigMap) *policySync {
+func replica(t *testing.T, kube kubernetes.Interface, opts policy.Options, cms ...*corev1.ConfigMap) *Sync {
 	t.Helper()
 	pm, err := newPolicyMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := &flakyLister{cms: cms}
-	return &policySync{kube: kube, engine: policy.New(opts), namespace: "gpuadmit-system", selector: "x=y",
-		log: logr.Discard(), metrics: pm, list: l.list, retryMin: 10 * time.Millisecond, retryMax: 40 * time.Millisecond}
+	return &Sync{kube: kube, engine: policy.New(opts), namespace: "gpuadmit-system", selector: "x=y",
+		log: logr.Discard(), metrics: pm, clock: clocktesting.NewFakeClock(time.Now()), list: l.list, retryMin: 10 * time.Millisecond, retryMax: 40 * time.Millisecond}
 }
 
 // edited is the operator's policy ConfigMap with its frozen.rego replaced.
@@ -45,9 +46,9 @@ func edited(rule string) *corev1.ConfigMap {
 }
 
 // denies evaluates the replica's active set for a pod of namespace ns.
-func denies(t *testing.T, p *policySync, ns string) []string {
+func denies(t *testing.T, p *Sync, ns string) []string {
 	t.Helper()
-	out, err := p.engine.Eval(t.Context(), ast.MustParseTerm(`{"namespace": "`+ns+`"}`).Value)
+	out, err := p.engine.(*policy.Engine).Eval(t.Context(), ast.MustParseTerm(`{"namespace": "`+ns+`"}`).Value)
 	if err != nil {
 		t.Fatalf("evaluating: %v", err)
 	}
@@ -101,7 +102,7 @@ func TestStartingReplicaRunsTheAcceptedSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := got.Annotations[PolicyStatusAnnotation]; !strings.HasPrefix(st, "rejected: ") || !strings.Contains(st, "(the accepted set, ConfigMap gpuadmit-policy-accepted)") {
+	if st := got.Annotations[StatusAnnotation]; !strings.HasPrefix(st, "rejected: ") || !strings.Contains(st, "(the accepted set, ConfigMap gpuadmit-policy-accepted)") {
 		t.Errorf("status annotation %q does not say B runs the accepted set", st)
 	}
 }
@@ -125,7 +126,7 @@ func TestStartingReplicaWithoutAcceptedSetIsNotReady(t *testing.T) {
 // notReadyFor asserts that p activated nothing and that the engine's last
 // error (the readiness check's body: "no policy set is active (last
 // error: ...)") says why, with reason.
-func notReadyFor(t *testing.T, p *policySync, reason string) {
+func notReadyFor(t *testing.T, p *Sync, reason string) {
 	t.Helper()
 	st := p.engine.Status()
 	if st.Revision != "" {
@@ -140,7 +141,7 @@ func notReadyFor(t *testing.T, p *policySync, reason string) {
 	if n := testutil.ToFloat64(p.metrics.reloads.WithLabelValues("refused")); n < 1 {
 		t.Errorf("refused count %v, want at least 1", n)
 	}
-	if _, err := p.engine.Eval(t.Context(), ast.MustParseTerm(`{}`).Value); !errors.Is(err, policy.ErrNoPolicy) {
+	if _, err := p.engine.(*policy.Engine).Eval(t.Context(), ast.MustParseTerm(`{}`).Value); !errors.Is(err, policy.ErrNoPolicy) {
 		t.Errorf("evaluation %v, want ErrNoPolicy", err)
 	}
 }

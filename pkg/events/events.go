@@ -1,4 +1,4 @@
-package server
+package events
 
 import (
 	"context"
@@ -16,13 +16,11 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-
-	"github.com/gpuadmit/gpuadmit/pkg/admission"
 )
 
-// EventSource is the component the denials' Events name as their source
+// Source is the component the denials' Events name as their source
 // (and reporting controller); the host is the replica's name.
-const EventSource = "gpuadmit-webhook"
+const Source = "gpuadmit-webhook"
 
 // The bounds of the denials' Events, per replica (docs/webhook.md#events).
 const (
@@ -47,45 +45,46 @@ func eventCorrelation() record.CorrelatorOptions {
 	return record.CorrelatorOptions{LRUCacheSize: 4096, BurstSize: 25, QPS: 1. / 300, MaxEvents: 10, MaxIntervalInSeconds: 600}
 }
 
-// denialEvents is the validating handlers' admission.Recorder: a
+// Recorder records the validating handlers' denials (their
+// admission.Recorder): a
 // client-go EventBroadcaster writing Warning Events through a sink of the
 // API server, asynchronously (a recorded Event is queued, or dropped when
-// 1000 wait), between start and stop; before start and after stop a
+// 1000 wait), between Start and Stop; before Start and after Stop a
 // denial records nothing.
-type denialEvents struct {
+type Recorder struct {
 	kube   kubernetes.Interface
 	source corev1.EventSource
 	log    logr.Logger
 
 	// mu guards the running broadcaster: Denied records under the read
-	// lock, so that stop never shuts down a broadcaster being recorded to.
+	// lock, so that Stop never shuts down a broadcaster being recorded to.
 	mu          sync.RWMutex
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorderLogger
 	sink        *flushSink
 }
 
-var _ admission.Recorder = (*denialEvents)(nil)
-
-func newDenialEvents(kube kubernetes.Interface, replica string, log logr.Logger) *denialEvents {
-	return &denialEvents{kube: kube, source: corev1.EventSource{Component: EventSource, Host: replica}, log: log}
+// New builds the Recorder of replica, writing through kube.
+func New(kube kubernetes.Interface, replica string, log logr.Logger) *Recorder {
+	return &Recorder{kube: kube, source: corev1.EventSource{Component: Source, Host: replica}, log: log}
 }
 
-// denialEvents builds the server's recorder on a client of its own.
-func (s *Server) denialEvents() (*denialEvents, error) {
-	cfg := rest.CopyConfig(s.mgr.GetConfig())
+// NewForConfig builds the Recorder of replica on a client of its own, made
+// from cfg, bounded by eventsQPS and eventsBurst.
+func NewForConfig(cfg *rest.Config, replica string, log logr.Logger) (*Recorder, error) {
+	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = eventsQPS, eventsBurst, nil
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client for Events: %w", err)
 	}
-	return newDenialEvents(kube, s.opts.Replica, s.opts.Log.WithName("events")), nil
+	return New(kube, replica, log), nil
 }
 
 // Denied implements admission.Recorder: a Warning Event about regarding,
 // in its namespace. It never blocks: the broadcaster drops an Event its
 // queue cannot take (logged with ctx's logger).
-func (e *denialEvents) Denied(ctx context.Context, regarding corev1.ObjectReference, reason, message string) {
+func (e *Recorder) Denied(ctx context.Context, regarding corev1.ObjectReference, reason, message string) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	log := logf.FromContext(ctx)
@@ -96,14 +95,14 @@ func (e *denialEvents) Denied(ctx context.Context, regarding corev1.ObjectRefere
 	e.recorder.WithLogger(log).Event(&regarding, corev1.EventTypeWarning, reason, message)
 }
 
-// start starts the broadcaster and its sink (once).
-func (e *denialEvents) start() {
+// Start starts the broadcaster and its sink (once).
+func (e *Recorder) Start() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.broadcaster != nil {
 		return
 	}
-	// A context without cancellation: the broadcaster lives until stop,
+	// A context without cancellation: the broadcaster lives until Stop,
 	// after the webhook server answered its last review; the sink logs
 	// with e.log.
 	e.broadcaster = record.NewBroadcaster(record.WithCorrelatorOptions(eventCorrelation()),
@@ -113,9 +112,9 @@ func (e *denialEvents) start() {
 	e.recorder = e.broadcaster.NewRecorder(clientgoscheme.Scheme, e.source)
 }
 
-// stop stops recording, waits up to eventsFlushTimeout for what was
+// Stop stops recording, waits up to eventsFlushTimeout for what was
 // recorded to be written, and shuts the broadcaster down.
-func (e *denialEvents) stop() {
+func (e *Recorder) Stop() {
 	e.mu.Lock()
 	b, rec, sink := e.broadcaster, e.recorder, e.sink
 	e.broadcaster, e.recorder, e.sink = nil, nil, nil

@@ -1,4 +1,4 @@
-package server
+package metrics
 
 import (
 	"cmp"
@@ -24,9 +24,25 @@ const (
 // unknownBuild is a version or revision nothing recorded.
 const unknownBuild = "unknown"
 
-// registerInfoMetrics registers gpuadmit_build_info and the certificate
-// expiry gauge: what this binary is, and when what it serves expires.
-func registerInfoMetrics(reg prometheus.Registerer, opts Options, serving func() (*tls.Certificate, error)) error {
+// Certificates serve this replica's certificate (*certs.Rotator, or
+// controller-runtime's *certwatcher.CertWatcher).
+type Certificates interface {
+	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
+}
+
+// Info names this build and the client CA for RegisterInfo.
+type Info struct {
+	// Version and Revision name this build (empty: the binary's module
+	// version and VCS stamp, else "unknown").
+	Version, Revision string
+	// ClientCAFile is the client CA's PEM file ("": client authentication
+	// is off).
+	ClientCAFile string
+}
+
+// RegisterInfo registers gpuadmit_build_info and the certificate expiry
+// gauge: what this binary is, and when what it serves expires.
+func RegisterInfo(reg prometheus.Registerer, opts Info, serving Certificates) error {
 	version, revision := buildVersion(opts.Version, opts.Revision)
 	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: "gpuadmit_build_info",
 		Help:        "1, labelled with the version and VCS revision of this webhook binary and the Go version it was built with.",
@@ -79,7 +95,7 @@ func vcsRevision(settings []debug.BuildSetting) string {
 // certificateCollector reports the expiry of the serving certificate and
 // of the client CA at scrape time.
 type certificateCollector struct {
-	serving  func() (*tls.Certificate, error)
+	serving  Certificates
 	clientCA string // a PEM file; "" when client authentication is off
 	desc     *prometheus.Desc
 }
@@ -99,8 +115,8 @@ func (c *certificateCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // servingExpiry is the NotAfter of the leaf certificate serving returns.
-func servingExpiry(serving func() (*tls.Certificate, error)) (time.Time, error) {
-	c, err := serving()
+func servingExpiry(serving Certificates) (time.Time, error) {
+	c, err := serving.GetCertificate(&tls.ClientHelloInfo{})
 	if err != nil {
 		return time.Time{}, err
 	}

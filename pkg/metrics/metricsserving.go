@@ -1,4 +1,4 @@
-package server
+package metrics
 
 import (
 	"crypto/tls"
@@ -7,21 +7,22 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-// metricsOptions serve /metrics over HTTPS with the webhook's certificate,
+// ServingOptions serve /metrics over HTTPS with the webhook's certificate,
 // to clients whose bearer token the API server authenticates (TokenReview)
 // and authorizes for GET /metrics (SubjectAccessReview): the usage gauges
 // name every namespace's limits and usage. MetricsInsecure serves plain
-// HTTP to anyone.
-func (s *Server) metricsOptions() metricsserver.Options {
-	o := metricsserver.Options{BindAddress: s.opts.MetricsAddr}
-	if s.opts.MetricsInsecure {
+// HTTP to anyone. addr is where it listens ("0": nowhere); minTLS the
+// lowest TLS version it accepts.
+func ServingOptions(addr string, insecure bool, minTLS uint16, serving Certificates) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: addr}
+	if insecure {
 		return o
 	}
 	o.SecureServing = true
 	o.FilterProvider = filters.WithAuthenticationAndAuthorization
 	o.TLSOpts = []func(*tls.Config){func(c *tls.Config) {
-		c.MinVersion = s.opts.TLSMinVersion
-		c.GetCertificate = s.certificate
+		c.MinVersion = minTLS
+		c.GetCertificate = serving.GetCertificate
 	}}
 	return o
 }

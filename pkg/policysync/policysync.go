@@ -1,4 +1,4 @@
-package server
+package policysync
 
 import (
 	"cmp"
@@ -12,21 +12,79 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/gpuadmit/gpuadmit/pkg/policysource"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
-// PolicyStatusAnnotation is set on every policy ConfigMap after each load:
+// StatusAnnotation is set on every policy ConfigMap after each load:
 // "active: revision R" or "rejected: why; still active: revision R".
-const PolicyStatusAnnotation = "gpuadmit.io/policy-status"
+const StatusAnnotation = "gpuadmit.io/policy-status"
 
-// policySync loads the built-in policies plus the policy directory and the
+// Engine is the policy engine a Sync loads sets into (*policy.Engine).
+type Engine interface {
+	// Load compiles and tests the built-in policies plus sources, and
+	// activates them only when they pass.
+	Load(ctx context.Context, sources ...policy.Source) error
+	// Reject records a load that failed before reaching the engine.
+	Reject(err error)
+	Status() policy.Status
+}
+
+// Options are what a Sync is handed.
+type Options struct {
+	Kube kubernetes.Interface
+	// Engine receives the sets loaded.
+	Engine Engine
+	// Namespace holds the policy ConfigMaps and the accepted one.
+	Namespace string
+	// Selector selects the policy ConfigMaps ("": none are read).
+	Selector string
+	// Dir is the policy directory ("": none).
+	Dir string
+	// Registry receives gpuadmit_policy_reloads_total.
+	Registry prometheus.Registerer
+	// Clock times the retries after a failed read (default the wall clock).
+	Clock clock.Clock
+	Log   logr.Logger
+}
+
+// New builds the Sync of o; nothing runs until Start.
+func New(o Options) (*Sync, error) {
+	pm, err := newPolicyMetrics(o.Registry)
+	if err != nil {
+		return nil, err
+	}
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Sync{kube: o.Kube, engine: o.Engine, namespace: o.Namespace, selector: o.Selector, dir: o.Dir,
+		log: o.Log, metrics: pm, clock: clk}, nil
+}
+
+// policyMetrics count policy reloads by result.
+type policyMetrics struct{ reloads *prometheus.CounterVec }
+
+func newPolicyMetrics(reg prometheus.Registerer) (*policyMetrics, error) {
+	m := &policyMetrics{reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gpuadmit_policy_reloads_total",
+		Help: "Policy reloads from ConfigMaps or the policy directory, by result (activated, rejected).",
+	}, []string{"result"})}
+	if err := reg.Register(m.reloads); err != nil {
+		return nil, fmt.Errorf("registering policy metrics: %w", err)
+	}
+	return m, nil
+}
+
+// Sync loads the built-in policies plus the policy directory and the
 // label-selected ConfigMaps of the server's namespace, and reloads them when
 // a ConfigMap changes. A load goes through the engine's test-then-activate
 // path: a set that does not compile or whose tests fail (or run past their
@@ -50,14 +108,15 @@ const PolicyStatusAnnotation = "gpuadmit.io/policy-status"
 // and the read is retried with backoff. Before any set was active, a read
 // failure activates nothing: the server stays unready rather than run
 // without the operator's policies.
-type policySync struct {
+type Sync struct {
 	kube      kubernetes.Interface
-	engine    *policy.Engine
+	engine    Engine
 	namespace string
 	selector  string
 	dir       string
 	log       logr.Logger
 	metrics   *policyMetrics
+	clock     clock.Clock
 	lastHash  string
 	// list reads the policy ConfigMaps (the informer's lister; tests fail it).
 	list func() ([]*corev1.ConfigMap, error)
@@ -73,7 +132,7 @@ type policySync struct {
 }
 
 // Start implements manager.Runnable.
-func (p *policySync) Start(ctx context.Context) error {
+func (p *Sync) Start(ctx context.Context) error {
 	if p.retryMin <= 0 {
 		p.retryMin, p.retryMax = time.Second, time.Minute
 	}
@@ -113,13 +172,13 @@ func (p *policySync) Start(ctx context.Context) error {
 
 // loop loads the policy set, then again on every trigger; after a read
 // failure (or a load to retry, see reload) it retries with backoff.
-func (p *policySync) loop(ctx context.Context, trigger <-chan struct{}) error {
+func (p *Sync) loop(ctx context.Context, trigger <-chan struct{}) error {
 	backoff := p.retryMin
 	for {
 		var retry <-chan time.Time
 		if err := p.sync(ctx); err != nil {
 			p.log.Error(err, "loading the policy set failed; the active policy set stays, retrying", "in", backoff)
-			retry = time.After(backoff)
+			retry = p.clock.After(backoff)
 			backoff = min(2*backoff, p.retryMax)
 		} else {
 			backoff = p.retryMin
@@ -134,7 +193,7 @@ func (p *policySync) loop(ctx context.Context, trigger <-chan struct{}) error {
 }
 
 // sync lists the ConfigMaps and reloads; it returns read failures.
-func (p *policySync) sync(ctx context.Context) error {
+func (p *Sync) sync(ctx context.Context) error {
 	list, err := p.list()
 	if err != nil {
 		err = fmt.Errorf("listing policy ConfigMaps: %w", err)
@@ -148,7 +207,7 @@ func (p *policySync) sync(ctx context.Context) error {
 }
 
 // readFailed reports a read failure without touching the active set.
-func (p *policySync) readFailed(ctx context.Context, err error) {
+func (p *Sync) readFailed(ctx context.Context, err error) {
 	p.metrics.reloads.WithLabelValues("read-error").Inc()
 	p.lastHash = "" // read again in full next time
 	p.annotate(ctx, p.known, fmt.Sprintf("read error: %s; still active: %s", truncate(err.Error(), 1000), p.active()))
@@ -163,7 +222,7 @@ func (p *policySync) readFailed(ctx context.Context, err error) {
 // (a rejected set never lowers the rules a replica runs). It returns an error when the load
 // is to be retried: a source could not be read (policy.ErrRead), or the
 // load failed in a way the same set may not fail again (retriable).
-func (p *policySync) reload(ctx context.Context, cms []*corev1.ConfigMap) error {
+func (p *Sync) reload(ctx context.Context, cms []*corev1.ConfigMap) error {
 	sources := policysource.Sources(p.dir, cms) // sorts cms by name
 	hash := setHash(cms)
 	if hash == p.lastHash && p.engine.Status().Revision != "" {

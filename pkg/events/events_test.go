@@ -1,4 +1,4 @@
-package server
+package events
 
 import (
 	"context"
@@ -24,19 +24,19 @@ import (
 func TestDenialEvents(t *testing.T) {
 	ctx := t.Context()
 	kube := fake.NewClientset()
-	ev := newDenialEvents(kube, "replica-0", logr.Discard())
+	ev := New(kube, "replica-0", logr.Discard())
 	rs := corev1.ObjectReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9f", UID: "rs-uid", Namespace: "team-a"}
 	ns := corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: "team-a", Namespace: "team-a"}
 
 	ev.Denied(ctx, rs, admission.EventReasonQuotaExceeded, "before start")
-	ev.start()
+	ev.Start()
 	for range 3 {
 		ev.Denied(ctx, rs, admission.EventReasonQuotaExceeded, "pod team-a/web-7d9f-x denied: over the limit")
 	}
 	ev.Denied(ctx, ns, admission.EventReasonPolicyDenied, "pod team-a/p denied: no gpucores")
-	ev.stop()
+	ev.Stop()
 	ev.Denied(ctx, rs, admission.EventReasonQuotaExceeded, "after stop")
-	ev.stop() // twice: harmless
+	ev.Stop() // twice: harmless
 
 	list, err := kube.CoreV1().Events("team-a").List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -60,9 +60,9 @@ func TestDenialEvents(t *testing.T) {
 	} {
 		e := got[want.ref.Kind]
 		if e.InvolvedObject != want.ref || e.Reason != want.reason || e.Message != want.message || e.Count != want.count ||
-			e.Type != corev1.EventTypeWarning || e.Source != (corev1.EventSource{Component: EventSource, Host: "replica-0"}) ||
-			e.ReportingController != EventSource || e.ReportingInstance != "replica-0" {
-			t.Errorf("Event %+v\nwant about %+v, %s %q, count %d, from %s on replica-0", e, want.ref, want.reason, want.message, want.count, EventSource)
+			e.Type != corev1.EventTypeWarning || e.Source != (corev1.EventSource{Component: Source, Host: "replica-0"}) ||
+			e.ReportingController != Source || e.ReportingInstance != "replica-0" {
+			t.Errorf("Event %+v\nwant about %+v, %s %q, count %d, from %s on replica-0", e, want.ref, want.reason, want.message, want.count, Source)
 		}
 	}
 }
@@ -78,15 +78,15 @@ func TestDenialEventsStopIsBounded(t *testing.T) {
 			<-release
 			return false, nil, nil
 		})
-		ev := newDenialEvents(kube, "replica-0", logr.Discard())
-		ev.start()
+		ev := New(kube, "replica-0", logr.Discard())
+		ev.Start()
 		start := time.Now()
 		ev.Denied(context.Background(), corev1.ObjectReference{Kind: "Namespace", Name: "team-a", Namespace: "team-a"},
 			admission.EventReasonQuotaExceeded, "denied")
 		if d := time.Since(start); d != 0 {
 			t.Errorf("Denied took %s", d)
 		}
-		ev.stop()
+		ev.Stop()
 		if d := time.Since(start); d != eventsFlushTimeout {
 			t.Errorf("stop took %s, want the flush timeout %s", d, eventsFlushTimeout)
 		}
