@@ -1,0 +1,85 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// When a live read is slow: the first progress line after progressAfter,
+// then one every progressEvery.
+const (
+	progressAfter = 2 * time.Second
+	progressEvery = time.Second
+)
+
+// isTerminal reports whether w is a terminal (a character device: a
+// redirection to /dev/null counts too, where the lines do no harm).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progress prints, on a terminal, "reading the cluster: N pods listed..."
+// while a live read lasts more than its delay, at most once per interval.
+// A nil *progress prints nothing.
+type progress struct {
+	w        io.Writer
+	pods     atomic.Int64
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+// startProgress starts the progress lines on stderr; nil (nothing
+// printed) when stderr is not a terminal.
+func (c *cli) startProgress() *progress {
+	if !c.tty(c.stderr) {
+		return nil
+	}
+	return newProgress(c.stderr, c.progressAfter, c.progressEvery)
+}
+
+func newProgress(w io.Writer, delay, interval time.Duration) *progress {
+	p := &progress{w: w, stop: make(chan struct{}), done: make(chan struct{})}
+	go p.run(delay, interval)
+	return p
+}
+
+func (p *progress) run(delay, interval time.Duration) {
+	defer close(p.done)
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-timer.C:
+			fmt.Fprintf(p.w, "reading the cluster: %d pods listed...\n", p.pods.Load())
+			timer.Reset(interval)
+		}
+	}
+}
+
+// listed records how many pods have been listed so far.
+func (p *progress) listed(pods int) {
+	if p != nil {
+		p.pods.Store(int64(pods))
+	}
+}
+
+// end stops the lines; none is printed after it returns.
+func (p *progress) end() {
+	if p == nil {
+		return
+	}
+	p.stopOnce.Do(func() { close(p.stop) })
+	<-p.done
+}
