@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // fakeAPI is an API server that has the namespaces it is given and no
@@ -18,8 +17,11 @@ import (
 // ConfigMap or Namespace not found. It records the paths asked for.
 type fakeAPI struct {
 	namespaces []string
-	// delay is how long the pod list takes.
-	delay time.Duration
+	// listingPods, when set, receives a value when a pod list arrives,
+	// which is then answered once release is closed: the test holds the
+	// read in flight as long as it needs.
+	listingPods chan<- struct{}
+	release     <-chan struct{}
 	mu    sync.Mutex
 	paths []string
 }
@@ -50,8 +52,9 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		fmt.Fprintf(w, `{"kind":"NamespaceList","apiVersion":"v1","metadata":{},"items":[%s]}`, strings.Join(items, ","))
 	case listKinds[resource] != "":
-		if resource == "pods" {
-			time.Sleep(f.delay)
+		if resource == "pods" && f.listingPods != nil {
+			f.listingPods <- struct{}{}
+			<-f.release
 		}
 		fmt.Fprintf(w, `{"kind":%q,"apiVersion":%q,"metadata":{"resourceVersion":"1"},"items":[]}`, listKinds[resource], apiVersion)
 	default:

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // The command line behaves like kubectl: -A, -o yaml|wide|jsonpath, typo
@@ -227,15 +229,20 @@ func TestWrongFileKinds(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer the progress lines and the test share.
+// syncBuffer is a bytes.Buffer the progress lines and the test share;
+// each Write is also sent on lines, when set.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	lines chan string
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.lines != nil {
+		s.lines <- string(p)
+	}
 	return s.b.Write(p)
 }
 
@@ -245,41 +252,86 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestProgress: a slow live read tells its progress on a terminal, and
-// says nothing elsewhere.
-func TestProgress(t *testing.T) {
-	var w syncBuffer
-	p := newProgress(&w, time.Millisecond, time.Millisecond)
-	p.listed(500)
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(w.String(), "reading the cluster: 500 pods listed...\n"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("no progress line: %q", w.String())
+// nextProgress is the next progress line written; the test fails when
+// none comes (a bound only for a broken progress, which would otherwise
+// hang).
+func (s *syncBuffer) nextProgress(t *testing.T) string {
+	t.Helper()
+	for {
+		select {
+		case l := <-s.lines:
+			if strings.HasPrefix(l, "reading the cluster") {
+				return l
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("no progress line written; so far %q", s.String())
+			return ""
 		}
-		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestProgress: a slow live read tells the pods listed so far after its
+// delay, then once per interval, and no line after it ends: no timer is
+// left that could print one, and time passing prints nothing. The clock
+// is stepped; each line is waited for as it is written.
+func TestProgress(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	w := syncBuffer{lines: make(chan string, 64)}
+	p := newProgress(&w, clk, 2*time.Second, time.Second)
+	p.listed(500)
+	clk.Step(2 * time.Second)
+	if got := w.nextProgress(t); got != "reading the cluster: 500 pods listed...\n" {
+		t.Fatalf("after the delay: %q", got)
+	}
+	p.listed(700)
+	clk.Step(time.Second)
+	if got := w.nextProgress(t); got != "reading the cluster: 700 pods listed...\n" {
+		t.Fatalf("after an interval: %q", got)
 	}
 	p.end()
 	p.end()
-	after := w.String()
-	time.Sleep(10 * time.Millisecond)
-	if w.String() != after {
-		t.Errorf("a line after end: %q", w.String())
+	if clk.HasWaiters() {
+		t.Fatal("a progress timer is still armed after end: a line can come after it")
+	}
+	clk.Step(time.Hour)
+	if got := w.String(); got != "reading the cluster: 500 pods listed...\nreading the cluster: 700 pods listed...\n" {
+		t.Errorf("lines after end: %q", got)
 	}
 	var nothing *progress
 	nothing.listed(1)
 	nothing.end()
+}
 
-	kc := startFakeAPI(t, &fakeAPI{delay: 200 * time.Millisecond}, "team-x")
+// TestProgressOnTerminal: a live read held in flight past the delay tells
+// its progress on stderr when stderr is a terminal, and says nothing (no
+// timer armed) elsewhere.
+func TestProgressOnTerminal(t *testing.T) {
 	for _, tty := range []bool{true, false} {
-		var out, errOut syncBuffer
+		listing, release := make(chan struct{}, 1), make(chan struct{})
+		kc := startFakeAPI(t, &fakeAPI{listingPods: listing, release: release}, "team-x")
+		clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+		var out syncBuffer
+		errOut := syncBuffer{lines: make(chan string, 64)}
 		c := newCLI(strings.NewReader(""), &out, &errOut)
 		c.tty = func(io.Writer) bool { return tty }
-		c.progressAfter, c.progressEvery = 20*time.Millisecond, time.Hour
-		root := c.root("gpuadmit")
-		root.SetArgs([]string{"usage", "--kubeconfig", kc, "-A"})
-		if err := root.ExecuteContext(t.Context()); err != nil {
-			t.Fatal(err)
+		c.clock, c.progressAfter, c.progressEvery = clk, 2*time.Second, time.Hour
+		done := make(chan int)
+		go func() { done <- c.execute(t.Context(), "gpuadmit", []string{"usage", "--kubeconfig", kc, "-A"}) }()
+		<-listing // the pod list is in flight, the progress started
+		if clk.HasWaiters() != tty {
+			t.Errorf("terminal %v: a progress timer armed: %v", tty, clk.HasWaiters())
 		}
-		if got := strings.Contains(errOut.String(), "reading the cluster: 0 pods listed...\n"); got != tty {
+		clk.Step(2 * time.Second)
+		if tty {
+			if got := errOut.nextProgress(t); got != "reading the cluster: 0 pods listed...\n" {
+				t.Errorf("terminal: stderr %q", got)
+			}
+		}
+		close(release)
+		if code := <-done; code != 0 {
+			t.Fatalf("terminal %v: exit code %d; stderr %q", tty, code, errOut.String())
+		}
+		if got := strings.Contains(errOut.String(), "reading the cluster"); got != tty {
 			t.Errorf("terminal %v: stderr %q", tty, errOut.String())
 		}
 	}

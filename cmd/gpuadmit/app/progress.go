@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // When a live read is slow: the first progress line after progressAfter,
@@ -44,26 +46,28 @@ func (c *cli) startProgress() *progress {
 	if !c.tty(c.stderr) {
 		return nil
 	}
-	return newProgress(c.stderr, c.progressAfter, c.progressEvery)
+	return newProgress(c.stderr, c.clock, c.progressAfter, c.progressEvery)
 }
 
-func newProgress(w io.Writer, delay, interval time.Duration) *progress {
+// newProgress prints on w, after delay on clk and then every interval,
+// until end. The timer is armed before newProgress returns.
+func newProgress(w io.Writer, clk clock.Clock, delay, interval time.Duration) *progress {
 	p := &progress{w: w, stop: make(chan struct{}), done: make(chan struct{})}
-	go p.run(delay, interval)
+	go p.run(clk.NewTimer(delay), interval)
 	return p
 }
 
-func (p *progress) run(delay, interval time.Duration) {
+func (p *progress) run(timer clock.Timer, interval time.Duration) {
 	defer close(p.done)
-	timer := time.NewTimer(delay)
 	defer timer.Stop()
 	for {
 		select {
 		case <-p.stop:
 			return
-		case <-timer.C:
-			fmt.Fprintf(p.w, "reading the cluster: %d pods listed...\n", p.pods.Load())
+		case <-timer.C():
+			// The next line's timer is armed before this one is printed.
 			timer.Reset(interval)
+			fmt.Fprintf(p.w, "reading the cluster: %d pods listed...\n", p.pods.Load())
 		}
 	}
 }

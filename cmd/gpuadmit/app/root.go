@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/utils/clock"
 )
 
 // cli is one run of the command line: its streams, and kubectl's
@@ -22,13 +23,15 @@ type cli struct {
 	// progressEvery).
 	tty                          func(io.Writer) bool
 	progressAfter, progressEvery time.Duration
+	// clock times the progress lines.
+	clock clock.Clock
 	// build is what `gpuadmit version` prints.
 	build Build
 }
 
 func newCLI(stdin io.Reader, stdout, stderr io.Writer) *cli {
 	return &cli{stdin: stdin, stdout: stdout, stderr: stderr, kube: genericclioptions.NewConfigFlags(true),
-		tty: isTerminal, progressAfter: progressAfter, progressEvery: progressEvery, build: Build{Version: "dev"}}
+		tty: isTerminal, progressAfter: progressAfter, progressEvery: progressEvery, clock: clock.RealClock{}, build: Build{Version: "dev"}}
 }
 
 // root builds the command tree; name is what the user typed to run it.
