@@ -22,8 +22,8 @@ type fakeAPI struct {
 	// read in flight as long as it needs.
 	listingPods chan<- struct{}
 	release     <-chan struct{}
-	mu    sync.Mutex
-	paths []string
+	mu          sync.Mutex
+	paths       []string
 }
 
 // listKinds are the kinds of the lists the commands make, by resource.
