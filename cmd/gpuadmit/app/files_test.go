@@ -1,10 +1,12 @@
-package app
+package app_test
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/apptest"
 )
 
 // gpuPod is a one-GPU pod of team-a asking mib MiB, as YAML.
@@ -55,48 +57,48 @@ func TestRepeatedFilename(t *testing.T) {
 	})
 	first, second := filepath.Join(files, "first.yaml"), filepath.Join(files, "second.yaml")
 	idle := state + "idle-a10-quota24g.yaml"
-	tests := []cliCase{
-		{name: "two files: the second's pod no longer fits, exit 1, both reported",
-			args: []string{"eval", "-o", "json", "-f", first, "-f", second, "--state", idle}, wantCode: 1,
-			wantOut: `{"allowed":false,"objects":[
+	tests := []apptest.Case{
+		{Name: "two files: the second's pod no longer fits, exit 1, both reported",
+			Args: []string{"eval", "-o", "json", "-f", first, "-f", second, "--state", idle}, WantCode: 1,
+			WantOut: `{"allowed":false,"objects":[
 				{"kind":"Pod","namespace":"team-a","name":"first","replicas":1,"admitted":1,"allowed":true,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"denials":[],"warnings":[]},
 				{"kind":"Pod","namespace":"team-a","name":"second","replicas":1,"admitted":0,"allowed":false,"effective":{"gpu":1,"gpumem":8192,"gpucores":0},"denials":[
 				"namespace \"team-a\": nvidia.com/gpumem: pod needs 8192 MiB, 20480 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota \"gpu-quota\" limits.nvidia.com/gpumem)"],
 				"warnings":[]}]}`},
-		{name: "in the order given", args: []string{"eval", "-o", "json", "-f", second, "-f", first, "--state", idle}, wantCode: 1,
-			wantObjects: []string{"Pod team-a/second allowed", "Pod team-a/first denied"}},
-		{name: "a comma is part of a file name", args: []string{"eval", "-o", "json", "-f", filepath.Join(files, "a,b.yaml"), "--state", idle},
-			wantObjects: []string{"Pod team-a/first allowed", "Pod team-a/second denied"}, wantCode: 1},
-		{name: "a file and standard input", args: []string{"eval", "-o", "json", "-f", first, "-f", "-", "--state", idle}, stdin: gpuPod("piped", 2048),
-			wantObjects: []string{"Pod team-a/first allowed", "Pod team-a/piped allowed"}},
-		{name: "a directory: its manifest files, not its subdirectories",
-			args: []string{"eval", "-o", "json", "-f", dir, "--state", idle}, wantObjects: []string{"Pod team-a/small allowed", "Pod team-a/mid allowed"}},
-		{name: "-R: its subdirectories too, where the last pod no longer fits",
-			args: []string{"eval", "-o", "json", "-f", dir, "-R", "--state", idle}, wantCode: 1,
-			wantObjects: []string{"Pod team-a/small allowed", "Pod team-a/mid allowed", "Pod team-a/big denied"}},
-		{name: "--recursive, a directory then a file", args: []string{"eval", "--recursive", "-f", dir, "-f", first, "--state", idle, "-o", "table"}, wantCode: 1,
-			wantTextSub: []string{"Pod    team-a      big     false     0/1        1     16384", "Pod    team-a      first   false     0/1        1     20480",
+		{Name: "in the order given", Args: []string{"eval", "-o", "json", "-f", second, "-f", first, "--state", idle}, WantCode: 1,
+			WantObjects: []string{"Pod team-a/second allowed", "Pod team-a/first denied"}},
+		{Name: "a comma is part of a file name", Args: []string{"eval", "-o", "json", "-f", filepath.Join(files, "a,b.yaml"), "--state", idle},
+			WantObjects: []string{"Pod team-a/first allowed", "Pod team-a/second denied"}, WantCode: 1},
+		{Name: "a file and standard input", Args: []string{"eval", "-o", "json", "-f", first, "-f", "-", "--state", idle}, Stdin: gpuPod("piped", 2048),
+			WantObjects: []string{"Pod team-a/first allowed", "Pod team-a/piped allowed"}},
+		{Name: "a directory: its manifest files, not its subdirectories",
+			Args: []string{"eval", "-o", "json", "-f", dir, "--state", idle}, WantObjects: []string{"Pod team-a/small allowed", "Pod team-a/mid allowed"}},
+		{Name: "-R: its subdirectories too, where the last pod no longer fits",
+			Args: []string{"eval", "-o", "json", "-f", dir, "-R", "--state", idle}, WantCode: 1,
+			WantObjects: []string{"Pod team-a/small allowed", "Pod team-a/mid allowed", "Pod team-a/big denied"}},
+		{Name: "--recursive, a directory then a file", Args: []string{"eval", "--recursive", "-f", dir, "-f", first, "--state", idle, "-o", "table"}, WantCode: 1,
+			WantTextSub: []string{"Pod    team-a      big     false     0/1        1     16384", "Pod    team-a      first   false     0/1        1     20480",
 				"Pod team-a/first denied: namespace \"team-a\": nvidia.com/gpumem: pod needs 20480 MiB, 12288 MiB used + 0 MiB reserved"}},
-		{name: "a directory of one Pod keeps the one-pod shape", args: []string{"eval", "-o", "json", "-f", filepath.Join(dir, "sub"), "--state", idle},
-			wantOut: `{"allowed":true,"effective":{"gpu":1,"gpumem":16384,"gpucores":0},"denials":[],"warnings":[]}`},
-		{name: "effective: two files", args: []string{"effective", "-o", "json", "-f", first, "-f", second},
-			wantOut: `{"objects":[
+		{Name: "a directory of one Pod keeps the one-pod shape", Args: []string{"eval", "-o", "json", "-f", filepath.Join(dir, "sub"), "--state", idle},
+			WantOut: `{"allowed":true,"effective":{"gpu":1,"gpumem":16384,"gpucores":0},"denials":[],"warnings":[]}`},
+		{Name: "effective: two files", Args: []string{"effective", "-o", "json", "-f", first, "-f", second},
+			WantOut: `{"objects":[
 				{"kind":"Pod","namespace":"team-a","name":"first","replicas":1,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"containers":[{"name":"c","role":"app","gpu":1,"gpumem":20480,"gpucores":0}],"unresolved":[]},
 				{"kind":"Pod","namespace":"team-a","name":"second","replicas":1,"effective":{"gpu":1,"gpumem":8192,"gpucores":0},"containers":[{"name":"c","role":"app","gpu":1,"gpumem":8192,"gpucores":0}],"unresolved":[]}]}`},
-		{name: "effective: a directory, -R", args: []string{"effective", "-o", "json", "-R", "-f", dir},
-			wantObjects: []string{"Pod team-a/small", "Pod team-a/mid", "Pod team-a/big"}},
-		{name: "standard input twice", args: []string{"eval", "-f", "-", "-f", "-", "--state", idle}, wantCode: 2,
-			wantErrSub: "gpuadmit eval: standard input (-) is named twice"},
-		{name: "-f - among others and --state -", args: []string{"eval", "-f", first, "-f", "-", "--state", "-"}, wantCode: 2,
-			wantErrSub: "-f and --state cannot both read standard input"},
-		{name: "a directory without manifests", args: []string{"eval", "-f", first, "-f", filepath.Join(dir, "empty"), "--state", idle}, wantCode: 2,
-			wantErrSub: "empty: a directory without .json, .yaml or .yml files (-R reads its subdirectories too)"},
-		{name: "a missing file among others", args: []string{"effective", "-f", first, "-f", "nope.yaml"}, wantCode: 2,
-			wantErrSub: "open nope.yaml: no such file"},
-		{name: "no pod in any of them", args: []string{"effective", "-f", filepath.Join(files, "node.yaml"), "-f", idle}, wantCode: 2,
-			wantErrSub: "node.yaml, ../../../examples/state/idle-a10-quota24g.yaml: no Pod, workload"},
+		{Name: "effective: a directory, -R", Args: []string{"effective", "-o", "json", "-R", "-f", dir},
+			WantObjects: []string{"Pod team-a/small", "Pod team-a/mid", "Pod team-a/big"}},
+		{Name: "standard input twice", Args: []string{"eval", "-f", "-", "-f", "-", "--state", idle}, WantCode: 2,
+			WantErrSub: "gpuadmit eval: standard input (-) is named twice"},
+		{Name: "-f - among others and --state -", Args: []string{"eval", "-f", first, "-f", "-", "--state", "-"}, WantCode: 2,
+			WantErrSub: "-f and --state cannot both read standard input"},
+		{Name: "a directory without manifests", Args: []string{"eval", "-f", first, "-f", filepath.Join(dir, "empty"), "--state", idle}, WantCode: 2,
+			WantErrSub: "empty: a directory without .json, .yaml or .yml files (-R reads its subdirectories too)"},
+		{Name: "a missing file among others", Args: []string{"effective", "-f", first, "-f", "nope.yaml"}, WantCode: 2,
+			WantErrSub: "open nope.yaml: no such file"},
+		{Name: "no pod in any of them", Args: []string{"effective", "-f", filepath.Join(files, "node.yaml"), "-f", idle}, WantCode: 2,
+			WantErrSub: "node.yaml, ../../../examples/state/idle-a10-quota24g.yaml: no Pod, workload"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, tt.check)
+		t.Run(tt.Name, tt.Check)
 	}
 }

@@ -1,51 +1,56 @@
-package app
+package app_test
 
 import (
 	"slices"
 	"testing"
+
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app"
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/apptest"
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/version"
 )
 
 func TestCommandLine(t *testing.T) {
 	seed := state + "seed-init-running.yaml"
-	tests := []cliCase{
-		{name: "--help exits 0", args: []string{"--help"},
-			wantTextSub: []string{"Usage:\n  gpuadmit [flags]\n  gpuadmit [command]", "usage       Show GPU usage", "--kubeconfig string", "-n, --namespace string"}},
-		{name: "a command's --help exits 0", args: []string{"usage", "--help"},
-			wantTextSub: []string{"gpuadmit usage [--state STATE.yaml] [-n NAMESPACE | -A] [-o table|wide|json|yaml|jsonpath=TEMPLATE] [flags]",
+	tests := []apptest.Case{
+		{Name: "--help exits 0", Args: []string{"--help"},
+			WantTextSub: []string{"Usage:\n  gpuadmit [flags]\n  gpuadmit [command]", "usage       Show GPU usage", "--kubeconfig string", "-n, --namespace string"}},
+		{Name: "a command's --help exits 0", Args: []string{"usage", "--help"},
+			WantTextSub: []string{"gpuadmit usage [--state STATE.yaml] [-n NAMESPACE | -A] [-o table|wide|json|yaml|jsonpath=TEMPLATE] [flags]",
 				"-o, --output string", "-A, --all-namespaces", "Global Flags:", "--as string", "--kubeconfig string"}},
-		{name: "Go-style -help", args: []string{"eval", "-help"}, wantTextSub: []string{"gpuadmit eval -f POD.yaml", "-f, --filename string"}},
-		{name: "help COMMAND", args: []string{"help", "policy", "test"}, wantTextSub: []string{"gpuadmit policy test [DIR]"}},
-		{name: "version", args: []string{"version"}, wantText: "gpuadmit version " + versionLine(Build{Version: "dev"}) + "\n"},
-		{name: "--version", args: []string{"--version"}, wantText: "gpuadmit version " + versionLine(Build{Version: "dev"}) + "\n"},
-		{name: "version as the kubectl plugin", as: "kubectl gpuadmit", args: []string{"version"}, wantText: "kubectl gpuadmit version " + versionLine(Build{Version: "dev"}) + "\n"},
-		{name: "bash completion", args: []string{"completion", "bash"}, wantTextSub: []string{"# bash completion V2 for gpuadmit", "__start_gpuadmit"}},
-		{name: "zsh completion", args: []string{"completion", "zsh"}, wantTextSub: []string{"#compdef gpuadmit"}},
-		{name: "fish completion", args: []string{"completion", "fish"}, wantTextSub: []string{"complete -c gpuadmit"}},
-		{name: "powershell completion", args: []string{"completion", "powershell"}, wantTextSub: []string{"Register-ArgumentCompleter"}},
-		{name: "completion of -o values", args: []string{"__complete", "usage", "-o", ""}, wantTextSub: []string{"table\nwide\njson\nyaml\njsonpath=\n:4\n"},
-			wantErrSub: "Completion ended with directive: ShellCompDirectiveNoFileComp"},
-		{name: "completion of a shell that does not exist", args: []string{"completion", "tcsh"}, wantCode: 2,
-			wantErrSub: `gpuadmit completion: unknown shell "tcsh": bash, zsh, fish or powershell`},
-		{name: "completion without a shell", args: []string{"completion"}, wantCode: 2,
-			wantErrSub: "gpuadmit completion: a shell is required; usage: gpuadmit completion bash|zsh|fish|powershell"},
-		{name: "unknown flag: the command and a hint", args: []string{"usage", "--bogus"}, wantCode: 2,
-			wantErrSub: "gpuadmit usage: unknown flag: --bogus\nSee 'gpuadmit usage --help' for usage.\n"},
-		{name: "unknown command: a suggestion", args: []string{"usag"}, wantCode: 2,
-			wantErrSub: "gpuadmit: unknown command \"usag\" for \"gpuadmit\"\n\nDid you mean this?\n\tusage\n\nSee 'gpuadmit --help' for usage.\n"},
-		{name: "bad -o: the formats allowed", args: []string{"usage", "--state", seed, "-o", "xml"}, wantCode: 2,
-			wantErrSub: `gpuadmit usage: --output "xml" is not a format this command prints: allowed formats are table, wide, json, yaml, jsonpath=TEMPLATE`},
-		{name: "a flag value missing", args: []string{"eval", "-f"}, wantCode: 2, wantErrSub: "flag needs an argument: 'f' in -f"},
-		{name: "Go-style -state and -f=", args: []string{"eval", "-f=" + pods + "scenario4-app12.yaml", "-state", seed, "-o=table"}, wantCode: 1,
-			wantTextSub: []string{"Pod    team-a      small-job   false     0/1        1     12288         0"}},
-		{name: "a command line written against the plugin names it", as: "kubectl gpuadmit", args: []string{"usage", "--bogus"}, wantCode: 2,
-			wantErrSub: "kubectl gpuadmit usage: unknown flag: --bogus\nSee 'kubectl gpuadmit usage --help' for usage.\n"},
-		{name: "help of the plugin says kubectl gpuadmit", as: "kubectl gpuadmit", args: []string{"usage", "--help"},
-			wantTextSub: []string{"kubectl gpuadmit usage [--state STATE.yaml]", "  kubectl gpuadmit usage -A\n", "  kubectl gpuadmit usage --state state.yaml -n team-a"}},
-		{name: "root help of the plugin", as: "kubectl gpuadmit", args: []string{"-h"},
-			wantTextSub: []string{"Usage:\n  kubectl gpuadmit [flags]", `Use "kubectl gpuadmit [command] --help"`}},
+		{Name: "Go-style -help", Args: []string{"eval", "-help"}, WantTextSub: []string{"gpuadmit eval -f POD.yaml", "-f, --filename string"}},
+		{Name: "help COMMAND", Args: []string{"help", "policy", "test"}, WantTextSub: []string{"gpuadmit policy test [DIR]"}},
+		{Name: "version", Args: []string{"version"}, WantText: "gpuadmit version " + version.Line(cmdline.Build{Version: "dev"}) + "\n"},
+		{Name: "--version", Args: []string{"--version"}, WantText: "gpuadmit version " + version.Line(cmdline.Build{Version: "dev"}) + "\n"},
+		{Name: "version as the kubectl plugin", As: "kubectl gpuadmit", Args: []string{"version"}, WantText: "kubectl gpuadmit version " + version.Line(cmdline.Build{Version: "dev"}) + "\n"},
+		{Name: "bash completion", Args: []string{"completion", "bash"}, WantTextSub: []string{"# bash completion V2 for gpuadmit", "__start_gpuadmit"}},
+		{Name: "zsh completion", Args: []string{"completion", "zsh"}, WantTextSub: []string{"#compdef gpuadmit"}},
+		{Name: "fish completion", Args: []string{"completion", "fish"}, WantTextSub: []string{"complete -c gpuadmit"}},
+		{Name: "powershell completion", Args: []string{"completion", "powershell"}, WantTextSub: []string{"Register-ArgumentCompleter"}},
+		{Name: "completion of -o values", Args: []string{"__complete", "usage", "-o", ""}, WantTextSub: []string{"table\nwide\njson\nyaml\njsonpath=\n:4\n"},
+			WantErrSub: "Completion ended with directive: ShellCompDirectiveNoFileComp"},
+		{Name: "completion of a shell that does not exist", Args: []string{"completion", "tcsh"}, WantCode: 2,
+			WantErrSub: `gpuadmit completion: unknown shell "tcsh": bash, zsh, fish or powershell`},
+		{Name: "completion without a shell", Args: []string{"completion"}, WantCode: 2,
+			WantErrSub: "gpuadmit completion: a shell is required; usage: gpuadmit completion bash|zsh|fish|powershell"},
+		{Name: "unknown flag: the command and a hint", Args: []string{"usage", "--bogus"}, WantCode: 2,
+			WantErrSub: "gpuadmit usage: unknown flag: --bogus\nSee 'gpuadmit usage --help' for usage.\n"},
+		{Name: "unknown command: a suggestion", Args: []string{"usag"}, WantCode: 2,
+			WantErrSub: "gpuadmit: unknown command \"usag\" for \"gpuadmit\"\n\nDid you mean this?\n\tusage\n\nSee 'gpuadmit --help' for usage.\n"},
+		{Name: "bad -o: the formats allowed", Args: []string{"usage", "--state", seed, "-o", "xml"}, WantCode: 2,
+			WantErrSub: `gpuadmit usage: --output "xml" is not a format this command prints: allowed formats are table, wide, json, yaml, jsonpath=TEMPLATE`},
+		{Name: "a flag value missing", Args: []string{"eval", "-f"}, WantCode: 2, WantErrSub: "flag needs an argument: 'f' in -f"},
+		{Name: "Go-style -state and -f=", Args: []string{"eval", "-f=" + pods + "scenario4-app12.yaml", "-state", seed, "-o=table"}, WantCode: 1,
+			WantTextSub: []string{"Pod    team-a      small-job   false     0/1        1     12288         0"}},
+		{Name: "a command line written against the plugin names it", As: "kubectl gpuadmit", Args: []string{"usage", "--bogus"}, WantCode: 2,
+			WantErrSub: "kubectl gpuadmit usage: unknown flag: --bogus\nSee 'kubectl gpuadmit usage --help' for usage.\n"},
+		{Name: "help of the plugin says kubectl gpuadmit", As: "kubectl gpuadmit", Args: []string{"usage", "--help"},
+			WantTextSub: []string{"kubectl gpuadmit usage [--state STATE.yaml]", "  kubectl gpuadmit usage -A\n", "  kubectl gpuadmit usage --state state.yaml -n team-a"}},
+		{Name: "root help of the plugin", As: "kubectl gpuadmit", Args: []string{"-h"},
+			WantTextSub: []string{"Usage:\n  kubectl gpuadmit [flags]", `Use "kubectl gpuadmit [command] --help"`}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, tt.check)
+		t.Run(tt.Name, tt.Check)
 	}
 }
 
@@ -64,7 +69,7 @@ func TestInvocation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.argv0, func(t *testing.T) {
-			name, args := Invocation(tt.argv0, []string{"usage"})
+			name, args := app.Invocation(tt.argv0, []string{"usage"})
 			if name != tt.wantName || !slices.Equal(args, tt.wantArgs) {
 				t.Errorf("Invocation(%q) = %q, %q; want %q, %q", tt.argv0, name, args, tt.wantName, tt.wantArgs)
 			}
