@@ -8,6 +8,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app"
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 )
 
 // The release, its commit and build time, set when building (make build
@@ -27,7 +28,7 @@ var (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	name, args := app.Invocation(os.Args[0], os.Args[1:])
-	build := app.Build{Version: version, Commit: commit, BuildDate: buildDate}
+	build := cmdline.Build{Version: version, Commit: commit, BuildDate: buildDate}
 	code := app.Run(ctx, build, name, args, genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	stop()
 	os.Exit(code)

@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/apptest"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/fixtures"
-	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestAllNamespaces(t *testing.T) {
@@ -237,7 +238,7 @@ func TestProgressOnTerminal(t *testing.T) {
 		c.Tty = func(io.Writer) bool { return tty }
 		c.Clock, c.ProgressAfter, c.ProgressEvery = clk, 2*time.Second, time.Hour
 		done := make(chan int)
-		go func() { done <- app.Execute(c, t.Context(), "gpuadmit", []string{"usage", "--kubeconfig", kc, "-A"}) }()
+		go func() { done <- app.Execute(t.Context(), c, "gpuadmit", []string{"usage", "--kubeconfig", kc, "-A"}) }()
 		<-listing // the pod list is in flight, the progress started
 		if clk.HasWaiters() != tty {
 			t.Errorf("terminal %v: a progress timer armed: %v", tty, clk.HasWaiters())

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/audit"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	effectivecmd "github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/effective"
@@ -13,7 +15,6 @@ import (
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/top"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/usage"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/version"
-	"github.com/spf13/cobra"
 )
 
 // root builds the command tree; name is what the user typed to run it.

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 )
 
 // Run executes one command line as name ("gpuadmit" or "kubectl
@@ -16,11 +17,12 @@ import (
 func Run(ctx context.Context, build cmdline.Build, name string, args []string, streams genericiooptions.IOStreams) int {
 	c := cmdline.New(streams.In, streams.Out, streams.ErrOut)
 	c.Build = build
-	return Execute(c, ctx, name, args)
+	return Execute(ctx, c, name, args)
 }
 
-// execute runs one command line on c's command tree.
-func Execute(c *cmdline.CLI, ctx context.Context, name string, args []string) int {
+// Execute runs one command line on c's command tree and returns its exit
+// code (see Run).
+func Execute(ctx context.Context, c *cmdline.CLI, name string, args []string) int {
 	root := newRoot(c, name)
 	if args == nil {
 		args = []string{} // cobra reads os.Args when given nil

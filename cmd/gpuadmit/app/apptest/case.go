@@ -11,23 +11,24 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
-// runAs runs one command line as name, as the binary of a build with no
+// RunAs runs one command line as name, as the binary of a build with no
 // -ldflags would, and returns its exit code.
 func RunAs(ctx context.Context, name string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return app.Run(ctx, cmdline.Build{Version: "dev"}, name, args, genericiooptions.IOStreams{In: stdin, Out: stdout, ErrOut: stderr})
 }
 
-// run runs one command line as gpuadmit.
+// Run runs one command line as gpuadmit.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return RunAs(context.Background(), "gpuadmit", args, stdin, stdout, stderr)
 }
 
-// cliCase is one command line and what it must produce.
+// Case is one command line and what it must produce.
 type Case struct {
 	Name string
 	// as is the name the command runs as (default gpuadmit).
@@ -53,7 +54,7 @@ type Case struct {
 	WantErr string
 }
 
-// check runs the command line and compares exit code, stdout and stderr.
+// Check runs the command line and compares exit code, stdout and stderr.
 func (tt Case) Check(t *testing.T) {
 	t.Helper()
 	var out, errOut bytes.Buffer
@@ -63,36 +64,52 @@ func (tt Case) Check(t *testing.T) {
 		t.Fatalf("exit code %d, want %d; stderr: %s", code, tt.WantCode, errOut.String())
 	}
 	tt.checkStderr(t, errOut.String())
+	if tt.checkText(t, out.Bytes()) {
+		return
+	}
+	tt.checkJSON(t, out.Bytes())
+}
+
+// checkText compares stdout with NotInText, WantText, WantTextSub and
+// WantObjects, and reports whether one of the last three was set (then
+// WantOut is not read).
+func (tt Case) checkText(t *testing.T, stdout []byte) bool {
+	t.Helper()
+	out := string(stdout)
 	for _, sub := range tt.NotInText {
-		if strings.Contains(out.String(), sub) {
-			t.Errorf("stdout contains %q:\n%s", sub, out.String())
+		if strings.Contains(out, sub) {
+			t.Errorf("stdout contains %q:\n%s", sub, out)
 		}
 	}
-	if tt.WantText != "" && out.String() != tt.WantText {
-		t.Errorf("stdout\n%s\nwant\n%s", out.String(), tt.WantText)
+	if tt.WantText != "" && out != tt.WantText {
+		t.Errorf("stdout\n%s\nwant\n%s", out, tt.WantText)
 	}
 	for _, sub := range tt.WantTextSub {
-		if !strings.Contains(out.String(), sub) {
-			t.Errorf("stdout does not contain %q:\n%s", sub, out.String())
+		if !strings.Contains(out, sub) {
+			t.Errorf("stdout does not contain %q:\n%s", sub, out)
 		}
 	}
 	if tt.WantObjects != nil {
-		if got := objectsOf(t, out.Bytes()); !slices.Equal(got, tt.WantObjects) {
+		if got := objectsOf(t, stdout); !slices.Equal(got, tt.WantObjects) {
 			t.Errorf("objects %q, want %q", got, tt.WantObjects)
 		}
 	}
-	if tt.WantText != "" || tt.WantTextSub != nil || tt.WantObjects != nil {
-		return
-	}
+	return tt.WantText != "" || tt.WantTextSub != nil || tt.WantObjects != nil
+}
+
+// checkJSON compares stdout with WantOut, structurally; when WantOut is
+// empty, stdout must be empty unless the command succeeded.
+func (tt Case) checkJSON(t *testing.T, stdout []byte) {
+	t.Helper()
 	if tt.WantOut == "" {
-		if tt.WantCode != 0 && out.Len() != 0 {
-			t.Errorf("stdout not empty on error: %s", out.String())
+		if tt.WantCode != 0 && len(stdout) != 0 {
+			t.Errorf("stdout not empty on error: %s", stdout)
 		}
 		return
 	}
 	var got, want any
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
-		t.Fatalf("stdout is not JSON: %v\n%s", err, out.String())
+	if err := json.Unmarshal(stdout, &got); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
 	}
 	if err := json.Unmarshal([]byte(tt.WantOut), &want); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/output"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
@@ -11,7 +13,6 @@ import (
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/view"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
-	"github.com/spf13/cobra"
 )
 
 // auditOptions are audit's flags.
@@ -30,6 +31,7 @@ type auditOutput struct {
 	only string
 }
 
+// NewCmd is the `gpuadmit audit` command, run with c's streams and flags.
 func NewCmd(c *cmdline.CLI) *cobra.Command {
 	var o auditOptions
 	formats := []string{output.FormatTable, output.FormatJSON, output.FormatYAML, output.FormatJSONPath}
@@ -61,7 +63,7 @@ namespace is over, 0 when none is (the table then says so).`,
 		},
 	}
 	view.StateFlagsOn(cmd, &o.StateFlags, "every namespace (the default; -A wins over -n, as in kubectl)")
-	output.OutputFlag(cmd, &o.output, output.FormatTable, formats)
+	output.Flag(cmd, &o.output, output.FormatTable, formats)
 	return cmd
 }
 

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// userAgent is the user agent of gpuadmit's requests: gpuadmit/VERSION.
+// UserAgent is the user agent of gpuadmit's requests: gpuadmit/VERSION.
 func (c *CLI) UserAgent() string { return "gpuadmit/" + c.Build.Version }
 
 // When a live read is slow: the first progress line after progressAfter,
@@ -30,7 +30,7 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// cli is one run of the command line: its streams, and kubectl's
+// CLI is one run of the command line: its streams, and kubectl's
 // connection flags, which usage and eval use without --state.
 type CLI struct {
 	Stdin          io.Reader
@@ -47,6 +47,8 @@ type CLI struct {
 	Build Build
 }
 
+// New is a run on the given streams, with kubectl's connection flags and
+// a terminal's progress lines, built as version "dev".
 func New(stdin io.Reader, stdout, stderr io.Writer) *CLI {
 	return &CLI{Stdin: stdin, Stdout: stdout, Stderr: stderr, Kube: genericclioptions.NewConfigFlags(true),
 		Tty: isTerminal, ProgressAfter: progressAfter, ProgressEvery: progressEvery, Clock: clock.RealClock{}, Build: Build{Version: "dev"}}

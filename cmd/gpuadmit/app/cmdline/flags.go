@@ -5,7 +5,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// noArgs is the argument check of a command that takes none.
+// NoArgs is the argument check of a command that takes none.
 func NoArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return UsageErrorf("unexpected argument %q; usage: %s", args[0], cmd.UseLine())
@@ -13,7 +13,7 @@ func NoArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// filenameFlag adds -f/--filename, which repeats as in kubectl, and
+// FilenameFlag adds -f/--filename, which repeats as in kubectl, and
 // -R/--recursive; --f (as the command line accepted it before it followed
 // kubectl) names -f too. what says what the manifests hold.
 func FilenameFlag(cmd *cobra.Command, m *ManifestFlags, what string) {
@@ -31,7 +31,7 @@ func FilenameFlag(cmd *cobra.Command, m *ManifestFlags, what string) {
 	cmd.Flags().BoolVarP(&m.recursive, "recursive", "R", false, "read the directories -f names and their subdirectories")
 }
 
-// configFlag adds --config; dflt says what is used without it.
+// ConfigFlag adds --config; dflt says what is used without it.
 func ConfigFlag(cmd *cobra.Command, path *string, dflt string) {
 	cmd.Flags().StringVar(path, "config", "", "configuration file, the webhook's (or a HAMi device config); default: "+dflt)
 	_ = cmd.MarkFlagFilename("config", "yaml", "yml", "json")

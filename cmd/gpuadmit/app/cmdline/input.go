@@ -6,18 +6,19 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 	"github.com/spf13/cobra"
+
+	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 )
 
-// manifestFlags are -f, repeated, and -R: the manifests a command reads,
+// ManifestFlags are -f, repeated, and -R: the manifests a command reads,
 // as kubectl reads them (pkg/manifest.ReadFiles).
 type ManifestFlags struct {
 	Files     []string
 	recursive bool
 }
 
-// required checks that -f was given.
+// Required checks that -f was given.
 func (m ManifestFlags) Required(cmd *cobra.Command) error {
 	if len(m.Files) == 0 {
 		return UsageErrorf("-f is required; usage: %s", cmd.UseLine())
@@ -25,7 +26,7 @@ func (m ManifestFlags) Required(cmd *cobra.Command) error {
 	return nil
 }
 
-// stdin reports whether one of the -f reads standard input.
+// Stdin reports whether one of the -f reads standard input.
 func (m ManifestFlags) Stdin() bool { return slices.Contains(m.Files, "-") }
 
 // read reads every manifest, in order, into one set of objects; none of

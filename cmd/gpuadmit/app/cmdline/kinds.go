@@ -43,7 +43,7 @@ func kindsIn(data []byte) []string {
 	}
 }
 
-// notASuite is the error of a suite file whose objects are of other
+// NotASuite is the error of a suite file whose objects are of other
 // kinds (nil when it names no kind or is a PolicySuite: the suite's own
 // checks say what is wrong then).
 func NotASuite(path string, data []byte) error {
@@ -55,7 +55,7 @@ func NotASuite(path string, data []byte) error {
 		path, strings.Join(kinds, ", "), SuiteKind, SuiteAPIVersion)
 }
 
-// kindsHint says, for manifests in which a command found nothing it
+// KindsHint says, for manifests in which a command found nothing it
 // reads, what they hold: that one is a policy suite (to run with policy
 // verify), or the kinds they hold ("" when none could be read). stdin is
 // what was read from standard input.
@@ -85,7 +85,7 @@ func KindsHint(files []string, stdin []byte) string {
 	return "; they hold only " + strings.Join(kinds, ", ")
 }
 
-// teeStdin returns the reader to read standard input from and the buffer
+// TeeStdin returns the reader to read standard input from and the buffer
 // that keeps what it read, when one of files is "-" (stdin as it is
 // otherwise).
 func TeeStdin(files []string, stdin io.Reader) (io.Reader, *bytes.Buffer) {

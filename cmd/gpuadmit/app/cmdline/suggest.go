@@ -13,7 +13,7 @@ import (
 // cobra's SuggestionsMinimumDistance (and kubectl's) default.
 const suggestionDistance = 2
 
-// unknownCommand is the argument check of a command whose arguments are
+// UnknownCommand is the argument check of a command whose arguments are
 // commands (the root, policy): an unknown one is a usage error that
 // suggests the commands it resembles, as kubectl does.
 func UnknownCommand(cmd *cobra.Command, args []string) error {
@@ -33,7 +33,7 @@ func didYouMean(suggestions []string) string {
 	return "\n\nDid you mean this?\n\t" + strings.Join(suggestions, "\n\t") + "\n"
 }
 
-// flagError makes a flag error a usage error; an unknown long flag
+// FlagError makes a flag error a usage error; an unknown long flag
 // suggests the flags of the command it resembles (cobra suggests commands
 // only).
 func FlagError(cmd *cobra.Command, err error) error {

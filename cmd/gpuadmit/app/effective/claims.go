@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	resourcev1 "k8s.io/api/resource/v1"
+
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
-	resourcev1 "k8s.io/api/resource/v1"
 )
 
 // demander computes `gpuadmit effective`'s demands: the pods', with the

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/output"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/setup"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
-	"github.com/spf13/cobra"
 )
 
 // effectiveOutput is the command-line contract's JSON for `gpuadmit
@@ -31,7 +32,7 @@ type familyEffective struct {
 	Unresolved []string          `json:"unresolved"`
 }
 
-// objectRef names one object of a manifest with several.
+// ObjectRef names one object of a manifest with several.
 type ObjectRef struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
@@ -61,6 +62,7 @@ type containerOutput struct {
 	effective.Vector
 }
 
+// NewCmd is the `gpuadmit effective` command, run with c's streams and flags.
 func NewCmd(c *cmdline.CLI) *cobra.Command {
 	var o struct {
 		in             cmdline.ManifestFlags
@@ -97,17 +99,17 @@ device family the configuration governs and the pod asks for is under
 			if err != nil {
 				return err
 			}
-			return run(c, cmd.Context(), o.in, o.config, o.devMem, out)
+			return run(cmd.Context(), c, o.in, o.config, o.devMem, out)
 		},
 	}
 	cmdline.FilenameFlag(cmd, &o.in, "pod, workload or ResourceClaim manifests")
-	output.OutputFlag(cmd, &o.output, output.FormatTable, output.TableFormats)
+	output.Flag(cmd, &o.output, output.FormatTable, output.TableFormats)
 	cmdline.ConfigFlag(cmd, &o.config, "every default")
 	cmd.Flags().Int64Var(&o.devMem, "device-memory", 0, "device memory in MiB used to resolve memory percentages (0: unresolved)")
 	return cmd
 }
 
-func run(c *cmdline.CLI, ctx context.Context, in cmdline.ManifestFlags, cfgPath string, devMem int64, format output.Output) error {
+func run(ctx context.Context, c *cmdline.CLI, in cmdline.ManifestFlags, cfgPath string, devMem int64, format output.Output) error {
 	cfg, err := setup.LoadConfig(cfgPath, c.Stderr)
 	if err != nil {
 		return err
@@ -141,12 +143,13 @@ func run(c *cmdline.CLI, ctx context.Context, in cmdline.ManifestFlags, cfgPath 
 	return format.Write(c.Stdout, doc, func(wide bool) error { return printEffective(c.Stdout, out, wide) })
 }
 
-// onePod reports whether the manifest is exactly one Pod: its output keeps
+// OnePod reports whether the manifest is exactly one Pod: its output keeps
 // the single-object shape of the command-line contract.
 func OnePod(objs *manifest.Objects) bool {
 	return len(objs.Workloads) == 1 && objs.Workloads[0].Kind == "Pod"
 }
 
+// RefOf names w's object: its kind, namespace, name and replicas.
 func RefOf(w *manifest.Workload) ObjectRef {
 	return ObjectRef{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Replicas: w.Replicas}
 }

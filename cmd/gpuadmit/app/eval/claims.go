@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"strings"
 
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	effectivecmd "github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
-	resourcev1 "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // claim decides the CREATE of w's ResourceClaim in its namespace, as the

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	effectivecmd "github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/effective"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/output"
@@ -12,7 +14,6 @@ import (
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/spf13/cobra"
 )
 
 // evalOutput is the command-line contract's JSON for `gpuadmit eval` of
@@ -52,10 +53,10 @@ func evalEffective(u effective.Usage, primary string) (effective.Vector, map[str
 	return u.Of(primary), fams
 }
 
-// evalObjects is the output for a manifest that is not exactly one Pod:
+// Objects is the output for a manifest that is not exactly one Pod:
 // every object, and how many of its pods would be admitted one after the
 // other.
-type evalObjects struct {
+type Objects struct {
 	// Allowed: every pod of every object would be admitted.
 	Allowed bool         `json:"allowed"`
 	Objects []evalObject `json:"objects"`
@@ -73,7 +74,7 @@ type evalObject struct {
 	evaluatedIn string
 }
 
-// evalTimeout bounds reading the state, loading the policies and deciding.
+// EvalTimeout bounds reading the state, loading the policies and deciding.
 const EvalTimeout = time.Minute
 
 // evalLong is eval's help.
@@ -117,6 +118,7 @@ wide adds how many of each, -o json the JSON of the command-line contract,
 -o yaml that JSON as YAML, -o jsonpath=TEMPLATE what the template picks of
 it. The exit code is the same in every format.`
 
+// NewCmd is the `gpuadmit eval` command, run with c's streams and flags.
 func NewCmd(c *cmdline.CLI) *cobra.Command {
 	var o evalOptions
 	cmd := &cobra.Command{
@@ -153,8 +155,8 @@ func NewCmd(c *cmdline.CLI) *cobra.Command {
 	}
 	cmdline.FilenameFlag(cmd, &o.in, "pod, workload or ResourceClaim manifests")
 	cmd.Flags().StringVar(&o.state, "state", "", source.StateUsage)
-	setup.SetupFlagsOn(cmd, &o.setup, true)
-	output.OutputFlag(cmd, &o.output, output.FormatTable, output.TableFormats)
+	setup.FlagsOn(cmd, &o.setup, true)
+	output.Flag(cmd, &o.output, output.FormatTable, output.TableFormats)
 	cmd.Flags().BoolVar(&o.explain, "explain", false, "tell, for each denial and warning, the rule that produced it (file:line), and the namespace's limits against its usage after the pod")
 	return cmd
 }
@@ -162,7 +164,7 @@ func NewCmd(c *cmdline.CLI) *cobra.Command {
 // evalOptions are eval's flags.
 type evalOptions struct {
 	in            cmdline.ManifestFlags
-	setup         setup.SetupFlags
+	setup         setup.Flags
 	state, output string
 	explain       bool
 }
@@ -179,7 +181,7 @@ func (o evalOptions) Check(cmd *cobra.Command) (output.Output, error) {
 	if err != nil {
 		return output.Output{}, err
 	}
-	return out, setup.CheckSetupFlags(cmd, o.state)
+	return out, setup.CheckFlags(cmd, o.state)
 }
 
 func run(c *cmdline.CLI, cmd *cobra.Command, o evalOptions, format output.Output) error {
@@ -191,7 +193,7 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o evalOptions, format output.Output
 	if err != nil {
 		return err
 	}
-	st, err := setup.NewSetup(ctx, o.setup, kube, true, c.Stderr)
+	st, err := setup.New(ctx, o.setup, kube, true, c.Stderr)
 	if err != nil {
 		return err
 	}

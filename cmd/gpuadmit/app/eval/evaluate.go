@@ -7,6 +7,10 @@ import (
 	"slices"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	effectivecmd "github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/effective"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/setup"
@@ -17,12 +21,9 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 	"github.com/gpuadmit/gpuadmit/pkg/matchcond"
 	"github.com/gpuadmit/gpuadmit/policy"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
-// evaluation makes the webhook's decisions for the pods and ResourceClaims
+// Evaluation makes the webhook's decisions for the pods and ResourceClaims
 // of a manifest in a cluster holding a state.
 type Evaluation struct {
 	// namespace is -n: the namespace of every request, when set.
@@ -47,29 +48,29 @@ type Evaluation struct {
 	matcher  *matchcond.Matcher
 }
 
-// run evaluates every object of the manifests against the source's
+// Run evaluates every object of the manifests against the source's
 // state; single reports that they are exactly one Pod.
-func (e *Evaluation) Run(ctx context.Context, in cmdline.ManifestFlags, stdin io.Reader) (evalObjects, bool, error) {
+func (e *Evaluation) Run(ctx context.Context, in cmdline.ManifestFlags, stdin io.Reader) (Objects, bool, error) {
 	objs, err := in.Read(stdin)
 	if err != nil {
-		return evalObjects{}, false, err
+		return Objects{}, false, err
 	}
 	if e.Namespace == "" {
 		if e.fallback, err = e.Source.Namespace(); err != nil {
-			return evalObjects{}, false, err
+			return Objects{}, false, err
 		}
 	}
 	if err := e.loadState(ctx, objs); err != nil {
-		return evalObjects{}, false, err
+		return Objects{}, false, err
 	}
 	if err := e.prepare(ctx); err != nil {
-		return evalObjects{}, false, err
+		return Objects{}, false, err
 	}
-	out := evalObjects{Allowed: true, primary: e.decider.Families()[0].Name}
+	out := Objects{Allowed: true, primary: e.decider.Families()[0].Name}
 	for _, w := range objs.Workloads {
 		o, err := e.object(ctx, w)
 		if err != nil {
-			return evalObjects{}, false, fmt.Errorf("%s %q: %w", w.Kind, w.Name, err)
+			return Objects{}, false, fmt.Errorf("%s %q: %w", w.Kind, w.Name, err)
 		}
 		out.Allowed = out.Allowed && o.Allowed
 		out.Objects = append(out.Objects, o)

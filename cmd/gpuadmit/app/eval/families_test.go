@@ -29,7 +29,7 @@ func TestEvalFamilies(t *testing.T) {
 
 	npuOnly := evalOutput{Allowed: false, Denials: []string{"too many NPUs"}, Warnings: []string{}}
 	npuOnly.Effective, npuOnly.Families = evalEffective(effective.UsageOf(fixtures.Ascend, effective.Vector{GPU: 9}), "nvidia")
-	objs := evalObjects{primary: "nvidia", Objects: []evalObject{
+	objs := Objects{primary: "nvidia", Objects: []evalObject{
 		{ObjectRef: effectivecmd.ObjectRef{Kind: "Pod", Name: "mixed", Replicas: 1}, Admitted: 1, evalOutput: o, evaluatedIn: "team-a"},
 		{ObjectRef: effectivecmd.ObjectRef{Kind: "Pod", Name: "npus", Replicas: 1}, evalOutput: npuOnly, evaluatedIn: "team-a"},
 	}}

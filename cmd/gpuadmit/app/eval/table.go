@@ -13,7 +13,7 @@ import (
 // printEval writes `eval -o table`: a row per object (the demand of one of
 // its pods, how many of its pods would be admitted), then its denials and
 // warnings; wide adds the number of each.
-func printEval(w io.Writer, out evalObjects, wide bool) error {
+func printEval(w io.Writer, out Objects, wide bool) error {
 	t := output.NewTable(w)
 	byFamily := false
 	for _, o := range out.Objects {
@@ -52,7 +52,7 @@ func printEval(w io.Writer, out evalObjects, wide bool) error {
 
 // evalNotes are the lines under `eval -o table`'s rows: each object's
 // denials and warnings, then the explanations.
-func evalNotes(out evalObjects) []string {
+func evalNotes(out Objects) []string {
 	var notes []string
 	for _, o := range out.Objects {
 		for _, d := range o.Denials {

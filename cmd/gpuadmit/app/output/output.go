@@ -8,10 +8,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 )
 
 // The -o formats. jsonpath is written jsonpath=TEMPLATE.
@@ -31,15 +32,15 @@ var (
 	DataFormats  = []string{FormatJSON, FormatYAML, FormatJSONPath}
 )
 
-// output is a parsed -o: a format and, for jsonpath, its template.
+// Output is a parsed -o: a format and, for jsonpath, its template.
 type Output struct {
 	Format   string
 	template *jsonpath.JSONPath
 }
 
-// outputFlag adds -o/--output to cmd: the formats it takes, dflt when
+// Flag adds -o/--output to cmd: the formats it takes, dflt when
 // -o is not given ("" for a command whose default is not one of them).
-func OutputFlag(cmd *cobra.Command, out *string, dflt string, formats []string) {
+func Flag(cmd *cobra.Command, out *string, dflt string, formats []string) {
 	usage := "output format: " + formatList(formats)
 	if dflt == "" {
 		usage += "; default: text"
@@ -64,7 +65,7 @@ func formatList(formats []string) string {
 	return strings.Join(names, ", ")
 }
 
-// parseOutput reads -o: one of formats, or jsonpath=TEMPLATE with a
+// ParseOutput reads -o: one of formats, or jsonpath=TEMPLATE with a
 // template k8s.io/client-go/util/jsonpath parses (as kubectl's -o
 // jsonpath; a key the document lacks prints nothing).
 func ParseOutput(s string, formats []string) (Output, error) {
@@ -85,7 +86,7 @@ func ParseOutput(s string, formats []string) (Output, error) {
 	return Output{Format: s}, nil
 }
 
-// table reports whether the output is a table (wide or not).
+// Table reports whether the output is a table (wide or not).
 func (o Output) Table() bool { return o.Format == FormatTable || o.Format == formatWide }
 
 // wide reports whether the table has its extra columns.
@@ -105,7 +106,7 @@ func (o Output) Write(w io.Writer, doc any, printTable func(wide bool) error) er
 	return o.WriteData(w, buf.Bytes())
 }
 
-// writeData prints a JSON document: as it is (json), as YAML, or the
+// WriteData prints a JSON document: as it is (json), as YAML, or the
 // jsonpath template over it.
 func (o Output) WriteData(w io.Writer, data []byte) error {
 	switch o.Format {
@@ -130,6 +131,7 @@ func (o Output) WriteData(w io.Writer, data []byte) error {
 	return err
 }
 
+// WriteJSON writes v as indented JSON, HTML characters unescaped.
 func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -137,7 +139,7 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// textOr is the -o of a command that prints text unless given a format.
+// TextOr is the -o of a command that prints text unless given a format.
 func TextOr(s string, formats []string) (Output, error) {
 	if s == "" {
 		return Output{}, nil

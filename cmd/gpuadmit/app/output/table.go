@@ -10,13 +10,13 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
-// newTable is a writer of kubectl-style columns (kubectl's tabwriter
+// NewTable is a writer of kubectl-style columns (kubectl's tabwriter
 // settings).
 func NewTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
 }
 
-// ofLimit is "used/limit", the limit "-" when there is none.
+// OfLimit is "used/limit", the limit "-" when there is none.
 func OfLimit(used int64, limit *int64) string {
 	if limit == nil {
 		return strconv.FormatInt(used, 10) + "/-"
@@ -24,7 +24,7 @@ func OfLimit(used int64, limit *int64) string {
 	return fmt.Sprintf("%d/%d", used, *limit)
 }
 
-// orDash is s, or "-" when s is empty.
+// OrDash is s, or "-" when s is empty.
 func OrDash(s string) string {
 	if s == "" {
 		return "-"
@@ -32,12 +32,12 @@ func OrDash(s string) string {
 	return s
 }
 
-// demandCells are the GPU, GPUMEM(MiB) and GPUCORES cells of a demand.
+// DemandCells are the GPU, GPUMEM(MiB) and GPUCORES cells of a demand.
 func DemandCells(v effective.Vector) string {
 	return fmt.Sprintf("%d\t%d\t%d", v.GPU, v.MemMiB, v.Cores)
 }
 
-// printNotes writes the lines under a table, after an empty line.
+// PrintNotes writes the lines under a table, after an empty line.
 func PrintNotes(w io.Writer, notes []string) error {
 	if len(notes) == 0 {
 		return nil

@@ -6,9 +6,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
-	"sigs.k8s.io/yaml"
 )
 
 // policySuite is a verify suite: tests, each loading some policies on top

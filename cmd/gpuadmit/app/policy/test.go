@@ -10,16 +10,18 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/eval"
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/output"
-	"github.com/gpuadmit/gpuadmit/policy"
 	"github.com/open-policy-agent/opa/v1/cover"
 	"github.com/open-policy-agent/opa/v1/tester"
 	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/spf13/cobra"
+
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/eval"
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/output"
+	"github.com/gpuadmit/gpuadmit/policy"
 )
 
+// NewCmd is the `gpuadmit policy` command, run with c's streams and flags.
 func NewCmd(c *cmdline.CLI) *cobra.Command {
 	policyCmd := &cobra.Command{
 		Use:   "policy",
@@ -53,11 +55,11 @@ they never reached (as 'opa test --coverage').`,
 			if coverage && o.Format != "" {
 				return cmdline.UsageErrorf("--coverage reports in text: use it without -o")
 			}
-			return policyTest(c, cmd.Context(), args, coverage, o)
+			return policyTest(cmd.Context(), c, args, coverage, o)
 		},
 	}
 	test.Flags().BoolVar(&coverage, "coverage", false, "report which lines of the policies the tests evaluated")
-	output.OutputFlag(test, &testFormat, "", output.DataFormats)
+	output.Flag(test, &testFormat, "", output.DataFormats)
 	schema := &cobra.Command{
 		Use:   "schema",
 		Short: "Print the JSON Schema of the policies' input document",
@@ -72,7 +74,7 @@ they never reached (as 'opa test --coverage').`,
 			return o.WriteData(c.Stdout, policy.InputSchema())
 		},
 	}
-	output.OutputFlag(schema, &schemaFormat, output.FormatJSON, output.DataFormats)
+	output.Flag(schema, &schemaFormat, output.FormatJSON, output.DataFormats)
 	verify := verifyCmd(c)
 	policyCmd.AddCommand(test, verify, schema)
 	policyCmd.RunE = func(*cobra.Command, []string) error {
@@ -85,7 +87,7 @@ they never reached (as 'opa test --coverage').`,
 // embedded policies, plus DIR's modules loaded as the engine loads them
 // (same file name replaces, others are added). Exit 0 all pass, 1 a test
 // failed, 2 the policies could not be read or compiled.
-func policyTest(c *cmdline.CLI, ctx context.Context, args []string, coverage bool, o output.Output) error {
+func policyTest(ctx context.Context, c *cmdline.CLI, args []string, coverage bool, o output.Output) error {
 	var overrides []policy.Source
 	if len(args) == 1 {
 		overrides = append(overrides, policy.Dir(args[0]))

@@ -11,13 +11,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/eval"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/output"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/setup"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
 	"github.com/gpuadmit/gpuadmit/policy"
-	"github.com/spf13/cobra"
 )
 
 func verifyCmd(c *cmdline.CLI) *cobra.Command {
@@ -43,10 +44,10 @@ Prints a line per case and 'N passed, N failed'; exits 1 when a case fails,
 			if err != nil {
 				return err
 			}
-			return policyVerify(c, cmd.Context(), args[0], o)
+			return policyVerify(cmd.Context(), c, args[0], o)
 		},
 	}
-	output.OutputFlag(cmd, &format, "", output.DataFormats)
+	output.Flag(cmd, &format, "", output.DataFormats)
 	return cmd
 }
 
@@ -65,7 +66,7 @@ type verifyReport struct {
 }
 
 // policyVerify runs `gpuadmit policy verify SUITE`.
-func policyVerify(c *cmdline.CLI, ctx context.Context, path string, o output.Output) error {
+func policyVerify(ctx context.Context, c *cmdline.CLI, path string, o output.Output) error {
 	suite, err := readSuite(path)
 	if err != nil {
 		return err
@@ -89,7 +90,7 @@ func policyVerify(c *cmdline.CLI, ctx context.Context, path string, o output.Out
 		fmt.Fprintf(c.Stdout, "FAIL  %s: %s\n", name, why)
 	}
 	for _, t := range suite.Tests {
-		engine, err := suiteEngine(c, ctx, suite, t)
+		engine, err := suiteEngine(ctx, c, suite, t)
 		if err != nil {
 			for _, cs := range t.Cases {
 				report(false, t.Name+"/"+cs.Name, fmt.Sprintf("the test's policies were not loaded: %v", err))
@@ -97,7 +98,7 @@ func policyVerify(c *cmdline.CLI, ctx context.Context, path string, o output.Out
 			continue
 		}
 		for _, cs := range t.Cases {
-			why := verifyCase(c, ctx, suite, t, cs, engine)
+			why := verifyCase(ctx, c, suite, t, cs, engine)
 			report(why == "", t.Name+"/"+cs.Name, why)
 		}
 	}
@@ -125,7 +126,7 @@ func verifySummary(c *cmdline.CLI, rep verifyReport, o output.Output) error {
 
 // suiteEngine loads a test's policies: each entry a Rego file or a
 // directory.
-func suiteEngine(c *cmdline.CLI, ctx context.Context, suite *policySuite, t suiteTest) (*policy.Engine, error) {
+func suiteEngine(ctx context.Context, c *cmdline.CLI, suite *policySuite, t suiteTest) (*policy.Engine, error) {
 	cfg, err := setup.LoadConfig(suite.path(t.Config), c.Stderr)
 	if err != nil {
 		return nil, err
@@ -154,7 +155,7 @@ func suiteEngine(c *cmdline.CLI, ctx context.Context, suite *policySuite, t suit
 
 // verifyCase decides one case and says how it differs from what it
 // expects ("" when it does not).
-func verifyCase(c *cmdline.CLI, ctx context.Context, suite *policySuite, t suiteTest, cs suiteCase, engine *policy.Engine) string {
+func verifyCase(ctx context.Context, c *cmdline.CLI, suite *policySuite, t suiteTest, cs suiteCase, engine *policy.Engine) string {
 	ctx, cancel := context.WithTimeout(ctx, eval.EvalTimeout)
 	defer cancel()
 	cfg, err := setup.LoadConfig(suite.path(t.Config), c.Stderr)

@@ -7,7 +7,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 )
 
-// loadConfig reads the configuration file (every default when path is
+// LoadConfig reads the configuration file (every default when path is
 // empty) exactly as the webhook does, and warns once on stderr about the
 // keys it does not read.
 func LoadConfig(path string, stderr io.Writer) (*config.Configuration, error) {

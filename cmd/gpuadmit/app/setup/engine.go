@@ -7,7 +7,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
-// loadEngine loads the policies the webhook loads from the configuration's
+// LoadEngine loads the policies the webhook loads from the configuration's
 // directory, then the command line's sources.
 func LoadEngine(ctx context.Context, cfg *config.Configuration, sources []policy.Source) (*policy.Engine, error) {
 	var dir []policy.Source

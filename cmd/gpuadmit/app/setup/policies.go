@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
-	"github.com/gpuadmit/gpuadmit/pkg/policysource"
-	"github.com/gpuadmit/gpuadmit/policy"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
+	"github.com/gpuadmit/gpuadmit/pkg/policysource"
+	"github.com/gpuadmit/gpuadmit/policy"
 )
 
 // findPolicies sets the operator policy sources: --policy, else (with
@@ -18,7 +19,7 @@ import (
 // policy.configMapSelector selects in the gpuadmit namespace, loaded as
 // the webhook loads them (pkg/policysource). The directory of a
 // configuration from --config comes first, as the webhook loads its own.
-func (s *Setup) findPolicies(ctx context.Context, f SetupFlags, kube kubernetes.Interface) error {
+func (s *Setup) findPolicies(ctx context.Context, f Flags, kube kubernetes.Interface) error {
 	dir := *s.Cfg.Policy.Directory
 	if s.cfgInCluster && dir != "" {
 		if f.policy == "" {

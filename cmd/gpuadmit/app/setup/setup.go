@@ -7,27 +7,28 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
-	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
-	"github.com/gpuadmit/gpuadmit/pkg/config"
-	"github.com/gpuadmit/gpuadmit/policy"
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
+	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
+	"github.com/gpuadmit/gpuadmit/pkg/config"
+	"github.com/gpuadmit/gpuadmit/policy"
 )
 
 // defaultGpuadmitNamespace is where the chart installs gpuadmit.
 const defaultGpuadmitNamespace = "gpuadmit-system"
 
-// setupFlags say what usage and eval decide with: --config, --policy
+// Flags say what usage and eval decide with: --config, --policy
 // (eval) and --gpuadmit-namespace.
-type SetupFlags struct {
+type Flags struct {
 	config, policy, namespace string
 }
 
-// setupFlagsOn adds the flags of f to cmd; policies adds --policy.
-func SetupFlagsOn(cmd *cobra.Command, f *SetupFlags, policies bool) {
+// FlagsOn adds the flags of f to cmd; policies adds --policy.
+func FlagsOn(cmd *cobra.Command, f *Flags, policies bool) {
 	cmdline.ConfigFlag(cmd, &f.config, "the cluster's (ConfigMap gpuadmit-config), or every default with --state")
 	if policies {
 		cmd.Flags().StringVar(&f.policy, "policy", "",
@@ -38,16 +39,16 @@ func SetupFlagsOn(cmd *cobra.Command, f *SetupFlags, policies bool) {
 		"the namespace gpuadmit runs in, where its configuration and policy ConfigMaps are read (without --state)")
 }
 
-// checkSetupFlags refuses --gpuadmit-namespace with --state: nothing is
+// CheckFlags refuses --gpuadmit-namespace with --state: nothing is
 // read from the cluster then.
-func CheckSetupFlags(cmd *cobra.Command, state string) error {
+func CheckFlags(cmd *cobra.Command, state string) error {
 	if state != "" && cmd.Flags().Changed("gpuadmit-namespace") {
 		return cmdline.UsageErrorf("--gpuadmit-namespace names where the cluster's configuration is read; with --state nothing is read from the cluster")
 	}
 	return nil
 }
 
-// setup is what a command decides with and where it came from.
+// Setup is what a command decides with and where it came from.
 type Setup struct {
 	Cfg *config.Configuration
 	// policies are the operator policy sources, loaded after the built-in
@@ -60,10 +61,10 @@ type Setup struct {
 	cfgInCluster, clusterPolicies bool
 }
 
-// newSetup finds the configuration and, with policies, the policy sources:
+// New finds the configuration and, with policies, the policy sources:
 // those of the flags where given, else, with kube (no --state), the
 // cluster's, else the defaults.
-func NewSetup(ctx context.Context, f SetupFlags, kube kubernetes.Interface, policies bool, stderr io.Writer) (Setup, error) {
+func New(ctx context.Context, f Flags, kube kubernetes.Interface, policies bool, stderr io.Writer) (Setup, error) {
 	s, err := configOf(ctx, f, kube, stderr)
 	if err != nil || !policies {
 		return s, err
@@ -71,9 +72,9 @@ func NewSetup(ctx context.Context, f SetupFlags, kube kubernetes.Interface, poli
 	return s, s.findPolicies(ctx, f, kube)
 }
 
-// say prints, on stderr, the line saying what cmd decides with: always
+// Say prints, on stderr, the line saying what cmd decides with: always
 // when reading the cluster, else only when --config or --policy was given.
-func (s Setup) Say(cmd *cobra.Command, f SetupFlags, live, policies bool, stderr io.Writer) {
+func (s Setup) Say(cmd *cobra.Command, f Flags, live, policies bool, stderr io.Writer) {
 	if !live && f.config == "" && f.policy == "" {
 		return
 	}
@@ -86,7 +87,7 @@ func (s Setup) Say(cmd *cobra.Command, f SetupFlags, live, policies bool, stderr
 
 // configOf finds the configuration: --config, else the cluster's (when
 // kube is set), else every default.
-func configOf(ctx context.Context, f SetupFlags, kube kubernetes.Interface, stderr io.Writer) (Setup, error) {
+func configOf(ctx context.Context, f Flags, kube kubernetes.Interface, stderr io.Writer) (Setup, error) {
 	if f.config != "" {
 		cfg, err := LoadConfig(f.config, stderr)
 		return Setup{Cfg: cfg, cfgFrom: "configuration from --config " + f.config}, err
@@ -136,7 +137,7 @@ func clusterConfig(text, where string, stderr io.Writer) (*config.Configuration,
 	return cfg, nil
 }
 
-// engine loads the built-in policies and s.policies as the webhook loads
+// Engine loads the built-in policies and s.policies as the webhook loads
 // them: compiled and tested as one set, activated only when that passes.
 func (s Setup) Engine(ctx context.Context) (*policy.Engine, error) {
 	engine, err := loadSources(ctx, s.Cfg, s.policies)

@@ -6,9 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuadmit/gpuadmit/pkg/config"
-	"github.com/gpuadmit/gpuadmit/pkg/policysource"
-	"github.com/gpuadmit/gpuadmit/policy"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/gpuadmit/gpuadmit/pkg/config"
+	"github.com/gpuadmit/gpuadmit/pkg/policysource"
+	"github.com/gpuadmit/gpuadmit/policy"
 )
 
 // factor2 is the webhook's configuration with memoryFactor 2, as the
@@ -56,7 +57,7 @@ func TestSetup(t *testing.T) {
 		name       string
 		objects    []runtime.Object
 		react      func(*fake.Clientset)
-		flags      SetupFlags
+		flags      Flags
 		offline    bool
 		wantFactor int64
 		wantCfg    string // cfgFrom
@@ -79,17 +80,17 @@ func TestSetup(t *testing.T) {
 			objects: []runtime.Object{gpuadmitConfig("gpu", factor2+"policy:\n  configMapSelector: team=ops\n"),
 				configMap("gpu", "ops", map[string]string{"team": "ops"}, map[string]string{"x.rego": operatorRule}),
 				configMap("gpu", "default-label", map[string]string{"gpuadmit.io/policy": "true"}, nil)},
-			flags: SetupFlags{namespace: "gpu"}, wantFactor: 2, wantCfg: "configuration from ConfigMap gpu/gpuadmit-config",
+			flags: Flags{namespace: "gpu"}, wantFactor: 2, wantCfg: "configuration from ConfigMap gpu/gpuadmit-config",
 			wantPol: "policies: built-in + ConfigMap gpu/ops (1 module)"},
 		{name: "--config and --policy win over the cluster's",
 			objects: []runtime.Object{gpuadmitConfig(gs, factor2), policyConfigMap("gpuadmit-policy", map[string]string{"frozen.rego": operatorRule})},
-			flags:   SetupFlags{config: "../../../../examples/config/memory-factor-1024.yaml", policy: "../../../../examples/policy"}, wantFactor: 1024,
+			flags:   Flags{config: "../../../../examples/config/memory-factor-1024.yaml", policy: "../../../../examples/policy"}, wantFactor: 1024,
 			wantCfg: "configuration from --config ../../../../examples/config/memory-factor-1024.yaml", wantPol: "policies: built-in + --policy ../../../../examples/policy"},
 		{name: "--config alone: the cluster's policy ConfigMaps still",
 			objects: []runtime.Object{gpuadmitConfig(gs, factor2), policyConfigMap("gpuadmit-policy", map[string]string{"frozen.rego": operatorRule})},
-			flags:   SetupFlags{config: "../../../../examples/config/memory-factor-1024.yaml"}, wantFactor: 1024,
+			flags:   Flags{config: "../../../../examples/config/memory-factor-1024.yaml"}, wantFactor: 1024,
 			wantCfg: "configuration from --config ../../../../examples/config/memory-factor-1024.yaml", wantPol: "policies: built-in + ConfigMap gpuadmit-system/gpuadmit-policy (1 module)"},
-		{name: "--state: nothing read from the cluster", offline: true, flags: SetupFlags{policy: "../../../../examples/policy"},
+		{name: "--state: nothing read from the cluster", offline: true, flags: Flags{policy: "../../../../examples/policy"},
 			wantCfg: "configuration: the defaults", wantPol: "policies: built-in + --policy ../../../../examples/policy"},
 		{name: "no permission: the defaults, said so", react: refuse("*", forbidden),
 			wantCfg: `configuration: the defaults (cannot read ConfigMap gpuadmit-system/gpuadmit-config: configmaps "gpuadmit-config" is forbidden: no)`,
@@ -105,7 +106,7 @@ func TestSetup(t *testing.T) {
 		{name: "a policy directory of the webhook's pod", objects: []runtime.Object{gpuadmitConfig(gs, factor2+"policy:\n  directory: /etc/policies\n")},
 			wantErrSub: `the cluster's configuration loads policy.directory "/etc/policies", a directory of the webhook's pod, which gpuadmit cannot read: give its modules with --policy DIR`},
 		{name: "... which --policy stands for", objects: []runtime.Object{gpuadmitConfig(gs, factor2+"policy:\n  directory: /etc/policies\n")},
-			flags: SetupFlags{policy: "../../../../examples/policy"}, wantFactor: 2,
+			flags: Flags{policy: "../../../../examples/policy"}, wantFactor: 2,
 			wantCfg: "configuration from ConfigMap gpuadmit-system/gpuadmit-config", wantPol: "policies: built-in + --policy ../../../../examples/policy"},
 	}
 	for _, tt := range tests {
@@ -122,7 +123,7 @@ func TestSetup(t *testing.T) {
 			if tt.offline {
 				kube = nil
 			}
-			s, err := NewSetup(t.Context(), f, kube, true, &bytes.Buffer{})
+			s, err := New(t.Context(), f, kube, true, &bytes.Buffer{})
 			if tt.wantErrSub != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErrSub) {
 					t.Fatalf("error %v, want %q", err, tt.wantErrSub)
@@ -147,7 +148,7 @@ func TestSetup(t *testing.T) {
 func TestSetupRejectedPolicies(t *testing.T) {
 	cm := policyConfigMap("gpuadmit-policy", map[string]string{"frozen.rego": operatorRule,
 		"frozen_test.rego": "package gpuadmit.admission_test\n\nimport data.gpuadmit.admission\n\ntest_wrong if count(admission.deny) == 1 with input as {\"namespace\": \"warm\"}\n"})
-	s, err := NewSetup(t.Context(), SetupFlags{namespace: "gpuadmit-system"}, fake.NewClientset(cm), true, &bytes.Buffer{})
+	s, err := New(t.Context(), Flags{namespace: "gpuadmit-system"}, fake.NewClientset(cm), true, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}

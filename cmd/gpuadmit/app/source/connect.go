@@ -10,14 +10,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 )
 
-// readsCluster is the annotation of the commands that read the cluster
+// ReadsCluster is the annotation of the commands that read the cluster
 // (usage, eval): the others' help leaves the connection flags out.
 const ReadsCluster = "gpuadmit.io/reads-cluster"
 

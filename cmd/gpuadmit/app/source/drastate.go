@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	resourcev1client "k8s.io/client-go/kubernetes/typed/resource/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 )
 
 // draPageSize is the number of objects asked for per list request.

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuadmit/gpuadmit/internal/fixtures/testclaim"
-	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testclaim"
+	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 )
 
 // TestReadDRA: the live cluster's ResourceSlices, and the ResourceClaims

@@ -7,8 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"k8s.io/utils/clock"
+
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 )
 
 // progress prints, on a terminal, "reading the cluster: N pods listed..."

@@ -4,8 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/fixtures"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/fixtures"
 )
 
 // TestProgress: a slow live read tells the pods listed so far after its

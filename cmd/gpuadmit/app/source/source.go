@@ -8,6 +8,11 @@ import (
 	"slices"
 
 	"github.com/go-logr/logr"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
@@ -16,17 +21,13 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
-// stateUsage is the help of --state.
+// StateUsage is the help of --state.
 const StateUsage = "dump of the cluster's Pods, Nodes, ResourceQuotas, ResourceClaims, ResourceClaimTemplates and ResourceSlices, " +
 	"as 'kubectl get -o yaml' prints them (- for standard input); default: read the cluster"
 
-// source is where usage and eval read the cluster's state: a dump
+// Source is where usage and eval read the cluster's state: a dump
 // (--state) or the cluster of the kubeconfig.
 type Source interface {
 	// namespace is the namespace of a pod that names none.
@@ -54,7 +55,7 @@ func Of(c *cmdline.CLI, path string, warn func(string)) Source {
 	return live{kube: c.Kube, userAgent: c.UserAgent(), warn: warn, progress: func() *progress { return startProgress(c) }}
 }
 
-// dump is a 'kubectl get -o yaml' dump of Pods, Nodes, ResourceQuotas (and
+// Dump is a 'kubectl get -o yaml' dump of Pods, Nodes, ResourceQuotas (and
 // Namespaces, ResourceClaims, ResourceClaimTemplates, ResourceSlices).
 type Dump struct {
 	Path  string
@@ -62,10 +63,14 @@ type Dump struct {
 	kube  *genericclioptions.ConfigFlags // --as and --as-group only
 }
 
+// Namespace is the namespace a dump is read in without -n: "default".
 func (Dump) Namespace() (string, error) { return "default", nil }
 
+// Gpuadmit is no client: a dump has no cluster to read the setup from.
 func (Dump) Gpuadmit() (kubernetes.Interface, error) { return nil, nil }
 
+// Ledger reads the dump into a ledger charging as ch says; a dump holds no
+// reservations.
 func (d Dump) Ledger(_ context.Context, ch Charging, _ []string, _ bool) (*ledger.Ledger, map[string][]ledger.Reservation, error) {
 	l, err := loadState(d.Path, d.stdin, ch, logr.Discard())
 	return l, nil, err
@@ -87,7 +92,7 @@ func loadState(path string, stdin io.Reader, ch Charging, log logr.Logger) (*led
 	return LedgerOf(objs, ch, log), nil
 }
 
-// charging is how the ledger charges requests: the device families (the
+// Charging is how the ledger charges requests: the device families (the
 // first at the first level of the output) and the charger of the
 // ResourceClaims of governed DeviceClasses (nil: no claim is charged).
 type Charging struct {
@@ -97,7 +102,7 @@ type Charging struct {
 	bound func(family string) int64
 }
 
-// chargingOf is the configuration's charging, the webhook's.
+// ChargingOf is the configuration's charging, the webhook's.
 func ChargingOf(cfg *config.Configuration) (Charging, error) {
 	fams := config.Families(cfg)
 	claims, err := dra.NewCharger(config.DeviceClasses(cfg), fams, config.ChargerOptions(cfg)...)
@@ -110,7 +115,7 @@ func ChargingOf(cfg *config.Configuration) (Charging, error) {
 // governs reports whether any DeviceClass is governed (claims are read).
 func (ch Charging) governs() bool { return len(ch.Claims.Classes()) > 0 }
 
-// ledgerOf builds the usage ledger from a dump's or the cluster's objects:
+// LedgerOf builds the usage ledger from a dump's or the cluster's objects:
 // namespaces (their labels), then nodes (their devices resolve memory
 // percentages), quotas, ResourceSlices (their devices size claims),
 // ResourceClaimTemplates (a pod charges its templates' claims until they
@@ -247,5 +252,5 @@ func (l live) Read(ctx context.Context, kc kubernetes.Interface, ch Charging, na
 	return st, nil
 }
 
-// sortedNamespaces are the names of the namespaces of s, sorted.
+// SortedNamespaces are the names of the namespaces of s, sorted.
 func SortedNamespaces(s ledger.Snapshot) []string { return slices.Sorted(maps.Keys(s.Namespaces)) }

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
-	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 )
 
 // impersonated is the user kubectl's --as and --as-group name, as the API
@@ -36,7 +37,7 @@ func impersonated(kube *genericclioptions.ConfigFlags) (u decision.UserInfo, ok 
 	return u, true, nil
 }
 
-// user is who the dump's requests come from: --as and --as-group, or
+// User is who the dump's requests come from: --as and --as-group, or
 // nobody (an empty input.userInfo).
 func (d Dump) User(context.Context) (decision.UserInfo, error) {
 	u, _, err := impersonated(d.kube)

@@ -66,7 +66,7 @@ func topColumnsOf(t topOutput, wide bool) (topColumns, bool) {
 // showsPrimary reports whether a table with a FAMILY column has a row of
 // n's first family: unless n only uses, reserves or limits other ones.
 func (n topNamespace) showsPrimary() bool {
-	return len(n.Families) == 0 || !n.Used.IsZero() || !n.Reserved.IsZero() || n.Limits != (usage.UsageLimits{})
+	return len(n.Families) == 0 || !n.Used.IsZero() || !n.Reserved.IsZero() || n.Limits != (usage.Limits{})
 }
 
 func (c topColumns) namespaceHeader() string {

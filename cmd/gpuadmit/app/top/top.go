@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/output"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
@@ -14,7 +16,6 @@ import (
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/view"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
-	"github.com/spf13/cobra"
 )
 
 // The orders of top --sort-by: largest first, but by name.
@@ -69,13 +70,13 @@ type topNamespace struct {
 // percentage of each limit that used + reserved is (absent without a
 // limit, or with a limit of 0). Memory is MiB.
 type topUsage struct {
-	Used     effective.Vector  `json:"used"`
-	Reserved effective.Vector  `json:"reserved"`
-	Limits   usage.UsageLimits `json:"limits"`
-	Percent  usage.UsageLimits `json:"percent"`
+	Used     effective.Vector `json:"used"`
+	Reserved effective.Vector `json:"reserved"`
+	Limits   usage.Limits     `json:"limits"`
+	Percent  usage.Limits     `json:"percent"`
 }
 
-// overLimit is a limit a namespace's used + reserved passes (top, audit).
+// OverLimit is a limit a namespace's used + reserved passes (top, audit).
 type OverLimit struct {
 	Namespace string `json:"namespace,omitempty"`
 	Family    string `json:"family"`
@@ -102,6 +103,7 @@ type topCharge struct {
 	Families map[string]effective.Vector `json:"families,omitempty"`
 }
 
+// NewCmd is the `gpuadmit top` command, run with c's streams and flags.
 func NewCmd(c *cmdline.CLI) *cobra.Command {
 	var o topOptions
 	cmd := &cobra.Command{
@@ -155,7 +157,7 @@ OVER (its "over" list in JSON); --fail-over exits 1 when any is.`,
 	cmd.Flags().StringArrayVar(&o.whatIf, "what-if", nil,
 		"NAMESPACE=RESOURCE=LIMIT: evaluate with that limit instead of the namespace's (repeat for more)")
 	cmd.Flags().BoolVar(&o.failOver, "fail-over", false, "exit 1 when a namespace shown is over a limit (a quota's or a --what-if's)")
-	output.OutputFlag(cmd, &o.output, output.FormatTable, output.TableFormats)
+	output.Flag(cmd, &o.output, output.FormatTable, output.TableFormats)
 	return cmd
 }
 
@@ -240,7 +242,7 @@ func withKey[V any](m map[string]V, k string, v V) map[string]V {
 func topUsageOf(ns ledger.NamespaceSnapshot, f string) topUsage {
 	u := topUsage{Used: ns.Used.Of(f), Reserved: ns.Reserved.Of(f), Limits: usage.LimitsOf(ns.Limits[f])}
 	ch := u.charged()
-	u.Percent = usage.UsageLimits{GPU: percent(ch.GPU, u.Limits.GPU), MemMiB: percent(ch.MemMiB, u.Limits.MemMiB), Cores: percent(ch.Cores, u.Limits.Cores)}
+	u.Percent = usage.Limits{GPU: percent(ch.GPU, u.Limits.GPU), MemMiB: percent(ch.MemMiB, u.Limits.MemMiB), Cores: percent(ch.Cores, u.Limits.Cores)}
 	return u
 }
 
@@ -271,7 +273,7 @@ func (n topNamespace) families(primary string) map[string]topUsage {
 // sortNamespaces orders ns as --sort-by says, by name among equals.
 func sortNamespaces(ns []topNamespace, by, primary string) {
 	key := func(n topNamespace) []int64 {
-		charged, limits := map[string]effective.Vector{}, map[string]usage.UsageLimits{}
+		charged, limits := map[string]effective.Vector{}, map[string]usage.Limits{}
 		for f, u := range n.families(primary) {
 			charged[f], limits[f] = u.charged(), u.Limits
 		}
@@ -285,7 +287,7 @@ func sortNamespaces(ns []topNamespace, by, primary string) {
 // sortCharges orders n's charges as --sort-by says (percent: of n's
 // limits), by kind and name among equals.
 func sortCharges(n topNamespace, by, primary string) {
-	limits := map[string]usage.UsageLimits{}
+	limits := map[string]usage.Limits{}
 	for f, u := range n.families(primary) {
 		limits[f] = u.Limits
 	}
@@ -299,7 +301,7 @@ func sortCharges(n topNamespace, by, primary string) {
 
 // sortKey is what --sort-by compares, largest first: charged per family
 // summed over families, or the largest share of a limit (limits by family).
-func sortKey(by string, charged map[string]effective.Vector, limits map[string]usage.UsageLimits) []int64 {
+func sortKey(by string, charged map[string]effective.Vector, limits map[string]usage.Limits) []int64 {
 	var total effective.Vector
 	load := int64(-1)
 	for f, c := range charged {

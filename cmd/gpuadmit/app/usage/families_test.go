@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/fixtures"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"

@@ -75,7 +75,7 @@ func printNamespaces(w io.Writer, u usageOutput, wide bool) error {
 	fmt.Fprintln(t, cols.header())
 	for _, name := range slices.Sorted(maps.Keys(u.Namespaces)) {
 		ns := u.Namespaces[name]
-		if !cols.byFamily || len(ns.Families) == 0 || !ns.Used.IsZero() || ns.Limits != (UsageLimits{}) {
+		if !cols.byFamily || len(ns.Families) == 0 || !ns.Used.IsZero() || ns.Limits != (Limits{}) {
 			fmt.Fprintln(t, cols.row(name, output.OrDash(u.primary), ns, ns.Used, ns.Limits, ns.Quotas, strconv.Itoa(len(ns.Unresolved))))
 		}
 		for _, f := range slices.Sorted(maps.Keys(ns.Families)) {
@@ -104,8 +104,8 @@ func (c namespaceColumns) header() string {
 
 // row is the row of namespace name's family (written only with a FAMILY
 // column): its used/limits, and, wide, its quotas and unresolved pods.
-func (c namespaceColumns) row(name, family string, ns usageNamespace, used effective.Vector, l UsageLimits,
-	quotas map[string]UsageLimits, unresolved string) string {
+func (c namespaceColumns) row(name, family string, ns usageNamespace, used effective.Vector, l Limits,
+	quotas map[string]Limits, unresolved string) string {
 	cells := []string{name}
 	if c.byFamily {
 		cells = append(cells, family)

@@ -5,13 +5,14 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/output"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/view"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
-	"github.com/spf13/cobra"
 )
 
 // usageOutput is the command-line contract's JSON for `gpuadmit usage` (docs/design.md)
@@ -29,14 +30,14 @@ type usageOutput struct {
 // the namespace uses, reserves or limits under families, by name.
 type usageNamespace struct {
 	Used   effective.Vector `json:"used"`
-	Limits UsageLimits      `json:"limits"`
+	Limits Limits           `json:"limits"`
 	Pods   int              `json:"pods"`
 	// Claims is the number of ResourceClaims of governed DeviceClasses
 	// charged to the namespace (their demand is in Used).
 	Claims int `json:"claims,omitempty"`
 	// Quotas are the limits of each ResourceQuota (Limits is the tightest);
 	// a quota that limits other families only is under theirs alone.
-	Quotas     map[string]UsageLimits `json:"quotas,omitempty"`
+	Quotas     map[string]Limits      `json:"quotas,omitempty"`
 	Unresolved []string               `json:"unresolved,omitempty"`
 	Families   map[string]usageFamily `json:"families,omitempty"`
 }
@@ -45,14 +46,14 @@ type usageNamespace struct {
 // admitted pods the watch has not recorded yet), the tightest limits and
 // the limits of each ResourceQuota that limits the family.
 type usageFamily struct {
-	Used     effective.Vector       `json:"used"`
-	Reserved effective.Vector       `json:"reserved"`
-	Limits   UsageLimits            `json:"limits"`
-	Quotas   map[string]UsageLimits `json:"quotas,omitempty"`
+	Used     effective.Vector  `json:"used"`
+	Reserved effective.Vector  `json:"reserved"`
+	Limits   Limits            `json:"limits"`
+	Quotas   map[string]Limits `json:"quotas,omitempty"`
 }
 
-// usageLimits: a limit that is not set is absent; memory is MiB.
-type UsageLimits struct {
+// Limits are a namespace's limits: a limit that is not set is absent; memory is MiB.
+type Limits struct {
 	GPU    *int64 `json:"gpu,omitempty"`
 	MemMiB *int64 `json:"gpumem,omitempty"`
 	Cores  *int64 `json:"gpucores,omitempty"`
@@ -78,6 +79,7 @@ type usageOptions struct {
 	output string
 }
 
+// NewCmd is the `gpuadmit usage` command, run with c's streams and flags.
 func NewCmd(c *cmdline.CLI) *cobra.Command {
 	var o usageOptions
 	cmd := &cobra.Command{
@@ -127,7 +129,7 @@ unless --config names one, and says on stderr which it used.`,
 	}
 	view.StateFlagsOn(cmd, &o.StateFlags,
 		"every namespace (default: -n, else the kubeconfig context's namespace; with --state, every namespace of the dump)")
-	output.OutputFlag(cmd, &o.output, output.FormatTable, output.TableFormats)
+	output.Flag(cmd, &o.output, output.FormatTable, output.TableFormats)
 	return cmd
 }
 
@@ -162,7 +164,7 @@ func usageReport(s ledger.Snapshot, only, primary string) usageOutput {
 		for _, q := range ns.Quotas {
 			if _, limited := q.Limits[primary]; limited || len(q.Limits) == 0 {
 				if u.Quotas == nil {
-					u.Quotas = map[string]UsageLimits{}
+					u.Quotas = map[string]Limits{}
 				}
 				u.Quotas[q.Name] = LimitsOf(q.Limits[primary])
 			}
@@ -188,7 +190,7 @@ func usageReport(s ledger.Snapshot, only, primary string) usageOutput {
 	return out
 }
 
-// unresolvedOf says, for each pod of ns whose memory is unresolved, which
+// UnresolvedOf says, for each pod of ns whose memory is unresolved, which
 // containers and that their memory is not counted (nil when none).
 func UnresolvedOf(ns ledger.NamespaceSnapshot) []string {
 	var out []string
@@ -211,7 +213,7 @@ func familiesOf(ns ledger.NamespaceSnapshot, primary string) map[string]usageFam
 		for _, q := range ns.Quotas {
 			if l, ok := q.Limits[f]; ok {
 				if uf.Quotas == nil {
-					uf.Quotas = map[string]UsageLimits{}
+					uf.Quotas = map[string]Limits{}
 				}
 				uf.Quotas[q.Name] = LimitsOf(l)
 			}
@@ -224,7 +226,7 @@ func familiesOf(ns ledger.NamespaceSnapshot, primary string) map[string]usageFam
 	return out
 }
 
-// namespaceFamilies are the families ns uses, reserves or limits, sorted.
+// NamespaceFamilies are the families ns uses, reserves or limits, sorted.
 func NamespaceFamilies(ns ledger.NamespaceSnapshot) []string {
 	set := map[string]bool{}
 	for _, u := range []effective.Usage{ns.Used, ns.Reserved, ns.Unconfirmed} {
@@ -245,7 +247,8 @@ func NamespaceFamilies(ns ledger.NamespaceSnapshot) []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-func LimitsOf(l ledger.Limits) UsageLimits {
+// LimitsOf is l as the JSON reports it: the limits that are set.
+func LimitsOf(l ledger.Limits) Limits {
 	v := func(p *ledger.Limit) *int64 {
 		if p == nil {
 			return nil
@@ -253,5 +256,5 @@ func LimitsOf(l ledger.Limits) UsageLimits {
 		n := p.Value
 		return &n
 	}
-	return UsageLimits{GPU: v(l.GPU), MemMiB: v(l.MemMiB), Cores: v(l.Cores)}
+	return Limits{GPU: v(l.GPU), MemMiB: v(l.MemMiB), Cores: v(l.Cores)}
 }

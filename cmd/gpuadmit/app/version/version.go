@@ -6,9 +6,10 @@ import (
 	"runtime"
 	"runtime/debug"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/output"
-	"github.com/spf13/cobra"
 )
 
 // unknown is a commit or build date nothing recorded.
@@ -55,13 +56,14 @@ func withVCS(v versionInfo, settings []debug.BuildSetting) versionInfo {
 	return v
 }
 
-// versionLine is what `gpuadmit version` and --version print after
+// Line is what `gpuadmit version` and --version print after
 // "gpuadmit version ".
 func Line(b cmdline.Build) string {
 	v := buildVersion(b)
 	return fmt.Sprintf("%s (commit %s, built %s, %s %s)", v.Version, v.Commit, v.BuildDate, v.GoVersion, v.Platform)
 }
 
+// NewCmd is the `gpuadmit version` command, run with c's streams and flags.
 func NewCmd(c *cmdline.CLI) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
@@ -83,6 +85,6 @@ with -o json.`,
 			return o.Write(c.Stdout, buildVersion(c.Build), nil)
 		},
 	}
-	output.OutputFlag(cmd, &format, "", output.DataFormats)
+	output.Flag(cmd, &format, "", output.DataFormats)
 	return cmd
 }

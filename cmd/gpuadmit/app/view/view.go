@@ -4,33 +4,34 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/setup"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
-	"github.com/spf13/cobra"
 )
 
-// stateFlags are the flags of the commands that report on the cluster's
+// StateFlags are the flags of the commands that report on the cluster's
 // state (usage, top, audit): --state, -A and what they count with.
 type StateFlags struct {
 	state string
 	all   bool
-	setup setup.SetupFlags
+	setup setup.Flags
 }
 
-// stateFlagsOn adds f's flags to cmd; allHelp is the help of -A.
+// StateFlagsOn adds f's flags to cmd; allHelp is the help of -A.
 func StateFlagsOn(cmd *cobra.Command, f *StateFlags, allHelp string) {
 	cmd.Flags().StringVar(&f.state, "state", "", source.StateUsage)
 	cmd.Flags().BoolVarP(&f.all, "all-namespaces", "A", false, allHelp)
-	setup.SetupFlagsOn(cmd, &f.setup, false)
+	setup.FlagsOn(cmd, &f.setup, false)
 }
 
-// reading runs a command that reads the state f names: --gpuadmit-namespace
+// Reading runs a command that reads the state f names: --gpuadmit-namespace
 // is refused with --state, and an error of a cluster that does not answer
 // is said in one line.
 func Reading(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, run func() error) error {
-	if err := setup.CheckSetupFlags(cmd, f.state); err != nil {
+	if err := setup.CheckFlags(cmd, f.state); err != nil {
 		return err
 	}
 	err := run()
@@ -40,10 +41,10 @@ func Reading(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, run func() error)
 	return err
 }
 
-// view is the state usage, top and audit report on: the ledger, the
+// View is the state usage, top and audit report on: the ledger, the
 // reservations counted (reading the cluster, when asked), the charging
 // and the namespace shown ("" for every one).
-type view struct {
+type View struct {
 	Ledger   *ledger.Ledger
 	reserved map[string][]ledger.Reservation
 	Ch       source.Charging
@@ -51,13 +52,13 @@ type view struct {
 	Warn     func(string)
 }
 
-// readView reads the configuration (saying on stderr which, as usage
+// ReadView reads the configuration (saying on stderr which, as usage
 // does) and the state f names. Its namespace is -n's, "" with -A; without
 // either, every one when every is set (audit) or the state is a dump,
 // else the kubeconfig context's, as kubectl get. reserve reads the
 // GPUUsage reservations of the namespaces shown (none in a dump).
-func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve bool) (view, error) {
-	v := view{Warn: func(w string) { fmt.Fprintf(c.Stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }}
+func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve bool) (View, error) {
+	v := View{Warn: func(w string) { fmt.Fprintf(c.Stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }}
 	src := source.Of(c, f.state, v.Warn)
 	kube, err := src.Gpuadmit()
 	if err != nil {
@@ -66,7 +67,7 @@ func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve b
 	if v.Ns, err = shownNamespace(c, src, f, every); err != nil {
 		return v, err
 	}
-	st, err := setup.NewSetup(cmd.Context(), f.setup, kube, false, c.Stderr)
+	st, err := setup.New(cmd.Context(), f.setup, kube, false, c.Stderr)
 	if err != nil {
 		return v, err
 	}
@@ -95,21 +96,21 @@ func shownNamespace(c *cmdline.CLI, src source.Source, f StateFlags, every bool)
 	return src.Namespace()
 }
 
-// snapshot is the ledger's snapshot, reservations counted, of the
+// Snapshot is the ledger's snapshot, reservations counted, of the
 // namespace shown (scoped).
-func (v view) Snapshot() ledger.Snapshot { return Scoped(v.Ledger.Snapshot(v.reserved), v.Ns) }
+func (v View) Snapshot() ledger.Snapshot { return Scoped(v.Ledger.Snapshot(v.reserved), v.Ns) }
 
-// primary is the family at the first level of every report.
-func (v view) Primary() string { return v.Ch.Families[0].Name }
+// Primary is the family at the first level of every report.
+func (v View) Primary() string { return v.Ch.Families[0].Name }
 
-// warnProblems says each problem of s on stderr.
-func (v view) WarnProblems(s ledger.Snapshot) {
+// WarnProblems says each problem of s on stderr.
+func (v View) WarnProblems(s ledger.Snapshot) {
 	for _, p := range s.Problems {
 		v.Warn(p.String())
 	}
 }
 
-// scoped is s as a report on namespace only shows it: that namespace
+// Scoped is s as a report on namespace only shows it: that namespace
 // alone (with no usage and no limits if s lacks it), its problems and
 // those of nodes; s itself when only is "".
 func Scoped(s ledger.Snapshot, only string) ledger.Snapshot {
