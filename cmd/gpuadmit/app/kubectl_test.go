@@ -235,7 +235,7 @@ func TestProgressOnTerminal(t *testing.T) {
 		var out fixtures.SyncBuffer
 		errOut := fixtures.SyncBuffer{Lines: make(chan string, 64)}
 		c := cmdline.New(strings.NewReader(""), &out, &errOut)
-		c.Tty = func(io.Writer) bool { return tty }
+		c.TTY = func(io.Writer) bool { return tty }
 		c.Clock, c.ProgressAfter, c.ProgressEvery = clk, 2*time.Second, time.Hour
 		done := make(chan int)
 		go func() { done <- app.Execute(t.Context(), c, "gpuadmit", []string{"usage", "--kubeconfig", kc, "-A"}) }()

@@ -17,7 +17,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/version"
 )
 
-// root builds the command tree; name is what the user typed to run it.
+// newRoot builds the command tree; name is what the user typed to run it.
 func newRoot(c *cmdline.CLI, name string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "gpuadmit",

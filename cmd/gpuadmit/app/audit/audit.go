@@ -55,7 +55,7 @@ namespace is over, 0 when none is (the table then says so).`,
 		Annotations: map[string]string{source.ReadsCluster: "true"},
 		Args:        cmdline.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out, err := output.ParseOutput(o.output, formats)
+			out, err := output.Parse(o.output, formats)
 			if err != nil {
 				return err
 			}
@@ -67,6 +67,7 @@ namespace is over, 0 when none is (the table then says so).`,
 	return cmd
 }
 
+// run reads the state and prints the namespaces over a limit, as -o says.
 func run(c *cmdline.CLI, cmd *cobra.Command, o auditOptions, out output.Output) error {
 	v, err := view.ReadView(c, cmd, o.StateFlags, true, true)
 	if err != nil {

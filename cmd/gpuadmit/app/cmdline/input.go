@@ -29,7 +29,7 @@ func (m ManifestFlags) Required(cmd *cobra.Command) error {
 // Stdin reports whether one of the -f reads standard input.
 func (m ManifestFlags) Stdin() bool { return slices.Contains(m.Files, "-") }
 
-// read reads every manifest, in order, into one set of objects; none of
+// Read reads every manifest, in order, into one set of objects; none of
 // them holding a Pod, a workload or a ResourceClaim is an error.
 func (m ManifestFlags) Read(stdin io.Reader) (*manifest.Objects, error) {
 	stdin, seen := TeeStdin(m.Files, stdin)

@@ -95,7 +95,7 @@ device family the configuration governs and the pod asks for is under
 			if o.devMem < 0 {
 				return cmdline.UsageErrorf("--device-memory must be >= 0, got %d", o.devMem)
 			}
-			out, err := output.ParseOutput(o.output, output.TableFormats)
+			out, err := output.Parse(o.output, output.TableFormats)
 			if err != nil {
 				return err
 			}
@@ -109,6 +109,7 @@ device family the configuration governs and the pod asks for is under
 	return cmd
 }
 
+// run reads the manifests and prints each object's effective demand.
 func run(ctx context.Context, c *cmdline.CLI, in cmdline.ManifestFlags, cfgPath string, devMem int64, format output.Output) error {
 	cfg, err := setup.LoadConfig(cfgPath, c.Stderr)
 	if err != nil {

@@ -74,8 +74,8 @@ type evalObject struct {
 	evaluatedIn string
 }
 
-// EvalTimeout bounds reading the state, loading the policies and deciding.
-const EvalTimeout = time.Minute
+// Timeout bounds reading the state, loading the policies and deciding.
+const Timeout = time.Minute
 
 // evalLong is eval's help.
 const evalLong = `Make the webhook's decision for a CREATE of each pod of the manifests in a
@@ -169,7 +169,7 @@ type evalOptions struct {
 	explain       bool
 }
 
-// check reports a usage error in eval's flags, and reads -o.
+// Check reports a usage error in eval's flags, and reads -o.
 func (o evalOptions) Check(cmd *cobra.Command) (output.Output, error) {
 	if err := o.in.Required(cmd); err != nil {
 		return output.Output{}, err
@@ -177,15 +177,16 @@ func (o evalOptions) Check(cmd *cobra.Command) (output.Output, error) {
 	if o.in.Stdin() && o.state == "-" {
 		return output.Output{}, cmdline.UsageErrorf("-f and --state cannot both read standard input")
 	}
-	out, err := output.ParseOutput(o.output, output.TableFormats)
+	out, err := output.Parse(o.output, output.TableFormats)
 	if err != nil {
 		return output.Output{}, err
 	}
 	return out, setup.CheckFlags(cmd, o.state)
 }
 
+// run decides each object of the manifests and prints the decisions.
 func run(c *cmdline.CLI, cmd *cobra.Command, o evalOptions, format output.Output) error {
-	ctx, cancel := context.WithTimeout(cmd.Context(), EvalTimeout)
+	ctx, cancel := context.WithTimeout(cmd.Context(), Timeout)
 	defer cancel()
 	warn := func(w string) { fmt.Fprintf(c.Stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }
 	src := source.Of(c, o.state, warn)

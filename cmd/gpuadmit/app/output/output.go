@@ -65,10 +65,10 @@ func formatList(formats []string) string {
 	return strings.Join(names, ", ")
 }
 
-// ParseOutput reads -o: one of formats, or jsonpath=TEMPLATE with a
+// Parse reads -o: one of formats, or jsonpath=TEMPLATE with a
 // template k8s.io/client-go/util/jsonpath parses (as kubectl's -o
 // jsonpath; a key the document lacks prints nothing).
-func ParseOutput(s string, formats []string) (Output, error) {
+func Parse(s string, formats []string) (Output, error) {
 	if tmpl, ok := strings.CutPrefix(s, FormatJSONPath+"="); ok && slices.Contains(formats, FormatJSONPath) {
 		if tmpl == "" {
 			return Output{}, cmdline.UsageErrorf("--output jsonpath= needs a template, as in -o jsonpath='{.allowed}'")
@@ -92,7 +92,7 @@ func (o Output) Table() bool { return o.Format == FormatTable || o.Format == for
 // wide reports whether the table has its extra columns.
 func (o Output) wide() bool { return o.Format == formatWide }
 
-// write prints doc: as a table (table, wide: printTable), or its JSON
+// Write prints doc: as a table (table, wide: printTable), or its JSON
 // (writeJSON's, byte for byte as before -o had other formats), that JSON
 // as YAML, or the jsonpath template over it.
 func (o Output) Write(w io.Writer, doc any, printTable func(wide bool) error) error {
@@ -144,5 +144,5 @@ func TextOr(s string, formats []string) (Output, error) {
 	if s == "" {
 		return Output{}, nil
 	}
-	return ParseOutput(s, formats)
+	return Parse(s, formats)
 }

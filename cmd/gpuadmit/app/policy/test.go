@@ -67,7 +67,7 @@ they never reached (as 'opa test --coverage').`,
 (docs/policy-input.md), for editors and other tools.`,
 		Args: cmdline.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			o, err := output.ParseOutput(schemaFormat, output.DataFormats)
+			o, err := output.Parse(schemaFormat, output.DataFormats)
 			if err != nil {
 				return err
 			}
@@ -92,7 +92,7 @@ func policyTest(ctx context.Context, c *cmdline.CLI, args []string, coverage boo
 	if len(args) == 1 {
 		overrides = append(overrides, policy.Dir(args[0]))
 	}
-	ctx, cancel := context.WithTimeout(ctx, eval.EvalTimeout)
+	ctx, cancel := context.WithTimeout(ctx, eval.Timeout)
 	defer cancel()
 	rep, err := policy.New(policy.Options{}).Test(ctx, policy.TestOptions{Coverage: coverage}, overrides...)
 	if err != nil {

@@ -148,7 +148,7 @@ func suiteEngine(ctx context.Context, c *cmdline.CLI, suite *policySuite, t suit
 		}
 		sources = append(sources, policy.Map(filepath.Dir(p), map[string]string{filepath.Base(p): string(text)}))
 	}
-	ctx, cancel := context.WithTimeout(ctx, eval.EvalTimeout)
+	ctx, cancel := context.WithTimeout(ctx, eval.Timeout)
 	defer cancel()
 	return setup.LoadEngine(ctx, cfg, sources)
 }
@@ -156,7 +156,7 @@ func suiteEngine(ctx context.Context, c *cmdline.CLI, suite *policySuite, t suit
 // verifyCase decides one case and says how it differs from what it
 // expects ("" when it does not).
 func verifyCase(ctx context.Context, c *cmdline.CLI, suite *policySuite, t suiteTest, cs suiteCase, engine *policy.Engine) string {
-	ctx, cancel := context.WithTimeout(ctx, eval.EvalTimeout)
+	ctx, cancel := context.WithTimeout(ctx, eval.Timeout)
 	defer cancel()
 	cfg, err := setup.LoadConfig(suite.path(t.Config), c.Stderr)
 	if err != nil {

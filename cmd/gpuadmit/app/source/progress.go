@@ -26,7 +26,7 @@ type progress struct {
 // startProgress starts the progress lines on stderr; nil (nothing
 // printed) when stderr is not a terminal.
 func startProgress(c *cmdline.CLI) *progress {
-	if !c.Tty(c.Stderr) {
+	if !c.TTY(c.Stderr) {
 		return nil
 	}
 	return newProgress(c.Stderr, c.Clock, c.ProgressAfter, c.ProgressEvery)

@@ -158,7 +158,7 @@ type live struct {
 	progress func() *progress
 }
 
-// namespace is kubectl's: -n, else the context's, else "default".
+// Namespace is kubectl's: -n, else the context's, else "default".
 func (l live) Namespace() (string, error) {
 	ns, _, err := l.kube.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
@@ -228,7 +228,7 @@ func (l live) Ledger(ctx context.Context, ch Charging, namespaces []string, rese
 	return led, reserved, nil
 }
 
-// read lists the cluster's objects (the DRA objects too when ch governs
+// Read lists the cluster's objects (the DRA objects too when ch governs
 // a DeviceClass), telling its progress when it is slow, and warns of what
 // it could not read.
 func (l live) Read(ctx context.Context, kc kubernetes.Interface, ch Charging, namespaces []string) (*clusterstate.State, error) {

@@ -44,7 +44,7 @@ func (d Dump) User(context.Context) (decision.UserInfo, error) {
 	return u, err
 }
 
-// user is who the requests come from: --as and --as-group, else the
+// User is who the requests come from: --as and --as-group, else the
 // kubeconfig's user as the API server authenticates it (a
 // SelfSubjectReview); nobody, with a warning, when that cannot be read.
 func (l live) User(ctx context.Context) (decision.UserInfo, error) {

@@ -135,7 +135,7 @@ OVER (its "over" list in JSON); --fail-over exits 1 when any is.`,
 		Annotations: map[string]string{source.ReadsCluster: "true"},
 		Args:        cmdline.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out, err := output.ParseOutput(o.output, output.TableFormats)
+			out, err := output.Parse(o.output, output.TableFormats)
 			if err != nil {
 				return err
 			}
@@ -161,6 +161,7 @@ OVER (its "over" list in JSON); --fail-over exits 1 when any is.`,
 	return cmd
 }
 
+// run reads the state, applies the what-ifs and prints the report.
 func run(c *cmdline.CLI, cmd *cobra.Command, o topOptions, ws []whatIf, out output.Output) error {
 	v, err := view.ReadView(c, cmd, o.StateFlags, false, true)
 	if err != nil {

@@ -120,7 +120,7 @@ unless --config names one, and says on stderr which it used.`,
 		Annotations: map[string]string{source.ReadsCluster: "true"},
 		Args:        cmdline.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out, err := output.ParseOutput(o.output, output.TableFormats)
+			out, err := output.Parse(o.output, output.TableFormats)
 			if err != nil {
 				return err
 			}
@@ -133,6 +133,7 @@ unless --config names one, and says on stderr which it used.`,
 	return cmd
 }
 
+// run reads the state and prints the usage report, as -o says.
 func run(c *cmdline.CLI, cmd *cobra.Command, o usageOptions, out output.Output) error {
 	v, err := view.ReadView(c, cmd, o.StateFlags, false, false)
 	if err != nil {

@@ -78,7 +78,7 @@ with -o json.`,
 				_, err := fmt.Fprintf(c.Stdout, "%s version %s\n", cmd.Root().DisplayName(), Line(c.Build))
 				return err
 			}
-			o, err := output.ParseOutput(format, output.DataFormats)
+			o, err := output.Parse(format, output.DataFormats)
 			if err != nil {
 				return err
 			}
