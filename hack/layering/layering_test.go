@@ -118,7 +118,7 @@ var rules = []rule{
 	{pkg: "pkg/nvmldiscovery/nvmlmock", mayNot: project, why: "a fake NVML for the agent's dry runs"},
 	// The commands.
 	{pkg: "cmd/webhook", why: "the webhook binary: wiring of pkg/server (its fault-injection flags come only with the gpuadmit_testhooks tag)"},
-	{pkg: "cmd/gpuadmit", mayNot: []string{"pkg/server", "pkg/admission", "pkg/webhookserver", "pkg/membership"},
+	{pkg: "cmd/gpuadmit/...", mayNot: []string{"pkg/server", "pkg/admission", "pkg/webhookserver", "pkg/membership"},
 		why: "the command line decides offline through pkg/decision: it runs no webhook"},
 	{pkg: "cmd/nvml-agent", mayNot: requestPath, why: "the node agent binary knows nothing of admission"},
 	{pkg: "cmd/demo", mayNot: []string{"hack/", "tests/"}, why: "a demo (not shipped): it may use the test harnesses of internal/"},
@@ -153,12 +153,18 @@ func TestLayering(t *testing.T) {
 			continue
 		}
 		used[r.pkg] = true
-		mayNot := r.mayNot
-		if under(name, []string{"pkg/", "policy", "rego", "manifests/"}) || slices.Contains(shippedCommands, name) {
+		mayNot, but := r.mayNot, r.but
+		if under(name, []string{"pkg/", "policy", "rego", "manifests/"}) || under(name, shippedCommands) {
 			mayNot = list(mayNot, notShipped)
 		}
+		// A command's own packages (cmd/gpuadmit/app/...) are the command.
+		for _, c := range shippedCommands {
+			if under(name, []string{c}) {
+				but = list(but, []string{c + "/"})
+			}
+		}
 		for _, dep := range pkgs[name].deps {
-			if dep != name && forbidden(dep, mayNot, r.but) {
+			if dep != name && forbidden(dep, mayNot, but) {
 				t.Errorf("%s depends on %s (go list -deps %s): its row forbids it: %s", name, dep, name, r.why)
 			}
 		}

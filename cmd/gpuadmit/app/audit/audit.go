@@ -1,0 +1,119 @@
+package audit
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/output"
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/top"
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/view"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+)
+
+// auditOptions are audit's flags.
+type auditOptions struct {
+	view.StateFlags
+	output string
+}
+
+// auditOutput is `gpuadmit audit`'s JSON (docs/cli.md): every limit a
+// namespace's used + reserved passes, by namespace, and how many
+// namespaces were checked.
+type auditOutput struct {
+	Over       []top.OverLimit `json:"over"`
+	Namespaces int             `json:"namespaces"`
+	// only is the namespace of -n ("" for every one).
+	only string
+}
+
+// NewCmd is the `gpuadmit audit` command, run with c's streams and flags.
+func NewCmd(c *cmdline.CLI) *cobra.Command {
+	var o auditOptions
+	formats := []string{output.FormatTable, output.FormatJSON, output.FormatYAML, output.FormatJSONPath}
+	cmd := &cobra.Command{
+		Use:   "audit [--state STATE.yaml] [-n NAMESPACE | -A] [-o table|json|yaml|jsonpath=TEMPLATE]",
+		Short: "List the namespaces whose GPU usage is over a limit (exit 1 when any is)",
+		Long: `List the namespaces whose used + reserved GPU usage passes a limit of their
+ResourceQuotas, as Gatekeeper's audit lists what admission would refuse
+now: a quota lowered (or created) under usage already admitted. Admission
+never passes a limit, but nothing evicts what a lowered limit no longer
+covers. Each line names the namespace, the resource, what is used and
+reserved (memory in MiB), the limit and the ResourceQuota that sets it.
+
+Every namespace unless -n (with or without --state). Exit 1 when a
+namespace is over, 0 when none is (the table then says so).`,
+		Example: `  # every namespace of the cluster of the current context
+  gpuadmit audit
+
+  # one namespace of a dump, as JSON
+  gpuadmit audit --state state.yaml -n team-a -o json`,
+		Annotations: map[string]string{source.ReadsCluster: "true"},
+		Args:        cmdline.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out, err := output.Parse(o.output, formats)
+			if err != nil {
+				return err
+			}
+			return view.Reading(c, cmd, o.StateFlags, func() error { return run(c, cmd, o, out) })
+		},
+	}
+	view.StateFlagsOn(cmd, &o.StateFlags, "every namespace (the default; -A wins over -n, as in kubectl)")
+	output.Flag(cmd, &o.output, output.FormatTable, formats)
+	return cmd
+}
+
+// run reads the state and prints the namespaces over a limit, as -o says.
+func run(c *cmdline.CLI, cmd *cobra.Command, o auditOptions, out output.Output) error {
+	v, err := view.ReadView(c, cmd, o.StateFlags, true, true)
+	if err != nil {
+		return err
+	}
+	s := v.Snapshot()
+	v.WarnProblems(s)
+	a := auditReport(s, v.Ch.Families, v.Ns)
+	if err := out.Write(c.Stdout, a, func(bool) error { return printAudit(c.Stdout, a) }); err != nil {
+		return err
+	}
+	if len(a.Over) > 0 {
+		return cmdline.ExitCode(1)
+	}
+	return nil
+}
+
+// auditReport lists the limits each namespace of s passes, namespaces by
+// name.
+func auditReport(s ledger.Snapshot, fams []effective.Family, only string) auditOutput {
+	a := auditOutput{Over: []top.OverLimit{}, Namespaces: len(s.Namespaces), only: only}
+	for _, name := range source.SortedNamespaces(s) {
+		for _, o := range ledger.OverLimits(s.Namespaces[name], fams) {
+			a.Over = append(a.Over, top.OverLimit{Namespace: name, Family: o.Family, Resource: o.Resource, Used: o.Used,
+				Reserved: o.Reserved, Charged: o.Charged(), Limit: o.Limit, Quota: o.Quota, Key: o.Key})
+		}
+	}
+	return a
+}
+
+// printAudit writes `audit -o table`: a row per limit passed, or a line
+// saying none is.
+func printAudit(w io.Writer, a auditOutput) error {
+	if len(a.Over) == 0 {
+		var err error
+		if a.only != "" {
+			_, err = fmt.Fprintf(w, "namespace %s is within its GPU limits\n", a.only)
+		} else {
+			_, err = fmt.Fprintf(w, "no namespace is over its GPU limits (%d checked)\n", a.Namespaces)
+		}
+		return err
+	}
+	t := output.NewTable(w)
+	fmt.Fprintln(t, "NAMESPACE\tRESOURCE\tUSED\tRESERVED\tLIMIT\tQUOTA")
+	for _, o := range a.Over {
+		fmt.Fprintf(t, "%s\t%s\t%d\t%d\t%d\t%s\n", o.Namespace, o.Resource, o.Used, o.Reserved, o.Limit, output.OrDash(o.Quota))
+	}
+	return t.Flush()
+}

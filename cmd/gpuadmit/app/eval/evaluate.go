@@ -1,0 +1,242 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
+	effectivecmd "github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/effective"
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/setup"
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
+	webhookmanifests "github.com/gpuadmit/gpuadmit/manifests/webhook"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/manifest"
+	"github.com/gpuadmit/gpuadmit/pkg/matchcond"
+	"github.com/gpuadmit/gpuadmit/policy"
+)
+
+// Evaluation makes the webhook's decisions for the pods and ResourceClaims
+// of a manifest in a cluster holding a state.
+type Evaluation struct {
+	// namespace is -n: the namespace of every request, when set.
+	Namespace string
+	// fallback is the namespace of a pod that names none (without -n).
+	fallback string
+	Source   source.Source
+	// warn reports what the state leaves out.
+	Warn func(string)
+	// explain asks the decider which rules produced each message.
+	explain bool
+	// user is who asks; set, it is not read from the source.
+	User *decision.UserInfo
+	// setup is the configuration, and the policies run loads unless
+	// engine is set.
+	Setup  setup.Setup
+	Engine *policy.Engine
+	ledger *ledger.Ledger
+	// reserved are the namespaces' GPUUsage reservations (live only).
+	reserved map[string][]ledger.Reservation
+	decider  *decision.Decider
+	matcher  *matchcond.Matcher
+}
+
+// Run evaluates every object of the manifests against the source's
+// state; single reports that they are exactly one Pod.
+func (e *Evaluation) Run(ctx context.Context, in cmdline.ManifestFlags, stdin io.Reader) (Objects, bool, error) {
+	objs, err := in.Read(stdin)
+	if err != nil {
+		return Objects{}, false, err
+	}
+	if e.Namespace == "" {
+		if e.fallback, err = e.Source.Namespace(); err != nil {
+			return Objects{}, false, err
+		}
+	}
+	if err := e.loadState(ctx, objs); err != nil {
+		return Objects{}, false, err
+	}
+	if err := e.prepare(ctx); err != nil {
+		return Objects{}, false, err
+	}
+	out := Objects{Allowed: true, primary: e.decider.Families()[0].Name}
+	for _, w := range objs.Workloads {
+		o, err := e.object(ctx, w)
+		if err != nil {
+			return Objects{}, false, fmt.Errorf("%s %q: %w", w.Kind, w.Name, err)
+		}
+		out.Allowed = out.Allowed && o.Allowed
+		out.Objects = append(out.Objects, o)
+	}
+	return out, effectivecmd.OnePod(objs), nil
+}
+
+// loadState reads the source's ledger and reservations for the namespaces
+// the objects of objs are decided in, and warns of each of them the state
+// does not hold (it is added without labels). The ResourceClaimTemplates
+// of objs are added to the state, in those namespaces: a pod's templates'
+// claims are part of its demand.
+func (e *Evaluation) loadState(ctx context.Context, objs *manifest.Objects) error {
+	var namespaces []string
+	for _, w := range objs.Workloads {
+		if ns := e.namespaceOf(w.Namespace); !slices.Contains(namespaces, ns) {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	ch, err := source.ChargingOf(e.Setup.Cfg)
+	if err != nil {
+		return err
+	}
+	if e.ledger, e.reserved, err = e.Source.Ledger(ctx, ch, namespaces, true); err != nil {
+		return err
+	}
+	for _, t := range objs.ClaimTemplates {
+		t = t.DeepCopy()
+		t.Namespace = e.namespaceOf(t.Namespace)
+		e.ledger.UpsertTemplate(t)
+	}
+	for _, ns := range namespaces {
+		if !e.ledger.Namespace(ns, nil).LabelsKnown {
+			e.Warn(fmt.Sprintf("namespace %q is not in the state: the policies see no namespace labels", ns))
+			e.ledger.UpsertNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		}
+	}
+	return nil
+}
+
+// prepare sets up what deciding needs beside the state: the user (unless
+// set), the policy engine (loaded unless set), the decider and the shipped
+// webhook configuration's match conditions.
+func (e *Evaluation) prepare(ctx context.Context) error {
+	var err error
+	if e.User == nil {
+		var u decision.UserInfo
+		if u, err = e.Source.User(ctx); err != nil {
+			return err
+		}
+		e.User = &u
+	}
+	engine := e.Engine
+	if engine == nil {
+		if engine, err = e.Setup.Engine(ctx); err != nil {
+			return err
+		}
+	}
+	if e.decider, err = decision.New(engine, e.ledger, e.Setup.Cfg, logr.Discard()); err != nil {
+		return err
+	}
+	if e.matcher, err = matchcond.Load(webhookmanifests.WebhooksYAML()); err != nil {
+		return fmt.Errorf("shipped webhook configuration: %w", err)
+	}
+	return nil
+}
+
+// object decides the pods of w one after the other, each admitted pod
+// recorded in the ledger (as the watch would record it, pending) before
+// the next is decided, and stops at the first denial.
+func (e *Evaluation) object(ctx context.Context, w *manifest.Workload) (evalObject, error) {
+	if w.Claim != nil {
+		return e.claim(ctx, w)
+	}
+	o := evalObject{ObjectRef: effectivecmd.RefOf(w), evaluatedIn: e.namespaceOf(w.Namespace)}
+	pod := w.Pod.DeepCopy()
+	pod.Namespace = o.evaluatedIn
+	if o.Replicas == manifest.PerNode {
+		o.Replicas = e.eligibleNodes(pod)
+	}
+	o.Allowed = true
+	for i := range max(o.Replicas, 1) {
+		p := pod.DeepCopy()
+		if w.Kind != "Pod" {
+			p.Name = fmt.Sprintf("%s-%d", w.Name, i)
+		}
+		p.UID = types.UID(fmt.Sprintf("gpuadmit-eval/%s/%s/%s/%d", w.Kind, p.Namespace, w.Name, i))
+		res, err := e.decider.Decide(ctx, decision.Request{Pod: p, Operation: "CREATE", Written: w.Written, User: *e.User, Explain: e.explain,
+			Reservations: e.reserved[p.Namespace]})
+		if err != nil {
+			return o, err
+		}
+		if i == 0 || !res.Allowed {
+			o.Explanation = res.Explanation // of the pod whose messages are shown
+		}
+		if i == 0 {
+			o.Effective, o.Families = evalEffective(res.Effective, e.decider.Families()[0].Name)
+			o.Warnings = res.Warnings
+			notConsulted, err := e.notConsulted(ctx, p)
+			if err != nil {
+				return o, err
+			}
+			o.Warnings = append(o.Warnings, notConsulted...)
+			if o.Replicas == 0 {
+				break // nothing to admit; the first pod only shows the demand and warnings
+			}
+		}
+		if !res.Allowed {
+			o.Allowed, o.Denials = false, res.Denials
+			break
+		}
+		o.Admitted++
+		e.ledger.UpsertPod(p)
+	}
+	if o.Denials == nil {
+		o.Denials = []string{}
+	}
+	if o.Warnings == nil {
+		o.Warnings = []string{}
+	}
+	return o, nil
+}
+
+// namespaceOf is the namespace an object of namespace ns is decided in:
+// -n, else ns, else the fallback.
+func (e *Evaluation) namespaceOf(ns string) string {
+	switch {
+	case e.Namespace != "":
+		return e.Namespace
+	case ns != "":
+		return ns
+	}
+	return e.fallback
+}
+
+// eligibleNodes counts the GPU nodes a DaemonSet's pod may run on.
+func (e *Evaluation) eligibleNodes(pod *corev1.Pod) int64 {
+	match := ledger.Eligible(pod)
+	var n int64
+	for _, nc := range e.ledger.Capacity().Nodes {
+		if match == nil || match(nc) {
+			n++
+		}
+	}
+	return n
+}
+
+// notConsulted evaluates the matchConditions of the shipped webhook
+// configurations (manifests/webhook/webhooks.yaml) for a CREATE of pod and
+// warns when the API server would not call the validating webhook, so that
+// the decision would never be made.
+func (e *Evaluation) notConsulted(ctx context.Context, pod *corev1.Pod) ([]string, error) {
+	results, err := e.matcher.Match(ctx, pod)
+	if err != nil {
+		return nil, fmt.Errorf("the API server would reject the pod: %w", err)
+	}
+	var warnings []string
+	for _, r := range results {
+		if r.Kind != matchcond.Validating || r.Called {
+			continue
+		}
+		why := "the validating webhook's matchConditions fail to evaluate and its failurePolicy is Ignore"
+		if r.FailedCondition != "" {
+			why = fmt.Sprintf("the pod does not meet the validating webhook's matchCondition %s", r.FailedCondition)
+		}
+		warnings = append(warnings, fmt.Sprintf("the webhook would not be consulted: %s, so the API server admits it without asking gpuadmit", why))
+	}
+	return warnings, nil
+}

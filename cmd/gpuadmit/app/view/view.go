@@ -1,0 +1,123 @@
+package view
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/setup"
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+)
+
+// StateFlags are the flags of the commands that report on the cluster's
+// state (usage, top, audit): --state, -A and what they count with.
+type StateFlags struct {
+	state string
+	all   bool
+	setup setup.Flags
+}
+
+// StateFlagsOn adds f's flags to cmd; allHelp is the help of -A.
+func StateFlagsOn(cmd *cobra.Command, f *StateFlags, allHelp string) {
+	cmd.Flags().StringVar(&f.state, "state", "", source.StateUsage)
+	cmd.Flags().BoolVarP(&f.all, "all-namespaces", "A", false, allHelp)
+	setup.FlagsOn(cmd, &f.setup, false)
+}
+
+// Reading runs a command that reads the state f names: --gpuadmit-namespace
+// is refused with --state, and an error of a cluster that does not answer
+// is said in one line.
+func Reading(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, run func() error) error {
+	if err := setup.CheckFlags(cmd, f.state); err != nil {
+		return err
+	}
+	err := run()
+	if f.state == "" {
+		err = source.Unreachable(c, err)
+	}
+	return err
+}
+
+// View is the state usage, top and audit report on: the ledger, the
+// reservations counted (reading the cluster, when asked), the charging
+// and the namespace shown ("" for every one).
+type View struct {
+	Ledger   *ledger.Ledger
+	reserved map[string][]ledger.Reservation
+	Ch       source.Charging
+	Ns       string
+	Warn     func(string)
+}
+
+// ReadView reads the configuration (saying on stderr which, as usage
+// does) and the state f names. Its namespace is -n's, "" with -A; without
+// either, every one when every is set (audit) or the state is a dump,
+// else the kubeconfig context's, as kubectl get. reserve reads the
+// GPUUsage reservations of the namespaces shown (none in a dump).
+func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve bool) (View, error) {
+	v := View{Warn: func(w string) { fmt.Fprintf(c.Stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }}
+	src := source.Of(c, f.state, v.Warn)
+	kube, err := src.Gpuadmit()
+	if err != nil {
+		return v, err
+	}
+	if v.Ns, err = shownNamespace(c, src, f, every); err != nil {
+		return v, err
+	}
+	st, err := setup.New(cmd.Context(), f.setup, kube, false, c.Stderr)
+	if err != nil {
+		return v, err
+	}
+	st.Say(cmd, f.setup, kube != nil, false, c.Stderr)
+	if v.Ch, err = source.ChargingOf(st.Cfg); err != nil {
+		return v, err
+	}
+	var scope []string
+	if v.Ns != "" {
+		scope = []string{v.Ns}
+	}
+	v.Ledger, v.reserved, err = src.Ledger(cmd.Context(), v.Ch, scope, reserve)
+	return v, err
+}
+
+// shownNamespace is the namespace a report shows ("" for every one).
+func shownNamespace(c *cmdline.CLI, src source.Source, f StateFlags, every bool) (string, error) {
+	switch {
+	case f.all:
+		return "", nil
+	case *c.Kube.Namespace != "":
+		return *c.Kube.Namespace, nil
+	case every || f.state != "":
+		return "", nil
+	}
+	return src.Namespace()
+}
+
+// Snapshot is the ledger's snapshot, reservations counted, of the
+// namespace shown (scoped).
+func (v View) Snapshot() ledger.Snapshot { return Scoped(v.Ledger.Snapshot(v.reserved), v.Ns) }
+
+// Primary is the family at the first level of every report.
+func (v View) Primary() string { return v.Ch.Families[0].Name }
+
+// WarnProblems says each problem of s on stderr.
+func (v View) WarnProblems(s ledger.Snapshot) {
+	for _, p := range s.Problems {
+		v.Warn(p.String())
+	}
+}
+
+// Scoped is s as a report on namespace only shows it: that namespace
+// alone (with no usage and no limits if s lacks it), its problems and
+// those of nodes; s itself when only is "".
+func Scoped(s ledger.Snapshot, only string) ledger.Snapshot {
+	if only == "" {
+		return s
+	}
+	s.Namespaces = map[string]ledger.NamespaceSnapshot{only: s.Namespaces[only]}
+	s.Problems = slices.DeleteFunc(s.Problems, func(p ledger.Problem) bool { return p.Namespace != "" && p.Namespace != only })
+	return s
+}
