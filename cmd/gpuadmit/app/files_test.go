@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/apptest"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
 )
 
 // gpuPod is a one-GPU pod of team-a asking mib MiB, as YAML.

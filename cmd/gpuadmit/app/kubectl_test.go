@@ -13,9 +13,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app"
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/apptest"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/fixtures"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/fixtures"
 )
 
 func TestAllNamespaces(t *testing.T) {

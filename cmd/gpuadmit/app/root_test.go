@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app"
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/apptest"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/version"
 )

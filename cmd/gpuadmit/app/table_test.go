@@ -3,7 +3,7 @@ package app_test
 import (
 	"testing"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/apptest"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
 )
 
 func TestTables(t *testing.T) {

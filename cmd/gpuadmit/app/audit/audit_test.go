@@ -6,8 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/apptest"
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/fixtures"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/fixtures"
 )
 
 func TestAuditCommand(t *testing.T) {

@@ -3,7 +3,7 @@ package effective_test
 import (
 	"testing"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/apptest"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
 )
 
 func TestEffectiveCommand(t *testing.T) {

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/apptest"
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/fixtures"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/fixtures"
 )
 
 // gpu2g is the template of dra-state.yaml alone.

@@ -3,8 +3,8 @@ package eval_test
 import (
 	"testing"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/apptest"
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/fixtures"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/fixtures"
 )
 
 // The example policy library (examples/policy) and its cluster: namespaces

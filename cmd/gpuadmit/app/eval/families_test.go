@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	effectivecmd "github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/effective"
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/fixtures"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/fixtures"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/apptest"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
 )
 
 // suiteHeader starts a suite whose one test loads mine.rego (a rule on

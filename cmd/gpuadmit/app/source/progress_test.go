@@ -6,7 +6,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/fixtures"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/fixtures"
 )
 
 // TestProgress: a slow live read tells the pods listed so far after its

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/apptest"
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/fixtures"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/fixtures"
 )
 
 func TestTopCommand(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/apptest"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
 )
 
 const seedNode = `"nodes":{"node1":{"devices":{"GPU-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0":{
