@@ -2,11 +2,8 @@ package admission
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -101,30 +98,6 @@ func TestValidator(t *testing.T) {
 				t.Errorf("reserved %v, want [%s]", keys, tc.wantReserve)
 			}
 		})
-	}
-}
-
-// TestValidatorBurst: 200 concurrent creates against a limit that fits 20
-// admit exactly 20, because decide and reserve are serialised per namespace.
-func TestValidatorBurst(t *testing.T) {
-	l, d := withQuota(20*1024, nil)
-	v := &Validator{GPUPods: d, Reserver: l}
-	var allowed, denied atomic.Int64
-	var wg sync.WaitGroup
-	for i := range 200 {
-		wg.Go(func() {
-			pod := testpod.New(fmt.Sprintf("p%d", i)).NS("team-a").UID(fmt.Sprintf("u%d", i)).
-				App("c", testpod.GPU(1), testpod.Mem(1024)).Build()
-			if resp := v.Handle(t.Context(), review(t, admissionv1.Create, pod, false)); resp.Allowed {
-				allowed.Add(1)
-			} else {
-				denied.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	if allowed.Load() != 20 || denied.Load() != 180 || len(l.res) != 20 {
-		t.Fatalf("allowed %d, denied %d, reservations %d; want 20, 180, 20", allowed.Load(), denied.Load(), len(l.res))
 	}
 }
 
