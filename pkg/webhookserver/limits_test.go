@@ -32,13 +32,7 @@ func TestLimits(t *testing.T) {
 	for range 2 {
 		wg.Go(func() { _, _, _ = f.post(f.httpClient(nil, ""), "/block", "", nil) })
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for f.blocked.Load() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 2 requests reached the handler", f.blocked.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, "2 requests reached the handler", func() bool { return f.blocked.Load() >= 2 })
 	if status, body, err := f.post(f.httpClient(nil, "127.0.0.2"), "/", "", nil); err != nil || status != 503 || !strings.Contains(body, "handling 2 requests, its limit") {
 		t.Fatalf("with 2 requests in flight: %d %q %v, want 503", status, body, err)
 	}
