@@ -35,7 +35,7 @@ release:
 	cp $(BIN)/release/gpuadmit $(BIN)/release/kubectl-gpuadmit
 
 ## test: everything CI checks: lint, unit tests and each benchmark once (fuzz seed corpora included), the example policies, the monitoring files, the Gatekeeper comparison once, integration suites.
-test: lint unit policies monitoring peer-1x integration
+test: lint unit unit-race policies monitoring peer-1x integration
 
 ## policies: the example policy library through the command line, as a policy author runs it.
 policies:
@@ -43,6 +43,14 @@ policies:
 	$(GO) build -o $(BIN)/gpuadmit ./cmd/gpuadmit
 	set -o pipefail; $(BIN)/gpuadmit policy test examples/policy --coverage | sed -n '/^PASS:\|^FAIL:\|COVERAGE/,$$p'
 	$(BIN)/gpuadmit policy verify examples/policy/suite.yaml
+
+## unit-race: the packages whose tests run concurrent paths, again under the race detector (their race tests skip
+## without it): the ledger, the reservations, the decision, the membership, the webhook server, the admission handlers.
+RACE_PKGS ?= ./pkg/ledger/... ./pkg/gpuusage/... ./pkg/decision/... ./pkg/membership/... ./pkg/webhookserver/... ./pkg/admission/...
+.PHONY: unit-race
+unit-race:
+	@echo ">> unit tests of the concurrency-bearing packages with -race"
+	$(GO) test -race -count=1 $(RACE_PKGS)
 
 unit:
 	@echo ">> unit tests and each benchmark once (go test -bench . -benchtime=1x ./...; the first run compiles the dependencies, a few minutes)"
