@@ -48,4 +48,3 @@ func TestRequestsIsTheEdgesAnswer(t *testing.T) {
 		})
 	}
 }
-
