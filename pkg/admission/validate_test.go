@@ -1,12 +1,10 @@
 package admission
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -18,6 +16,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 )
 
 func TestValidator(t *testing.T) {
@@ -104,30 +103,6 @@ func TestValidator(t *testing.T) {
 	}
 }
 
-// TestValidatorBurst: 200 concurrent creates against a limit that fits 20
-// admit exactly 20, because decide and reserve are serialised per namespace.
-func TestValidatorBurst(t *testing.T) {
-	l, d := withQuota(20*1024, nil)
-	v := &Validator{GPUPods: d, Reserver: l}
-	var allowed, denied atomic.Int64
-	var wg sync.WaitGroup
-	for i := range 200 {
-		wg.Go(func() {
-			pod := testpod.New(fmt.Sprintf("p%d", i)).NS("team-a").UID(fmt.Sprintf("u%d", i)).
-				App("c", testpod.GPU(1), testpod.Mem(1024)).Build()
-			if resp := v.Handle(t.Context(), review(t, admissionv1.Create, pod, false)); resp.Allowed {
-				allowed.Add(1)
-			} else {
-				denied.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	if allowed.Load() != 20 || denied.Load() != 180 || len(l.res) != 20 {
-		t.Fatalf("allowed %d, denied %d, reservations %d; want 20, 180, 20", allowed.Load(), denied.Load(), len(l.res))
-	}
-}
-
 // gateFunc is a Gate.
 type gateFunc func() error
 
@@ -161,5 +136,47 @@ func TestDenialLoggedOnce(t *testing.T) {
 		if !strings.Contains(lines[0], want) {
 			t.Errorf("log line %s lacks %s", lines[0], want)
 		}
+	}
+}
+
+// handedDown records the requests the Validator hands the Reserver.
+type handedDown struct{ reqs []decision.Request }
+
+func (h *handedDown) Admit(_ context.Context, _ types.UID, req decision.Request) (decision.Result, error) {
+	h.reqs = append(h.reqs, req)
+	return decision.Result{Allowed: true}, nil
+}
+
+// TestValidatorAnswersGPUOnce: the Validator asks "is this a GPU pod?"
+// once, where it decodes the review: a pod that is not never reaches the
+// Reserver; a GPU pod (app, init-only, native sidecar) reaches it with the
+// answer handed down (NoManagedResource unset), so the decision under it
+// evaluates it in full.
+func TestValidatorAnswersGPUOnce(t *testing.T) {
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		gpu  bool
+	}{
+		{"GPU pod", testpod.New("a").NS("team-a").UID("a").App("c", testpod.GPU(1)).Build(), true},
+		{"init-only GPU", testpod.New("b").NS("team-a").UID("b").Init("i", testpod.GPU(1)).App("c", testpod.CPU("1")).Build(), true},
+		{"native sidecar GPU", testpod.New("c").NS("team-a").UID("c").Sidecar("s", testpod.GPU(1)).App("c", testpod.CPU("1")).Build(), true},
+		{"non-GPU pod", testpod.New("d").NS("team-a").UID("d").App("c", testpod.CPU("1")).Build(), false},
+		{"another vendor's resources only", testpod.New("e").NS("team-a").UID("e").App("c", testpod.Res("example.com/fpga", "1")).Build(), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &handedDown{}
+			v := &Validator{GPUPods: gpuPodsOf{}, Reserver: h}
+			if resp := v.Handle(t.Context(), review(t, admissionv1.Create, tt.pod, false)); !resp.Allowed {
+				t.Fatalf("denied: %+v", resp.Result)
+			}
+			switch {
+			case !tt.gpu && len(h.reqs) != 0:
+				t.Fatalf("a pod that is not a GPU pod reached the Reserver: %+v", h.reqs)
+			case tt.gpu && (len(h.reqs) != 1 || h.reqs[0].NoManagedResource):
+				t.Fatalf("handed down %+v; want one request, NoManagedResource unset", h.reqs)
+			}
+		})
 	}
 }

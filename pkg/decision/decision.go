@@ -24,6 +24,13 @@ import (
 // Request is one pod admission.
 type Request struct {
 	Pod *corev1.Pod
+	// NoManagedResource is the edge's answer to "is this a GPU pod?"
+	// (Decider.Requests, asked once where the review or the manifest is
+	// decoded): set, Pod names no managed resource and Decide allows it
+	// without evaluating the policies. Decide trusts it and does not ask
+	// again; unset, the pod is decided in full, so a caller that did not
+	// ask never skips a decision.
+	NoManagedResource bool
 	// Namespace is the admission request's namespace; "" uses the pod's
 	// (and "default" when the pod has none).
 	Namespace string
@@ -180,7 +187,7 @@ func (d *Decider) Decide(ctx context.Context, req Request) (Result, error) {
 		req.Pod = claimPod(req.Claim)
 	case req.Pod == nil:
 		return Result{}, errors.New("request without a pod")
-	case !d.Requests(req.Pod):
+	case req.NoManagedResource:
 		return Result{Allowed: true}, nil
 	}
 	if req.Operation == "" {
@@ -273,8 +280,11 @@ func (d *Decider) namespace(ctx context.Context, ns string, pending []ledger.Res
 	return s, nil
 }
 
-// Requests reports whether the pod names a managed resource: a GPU pod,
-// which Decide evaluates (any other pod is allowed on the fast path).
+// Requests reports whether the pod names a managed resource (a GPU pod):
+// its containers', init containers' or native sidecars' requests of a
+// family's resources, or a ResourceClaimTemplate the ledger knows whose
+// claim asks for a governed DeviceClass. It is asked once, where a review
+// or manifest is decoded, and handed down as Request.NoManagedResource.
 func (d *Decider) Requests(pod *corev1.Pod) bool {
 	return effective.RequestsAny(pod, d.families) || len(d.templates(pod)) > 0
 }

@@ -107,8 +107,14 @@ func TestDecide(t *testing.T) {
 		invalid  bool // the request is invalid: Demand is an error
 		want     decision.Result
 	}{
-		{name: "pod without GPU resources: fast path, no policy evaluation", quotas: []*corev1.ResourceQuota{teamQuota},
-			pod:  testpod.New("web").NS("team-a").App("nginx", testpod.CPU("1")).Build(),
+		{name: "pod without GPU resources, as the edge answered: fast path, no policy evaluation", quotas: []*corev1.ResourceQuota{teamQuota},
+			pod: testpod.New("web").NS("team-a").App("nginx", testpod.CPU("1")).Build(), req: decision.Request{NoManagedResource: true},
+			want: decision.Result{Allowed: true}},
+		{name: "pod without GPU resources, the edge did not answer: decided in full", quotas: []*corev1.ResourceQuota{teamQuota},
+			pod: testpod.New("web").NS("team-a").App("nginx", testpod.CPU("1")).Build(), wantEval: true,
+			want: decision.Result{Allowed: true}},
+		{name: "a GPU pod the edge answered has no managed resource: trusted, not evaluated", quotas: []*corev1.ResourceQuota{teamQuota},
+			pod: testpod.New("p").NS("team-a").App("c", gpu(1), mem(1024)).Build(), req: decision.Request{NoManagedResource: true},
 			want: decision.Result{Allowed: true}},
 		{name: "seed 1: init 30 GiB against a 24 GiB quota and a 24 GiB GPU", nodes: []*corev1.Node{a10}, quotas: []*corev1.ResourceQuota{teamQuota},
 			pod: testpod.New("llm").NS("team-a").Init("convert", gpu(1), mem(30720)).App("server", gpu(1), mem(4096)).Build(), wantEval: true,
@@ -203,6 +209,7 @@ func TestDecide(t *testing.T) {
 			}
 			// The mutating webhook's Demand agrees with the decision.
 			dem, err := d.Demand(context.Background(), tt.pod)
+			gpu := d.Requests(tt.pod)
 			switch {
 			case tt.invalid:
 				if err == nil {
@@ -210,9 +217,9 @@ func TestDecide(t *testing.T) {
 				}
 			case err != nil:
 				t.Errorf("Demand: %v", err)
-			case !tt.wantEval && dem != nil:
+			case !gpu && dem != nil:
 				t.Errorf("Demand of a non-GPU pod = %+v, want nil", dem)
-			case tt.wantEval && (dem == nil || !dem.Effective().Equal(got.Effective)):
+			case gpu && tt.wantEval && (dem == nil || !dem.Effective().Equal(got.Effective)):
 				t.Errorf("Demand = %v, decision effective %v", dem.Effective(), got.Effective)
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -157,12 +159,13 @@ func TestNamespaceNotYetSeen(t *testing.T) {
 	pod := testpod.New("p").NS("team-a").App("c", testpod.GPU(1), testpod.Mem(1024)).Build()
 	t.Run("seen a moment later", func(t *testing.T) {
 		l := newLedger()
-		d, err := decision.New(engine(t), l, config.Default(), logr.Discard())
+		waiting := &waitSignal{Ledger: l, waiting: make(chan struct{})}
+		d, err := decision.New(engine(t), waiting, config.Default(), logr.Discard())
 		if err != nil {
 			t.Fatal(err)
 		}
 		go func() {
-			time.Sleep(50 * time.Millisecond)
+			<-waiting.waiting // the decision waits for the namespace: the watch reports it now
 			testns.Known(l, "team-a")
 		}()
 		if res, err := d.Decide(context.Background(), decision.Request{Pod: pod}); err != nil || !res.Allowed {
@@ -182,4 +185,17 @@ func TestNamespaceNotYetSeen(t *testing.T) {
 			t.Fatalf("decision %+v, error %v; want ErrNamespaceUnknown", res, err)
 		}
 	})
+}
+
+// waitSignal is a ledger that closes waiting when a decision starts waiting
+// for a namespace.
+type waitSignal struct {
+	*ledger.Ledger
+	waiting chan struct{}
+	once    sync.Once
+}
+
+func (w *waitSignal) WaitForNamespace(ctx context.Context, ns string) error {
+	w.once.Do(func() { close(w.waiting) })
+	return w.Ledger.WaitForNamespace(ctx, ns)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
 
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
 )
@@ -39,6 +40,8 @@ type Agent struct {
 	Nodes    NodePatcher
 	// Interval between refreshes; DefaultInterval when zero.
 	Interval time.Duration
+	// Clock times the waits between syncs (nil: the wall clock).
+	Clock clock.WithTicker
 }
 
 // Value is the annotation value for the devices Source lists now.
@@ -91,6 +94,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		interval = DefaultInterval
 	}
 	retry := min(minRetry, interval)
+	var clk clock.WithTicker = clock.RealClock{}
+	if a.Clock != nil {
+		clk = a.Clock
+	}
 	for {
 		wait := interval
 		_, err := a.Sync(ctx)
@@ -102,13 +109,13 @@ func (a *Agent) Run(ctx context.Context) error {
 			wait = retry
 			retry = min(2*retry, interval)
 		}
-		timer := time.NewTimer(wait)
+		timer := clk.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			log.Info("stopping GPU device sync", "reason", context.Cause(ctx).Error())
 			return nil
-		case <-timer.C:
+		case <-timer.C():
 		}
 	}
 }

@@ -8,21 +8,32 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
 	"github.com/gpuadmit/gpuadmit/pkg/nodeagent"
 )
 
 // source is a DeviceSource whose devices (or error) the test sets.
 type source struct {
-	mu   sync.Mutex
-	devs []devices.Device
-	err  error
+	mu    sync.Mutex
+	devs  []devices.Device
+	err   error
+	calls int // discoveries: one per sync
 }
 
 func (s *source) Devices(context.Context) ([]devices.Device, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.calls++
 	return s.devs, s.err
+}
+
+func (s *source) syncs() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
 }
 
 func (s *source) set(devs []devices.Device) {
@@ -159,20 +170,22 @@ func TestRun(t *testing.T) {
 			src := &source{devs: h200}
 			n := newNodes("n1", map[string]string{})
 			n.patchErrs = tt.patchErrs
-			a := &nodeagent.Agent{NodeName: "n1", Source: src, Nodes: n, Interval: 5 * time.Millisecond}
+			clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+			a := &nodeagent.Agent{NodeName: "n1", Source: src, Nodes: n, Interval: time.Minute, Clock: clk}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- a.Run(ctx) }()
-			waitFor(t, func() bool { v, _ := n.get("n1"); return v == h200JSON })
+			stepUntil(t, clk, func() bool { v, _ := n.get("n1"); return v == h200JSON })
 			want := h200JSON
 			if tt.change {
 				changed := append([]devices.Device(nil), h200...)
 				changed[0].Healthy = false
 				src.set(changed)
 				want = strings.Replace(h200JSON, `"healthy":true`, `"healthy":false`, 1)
-				waitFor(t, func() bool { v, _ := n.get("n1"); return v == want })
+				stepUntil(t, clk, func() bool { v, _ := n.get("n1"); return v == want })
 			}
-			time.Sleep(30 * time.Millisecond) // several more refreshes
+			more := src.syncs() + 3
+			stepUntil(t, clk, func() bool { return src.syncs() >= more }) // three more refreshes
 			cancel()
 			select {
 			case err := <-done:
@@ -189,13 +202,21 @@ func TestRun(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
+// stepUntil steps clk by the agent's interval each time the agent waits
+// on it, until cond holds (a generous ceiling fails the test: what is
+// asserted is the condition, not how long it took).
+func stepUntil(t *testing.T, clk *clocktesting.FakeClock, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 5s")
+	err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		if cond() {
+			return true, nil
 		}
-		time.Sleep(time.Millisecond)
+		if clk.HasWaiters() {
+			clk.Step(time.Minute)
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("condition not reached: %v", err)
 	}
 }

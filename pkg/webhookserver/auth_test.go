@@ -6,7 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
+	"github.com/gpuadmit/gpuadmit/pkg/webhookserver"
 )
 
 // TestClientAuthentication: with a client CA, only the API server's
@@ -77,10 +81,24 @@ func TestForwardedHeaderOnlyFromReplicas(t *testing.T) {
 	}
 }
 
-// TestClientCAReloaded: a new CA written to the file is used within a
-// reload; a file that no longer parses keeps the one loaded before.
+// TestClientCAReloaded: the client CA file is read again at each tick of
+// the server's clock. A file that no longer parses is reported and keeps
+// the CA loaded before; a new CA written to the file is reported as
+// reloaded at the next tick, and from then on its certificates are accepted
+// and the replaced CA's refused. The clock is fake: each reload round is
+// one step, and the test waits for the round's own report.
 func TestClientCAReloaded(t *testing.T) {
-	f := start(t, nil, withClientCA("kube-apiserver"))
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	reports := make(chan string, 16)
+	f := start(t, nil, withClientCA("kube-apiserver"), func(o *webhookserver.Options, _ *fixture) {
+		o.Clients.ReloadEvery = 10 * time.Second
+		o.Clock = clk
+		o.Log = funcr.New(func(_, args string) {
+			if strings.Contains(args, "client CA") {
+				reports <- args
+			}
+		}, funcr.Options{})
+	})
 	next, err := certs.Generate([]string{"next-ca"}, nil, time.Now(), time.Hour, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +107,7 @@ func TestClientCAReloaded(t *testing.T) {
 	if err := os.WriteFile(f.caFile, []byte("not a certificate"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // four reload rounds
+	reloadRound(t, clk, reports, "client CA not reloaded")
 	if status, _, err := f.post(f.httpClient(old, ""), "/", "", nil); err != nil || status != 200 {
 		t.Fatalf("after a garbled file: status %d, %v; want the old CA kept", status, err)
 	}
@@ -98,18 +116,30 @@ func TestClientCAReloaded(t *testing.T) {
 	}
 	f.client = next
 	fresh := signedBy("kube-apiserver", false)(f)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		status, _, err := f.post(f.httpClient(fresh, ""), "/", "", nil)
-		if err == nil && status == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the new CA was not loaded: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if status, _, err := f.post(f.httpClient(fresh, ""), "/", "", nil); err == nil {
+		t.Fatalf("the new CA is accepted (status %d) before a reload round", status)
+	}
+	reloadRound(t, clk, reports, "client CA reloaded")
+	if status, _, err := f.post(f.httpClient(fresh, ""), "/", "", nil); err != nil || status != 200 {
+		t.Fatalf("after the reload: status %d, %v; want the new CA accepted", status, err)
 	}
 	if _, _, err := f.post(f.httpClient(old, ""), "/", "", nil); err == nil {
 		t.Error("a certificate of the replaced CA is still accepted")
+	}
+}
+
+// reloadRound steps clk by one reload interval once the reload loop waits
+// on it, and waits for the round's report, which must contain want.
+func reloadRound(t *testing.T, clk *clocktesting.FakeClock, reports <-chan string, want string) {
+	t.Helper()
+	waitFor(t, "the reload loop waits on the clock", clk.HasWaiters)
+	clk.Step(10 * time.Second)
+	select {
+	case got := <-reports:
+		if !strings.Contains(got, want) {
+			t.Fatalf("reload round reported %s; want %q", got, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no reload round reported %q", want)
 	}
 }

@@ -43,8 +43,9 @@ type Options struct {
 	// Registry receives the server's counters (nil: none are exported).
 	Registry prometheus.Registerer
 	Log      logr.Logger
-	// Clock times StartedChecker's handshakes (default the real clock).
-	Clock clock.PassiveClock
+	// Clock times StartedChecker's handshakes and ticks the client CA's
+	// reloads (default the real clock).
+	Clock clock.WithTicker
 }
 
 // Server is a webhook.Server (controller-runtime) with authenticated TLS
@@ -163,7 +164,7 @@ func (s *Server) Start(ctx context.Context) error {
 		// to the log at V(2) only, so that a flood cannot fill the log.
 		ErrorLog: log.New(logWriter{s.opts.Log.V(2)}, "", 0),
 	}
-	go s.cas.reload(ctx, s.opts.Clients.CAFile, s.opts.Clients.ReloadEvery, s.opts.Log)
+	go s.cas.reload(ctx, s.opts.Clients.CAFile, s.opts.Clock.NewTicker(s.opts.Clients.ReloadEvery), s.opts.Log)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
 	"github.com/gpuadmit/gpuadmit/pkg/webhookserver"
@@ -92,14 +93,19 @@ func start(t *testing.T, release chan struct{}, opts ...option) *fixture {
 		}
 	})
 	f.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(10 * time.Second)
-	for f.srv.StartedChecker()(nil) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the server did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, "the server started", func() bool { return f.srv.StartedChecker()(nil) == nil })
 	return f
+}
+
+// waitFor polls cond until it holds, failing the test after a generous
+// ceiling (what is asserted is the condition, not how long it took).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("waiting until %s: %v", what, err)
+	}
 }
 
 func freePort(t *testing.T) int {

@@ -17,7 +17,7 @@ import (
 // answering healthy without dialling until the recheck interval passed,
 // then fails, and dials at every check until a handshake succeeds again.
 func TestStartedCheckerTrustsAHandshakeOnlyForAWhile(t *testing.T) {
-	clk := clocktesting.NewFakePassiveClock(time.Now())
+	clk := clocktesting.NewFakeClock(time.Now())
 	var broken atomic.Bool
 	var handshakes atomic.Int64
 	f := start(t, nil, func(o *webhookserver.Options, f *fixture) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
 )
 
 // Clients says who may connect. Without CAFile anyone may (a client
@@ -121,18 +122,17 @@ func (p *caPool) load(file string) error {
 	return nil
 }
 
-// reload reads the file again every interval until ctx ends.
-func (p *caPool) reload(ctx context.Context, file string, every time.Duration, log logr.Logger) {
+// reload reads the file again at every tick of t until ctx ends.
+func (p *caPool) reload(ctx context.Context, file string, t clock.Ticker, log logr.Logger) {
+	defer t.Stop()
 	if file == "" {
 		return
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		before := p.get()
 		if err := p.load(file); err != nil {

@@ -143,7 +143,18 @@ func TestLaggingReplica(t *testing.T) {
 	for i := range 6 {
 		create(fmt.Sprintf("a-%d", i), &viaOthers)
 	}
-	time.Sleep(4 * time.Second) // replica-0 and replica-2 record the pods and mark their reservations recorded
+	waitFor(t, "replica-0 and replica-2 recorded the 6 pods and marked their reservations recorded", func() bool {
+		u, err := c.Usage(t.Context(), ns)
+		if err != nil || u == nil || len(u.Status.Reservations) != 6 {
+			return false
+		}
+		for _, r := range u.Status.Reservations {
+			if r.RecordedResourceVersion == "" {
+				return false
+			}
+		}
+		return true
+	})
 	if _, stderr, err := c.Kubectl(t.Context(), nil, "delete", "gpuusages.gpuadmit.io", "usage", "-n", ns); err != nil {
 		t.Fatalf("deleting the GPUUsage by hand: %v: %s", err, stderr)
 	}

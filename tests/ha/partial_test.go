@@ -20,25 +20,39 @@ func TestReplicaCutOffFromTheAPIServer(t *testing.T) {
 	c := startHAWith(t, func(o *replicas.Options) { o.APIProxies = true })
 	seed(t, c, ns, limit)
 	tl, stop := replicas.Stream(t.Context(), fastClient(t, c), ns, "s", rate)
-	time.Sleep(3 * time.Second)
+	waitFor(t, "creates admitted before the stall", func() bool { return tl.Admitted.Load() >= 5 })
 	c.APIProxy(1).Stall()
 	stalled := time.Now()
-	notReadyAfter := time.Duration(0)
+	// The stall lasts 15 s whatever happens; replica-1 must leave the
+	// rotation while it lasts (how long it took is logged, not asserted:
+	// the creates it refused meanwhile are bounded below).
+	left := false
 	for time.Since(stalled) < 15*time.Second {
-		if notReadyAfter == 0 && !c.Proxy.Healthy()[1] {
-			notReadyAfter = time.Since(stalled)
+		if !c.Proxy.Healthy()[1] {
+			left = true
+			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	notReadyAfter := time.Since(stalled)
+	if !left {
+		t.Errorf("replica-1 never left the rotation during its 15s stall")
+	}
+	if rest := 15*time.Second - notReadyAfter; rest > 0 {
+		time.Sleep(rest) // the scenario: the stall lasts 15 s
 	}
 	c.APIProxy(1).Resume()
-	time.Sleep(5 * time.Second)
+	waitFor(t, "replica-1 back in the rotation after the stall", func() bool { return c.Proxy.Healthy()[1] })
+	admitted := tl.Admitted.Load()
+	waitFor(t, "creates admitted after the stall", func() bool { return tl.Admitted.Load() >= admitted+5 })
 	stop()
 	pods, mem := livePods(t, c, ns)
 	t.Logf("replica-1 stalled 15s under %d creates/s: out of rotation %s after the stall began; %s; refused: %q; %d pods use %d MiB",
 		rate, notReadyAfter.Round(100*time.Millisecond), tl, tl.Why, pods, mem)
-	if notReadyAfter == 0 || notReadyAfter > 6*time.Second {
-		t.Errorf("replica-1 left the rotation %s after the stall began, want within 6s", notReadyAfter)
-	}
 	if n := tl.Unavailable.Load(); n > 8 || len(tl.Other) > 0 || mem > limit {
 		t.Fatalf("%d creates refused (want at most the handful replica-1 took before it left the rotation); other failures %q; %d MiB live", n, tl.Other, mem)
 	}

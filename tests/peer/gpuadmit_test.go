@@ -45,7 +45,7 @@ func (g *gpuadmit) setLimit(ns string, limitMiB int64) {
 func (g *gpuadmit) sync(pod *corev1.Pod) { g.ledger.UpsertPod(pod) }
 
 func (g *gpuadmit) review(ctx context.Context, pod *corev1.Pod) (verdict, error) {
-	res, err := g.decider.Decide(ctx, decision.Request{Pod: pod})
+	res, err := g.decider.Decide(ctx, decision.Request{Pod: pod, NoManagedResource: !g.decider.Requests(pod)})
 	if err != nil {
 		return verdict{}, fmt.Errorf("decision on %q: %w", pod.Name, err)
 	}

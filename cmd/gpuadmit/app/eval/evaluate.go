@@ -152,13 +152,14 @@ func (e *Evaluation) object(ctx context.Context, w *manifest.Workload) (evalObje
 		o.Replicas = e.eligibleNodes(pod)
 	}
 	o.Allowed = true
+	gpu := e.decider.Requests(pod) // asked once, where the manifest is decoded
 	for i := range max(o.Replicas, 1) {
 		p := pod.DeepCopy()
 		if w.Kind != "Pod" {
 			p.Name = fmt.Sprintf("%s-%d", w.Name, i)
 		}
 		p.UID = types.UID(fmt.Sprintf("gpuadmit-eval/%s/%s/%s/%d", w.Kind, p.Namespace, w.Name, i))
-		res, err := e.decider.Decide(ctx, decision.Request{Pod: p, Operation: "CREATE", Written: w.Written, User: *e.User, Explain: e.explain,
+		res, err := e.decider.Decide(ctx, decision.Request{Pod: p, NoManagedResource: !gpu, Operation: "CREATE", Written: w.Written, User: *e.User, Explain: e.explain,
 			Reservations: e.reserved[p.Namespace]})
 		if err != nil {
 			return o, err
