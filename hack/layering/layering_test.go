@@ -23,8 +23,15 @@ func TestRequestPathGoesDown(t *testing.T) {
 		"pkg/effective": {"pkg/", "policy", "internal/", "hack/", "cmd/"},
 		"pkg/config":    {"pkg/ledger", "pkg/decision", "pkg/admission", "pkg/server", "policy"},
 		// A claim's demand is pure translation beside pkg/effective.
-		"pkg/dra":      {"pkg/ledger", "pkg/decision", "pkg/gpuusage", "pkg/admission", "pkg/server", "pkg/config", "pkg/devices", "policy", "internal/", "hack/", "cmd/"},
-		"pkg/ledger":   {"pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "policy"},
+		"pkg/dra": {"pkg/ledger", "pkg/decision", "pkg/gpuusage", "pkg/admission", "pkg/server", "pkg/config", "pkg/devices", "policy", "internal/", "hack/", "cmd/"},
+		// The accounting is pure: the watches (pkg/feed) and the pod wire
+		// decoder (pkg/podwire) feed it, it knows neither.
+		"pkg/ledger": {"pkg/feed", "pkg/podwire", "pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "policy"},
+		// The pod wire decoder keeps what the accounting reads; it knows
+		// nothing of the watches.
+		"pkg/podwire": {"pkg/feed", "pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "policy"},
+		// The feed: watches -> accounting, nothing of the request path.
+		"pkg/feed":     {"pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "policy"},
 		"policy":       {"pkg/ledger", "pkg/decision", "pkg/admission", "pkg/server", "internal/", "hack/", "cmd/", "tests/"},
 		"pkg/decision": {"pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server"},
 		// The reservation store decides through the decision, below it;
@@ -66,5 +73,33 @@ func TestRequestPathGoesDown(t *testing.T) {
 	}
 	if checked != len(forbidden) {
 		t.Fatalf("checked %d packages", checked)
+	}
+}
+
+// TestAccountingIsPure: the accounting (pkg/ledger) takes objects in and
+// hands usage out; it carries no API client, no informer machinery and no
+// protobuf decoder of its own (those are pkg/feed's and pkg/podwire's), so
+// a client-go or k8s.io/api upgrade lands in the feed, not in the counting.
+func TestAccountingIsPure(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", module+"pkg/ledger").Output()
+	if err != nil {
+		t.Fatalf("go list -deps pkg/ledger: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) == 0 {
+		t.Fatal("go list -deps pkg/ledger listed nothing")
+	}
+	banned := []string{
+		"k8s.io/client-go/",
+		"k8s.io/apimachinery/pkg/runtime/serializer/protobuf",
+		module + "pkg/feed",
+		module + "pkg/podwire",
+	}
+	for _, dep := range deps {
+		for _, b := range banned {
+			if strings.HasPrefix(dep, b) {
+				t.Errorf("pkg/ledger depends on %s: the accounting must not watch or decode (pkg/feed, pkg/podwire do)", dep)
+			}
+		}
 	}
 }

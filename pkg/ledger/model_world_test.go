@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"maps"
 )
 
 // mutateStatus changes one thing the kubelet reports.
@@ -380,6 +381,9 @@ func sameUsage(got effective.Usage, want recount) error {
 // check compares the ledger with a from-scratch recomputation over the
 // current objects, per family.
 func (m *model) check() error {
+	if m.err != nil {
+		return m.err
+	}
 	type nsWant struct {
 		used, reserved, unconfirmed recount
 		pods, unresolved, resvCount int
@@ -525,18 +529,18 @@ func (m *model) checkLimits(ns string, got map[string]Limits) error {
 // checkRebuilt compares the ledger with one rebuilt from the current objects.
 func (m *model) checkRebuilt() error {
 	fresh := New(Options{Families: m.l.Families()})
-	var feed []func()
-	for _, p := range m.pods {
-		feed = append(feed, func() { fresh.UpsertPod(p) })
+	var events []func() // in key order, then shuffled by the seed
+	for _, uid := range m.uids() {
+		events = append(events, func() { fresh.UpsertPod(m.pods[uid]) })
 	}
-	for _, n := range m.nodes {
-		feed = append(feed, func() { fresh.UpsertNode(n) })
+	for _, name := range slices.Sorted(maps.Keys(m.nodes)) {
+		events = append(events, func() { fresh.UpsertNode(m.nodes[name]) })
 	}
-	for _, q := range m.quotas {
-		feed = append(feed, func() { fresh.UpsertQuota(q) })
+	for _, key := range slices.Sorted(maps.Keys(m.quotas)) {
+		events = append(events, func() { fresh.UpsertQuota(m.quotas[key]) })
 	}
-	m.r.Shuffle(len(feed), func(i, j int) { feed[i], feed[j] = feed[j], feed[i] })
-	for _, f := range feed {
+	m.r.Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
+	for _, f := range events {
 		f()
 	}
 	a, b := m.l.Snapshot(nil), fresh.Snapshot(nil)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpuadmit/gpuadmit/pkg/feed"
 	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
@@ -14,7 +15,7 @@ import (
 
 // registerStateMetrics registers gauges read at scrape time: the ledger's
 // sizes, the policy engine's status and the watches' freshness.
-func registerStateMetrics(reg prometheus.Registerer, l *ledger.Ledger, e *policy.Engine, feed *ledger.Feed, store reservations) error {
+func registerStateMetrics(reg prometheus.Registerer, l *ledger.Ledger, e *policy.Engine, feed *feed.Feed, store reservations) error {
 	stat := func(f func(ledger.Stats) int) func() float64 {
 		return func() float64 { return float64(f(l.Stats())) }
 	}
@@ -91,7 +92,7 @@ func newPolicyMetrics(reg prometheus.Registerer) (*policyMetrics, error) {
 
 // freshnessCollector reports each watch's staleness at scrape time.
 type freshnessCollector struct {
-	feed *ledger.Feed
+	feed *feed.Feed
 	desc *prometheus.Desc
 }
 

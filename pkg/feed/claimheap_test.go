@@ -1,4 +1,4 @@
-package ledger
+package feed
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeobj "k8s.io/apimachinery/pkg/runtime"
@@ -35,7 +36,7 @@ const (
 
 // countingSink is a ledger that counts the claim events it received.
 type countingSink struct {
-	*Ledger
+	*ledger.Ledger
 	claims atomic.Int64
 }
 
@@ -108,14 +109,14 @@ func TestHostileClaimsHeapBounded(t *testing.T) {
 	w := watch.NewFake()
 	client.PrependWatchReactor("resourceclaims", func(clienttesting.Action) (bool, watch.Interface, error) { return true, w, nil })
 	sink := &countingSink{Ledger: newClaimLedger(t)}
-	feed, err := NewFeed(client, sink, FeedOptions{Log: testr.New(t)})
+	f, err := NewFeed(client, sink, FeedOptions{Log: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	feed.Start(ctx)
-	eventually(ctx, t, "synced", feed.Synced)
+	f.Start(ctx)
+	eventually(ctx, t, "synced", f.Synced)
 	caughtUp := func(n int) {
 		eventually(ctx, t, fmt.Sprintf("%d claims handled", n), func() bool { return sink.claims.Load() == int64(n) })
 	}
@@ -136,7 +137,7 @@ func TestHostileClaimsHeapBounded(t *testing.T) {
 	}
 	g := grown(hostileClaims)
 	t.Logf("%d hostile claims: the live heap grew %.1f MiB (%d bytes a claim)", hostileClaims, float64(g)/(1<<20), g/hostileClaims)
-	store := feed.factory.Resource().V1().ResourceClaims().Informer().GetStore()
+	store := f.factory.Resource().V1().ResourceClaims().Informer().GetStore()
 	if n := len(store.ListKeys()); n != hostileClaims {
 		t.Fatalf("the informer holds %d claims, want %d (each one's identity)", n, hostileClaims)
 	}
