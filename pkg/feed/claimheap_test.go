@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeobj "k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // hostileClaims and hostileHeapBound: a tenant's 10,000 claims of a class
@@ -109,7 +110,7 @@ func TestHostileClaimsHeapBounded(t *testing.T) {
 	w := watch.NewFake()
 	client.PrependWatchReactor("resourceclaims", func(clienttesting.Action) (bool, watch.Interface, error) { return true, w, nil })
 	sink := &countingSink{Ledger: newClaimLedger(t)}
-	f, err := NewFeed(client, sink, FeedOptions{Log: testr.New(t)})
+	f, err := NewFeed(client, sink, Options{Log: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

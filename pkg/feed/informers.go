@@ -50,8 +50,8 @@ type Sink interface {
 	DeleteDeviceClass(name string)
 }
 
-// FeedOptions tune a Feed.
-type FeedOptions struct {
+// Options tune a Feed.
+type Options struct {
 	// Resync is the informers' resync period (0: none; the ledger does not
 	// need one, every event carries the whole object).
 	Resync time.Duration
@@ -85,7 +85,7 @@ type Feed struct {
 
 // NewFeed creates the informers, installs the transforms and wires the
 // handlers to sink. Nothing runs until Start.
-func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, error) {
+func NewFeed(client kubernetes.Interface, sink Sink, opts Options) (*Feed, error) {
 	f := &Feed{
 		factory: informers.NewSharedInformerFactory(client, opts.Resync),
 		sink:    sink,

@@ -371,7 +371,7 @@ func TestFeedOfTwoFamilies(t *testing.T) {
 		testpod.New("both").NS("team-a").App("a", gpu(1), mem(1000), npu(1), npuMem(500)).Build(),
 	)
 	l := newTwoFamilyLedger(t)
-	feed, err := feed.NewFeed(client, l, feed.FeedOptions{Log: testr.New(t)})
+	feed, err := feed.NewFeed(client, l, feed.Options{Log: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

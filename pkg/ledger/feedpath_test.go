@@ -182,7 +182,7 @@ func TestFeedWithFakeClientset(t *testing.T) {
 		testns.New("team-a", map[string]string{"gpu-tier": "bronze"}),
 	)
 	l := newLedger(t)
-	f, err := feed.NewFeed(client, l, feed.FeedOptions{Log: testr.New(t)})
+	f, err := feed.NewFeed(client, l, feed.Options{Log: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

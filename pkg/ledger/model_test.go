@@ -373,12 +373,6 @@ func (m *model) remove(p *corev1.Pod) {
 	}
 }
 
-// holds reports whether the ledger holds p by name: a record or an invalid pod.
-func (m *model) holds(p *corev1.Pod) bool {
-	d := m.oracle(p)
-	return d.rec != nil || d.invalid != nil
-}
-
 // relist: every watch relisted. Nodes and quotas come again through their
 // handlers; deletions the pod watch missed are pods the list lacks.
 func (m *model) relist() {

@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"maps"
 )
 
 // mutateStatus changes one thing the kubelet reports.

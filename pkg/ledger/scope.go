@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
 // ResourceQuota scopes (spec.scopes, spec.scopeSelector) are matched as the

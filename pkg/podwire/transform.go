@@ -29,8 +29,8 @@ import (
 // container states (running, waiting, or terminated with an exit code). A pod
 // that names no managed resource becomes a PartialObjectMetadata of its
 // identity: it is never charged, and a fifth of an empty Pod's memory for
-// each of the many such pods (PodHandler reads it as a pod without
-// containers).
+// each of the many such pods (the pod feed hands it to the ledger as a pod
+// without containers).
 //
 // Identical container lists and status lists are shared between pods (the
 // replicas of a Deployment have the same containers, and pods at the same

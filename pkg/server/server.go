@@ -263,7 +263,7 @@ func (s *Server) watches(cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
-	s.feed, err = feed.NewFeed(feedKube, s.Ledger, feed.FeedOptions{Log: opts.Log.WithName("feed"), PodConfig: feedCfg,
+	s.feed, err = feed.NewFeed(feedKube, s.Ledger, feed.Options{Log: opts.Log.WithName("feed"), PodConfig: feedCfg,
 		Freshness: feed.FreshnessOptions{ProbeEvery: adm.Watches.ProbeEvery.Duration, StaleAfter: adm.Watches.StaleAfter.Duration, Clock: opts.Clock}})
 	if err != nil {
 		return fmt.Errorf("informers: %w", err)

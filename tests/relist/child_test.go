@@ -117,7 +117,7 @@ func start(ctx context.Context, kubeconfig string, protobuf bool) (*coldStart, e
 	loaded := make(chan error, 1)
 	go func() { loaded <- engine.Load(ctx) }()
 	l := ledger.New(ledger.Options{Families: []effective.Family{config.Settings(gpuadmit)}})
-	feed, err := feed.NewFeed(kube, l, feed.FeedOptions{Freshness: feed.FreshnessOptions{ProbeEvery: -1}, PodConfig: cfg})
+	feed, err := feed.NewFeed(kube, l, feed.Options{Freshness: feed.FreshnessOptions{ProbeEvery: -1}, PodConfig: cfg})
 	if err != nil {
 		return nil, err
 	}

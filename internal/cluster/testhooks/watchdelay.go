@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -112,7 +113,7 @@ func (b *delayedBody) pump(d time.Duration, initial bool) {
 		case n == 0:
 			c.at = last // the end of the stream comes right after its last bytes
 		case initial:
-			seen := append(tail, c.b...)
+			seen := slices.Concat(tail, c.b)
 			initial = !bytes.Contains(seen, initialEventsEnd)
 			tail = seen[max(0, len(seen)-len(initialEventsEnd)):]
 		default:
