@@ -61,7 +61,7 @@ type Options struct {
 	Log logr.Logger
 	// PodConfig, when set, is the config of the pod watch's own client
 	// (the API server the clientset of NewFeed talks to): it decodes
-	// protobuf pods keeping only what PodTransform keeps (podcodec.go),
+	// protobuf pods keeping only what podwire.PodTransform keeps (podwire.ListWatch),
 	// which is most of a relist's decoding and allocation left out. nil:
 	// pods are watched through the clientset, decoded whole.
 	PodConfig *rest.Config

@@ -86,7 +86,7 @@ type podSlimmer struct {
 func (t *podSlimmer) slim(p *corev1.Pod) runtime.Object {
 	if !effective.RequestsAny(p, t.families) {
 		if effective.HasTemplateClaim(p) {
-			// Its templates' claims may be charged under it (templates.go):
+			// Its templates' claims may be charged under it (pkg/ledger/templates.go):
 			// its claims and its phase are read.
 			out := &corev1.Pod{ObjectMeta: Identity(&p.ObjectMeta, false)}
 			out.Spec.ResourceClaims = p.Spec.ResourceClaims
@@ -115,11 +115,11 @@ func (t *podSlimmer) slimGPU(p *corev1.Pod) *corev1.Pod {
 	out.Spec.NodeSelector = p.Spec.NodeSelector
 	if a := p.Spec.Affinity; a != nil && (a.NodeAffinity != nil || effective.CrossNamespaceAffinity(a)) {
 		out.Spec.Affinity = &corev1.Affinity{NodeAffinity: a.NodeAffinity}
-		if effective.CrossNamespaceAffinity(a) { // a ResourceQuota scope reads it (scope.go): rare, kept whole
+		if effective.CrossNamespaceAffinity(a) { // a ResourceQuota scope reads it (pkg/ledger/scope.go): rare, kept whole
 			out.Spec.Affinity.PodAffinity, out.Spec.Affinity.PodAntiAffinity = a.PodAffinity, a.PodAntiAffinity
 		}
 	}
-	// What ResourceQuota scopes read (scope.go): status.qosClass is the
+	// What ResourceQuota scopes read (pkg/ledger/scope.go): status.qosClass is the
 	// API server's, set at creation and immutable.
 	if pc := p.Spec.PriorityClassName; pc != "" {
 		out.Spec.PriorityClassName = t.classes.get(pc, func() string { return pc })
