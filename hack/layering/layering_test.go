@@ -27,11 +27,13 @@ func TestRequestPathGoesDown(t *testing.T) {
 		// The accounting is pure: the watches (pkg/feed) and the pod wire
 		// decoder (pkg/podwire) feed it, it knows neither.
 		"pkg/ledger": {"pkg/feed", "pkg/podwire", "pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "policy"},
-		// The pod wire decoder keeps what the accounting reads; it knows
-		// nothing of the watches.
-		"pkg/podwire": {"pkg/feed", "pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "policy"},
-		// The feed: watches -> accounting, nothing of the request path.
-		"pkg/feed":     {"pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "policy"},
+		// The pod wire decoder keeps what the accounting reads (the
+		// families' and devices' annotations); it knows neither the
+		// accounting nor the watches.
+		"pkg/podwire": {"pkg/ledger", "pkg/feed", "pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "policy"},
+		// The feed: watches -> a Sink of its own (the ledger implements it;
+		// pkg/server wires them), nothing of the request path.
+		"pkg/feed":     {"pkg/ledger", "pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "policy"},
 		"policy":       {"pkg/ledger", "pkg/decision", "pkg/admission", "pkg/server", "internal/", "hack/", "cmd/", "tests/"},
 		"pkg/decision": {"pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server"},
 		// The reservation store decides through the decision, below it;
