@@ -28,10 +28,10 @@ import (
 )
 
 // testHooks registers flags that only a test build has and returns what
-// they set on the server's options. It is nil in the production binary;
+// they set on the server's options and client configuration. It is nil in the production binary;
 // testhooks.go (build tag gpuadmit_testhooks) sets it to the
 // fault-injection flags of internal/cluster/testhooks.
-var testHooks func(*flag.FlagSet) func(*server.Options)
+var testHooks func(*flag.FlagSet) func(*server.Options, *rest.Config)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := newFlags(fs)
-	withTestHooks := func(*server.Options) {}
+	withTestHooks := func(*server.Options, *rest.Config) {}
 	if testHooks != nil {
 		withTestHooks = testHooks(fs)
 	}
@@ -109,7 +109,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "webhook: %v\n", err)
 		return 2
 	}
-	withTestHooks(&opts)
+	withTestHooks(&opts, restCfg)
 	srv, err := server.New(restCfg, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "webhook: %v\n", err)

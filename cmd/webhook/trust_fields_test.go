@@ -15,7 +15,8 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/feed"
+	"github.com/gpuadmit/gpuadmit/pkg/podwire"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -40,23 +41,23 @@ func keptFields(t *testing.T) map[string][]string {
 		seed      func(runtime.Object)
 		transform toolscache.TransformFunc
 	}{
-		{"Node", &corev1.Node{}, nil, ledger.NodeTransform},
-		{"Namespace", &corev1.Namespace{}, nil, ledger.NamespaceTransform},
+		{"Node", &corev1.Node{}, nil, feed.NodeTransform},
+		{"Namespace", &corev1.Namespace{}, nil, feed.NamespaceTransform},
 		{"ResourceQuota", &corev1.ResourceQuota{}, func(o runtime.Object) {
 			o.(*corev1.ResourceQuota).Spec.Hard["limits.nvidia.com/gpu"] = resource.MustParse("1")
-		}, ledger.QuotaTransform(fams)},
+		}, feed.QuotaTransform(fams)},
 		{"Pod", &corev1.Pod{}, func(o runtime.Object) {
 			p := o.(*corev1.Pod)
 			p.Spec.Containers[0].Resources.Limits = managed
-		}, ledger.PodTransform(fams)},
+		}, podwire.PodTransform(fams)},
 		{"ResourceClaim", &resourcev1.ResourceClaim{}, func(o runtime.Object) {
 			governed(&o.(*resourcev1.ResourceClaim).Spec)
-		}, ledger.ClaimTransform(charger)},
-		{"ResourceSlice", &resourcev1.ResourceSlice{}, nil, ledger.SliceTransform},
+		}, feed.ClaimTransform(charger)},
+		{"ResourceSlice", &resourcev1.ResourceSlice{}, nil, feed.SliceTransform},
 		{"ResourceClaimTemplate", &resourcev1.ResourceClaimTemplate{}, func(o runtime.Object) {
 			governed(&o.(*resourcev1.ResourceClaimTemplate).Spec.Spec)
-		}, ledger.TemplateTransform(charger)},
-		{"DeviceClass", &resourcev1.DeviceClass{}, nil, ledger.DeviceClassTransform},
+		}, feed.TemplateTransform(charger)},
+		{"DeviceClass", &resourcev1.DeviceClass{}, nil, feed.DeviceClassTransform},
 	} {
 		filled(w.obj)
 		if w.seed != nil {

@@ -81,8 +81,12 @@ var rules = []rule{
 	{pkg: "pkg/config", mayNot: requestPath,
 		why: "the configuration sits below the ledger: every layer reads it"},
 	// The request path, bottom up.
-	{pkg: "pkg/ledger", mayNot: requestPath[1:],
-		why: "the ledger holds what the watches delivered; reservations and decisions are handed to it"},
+	{pkg: "pkg/ledger", mayNot: list([]string{"pkg/feed", "pkg/podwire"}, requestPath[1:]),
+		why: "the accounting: objects in, usage out; the watches (pkg/feed) and the Pod wire decoder (pkg/podwire) feed it, it knows neither (TestAccountingIsPure)"},
+	{pkg: "pkg/podwire", mayNot: list([]string{"pkg/ledger", "pkg/feed"}, requestPath[1:]),
+		why: "the Pod wire decoder keeps what the accounting reads; it knows neither the accounting nor the watches"},
+	{pkg: "pkg/feed", mayNot: requestPath,
+		why: "the watches deliver to a Sink of their own (the ledger implements it; pkg/server wires them): nothing of the request path"},
 	{pkg: "policy", mayNot: project, but: []string{"rego"},
 		why: "the OPA engine knows nothing of the ledger or the decision (pkg/decision joins them)"},
 	{pkg: "pkg/openreports", mayNot: list(aboveLedger, []string{"policy"}),
@@ -293,4 +297,32 @@ func sortedKeys(m map[string]pkgInfo) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// TestAccountingIsPure: the accounting (pkg/ledger) takes objects in and
+// hands usage out; it carries no API client, no informer machinery and no
+// protobuf decoder of its own (those are pkg/feed's and pkg/podwire's), so
+// a client-go or k8s.io/api upgrade lands in the feed, not in the counting.
+func TestAccountingIsPure(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", module+"pkg/ledger").Output()
+	if err != nil {
+		t.Fatalf("go list -deps pkg/ledger: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) == 0 {
+		t.Fatal("go list -deps pkg/ledger listed nothing")
+	}
+	banned := []string{
+		"k8s.io/client-go/",
+		"k8s.io/apimachinery/pkg/runtime/serializer/protobuf",
+		module + "pkg/feed",
+		module + "pkg/podwire",
+	}
+	for _, dep := range deps {
+		for _, b := range banned {
+			if strings.HasPrefix(dep, b) {
+				t.Errorf("pkg/ledger depends on %s: the accounting must not watch or decode (pkg/feed, pkg/podwire do)", dep)
+			}
+		}
+	}
 }

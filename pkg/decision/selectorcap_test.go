@@ -10,7 +10,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testclaim"
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/feed"
 )
 
 // paddedClaim is a 1 GiB HAMi-DRA claim with pads selectors of 10 KiB that
@@ -35,7 +35,7 @@ func paddedClaim(name string, pads int) *resourcev1.ResourceClaim {
 func TestSelectorsOverCapDenied(t *testing.T) {
 	const reason = "more than the 65536 gpuadmit accepts"
 	d, l := claimDecider(t, loadedEngine(t), nil)
-	slimTemplate := ledger.TemplateTransform(d.Charger())
+	slimTemplate := feed.TemplateTransform(d.Charger())
 	for _, tt := range []struct {
 		pads    int
 		allowed bool

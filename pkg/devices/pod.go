@@ -2,6 +2,7 @@ package devices
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -127,4 +128,17 @@ func PodAssignmentOf(pod *corev1.Pod, key string) (effective.Assignment, error) 
 		}
 	}
 	return out, nil
+}
+
+// AllocAnnotations are the pod annotations that assign devices to a pod of
+// fams: HAMi's per-family assignment annotations (nvidia's first) and
+// gpushare's device index.
+func AllocAnnotations(fams []effective.Family) []string {
+	out := []string{PodAllocatedAnnotation}
+	for i := range fams {
+		if k := fams[i].AllocAnno; k != "" && !slices.Contains(out, k) && fams[i].Rule != effective.RuleGpushare {
+			out = append(out, k)
+		}
+	}
+	return append(out, GpushareIndexAnnotation)
 }

@@ -144,3 +144,45 @@ func (ds Demands) With(o Demands) (Demands, bool) {
 	}
 	return out, true
 }
+
+// HasTemplateClaim reports whether the pod names a ResourceClaimTemplate.
+func HasTemplateClaim(p *corev1.Pod) bool {
+	for _, rc := range p.Spec.ResourceClaims {
+		if rc.ResourceClaimTemplateName != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// CrossNamespaceAffinity is the in-tree usesCrossNamespacePodAffinity: a
+// pod affinity or anti-affinity term, required or preferred, that names
+// namespaces or a namespace selector.
+func CrossNamespaceAffinity(a *corev1.Affinity) bool {
+	if a == nil {
+		return false
+	}
+	var terms []*corev1.PodAffinityTerm
+	if pa := a.PodAffinity; pa != nil {
+		terms = appendTerms(terms, pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	if pa := a.PodAntiAffinity; pa != nil {
+		terms = appendTerms(terms, pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	for _, t := range terms {
+		if len(t.Namespaces) != 0 || t.NamespaceSelector != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func appendTerms(out []*corev1.PodAffinityTerm, req []corev1.PodAffinityTerm, pref []corev1.WeightedPodAffinityTerm) []*corev1.PodAffinityTerm {
+	for i := range req {
+		out = append(out, &req[i])
+	}
+	for i := range pref {
+		out = append(out, &pref[i].PodAffinityTerm)
+	}
+	return out
+}

@@ -76,7 +76,7 @@ type Membership interface {
 	Hurry()
 }
 
-// PodWatch is this replica's pod watch (*ledger.Feed).
+// PodWatch is this replica's pod watch (*feed.Feed).
 type PodWatch interface {
 	// PodsResourceVersion is how far it got ("" before it synced).
 	PodsResourceVersion() string

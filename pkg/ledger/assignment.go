@@ -7,9 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/gpuadmit/gpuadmit/pkg/devices"
-	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
 // A pod's device assignment (HAMi's per-family assignment annotations,
@@ -83,19 +80,6 @@ func higherFloors(a, b map[string]int64) map[string]int64 {
 		return a
 	}
 	return out
-}
-
-// allocAnnotations are the pod annotations that assign devices to a pod of
-// fams: HAMi's per-family assignment annotations (nvidia's first) and
-// gpushare's device index.
-func allocAnnotations(fams []effective.Family) []string {
-	out := []string{devices.PodAllocatedAnnotation}
-	for i := range fams {
-		if k := fams[i].AllocAnno; k != "" && !slices.Contains(out, k) && fams[i].Rule != effective.RuleGpushare {
-			out = append(out, k)
-		}
-	}
-	return append(out, devices.GpushareIndexAnnotation)
 }
 
 // assignmentOf encodes the values of keys pod has, in keys' order

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/podwire"
 )
 
 // benchPod is a GPU pod shaped like the seed's (init 20 GiB, app 10 GiB, a
@@ -133,7 +134,7 @@ func Benchmark100kPodsListed(b *testing.B) {
 	for i := range templates {
 		templates[i] = fullPod(benchPod(i, i%2 == 0))
 	}
-	transform := PodTransform([]effective.Family{effective.Nvidia()})
+	transform := podwire.PodTransform([]effective.Family{effective.Nvidia()})
 	var ms runtime.MemStats
 	for b.Loop() {
 		b.StopTimer()

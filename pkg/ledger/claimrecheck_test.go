@@ -1,6 +1,8 @@
 package ledger
 
-import "testing"
+import (
+	"testing"
+)
 
 // TestPendingClaimRaisedByLaterSlices attacks a pending claim recorded
 // against an incomplete set of ResourceSlices (a restarting replica's claim

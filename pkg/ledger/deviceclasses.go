@@ -7,9 +7,6 @@ import (
 	"slices"
 
 	resourcev1 "k8s.io/api/resource/v1"
-	toolscache "k8s.io/client-go/tools/cache"
-
-	"github.com/go-logr/logr"
 )
 
 // DRA inputs the ledger does not charge but reports on: the devices the
@@ -29,25 +26,6 @@ const (
 	// select a governed driver's devices.
 	ProblemDeviceClass ProblemKind = "deviceclass"
 )
-
-// DeviceClassTransform slims DeviceClasses to their identity and
-// selectors.
-func DeviceClassTransform(obj any) (any, error) {
-	switch c := obj.(type) {
-	case *resourcev1.DeviceClass:
-		return &resourcev1.DeviceClass{ObjectMeta: identity(&c.ObjectMeta, false),
-			Spec: resourcev1.DeviceClassSpec{Selectors: c.Spec.Selectors}}, nil
-	case toolscache.DeletedFinalStateUnknown:
-		return c, nil
-	}
-	return nil, fmt.Errorf("deviceclass transform: unexpected object %T", obj)
-}
-
-// DeviceClassHandler applies DeviceClass events to sink (tombstones
-// included).
-func DeviceClassHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFuncs {
-	return namedHandler("deviceclass", sink.UpsertDeviceClass, sink.DeleteDeviceClass, log)
-}
 
 // UpsertDeviceClass records a DeviceClass (its selectors are checked when
 // the problems are read: the devices they may select change with the

@@ -20,6 +20,8 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/feed"
+	"github.com/gpuadmit/gpuadmit/pkg/podwire"
 )
 
 // TestPodOfTwoFamiliesIsChargedToBoth: a pod that asks for nvidia GPUs and
@@ -281,7 +283,7 @@ func TestNativeRequestQuotaOfTheSecondFamily(t *testing.T) {
 		"requests." + string(ascendMem): "1", "limits." + string(ascendCores): "2", "limits.nvidia.com/gpumem": "3",
 		"limits.cpu": "4", "huawei.com/Ascend910B2": "5", "requests.huawei.com/Ascend310P": "6",
 	})
-	out, err := QuotaTransform(twoFamilies())(q)
+	out, err := feed.QuotaTransform(twoFamilies())(q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +301,7 @@ func TestNativeRequestQuotaOfTheSecondFamily(t *testing.T) {
 // resources, so that it yields the same record as the full object; a pod
 // naming Ascend resources alone is no metadata-only pod.
 func TestPodTransformKeepsTheSecondFamily(t *testing.T) {
-	tr := PodTransform(twoFamilies())
+	tr := podwire.PodTransform(twoFamilies())
 	for _, b := range []*testpod.Builder{
 		testpod.New("npu").NS("ns").Init("i", npu(1), npuMem(9000)).App("a", npu(2), npuMem(1000), npuCores(20), testpod.CPU("2")).InitRunning("i"),
 		testpod.New("both").NS("ns").App("a", gpu(1), mem(100), npu(1), npuMem(200)).App("b", testpod.Request(npu(1), npuMem(300))),
@@ -324,7 +326,7 @@ func TestPodTransformKeepsTheSecondFamily(t *testing.T) {
 		}
 	}
 	// And an nvidia-only transform drops an NPU-only pod to its identity.
-	out, err := PodTransform([]effective.Family{effective.Nvidia()})(testpod.New("npu").NS("ns").App("a", npu(1)).Build())
+	out, err := podwire.PodTransform([]effective.Family{effective.Nvidia()})(testpod.New("npu").NS("ns").App("a", npu(1)).Build())
 	if _, ok := out.(*metav1.PartialObjectMetadata); err != nil || !ok {
 		t.Errorf("nvidia-only transform of an NPU pod: %T, %v", out, err)
 	}
@@ -369,7 +371,7 @@ func TestFeedOfTwoFamilies(t *testing.T) {
 		testpod.New("both").NS("team-a").App("a", gpu(1), mem(1000), npu(1), npuMem(500)).Build(),
 	)
 	l := newTwoFamilyLedger(t)
-	feed, err := NewFeed(client, l, FeedOptions{Log: testr.New(t)})
+	feed, err := feed.NewFeed(client, l, feed.Options{Log: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/gpuadmit/gpuadmit/pkg/devices"
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
@@ -37,7 +39,7 @@ type Options struct {
 // Ledger is the usage ledger. All methods are safe for concurrent use.
 type Ledger struct {
 	families []effective.Family
-	// allocs are the pod annotations that assign devices (allocAnnotations).
+	// allocs are the pod annotations that assign devices (AllocAnnotations).
 	allocs []string
 	log    logr.Logger
 	// maxMem is Options.MaxDeviceMemoryMiB.
@@ -100,7 +102,7 @@ type podName struct{ namespace, name string }
 func New(opts Options) *Ledger {
 	l := &Ledger{
 		families:   opts.Families,
-		allocs:     allocAnnotations(opts.Families),
+		allocs:     devices.AllocAnnotations(opts.Families),
 		log:        opts.Log,
 		maxMem:     opts.MaxDeviceMemoryMiB,
 		seen:       map[types.UID]string{},
@@ -154,7 +156,7 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	d := l.derive(pod, nil) // pure work outside the lock
 	// A reservation may be under its UID: a GPU pod's (a pod with
 	// templates reserves only its containers' demand; seen all the same).
-	gpu := l.requests(pod) || hasTemplateClaim(pod)
+	gpu := l.requests(pod) || effective.HasTemplateClaim(pod)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.known[uid] = struct{}{}
@@ -238,6 +240,9 @@ func (l *Ledger) ReplacePods(pods []metav1.Object) {
 		}
 	}
 }
+
+// errUnexpected is a watched object of another type than the kind's.
+var errUnexpected = errors.New("unexpected object type")
 
 // metaUID is podUID of a pod's metadata.
 func metaUID(m metav1.Object) types.UID {

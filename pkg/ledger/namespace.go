@@ -2,14 +2,10 @@ package ledger
 
 import (
 	"context"
-	"fmt"
 	"maps"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
@@ -59,23 +55,6 @@ func (l *Ledger) DeleteNamespace(name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.nsLabels, name)
-}
-
-// NamespaceTransform slims Namespaces to their name, resourceVersion and
-// labels.
-func NamespaceTransform(obj any) (any, error) {
-	switch n := obj.(type) {
-	case *corev1.Namespace:
-		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Labels: n.Labels}}, nil
-	case toolscache.DeletedFinalStateUnknown:
-		return n, nil
-	}
-	return nil, fmt.Errorf("namespace transform: unexpected object %T", obj)
-}
-
-// NamespaceHandler applies Namespace events to sink (tombstones included).
-func NamespaceHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFuncs {
-	return namedHandler("namespace", sink.UpsertNamespace, sink.DeleteNamespace, log)
 }
 
 // namespace is the per-namespace state.

@@ -10,6 +10,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testns"
+	"github.com/gpuadmit/gpuadmit/pkg/feed"
 )
 
 func TestNamespaceLabels(t *testing.T) {
@@ -51,12 +52,12 @@ func TestNamespaceLabels(t *testing.T) {
 
 func TestNamespaceHandlerAndTransform(t *testing.T) {
 	l := New(Options{})
-	h := NamespaceHandler(l, logr.Discard())
+	h := feed.NamespaceHandler(l, logr.Discard())
 	full := testns.New("team-a", map[string]string{"a": "1"})
 	full.Annotations = map[string]string{"big": "x"}
 	full.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 	full.Spec.Finalizers = []corev1.FinalizerName{"kubernetes"}
-	slim, err := NamespaceTransform(full)
+	slim, err := feed.NamespaceTransform(full)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestNamespaceHandlerAndTransform(t *testing.T) {
 	if sn.Annotations != nil || sn.ManagedFields != nil || sn.Spec.Finalizers != nil || sn.Labels["a"] != "1" || sn.Name != "team-a" {
 		t.Errorf("slimmed namespace %+v", sn)
 	}
-	if _, err := NamespaceTransform(&corev1.Pod{}); err == nil {
+	if _, err := feed.NamespaceTransform(&corev1.Pod{}); err == nil {
 		t.Error("transform of a Pod: no error")
 	}
 	h.OnAdd(sn, true)

@@ -51,7 +51,7 @@ func TestRestartChargesAsRunning(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			nodes := []*corev1.Node{big, small, blank}
 			running := newLedger(t)
-			feed(running, nodes, nil)
+			feedAll(running, nodes, nil)
 			running.UpsertPod(tt.pod().Build())
 			if got := nvOnly(t, running.Namespace("ns", nil).Used).MemMiB; got != tt.pending {
 				t.Fatalf("pending: charged %d MiB, want what its admission resolved, %d", got, tt.pending)
@@ -66,7 +66,7 @@ func TestRestartChargesAsRunning(t *testing.T) {
 				}
 				for _, podsFirst := range []bool{false, true} {
 					restarted := newLedger(t)
-					feed(restarted, objs, []*corev1.Pod{boundPod}, podsFirst)
+					feedAll(restarted, objs, []*corev1.Pod{boundPod}, podsFirst)
 					if got := nvOnly(t, restarted.Namespace("ns", nil).Used).MemMiB; got != held {
 						t.Errorf("%s (pods first: %v): a restarted replica charges %d MiB, the running one %d", stage, podsFirst, got, held)
 					}
@@ -79,9 +79,9 @@ func TestRestartChargesAsRunning(t *testing.T) {
 	}
 }
 
-// feed gives l the nodes and pods as a Feed does at start (nodes first,
+// feedAll gives l the nodes and pods as a Feed does at start (nodes first,
 // or, with podsFirst, the pods before the node list is in).
-func feed(l *Ledger, nodes []*corev1.Node, pods []*corev1.Pod, podsFirst ...bool) {
+func feedAll(l *Ledger, nodes []*corev1.Node, pods []*corev1.Pod, podsFirst ...bool) {
 	if len(podsFirst) > 0 && podsFirst[0] {
 		for _, p := range pods {
 			l.UpsertPod(p)

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
 // ResourceQuota scopes (spec.scopes, spec.scopeSelector) are matched as the
@@ -80,7 +82,7 @@ func scopeWith(pod *corev1.Pod, qos corev1.PodQOSClass) podScope {
 	case "":
 		f |= flagQOSUnknown
 	}
-	if crossNamespaceAffinity(pod.Spec.Affinity) {
+	if effective.CrossNamespaceAffinity(pod.Spec.Affinity) {
 		f |= flagCrossNamespace
 	}
 	return podScope{priorityClass: pod.Spec.PriorityClassName, now: f, first: f}
@@ -152,38 +154,6 @@ func requirementsQOS(r *corev1.ResourceRequirements) corev1.PodQOSClass {
 		}
 	}
 	return qos
-}
-
-// crossNamespaceAffinity is the in-tree usesCrossNamespacePodAffinity: a
-// pod affinity or anti-affinity term, required or preferred, that names
-// namespaces or a namespace selector.
-func crossNamespaceAffinity(a *corev1.Affinity) bool {
-	if a == nil {
-		return false
-	}
-	var terms []*corev1.PodAffinityTerm
-	if pa := a.PodAffinity; pa != nil {
-		terms = appendTerms(terms, pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
-	}
-	if pa := a.PodAntiAffinity; pa != nil {
-		terms = appendTerms(terms, pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
-	}
-	for _, t := range terms {
-		if len(t.Namespaces) != 0 || t.NamespaceSelector != nil {
-			return true
-		}
-	}
-	return false
-}
-
-func appendTerms(out []*corev1.PodAffinityTerm, req []corev1.PodAffinityTerm, pref []corev1.WeightedPodAffinityTerm) []*corev1.PodAffinityTerm {
-	for i := range req {
-		out = append(out, &req[i])
-	}
-	for i := range pref {
-		out = append(out, &pref[i].PodAffinityTerm)
-	}
-	return out
 }
 
 // quotaScope is a ResourceQuota's scopes and scopeSelector, parsed once.

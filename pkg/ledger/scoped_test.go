@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/feed"
 )
 
 // scopedRQ is a quota of ns with a GPU limit and the given scopes.
@@ -212,7 +213,7 @@ func TestScopedQuotaCountsPodsRecordedBefore(t *testing.T) {
 // scopes and scope selector (dropping them would make it limit every pod).
 func TestQuotaTransformKeepsScopes(t *testing.T) {
 	rq := scopedRQ("ns", "q", 1, []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotTerminating}, inClasses(corev1.ScopeSelectorOpIn, "high"))
-	out, err := QuotaTransform(newLedger(t).Families())(rq)
+	out, err := feed.QuotaTransform(newLedger(t).Families())(rq)
 	if err != nil {
 		t.Fatal(err)
 	}

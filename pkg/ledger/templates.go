@@ -18,11 +18,6 @@ import (
 // resource.kubernetes.io/pod-claim-name annotation are anyone's to write on
 // a claim they create: gpuadmit trusts them for nothing.
 
-// PodClaimNameAnnotation is the annotation the claim controller puts on a
-// claim it generates: the pod's name for the claim (spec.resourceClaims[].name).
-// gpuadmit reads it for nothing but a claim's identity.
-const PodClaimNameAnnotation = "resource.kubernetes.io/pod-claim-name"
-
 // UpsertTemplate records a ResourceClaimTemplate.
 func (l *Ledger) UpsertTemplate(t *resourcev1.ResourceClaimTemplate) {
 	l.mu.Lock()

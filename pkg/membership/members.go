@@ -46,7 +46,7 @@ const (
 	renewTimeout = 2 * time.Second
 )
 
-// PodWatch reports how far the replica's pod watch got (*ledger.Feed).
+// PodWatch reports how far the replica's pod watch got (*feed.Feed).
 type PodWatch interface {
 	PodsResourceVersion() string
 }

@@ -26,7 +26,7 @@ type PolicyStatus interface {
 }
 
 // Freshness says, per watched resource, whether its watch is stale
-// (*ledger.Feed).
+// (*feed.Feed).
 type Freshness interface {
 	Freshness() map[string]bool
 }

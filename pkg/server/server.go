@@ -35,11 +35,13 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/events"
+	"github.com/gpuadmit/gpuadmit/pkg/feed"
 	"github.com/gpuadmit/gpuadmit/pkg/forward"
 	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/membership"
 	"github.com/gpuadmit/gpuadmit/pkg/metrics"
+	"github.com/gpuadmit/gpuadmit/pkg/podwire"
 	"github.com/gpuadmit/gpuadmit/pkg/webhookserver"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
@@ -111,10 +113,7 @@ type Options struct {
 	MetricsInsecure bool
 	// Clock is this replica's clock (default the wall clock; a test skews it).
 	Clock clock.PassiveClock
-	// WatchDelay holds back every watch event this long (fault injection
-	// for tests: a lagging replica); 0 in production.
-	WatchDelay time.Duration
-	Log        logr.Logger
+	Log   logr.Logger
 }
 
 // LeaderElectionID names the Lease through which one replica is elected
@@ -128,7 +127,7 @@ type Server struct {
 	Engine  *policy.Engine
 	Store   *gpuusage.Store
 	members *membership.Members
-	feed    *ledger.Feed
+	feed    *feed.Feed
 	usage   toolscache.InformerSynced
 	rotator *certs.Rotator
 	// certificate is the serving certificate's source (the rotator, or
@@ -272,13 +271,13 @@ func (s *Server) watches(cfg *rest.Config) error {
 	// The watches list and watch built-in types only: in protobuf, the API
 	// server's own encoding, decoding costs a fraction of JSON's (a relist
 	// of 100k pods is most of a cold start).
-	feedCfg := ledger.ProtobufConfig(cfg)
+	feedCfg := podwire.ProtobufConfig(cfg)
 	feedKube, err := kubernetes.NewForConfig(feedCfg)
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
-	s.feed, err = ledger.NewFeed(feedKube, s.Ledger, ledger.FeedOptions{Log: opts.Log.WithName("feed"), Delay: opts.WatchDelay, PodConfig: feedCfg,
-		Freshness: ledger.FreshnessOptions{ProbeEvery: adm.Watches.ProbeEvery.Duration, StaleAfter: adm.Watches.StaleAfter.Duration, Clock: opts.Clock}})
+	s.feed, err = feed.NewFeed(feedKube, s.Ledger, feed.Options{Log: opts.Log.WithName("feed"), PodConfig: feedCfg,
+		Freshness: feed.FreshnessOptions{ProbeEvery: adm.Watches.ProbeEvery.Duration, StaleAfter: adm.Watches.StaleAfter.Duration, Clock: opts.Clock}})
 	if err != nil {
 		return fmt.Errorf("informers: %w", err)
 	}

@@ -27,7 +27,9 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/feed"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/podwire"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -97,7 +99,7 @@ func start(ctx context.Context, kubeconfig string, protobuf bool) (*coldStart, e
 		return nil, err
 	}
 	if protobuf {
-		cfg = ledger.ProtobufConfig(cfg)
+		cfg = podwire.ProtobufConfig(cfg)
 	} else {
 		// client-go's generated clients prefer protobuf unless a content
 		// type is set: ask for JSON explicitly.
@@ -115,7 +117,7 @@ func start(ctx context.Context, kubeconfig string, protobuf bool) (*coldStart, e
 	loaded := make(chan error, 1)
 	go func() { loaded <- engine.Load(ctx) }()
 	l := ledger.New(ledger.Options{Families: []effective.Family{config.Settings(gpuadmit)}})
-	feed, err := ledger.NewFeed(kube, l, ledger.FeedOptions{Freshness: ledger.FreshnessOptions{ProbeEvery: -1}, PodConfig: cfg})
+	feed, err := feed.NewFeed(kube, l, feed.Options{Freshness: feed.FreshnessOptions{ProbeEvery: -1}, PodConfig: cfg})
 	if err != nil {
 		return nil, err
 	}

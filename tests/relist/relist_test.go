@@ -22,7 +22,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/cluster/envtestgate"
 	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/podwire"
 )
 
 // size reads a count from the environment.
@@ -61,7 +61,7 @@ func BenchmarkRelist(b *testing.B) {
 	if err := local.WriteAdminKubeconfig(env, kubeconfig); err != nil {
 		b.Fatal(err)
 	}
-	fill := ledger.ProtobufConfig(cfg)
+	fill := podwire.ProtobufConfig(cfg)
 	fill.QPS, fill.Burst = 1e6, 1e6
 	kube, err := kubernetes.NewForConfig(fill)
 	if err != nil {

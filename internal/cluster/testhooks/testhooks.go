@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/gpuadmit/gpuadmit/pkg/server"
@@ -20,12 +21,15 @@ const (
 const Tag = "gpuadmit_testhooks"
 
 // Register defines the fault-injection flags on fs and returns what they
-// set on the server's options once fs is parsed.
-func Register(fs *flag.FlagSet) func(*server.Options) {
-	watchDelay := fs.Duration(WatchDelayFlag, 0, "fault injection for tests: hold every watch event back this long")
+// set, once fs is parsed, on the server's options (the clock) and on its
+// client configuration (the watch delay, watchdelay.go).
+func Register(fs *flag.FlagSet) func(*server.Options, *rest.Config) {
+	watchDelay := fs.Duration(WatchDelayFlag, 0, "fault injection for tests: hold every event of the ledger's watches back this long")
 	clockSkew := fs.Duration(ClockSkewFlag, 0, "fault injection for tests: run this replica's clock this far ahead")
-	return func(o *server.Options) {
-		o.WatchDelay = *watchDelay
+	return func(o *server.Options, cfg *rest.Config) {
+		if *watchDelay > 0 {
+			cfg.Wrap(DelayWatches(*watchDelay, clock.RealClock{}))
+		}
 		if *clockSkew != 0 {
 			o.Clock = skewed(*clockSkew)
 		}

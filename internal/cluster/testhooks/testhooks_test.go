@@ -6,15 +6,18 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/gpuadmit/gpuadmit/internal/cluster/testhooks"
 	"github.com/gpuadmit/gpuadmit/pkg/server"
 )
 
 // TestFlagsSetTheOptions: the arguments WatchDelay and ClockSkew write
-// parse with the flags Register defines and set the server's options;
-// without them, the options keep the real clock and no delay.
+// parse with the flags Register defines and set the server's options and
+// client configuration; without them, the options keep the real clock and
+// the transport is not wrapped.
 func TestFlagsSetTheOptions(t *testing.T) {
-	parse := func(args ...string) server.Options {
+	parse := func(args ...string) (server.Options, *rest.Config) {
 		t.Helper()
 		fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
@@ -23,15 +26,16 @@ func TestFlagsSetTheOptions(t *testing.T) {
 			t.Fatalf("parsing %q: %v", args, err)
 		}
 		var o server.Options
-		apply(&o)
-		return o
+		cfg := &rest.Config{}
+		apply(&o, cfg)
+		return o, cfg
 	}
-	if o := parse(); o.WatchDelay != 0 || o.Clock != nil {
-		t.Errorf("without the flags: WatchDelay %s, Clock %v; want 0 and nil (the real clock)", o.WatchDelay, o.Clock)
+	if o, cfg := parse(); cfg.WrapTransport != nil || o.Clock != nil {
+		t.Errorf("without the flags: transport wrapped %v, Clock %v; want neither (the real clock)", cfg.WrapTransport != nil, o.Clock)
 	}
-	o := parse(testhooks.WatchDelay(15*time.Second), testhooks.ClockSkew(time.Hour))
-	if o.WatchDelay != 15*time.Second {
-		t.Errorf("WatchDelay = %s, want 15s", o.WatchDelay)
+	o, cfg := parse(testhooks.WatchDelay(15*time.Second), testhooks.ClockSkew(time.Hour))
+	if cfg.WrapTransport == nil {
+		t.Error("WatchDelay did not wrap the transport")
 	}
 	if o.Clock == nil {
 		t.Fatal("no clock set by the skew")

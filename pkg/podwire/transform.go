@@ -1,4 +1,4 @@
-package ledger
+package podwire
 
 import (
 	"fmt"
@@ -29,8 +29,8 @@ import (
 // container states (running, waiting, or terminated with an exit code). A pod
 // that names no managed resource becomes a PartialObjectMetadata of its
 // identity: it is never charged, and a fifth of an empty Pod's memory for
-// each of the many such pods (PodHandler reads it as a pod without
-// containers).
+// each of the many such pods (the pod feed hands it to the ledger as a pod
+// without containers).
 //
 // Identical container lists and status lists are shared between pods (the
 // replicas of a Deployment have the same containers, and pods at the same
@@ -52,7 +52,7 @@ func PodTransform(fams []effective.Family) toolscache.TransformFunc {
 // newPodSlimmer slims pods for fams, keeping the annotations the ledger
 // reads.
 func newPodSlimmer(fams []effective.Family) *podSlimmer {
-	keep := append(allocAnnotations(fams), effective.PodAnnotations()...)
+	keep := append(devices.AllocAnnotations(fams), effective.PodAnnotations()...)
 	return &podSlimmer{families: fams, names: managedNames(fams), annotations: keep,
 		containers: newInterner[[]corev1.Container](), statuses: newInterner[[]corev1.ContainerStatus](), classes: newInterner[string]()}
 }
@@ -67,9 +67,9 @@ func newPodSlimmer(fams []effective.Family) *podSlimmer {
 // set it, up to 256 KiB, on every pod; on a pod it is dropped on receipt.
 func bookmarkMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 	if m.Name != "" {
-		return identity(m, false)
+		return Identity(m, false)
 	}
-	return identity(m, false, metav1.InitialEventsAnnotationKey)
+	return Identity(m, false, metav1.InitialEventsAnnotationKey)
 }
 
 type podSlimmer struct {
@@ -85,10 +85,10 @@ type podSlimmer struct {
 
 func (t *podSlimmer) slim(p *corev1.Pod) runtime.Object {
 	if !effective.RequestsAny(p, t.families) {
-		if hasTemplateClaim(p) {
-			// Its templates' claims may be charged under it (templates.go):
+		if effective.HasTemplateClaim(p) {
+			// Its templates' claims may be charged under it (pkg/ledger/templates.go):
 			// its claims and its phase are read.
-			out := &corev1.Pod{ObjectMeta: identity(&p.ObjectMeta, false)}
+			out := &corev1.Pod{ObjectMeta: Identity(&p.ObjectMeta, false)}
 			out.Spec.ResourceClaims = p.Spec.ResourceClaims
 			out.Status.Phase = p.Status.Phase
 			return out
@@ -107,29 +107,19 @@ func podMeta(m metav1.ObjectMeta) *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: m}
 }
 
-// hasTemplateClaim reports whether the pod names a ResourceClaimTemplate.
-func hasTemplateClaim(p *corev1.Pod) bool {
-	for _, rc := range p.Spec.ResourceClaims {
-		if rc.ResourceClaimTemplateName != nil {
-			return true
-		}
-	}
-	return false
-}
-
 func (t *podSlimmer) slimGPU(p *corev1.Pod) *corev1.Pod {
-	out := &corev1.Pod{ObjectMeta: identity(&p.ObjectMeta, false, t.annotations...)}
+	out := &corev1.Pod{ObjectMeta: Identity(&p.ObjectMeta, false, t.annotations...)}
 	out.Spec.InitContainers = t.slimContainers(p.Spec.InitContainers)
 	out.Spec.Containers = t.slimContainers(p.Spec.Containers)
 	out.Spec.NodeName = p.Spec.NodeName
 	out.Spec.NodeSelector = p.Spec.NodeSelector
-	if a := p.Spec.Affinity; a != nil && (a.NodeAffinity != nil || crossNamespaceAffinity(a)) {
+	if a := p.Spec.Affinity; a != nil && (a.NodeAffinity != nil || effective.CrossNamespaceAffinity(a)) {
 		out.Spec.Affinity = &corev1.Affinity{NodeAffinity: a.NodeAffinity}
-		if crossNamespaceAffinity(a) { // a ResourceQuota scope reads it (scope.go): rare, kept whole
+		if effective.CrossNamespaceAffinity(a) { // a ResourceQuota scope reads it (pkg/ledger/scope.go): rare, kept whole
 			out.Spec.Affinity.PodAffinity, out.Spec.Affinity.PodAntiAffinity = a.PodAffinity, a.PodAntiAffinity
 		}
 	}
-	// What ResourceQuota scopes read (scope.go): status.qosClass is the
+	// What ResourceQuota scopes read (pkg/ledger/scope.go): status.qosClass is the
 	// API server's, set at creation and immutable.
 	if pc := p.Spec.PriorityClassName; pc != "" {
 		out.Spec.PriorityClassName = t.classes.get(pc, func() string { return pc })
@@ -286,50 +276,9 @@ func (in *interner[T]) get(key string, build func() T) T {
 	return v
 }
 
-// NodeTransform slims Nodes to name, UID, resourceVersion, labels and the two
-// device annotations (no status: images and conditions are large).
-func NodeTransform(obj any) (any, error) {
-	switch n := obj.(type) {
-	case *corev1.Node:
-		return &corev1.Node{ObjectMeta: identity(&n.ObjectMeta, true, devices.NodeDevicesAnnotation, devices.HAMiNodeRegisterAnnotation)}, nil
-	case toolscache.DeletedFinalStateUnknown:
-		return n, nil
-	}
-	return nil, fmt.Errorf("node transform: unexpected object %T", obj)
-}
-
-// QuotaTransform slims ResourceQuotas to their identity, the spec.hard
-// keys limits.<managed> and requests.<managed>, and their scopes and
-// scopeSelector.
-func QuotaTransform(fams []effective.Family) toolscache.TransformFunc {
-	return func(obj any) (any, error) {
-		switch q := obj.(type) {
-		case *corev1.ResourceQuota:
-			out := &corev1.ResourceQuota{ObjectMeta: identity(&q.ObjectMeta, false)}
-			out.Spec.Scopes, out.Spec.ScopeSelector = q.Spec.Scopes, q.Spec.ScopeSelector // scope.go
-			for name, v := range q.Spec.Hard {
-				rest, ok := strings.CutPrefix(string(name), "limits.")
-				if !ok {
-					rest, ok = strings.CutPrefix(string(name), "requests.")
-				}
-				if _, managed := effective.ManagedBy(fams, corev1.ResourceName(rest)); ok && managed {
-					if out.Spec.Hard == nil {
-						out.Spec.Hard = corev1.ResourceList{}
-					}
-					out.Spec.Hard[name] = v
-				}
-			}
-			return out, nil
-		case toolscache.DeletedFinalStateUnknown:
-			return q, nil
-		}
-		return nil, fmt.Errorf("quota transform: unexpected object %T", obj)
-	}
-}
-
-// identity keeps an object's identity, its labels when asked (node
+// Identity keeps an object's identity, its labels when asked (node
 // selectors are matched against a node's) and the listed annotations.
-func identity(m *metav1.ObjectMeta, labels bool, annotations ...string) metav1.ObjectMeta {
+func Identity(m *metav1.ObjectMeta, labels bool, annotations ...string) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
 	if labels {
 		out.Labels = m.Labels

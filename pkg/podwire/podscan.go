@@ -1,4 +1,4 @@
-package ledger
+package podwire
 
 import (
 	"errors"
@@ -61,7 +61,7 @@ var errManaged = errors.New("names a managed resource")
 // namesNoManaged reports whether the Pod message b has no resource claim
 // and no container (init or app) whose limits or requests name a managed
 // resource: whether PodTransform makes it a PartialObjectMetadata
-// (!RequestsAny && !hasTemplateClaim; a pod with any claim is left to the
+// (!RequestsAny && !effective.HasTemplateClaim; a pod with any claim is left to the
 // skimmer).
 func (s *podSkimmer) namesNoManaged(b []byte) (bool, error) {
 	err := eachField(b, func(num protowire.Number, v []byte) error {

@@ -1,8 +1,7 @@
-package ledger
+package feed
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -18,6 +16,8 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/podwire"
 )
 
 // initialEventsEnd is the annotation the API server sets on the bookmark
@@ -29,45 +29,9 @@ func bookmarkPod(rv string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv, Annotations: map[string]string{initialEventsEnd: "true"}}}
 }
 
-// TestInitialEventsAnnotationDroppedOnReceipt: a pod's initial-events
-// annotation ("true", or 256 KiB), whatever the pod (GPU, with claims,
-// plain), is dropped by the informer transform and by the pod client's
-// decoder alike; an object without a name (the API server's bookmark)
-// keeps it, for the reflector.
-func TestInitialEventsAnnotationDroppedOnReceipt(t *testing.T) {
-	fams := []effective.Family{effective.Nvidia()}
-	tr := PodTransform(fams)
-	for name, p := range skimPods() {
-		for _, value := range []string{"true", strings.Repeat("t", 256<<10-len(initialEventsEnd))} {
-			metav1.SetMetaDataAnnotation(&p.ObjectMeta, initialEventsEnd, value)
-			slim, err := tr(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			decoded, err := checkSkim(t, fams, encodePB(t, p)) // the decoder's is the transform's
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, out := range []runtime.Object{slim.(runtime.Object), decoded} {
-				m, err := meta.Accessor(out)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, kept := m.GetAnnotations()[initialEventsEnd]; kept != (p.Name == "") {
-					t.Errorf("%s: a %d-byte initial-events annotation kept %v, want %v", name, len(value), kept, p.Name == "")
-				}
-			}
-		}
-	}
-	b, err := checkSkim(t, fams, encodePB(t, bookmarkPod("10")))
-	if m, ok := b.(*metav1.PartialObjectMetadata); err != nil || !ok || m.ResourceVersion != "10" || m.Annotations[initialEventsEnd] != "true" {
-		t.Errorf("bookmark decoded as %#v (%v): the reflector would not see the end of the initial events", b, err)
-	}
-}
-
 // listSink is a ledger that keeps the lists it is handed.
 type listSink struct {
-	*Ledger
+	*ledger.Ledger
 	mu    sync.Mutex
 	lists [][]metav1.Object
 }
@@ -112,7 +76,7 @@ func TestWatchListEndsWithSlimmedPods(t *testing.T) {
 		},
 	}
 	sink := &listSink{Ledger: newLedger(t)}
-	f := newPodFeedFrom(lw, &corev1.Pod{}, sink, PodTransform(fams), 0, testr.New(t))
+	f := newPodFeedFrom(lw, &corev1.Pod{}, sink, podwire.PodTransform(fams), testr.New(t))
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	go f.run(ctx)

@@ -1,4 +1,4 @@
-package ledger
+package feed
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/podwire"
 )
 
 // Sink receives the objects the feed watches; *Ledger implements it.
@@ -50,22 +50,18 @@ type Sink interface {
 	DeleteDeviceClass(name string)
 }
 
-// FeedOptions tune a Feed.
-type FeedOptions struct {
+// Options tune a Feed.
+type Options struct {
 	// Resync is the informers' resync period (0: none; the ledger does not
 	// need one, every event carries the whole object).
 	Resync time.Duration
 	// Freshness configures the staleness check of the watches.
 	Freshness FreshnessOptions
-	// Delay holds every event back this long before the ledger sees it
-	// (fault injection for tests: a replica whose watch lags); 0 in
-	// production.
-	Delay time.Duration
 	// Log receives handler errors. The zero value discards.
 	Log logr.Logger
 	// PodConfig, when set, is the config of the pod watch's own client
 	// (the API server the clientset of NewFeed talks to): it decodes
-	// protobuf pods keeping only what PodTransform keeps (podcodec.go),
+	// protobuf pods keeping only what podwire.PodTransform keeps (podwire.ListWatch),
 	// which is most of a relist's decoding and allocation left out. nil:
 	// pods are watched through the clientset, decoded whole.
 	PodConfig *rest.Config
@@ -87,24 +83,9 @@ type Feed struct {
 	start     sync.Once
 }
 
-// ProtobufConfig returns a copy of cfg that asks the API server for
-// protobuf (falling back to JSON), for the clientset of a Feed: Pods, Nodes,
-// ResourceQuotas and Namespaces are built-in types, which the API server
-// serves in protobuf. client-go's generated clients already prefer protobuf
-// when cfg names no content type; this makes the choice explicit, so that
-// a content type set elsewhere cannot turn a relist into JSON (about twice
-// the decoding, tests/relist). Not for custom resources (GPUUsage), which
-// the API server serves in JSON only.
-func ProtobufConfig(cfg *rest.Config) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.ContentType = runtime.ContentTypeProtobuf
-	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	return cfg
-}
-
 // NewFeed creates the informers, installs the transforms and wires the
 // handlers to sink. Nothing runs until Start.
-func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, error) {
+func NewFeed(client kubernetes.Interface, sink Sink, opts Options) (*Feed, error) {
 	f := &Feed{
 		factory: informers.NewSharedInformerFactory(client, opts.Resync),
 		sink:    sink,
@@ -116,18 +97,18 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 	s := sink.Families()
 	core := f.factory.Core().V1()
 	watches := []watched{
-		{"nodes", core.Nodes().Informer(), NodeTransform, delayed(NodeHandler(sink, f.log), opts.Delay)},
-		{"resourcequotas", core.ResourceQuotas().Informer(), QuotaTransform(s), delayed(QuotaHandler(sink, f.log), opts.Delay)},
-		{"namespaces", core.Namespaces().Informer(), NamespaceTransform, delayed(NamespaceHandler(sink, f.log), opts.Delay)},
+		{"nodes", core.Nodes().Informer(), NodeTransform, NodeHandler(sink, f.log)},
+		{"resourcequotas", core.ResourceQuotas().Informer(), QuotaTransform(s), QuotaHandler(sink, f.log)},
+		{"namespaces", core.Namespaces().Informer(), NamespaceTransform, NamespaceHandler(sink, f.log)},
 	}
 	probed := map[string]func() string{}
 	if c := sink.Charger(); c != nil && len(c.Classes()) > 0 {
 		res := f.factory.Resource().V1()
 		watches = append(watches,
-			watched{"resourceclaims", res.ResourceClaims().Informer(), ClaimTransform(c), delayed(ClaimHandler(sink, f.log), opts.Delay)},
-			watched{"resourceslices", res.ResourceSlices().Informer(), SliceTransform, delayed(SliceHandler(sink, f.log), opts.Delay)},
-			watched{"resourceclaimtemplates", res.ResourceClaimTemplates().Informer(), TemplateTransform(c), delayed(TemplateHandler(sink, f.log), opts.Delay)},
-			watched{"deviceclasses", res.DeviceClasses().Informer(), DeviceClassTransform, delayed(DeviceClassHandler(sink, f.log), opts.Delay)})
+			watched{"resourceclaims", res.ResourceClaims().Informer(), ClaimTransform(c), ClaimHandler(sink, f.log)},
+			watched{"resourceslices", res.ResourceSlices().Informer(), SliceTransform, SliceHandler(sink, f.log)},
+			watched{"resourceclaimtemplates", res.ResourceClaimTemplates().Informer(), TemplateTransform(c), TemplateHandler(sink, f.log)},
+			watched{"deviceclasses", res.DeviceClasses().Informer(), DeviceClassTransform, DeviceClassHandler(sink, f.log)})
 		probed["resourceclaims"] = res.ResourceClaims().Informer().LastSyncResourceVersion
 	}
 	for _, w := range watches {
@@ -144,11 +125,11 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts FeedOptions) (*Feed, e
 	var pods *toolscache.ListWatch
 	if opts.PodConfig != nil {
 		var err error
-		if pods, err = podListWatch(opts.PodConfig, s); err != nil {
+		if pods, err = podwire.ListWatch(opts.PodConfig, s); err != nil {
 			return nil, err
 		}
 	}
-	f.pods = newPodFeed(client, pods, sink, PodTransform(s), opts.Delay, f.log.WithName("pods"))
+	f.pods = newPodFeed(client, pods, sink, podwire.PodTransform(s), f.log.WithName("pods"))
 	probed["pods"] = f.pods.resourceVersion
 	probed["nodes"] = core.Nodes().Informer().LastSyncResourceVersion
 	probed["resourcequotas"] = core.ResourceQuotas().Informer().LastSyncResourceVersion
@@ -227,43 +208,7 @@ func (f *Feed) WaitForPods(ctx context.Context, rv string) error {
 // Freshness reports, per watched resource, whether it is stale (for metrics).
 func (f *Feed) Freshness() map[string]bool { return f.freshness.perResource() }
 
-// PodHandler applies pod events to sink. Deletions, including tombstones
-// (DeletedFinalStateUnknown) of a relist, subtract what is stored.
-func PodHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFuncs {
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { withPod(obj, log, sink.UpsertPod) },
-		UpdateFunc: func(_, obj any) { withPod(obj, log, sink.UpsertPod) },
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				switch t.Obj.(type) {
-				case *corev1.Pod, *metav1.PartialObjectMetadata:
-				default:
-					ns, name, err := toolscache.SplitMetaNamespaceKey(t.Key)
-					if err != nil {
-						log.Error(err, "pod tombstone with an unreadable key", "key", t.Key)
-						return
-					}
-					sink.DeletePodByName(ns, name)
-					return
-				}
-				obj = t.Obj
-			}
-			withPod(obj, log, sink.DeletePod)
-		},
-	}
-}
-
-func withPod(obj any, log logr.Logger, f func(*corev1.Pod)) {
-	switch p := obj.(type) {
-	case *corev1.Pod:
-		f(p)
-	case *metav1.PartialObjectMetadata: // a pod without managed resources (PodTransform)
-		f(&corev1.Pod{ObjectMeta: p.ObjectMeta})
-	default:
-		log.Error(errUnexpected, "pod handler", "type", fmt.Sprintf("%T", obj))
-	}
-}
-
+// errUnexpected is a watched object of another type than the kind's.
 var errUnexpected = errors.New("unexpected object type")
 
 // NodeHandler applies node events to sink (tombstones included).
@@ -299,46 +244,3 @@ func namedHandler[T any](what string, upsert func(T), del func(name string), log
 func QuotaHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFuncs {
 	return namespacedHandler("resourcequota", sink.UpsertQuota, sink.DeleteQuota, log)
 }
-
-// delayed hands every event after the initial list to h d after it arrived,
-// in order (d == 0: h itself). A test uses it to make one replica's watch
-// lag behind the others'; the initial list is never held back, so "synced"
-// still means that the ledger holds it.
-func delayed(h toolscache.ResourceEventHandlerFuncs, d time.Duration) toolscache.ResourceEventHandler {
-	if d <= 0 {
-		return h
-	}
-	q := make(chan delayedEvent, 1<<16)
-	go func() {
-		for e := range q {
-			time.Sleep(time.Until(e.at))
-			e.do()
-		}
-	}()
-	return &delayedHandler{h: h, d: d, q: q}
-}
-
-type delayedEvent struct {
-	at time.Time
-	do func()
-}
-
-type delayedHandler struct {
-	h toolscache.ResourceEventHandlerFuncs
-	d time.Duration
-	q chan delayedEvent
-}
-
-func (d *delayedHandler) push(do func()) { d.q <- delayedEvent{at: time.Now().Add(d.d), do: do} }
-
-func (d *delayedHandler) OnAdd(obj any, initial bool) {
-	if initial {
-		d.h.AddFunc(obj)
-		return
-	}
-	d.push(func() { d.h.AddFunc(obj) })
-}
-
-func (d *delayedHandler) OnUpdate(old, obj any) { d.push(func() { d.h.UpdateFunc(old, obj) }) }
-
-func (d *delayedHandler) OnDelete(obj any) { d.push(func() { d.h.DeleteFunc(obj) }) }

@@ -1,9 +1,8 @@
-package ledger
+package feed
 
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -33,17 +32,13 @@ type podFeed struct {
 	log        logr.Logger
 	// progress is the resourceVersion the ledger holds every pod event up to.
 	progress progress
-	// delay holds every event after the initial list back (fault injection
-	// for tests; 0 in production).
-	delay time.Duration
-	queue chan func()
 }
 
 // newPodFeed lists and watches pods through pods, whose objects are
 // slimmed already (podListWatch: a Pod or a PartialObjectMetadata, no
 // transform), or through client, its pods slimmed by transform, when pods
 // is nil.
-func newPodFeed(client kubernetes.Interface, pods *toolscache.ListWatch, sink Sink, transform toolscache.TransformFunc, delay time.Duration, log logr.Logger) *podFeed {
+func newPodFeed(client kubernetes.Interface, pods *toolscache.ListWatch, sink Sink, transform toolscache.TransformFunc, log logr.Logger) *podFeed {
 	// The reflector drops watched objects of another type than objType's
 	// (nil: none dropped), and transforms a watch list twice: once into
 	// its temporary store, once more into the queue.
@@ -61,28 +56,32 @@ func newPodFeed(client kubernetes.Interface, pods *toolscache.ListWatch, sink Si
 			},
 		}
 	}
-	return newPodFeedFrom(toolscache.ToListWatcherWithWatchListSemantics(pods, client), objType, sink, transform, delay, log)
+	return newPodFeedFrom(toolscache.ToListWatcherWithWatchListSemantics(pods, client), objType, sink, transform, log)
 }
 
 // newPodFeedFrom feeds sink the pods of lw, of objType, transformed.
-func newPodFeedFrom(lw toolscache.ListerWatcher, objType runtime.Object, sink Sink, transform toolscache.TransformFunc, delay time.Duration, log logr.Logger) *podFeed {
-	f := &podFeed{sink: sink, log: log, delay: delay}
+func newPodFeedFrom(lw toolscache.ListerWatcher, objType runtime.Object, sink Sink, transform toolscache.TransformFunc, log logr.Logger) *podFeed {
+	f := &podFeed{sink: sink, log: log}
 	f.progress.init()
 	queue := toolscache.NewRealFIFOWithOptions(toolscache.RealFIFOOptions{
 		Transformer: transform, AtomicEvents: true, EmitDeltaTypeBookmark: true, Name: "gpuadmit-pods"})
 	f.controller = toolscache.New(&toolscache.Config{Queue: queue, ListerWatcher: lw, ObjectType: objType,
 		ObjectDescription: "pods", Process: f.process})
-	if delay > 0 {
-		f.queue = make(chan func(), 1<<16)
-	}
 	return f
+}
+
+// PodProcess is what the pod feed does with each item its queue pops (a
+// list applied whole, a watch event, a bookmark), over sink, without a
+// watch: the production pod path below client-go's queue, synchronous. The
+// accounting's model test drives the ledger through it.
+func PodProcess(sink Sink, log logr.Logger) toolscache.ProcessFunc {
+	f := &podFeed{sink: sink, log: log}
+	f.progress.init()
+	return f.process
 }
 
 // run feeds the ledger until ctx ends.
 func (f *podFeed) run(ctx context.Context) {
-	if f.queue != nil {
-		go f.delayed(ctx)
-	}
 	f.controller.RunWithContext(ctx)
 }
 
@@ -98,9 +97,8 @@ func (f *podFeed) resourceVersion() string {
 	return f.progress.get()
 }
 
-// process applies one popped item. The initial list is never held back, so
-// that "synced" means the ledger holds it.
-func (f *podFeed) process(obj any, isInInitialList bool) error {
+// process applies one popped item.
+func (f *podFeed) process(obj any, _ bool) error {
 	deltas, ok := obj.(toolscache.Deltas)
 	if !ok {
 		return fmt.Errorf("pod feed: unexpected item %T", obj)
@@ -110,13 +108,8 @@ func (f *podFeed) process(obj any, isInInitialList bool) error {
 		if apply == nil {
 			continue
 		}
-		if f.queue == nil || isInInitialList {
-			apply()
-			f.advance(rv)
-			continue
-		}
-		at := time.Now().Add(f.delay)
-		f.queue <- func() { time.Sleep(time.Until(at)); apply(); f.advance(rv) }
+		apply()
+		f.advance(rv)
 	}
 	return nil
 }
@@ -165,18 +158,6 @@ func (f *podFeed) delta(d toolscache.Delta) (func(), string) {
 // advance moves the progress to rv (never back: a list's resourceVersion
 // may be older than the last event of a watch that broke).
 func (f *podFeed) advance(rv string) { f.progress.advance(rv) }
-
-// delayed applies the held-back events in order.
-func (f *podFeed) delayed(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case do := <-f.queue:
-			do()
-		}
-	}
-}
 
 // asPod returns a pod event's object as a Pod (a PartialObjectMetadata of a
 // pod without managed resources becomes a Pod with only its metadata).

@@ -1,4 +1,4 @@
-package ledger
+package feed
 
 import (
 	"context"
@@ -34,7 +34,8 @@ type FreshnessOptions struct {
 	StaleAfter time.Duration
 	// ProbeTimeout bounds one probe (default ProbeEvery, at most 5s).
 	ProbeTimeout time.Duration
-	// Clock tells the time (default the wall clock).
+	// Clock tells the time and, when it is a clock.WithTicker, times the probes
+	// (default the wall clock; a test steps a fake one).
 	Clock clock.PassiveClock
 }
 
@@ -115,13 +116,17 @@ func (f *freshness) run(ctx context.Context, synced func() bool) {
 	if f.opts.ProbeEvery < 0 {
 		return
 	}
-	t := time.NewTicker(f.opts.ProbeEvery)
+	ticks, ok := f.opts.Clock.(clock.WithTicker)
+	if !ok { // a clock that only tells the time (a skewed one): real ticks
+		ticks = clock.RealClock{}
+	}
+	t := ticks.NewTicker(f.opts.ProbeEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		if synced() {
 			f.check(ctx)

@@ -1,4 +1,4 @@
-package ledger
+package podwire
 
 import (
 	"bytes"
@@ -25,9 +25,24 @@ import (
 // objects hold what PodTransform keeps. Every other response (a Status, a
 // JSON body) is decoded as client-go's generated clients decode it.
 
-// podListWatch lists and watches every pod through a client built from cfg
+// ProtobufConfig returns a copy of cfg that asks the API server for
+// protobuf (falling back to JSON), for the clientset of a Feed: Pods, Nodes,
+// ResourceQuotas and Namespaces are built-in types, which the API server
+// serves in protobuf. client-go's generated clients already prefer protobuf
+// when cfg names no content type; this makes the choice explicit, so that
+// a content type set elsewhere cannot turn a relist into JSON (about twice
+// the decoding, tests/relist). Not for custom resources (GPUUsage), which
+// the API server serves in JSON only.
+func ProtobufConfig(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return cfg
+}
+
+// ListWatch lists and watches every pod through a client built from cfg
 // whose protobuf decoder skims pods for fams.
-func podListWatch(cfg *rest.Config, fams []effective.Family) (*toolscache.ListWatch, error) {
+func ListWatch(cfg *rest.Config, fams []effective.Family) (*toolscache.ListWatch, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.GroupVersion = &corev1.SchemeGroupVersion
 	cfg.APIPath = "/api"

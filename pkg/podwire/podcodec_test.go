@@ -1,4 +1,4 @@
-package ledger
+package podwire
 
 import (
 	"bytes"
@@ -65,7 +65,7 @@ func TestPodListWatch(t *testing.T) {
 	}
 	srv := podServer(t, pods)
 	defer srv.Close()
-	lw, err := podListWatch(ProtobufConfig(&rest.Config{Host: srv.URL}), fams)
+	lw, err := ListWatch(ProtobufConfig(&rest.Config{Host: srv.URL}), fams)
 	if err != nil {
 		t.Fatal(err)
 	}

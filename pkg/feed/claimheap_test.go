@@ -1,4 +1,4 @@
-package ledger
+package feed
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // hostileClaims and hostileHeapBound: a tenant's 10,000 claims of a class
@@ -35,7 +37,7 @@ const (
 
 // countingSink is a ledger that counts the claim events it received.
 type countingSink struct {
-	*Ledger
+	*ledger.Ledger
 	claims atomic.Int64
 }
 
@@ -108,14 +110,14 @@ func TestHostileClaimsHeapBounded(t *testing.T) {
 	w := watch.NewFake()
 	client.PrependWatchReactor("resourceclaims", func(clienttesting.Action) (bool, watch.Interface, error) { return true, w, nil })
 	sink := &countingSink{Ledger: newClaimLedger(t)}
-	feed, err := NewFeed(client, sink, FeedOptions{Log: testr.New(t)})
+	f, err := NewFeed(client, sink, Options{Log: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	feed.Start(ctx)
-	eventually(ctx, t, "synced", feed.Synced)
+	f.Start(ctx)
+	eventually(ctx, t, "synced", f.Synced)
 	caughtUp := func(n int) {
 		eventually(ctx, t, fmt.Sprintf("%d claims handled", n), func() bool { return sink.claims.Load() == int64(n) })
 	}
@@ -136,7 +138,7 @@ func TestHostileClaimsHeapBounded(t *testing.T) {
 	}
 	g := grown(hostileClaims)
 	t.Logf("%d hostile claims: the live heap grew %.1f MiB (%d bytes a claim)", hostileClaims, float64(g)/(1<<20), g/hostileClaims)
-	store := feed.factory.Resource().V1().ResourceClaims().Informer().GetStore()
+	store := f.factory.Resource().V1().ResourceClaims().Informer().GetStore()
 	if n := len(store.ListKeys()); n != hostileClaims {
 		t.Fatalf("the informer holds %d claims, want %d (each one's identity)", n, hostileClaims)
 	}

@@ -1,4 +1,4 @@
-package ledger
+package feed
 
 import (
 	"strings"
@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
+	"github.com/gpuadmit/gpuadmit/pkg/podwire"
 )
 
 // ResourceClaims and ResourceClaimTemplates are objects any tenant creates
@@ -47,6 +48,11 @@ const (
 	podClaimNameMax = validation.DNS1123LabelMaxLength
 )
 
+// PodClaimNameAnnotation is the annotation the claim controller puts on a
+// claim it generates: the pod's name for the claim (spec.resourceClaims[].name).
+// gpuadmit reads it for nothing but a claim's identity.
+const PodClaimNameAnnotation = "resource.kubernetes.io/pod-claim-name"
+
 // claimSlimmer slims claims and templates for a charger's classes.
 type claimSlimmer struct {
 	charger *dra.Charger
@@ -72,7 +78,7 @@ func newClaimSlimmer(c *dra.Charger) *claimSlimmer {
 // claim slims a ResourceClaim (a new object; it may share read-only parts
 // with c). Idempotent.
 func (s *claimSlimmer) claim(c *resourcev1.ResourceClaim) *resourcev1.ResourceClaim {
-	meta := identity(&c.ObjectMeta, false)
+	meta := podwire.Identity(&c.ObjectMeta, false)
 	if !s.charger.Governs(&c.Spec) {
 		return &resourcev1.ResourceClaim{ObjectMeta: meta}
 	}
@@ -118,7 +124,7 @@ func (s *claimSlimmer) results(rs []resourcev1.DeviceRequestAllocationResult) []
 
 // template slims a ResourceClaimTemplate. Idempotent.
 func (s *claimSlimmer) template(t *resourcev1.ResourceClaimTemplate) *resourcev1.ResourceClaimTemplate {
-	out := &resourcev1.ResourceClaimTemplate{ObjectMeta: identity(&t.ObjectMeta, false)}
+	out := &resourcev1.ResourceClaimTemplate{ObjectMeta: podwire.Identity(&t.ObjectMeta, false)}
 	if s.charger.Governs(&t.Spec.Spec) {
 		out.Spec.Spec = s.spec(&t.Spec.Spec)
 	}

@@ -1,4 +1,4 @@
-package ledger
+package feed
 
 import (
 	"context"
@@ -12,12 +12,13 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // progressSink is a ledger that notes, at every call, how far the feed
 // claimed to be.
 type progressSink struct {
-	*Ledger
+	*ledger.Ledger
 	feed     *podFeed
 	claimed  []string
 	replaced int

@@ -1,4 +1,4 @@
-package ledger
+package feed
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // ClaimTransform slims ResourceClaims to what charger reads (claimslim.go):
 // a claim of no governed class to its identity, a governed one to its
 // identity, controller owner and pod-claim-name annotation (a generated
-// claim's pod, templates.go), the request fields the charger reads and its
+// claim's pod, pkg/ledger/templates.go), the request fields the charger reads and its
 // allocation (no managed fields, no reserved-for list: a claim shared by
 // many pods lists them all).
 func ClaimTransform(charger *dra.Charger) toolscache.TransformFunc {
