@@ -155,21 +155,8 @@ func RefOf(w *manifest.Workload) ObjectRef {
 	return ObjectRef{Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, Replicas: w.Replicas}
 }
 
-// effectiveOf computes the effective demand of one pod of w in each family
-// of fams (the first at the first level of the output, whether the pod asks
-// for it or not); invalid values are named as the manifest wrote them.
-// devMem resolves the first family's memory percentages and whole devices
-// only: the other families' device sizes are not known here.
-func effectiveOf(w *manifest.Workload, fams []effective.Family, devMem int64) (effectiveOutput, error) {
-	ds, err := podDemands(w, fams, devMem)
-	if err != nil {
-		return effectiveOutput{}, err
-	}
-	return effectiveReport(ds, fams[0].Name), nil
-}
-
 // podDemands are the demands of one pod of w in each family of fams, the
-// first always (effectiveOf).
+// first always.
 func podDemands(w *manifest.Workload, fams []effective.Family, devMem int64) (effective.Demands, error) {
 	primary := fams[0]
 	opts := map[string]effective.Options{primary.Name: {DeviceMemoryMiB: devMem}}
