@@ -13,8 +13,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app"
-	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
 	"github.com/gpuadmit/gpuadmit/internal/clitest/fixtures"
 )
 

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app"
-	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/version"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
 )
 
 func TestCommandLine(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/gpuadmit/gpuadmit/internal/clitest/fixtures"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/fixtures"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 )
