@@ -80,7 +80,8 @@ $(CONTROLLER_GEN): tools/codegen/go.mod tools/codegen/go.sum
 	cd tools/codegen && $(GO) build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
 # The CRD goes into the chart (charts/gpuadmit/files/crd); `make manifests` carries it on into manifests/crd.
-GENERATED := pkg/apis/gpuadmit/v1alpha1/zz_generated.deepcopy.go pkg/apis/config/v1alpha1/zz_generated.deepcopy.go charts/gpuadmit/files/crd/gpuadmit.io_gpuusages.yaml
+GENERATED := pkg/apis/gpuadmit/v1alpha1/zz_generated.deepcopy.go pkg/apis/config/v1alpha1/zz_generated.deepcopy.go charts/gpuadmit/files/crd/gpuadmit.io_gpuusages.yaml \
+	charts/gpuadmit/files/crd/gpuadmit.io_gpureservationsets.yaml
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./pkg/apis/... crd:crdVersions=v1 output:crd:artifacts:config=charts/gpuadmit/files/crd
 

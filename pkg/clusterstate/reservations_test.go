@@ -19,12 +19,12 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
-// usage is team-a's GPUUsage object holding rs.
+// usage is team-a's GPUReservationSet holding rs.
 func usage(t *testing.T, rs ...gpuadmitv1.Reservation) runtime.Object {
 	t.Helper()
-	u := &gpuadmitv1.GPUUsage{TypeMeta: metav1.TypeMeta{APIVersion: gpuadmitv1.Group + "/" + gpuadmitv1.Version, Kind: "GPUUsage"},
+	u := &gpuadmitv1.GPUReservationSet{TypeMeta: metav1.TypeMeta{APIVersion: gpuadmitv1.Group + "/" + gpuadmitv1.Version, Kind: "GPUReservationSet"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: gpuadmitv1.ObjectName},
-		Status:     gpuadmitv1.GPUUsageStatus{Reservations: rs, ReservationCount: int32(len(rs))}}
+		Status:     gpuadmitv1.GPUReservationSetStatus{Reservations: rs, ReservationCount: int32(len(rs))}}
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(u)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestReservations(t *testing.T) {
 		want    []ledger.Reservation
 		wantErr string
 	}{
-		{name: "no GPUUsage object (or no CRD): none", objects: func(*testing.T) []runtime.Object { return nil }, podsRV: "10"},
+		{name: "no GPUReservationSet (or no CRD): none", objects: func(*testing.T) []runtime.Object { return nil }, podsRV: "10"},
 		{name: "unrecorded, and recorded after the pods were listed: counted; recorded before: not",
 			objects: func(t *testing.T) []runtime.Object {
 				return []runtime.Object{usage(t, reservation("u1", 1024, ""), reservation("u2", 2048, "9"), reservation("u3", 4096, "11"))}
@@ -62,12 +62,12 @@ func TestReservations(t *testing.T) {
 			objects: func(t *testing.T) []runtime.Object {
 				return []runtime.Object{usage(t, reservation("u1", -1, ""))}
 			},
-			wantErr: "GPUUsage team-a/usage: reservation of pod u1 has a negative demand"},
+			wantErr: "GPUReservationSet team-a/usage: reservation of pod u1 has a negative demand"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-				map[schema.GroupVersionResource]string{clusterstate.GPUUsages(): "GPUUsageList"}, tt.objects(t)...)
+				map[schema.GroupVersionResource]string{clusterstate.GPUReservationSets(): "GPUReservationSetList"}, tt.objects(t)...)
 			got, err := clusterstate.Reservations(context.Background(), c, "team-a", tt.podsRV)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {

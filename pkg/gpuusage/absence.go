@@ -127,7 +127,7 @@ func (s *Store) checked(uid types.UID) {
 
 // confirmDue confirms the absence of u's due reservations nobody recorded,
 // with at most budget reads, and returns how many it made.
-func (s *Store) confirmDue(ctx context.Context, u *gpuadmitv1.GPUUsage, budget int) int {
+func (s *Store) confirmDue(ctx context.Context, u *gpuadmitv1.GPUReservationSet, budget int) int {
 	now := s.opts.Clock.Now()
 	var due []gpuadmitv1.Reservation
 	for _, r := range u.Status.Reservations {

@@ -31,7 +31,7 @@ import (
 
 // These tests attack issue 42's claim holes through the path production
 // takes: the real decider (the built-in policies) over a real ledger, each
-// review reserved by the store in the namespace's GPUUsage object, each
+// review reserved by the store in the namespace's GPUReservationSet, each
 // object recorded by the ledger as its watch would deliver it.
 
 const claimLimit = 16384 // MiB of limits.nvidia.com/gpumem
@@ -110,7 +110,7 @@ func (w *claimWorld) check(at string) {
 	if w.admitted > claimLimit {
 		w.t.Fatalf("%s: %d MiB admitted into a %d MiB limit", at, w.admitted, claimLimit)
 	}
-	u := &gpuadmitv1.GPUUsage{}
+	u := &gpuadmitv1.GPUReservationSet{}
 	if err := w.store.client.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: gpuadmitv1.ObjectName}, u); client.IgnoreNotFound(err) != nil {
 		w.t.Fatal(err)
 	}

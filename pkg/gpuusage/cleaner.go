@@ -30,7 +30,7 @@ func (s *Store) Start(ctx context.Context) error {
 	}
 }
 
-// Clean does one round over every GPUUsage object with reservations that
+// Clean does one round over every GPUReservationSet with reservations that
 // this replica owns (Membership.Owner: all of them when replicas do not
 // forward), and every deleted one whose reservations this replica keeps:
 // it confirms, by reading the pod, the absence of reservations nobody
@@ -38,9 +38,9 @@ func (s *Store) Start(ctx context.Context) error {
 // in the same order as the admissions. It returns how many reservations it
 // removed.
 func (s *Store) Clean(ctx context.Context) int {
-	var list gpuadmitv1.GPUUsageList
+	var list gpuadmitv1.GPUReservationSetList
 	if err := s.client.List(ctx, &list); err != nil {
-		s.opts.Log.Error(err, "listing GPUUsage objects")
+		s.opts.Log.Error(err, "listing GPUReservationSets")
 		return 0
 	}
 	budget := s.opts.ReadsPerSecond
@@ -52,7 +52,7 @@ func (s *Store) Clean(ctx context.Context) int {
 			continue
 		}
 		if err := Validate(u); err != nil {
-			s.opts.Log.Error(err, "not cleaning a malformed GPUUsage")
+			s.opts.Log.Error(err, "not cleaning a malformed GPUReservationSet")
 			continue
 		}
 		for _, r := range u.Status.Reservations {
@@ -71,7 +71,7 @@ func (s *Store) Clean(ctx context.Context) int {
 		cancel()
 		if err != nil {
 			if !apierrors.IsConflict(err) {
-				s.opts.Log.Error(err, "cleaning GPUUsage", "namespace", ns)
+				s.opts.Log.Error(err, "cleaning GPUReservationSet", "namespace", ns)
 			}
 			continue // again next round
 		}
@@ -85,13 +85,13 @@ func (s *Store) Clean(ctx context.Context) int {
 // (Countable; the kept ones of deleted objects included), as the informer
 // holds the objects: for the summaries users read and the metrics.
 func (s *Store) Reserved(ctx context.Context) (map[string][]ledger.Reservation, error) {
-	var list gpuadmitv1.GPUUsageList
+	var list gpuadmitv1.GPUReservationSetList
 	if err := s.client.List(ctx, &list); err != nil {
 		return nil, err
 	}
 	podsRV := s.watch.PodsResourceVersion()
 	out := map[string][]ledger.Reservation{}
-	add := func(ns string, st gpuadmitv1.GPUUsageStatus) {
+	add := func(ns string, st gpuadmitv1.GPUReservationSetStatus) {
 		if rs := Countable(st, podsRV); len(rs) > 0 {
 			out[ns] = rs
 		}
@@ -108,7 +108,7 @@ func (s *Store) Reserved(ctx context.Context) (map[string][]ledger.Reservation, 
 	}
 	for _, ns := range s.lost.namespaces() {
 		if !seen[ns] {
-			st, _ := s.lost.merge(ns, gpuadmitv1.GPUUsageStatus{})
+			st, _ := s.lost.merge(ns, gpuadmitv1.GPUReservationSetStatus{})
 			add(ns, st)
 		}
 	}

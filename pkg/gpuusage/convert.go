@@ -13,21 +13,21 @@ import (
 
 // Validate checks an object read from the API server: a malformed one (an
 // edit by hand the schema let through) fails closed for its namespace.
-func Validate(u *gpuadmitv1.GPUUsage) error {
+func Validate(u *gpuadmitv1.GPUReservationSet) error {
 	if rv := u.Status.RemovedResourceVersion; rv != "" && !resourceversion.Valid(rv) {
-		return fmt.Errorf("GPUUsage %s/%s: removedResourceVersion %q is not a resourceVersion", u.Namespace, u.Name, rv)
+		return fmt.Errorf("GPUReservationSet %s/%s: removedResourceVersion %q is not a resourceVersion", u.Namespace, u.Name, rv)
 	}
 	seen := make(map[types.UID]bool, len(u.Status.Reservations))
 	for i, r := range u.Status.Reservations {
 		switch {
 		case r.PodUID == "":
-			return fmt.Errorf("GPUUsage %s/%s: reservation %d has no podUID", u.Namespace, u.Name, i)
+			return fmt.Errorf("GPUReservationSet %s/%s: reservation %d has no podUID", u.Namespace, u.Name, i)
 		case seen[r.PodUID]:
-			return fmt.Errorf("GPUUsage %s/%s: pod %s is reserved twice", u.Namespace, u.Name, r.PodUID)
+			return fmt.Errorf("GPUReservationSet %s/%s: pod %s is reserved twice", u.Namespace, u.Name, r.PodUID)
 		case negative(r):
-			return fmt.Errorf("GPUUsage %s/%s: reservation of pod %s has a negative demand", u.Namespace, u.Name, r.PodUID)
+			return fmt.Errorf("GPUReservationSet %s/%s: reservation of pod %s has a negative demand", u.Namespace, u.Name, r.PodUID)
 		case r.RecordedResourceVersion != "" && !resourceversion.Valid(r.RecordedResourceVersion):
-			return fmt.Errorf("GPUUsage %s/%s: reservation of pod %s: recordedResourceVersion %q is not a resourceVersion",
+			return fmt.Errorf("GPUReservationSet %s/%s: reservation of pod %s: recordedResourceVersion %q is not a resourceVersion",
 				u.Namespace, u.Name, r.PodUID, r.RecordedResourceVersion)
 		}
 		seen[r.PodUID] = true
@@ -40,7 +40,7 @@ func Validate(u *gpuadmitv1.GPUUsage) error {
 // resourceVersion its watch passed (its ledger holds the pod, or saw it
 // go). The ledger, counting them, leaves out those it recorded itself
 // (ledger.Reservation). A reservation no replica recorded is Unconfirmed.
-func Countable(st gpuadmitv1.GPUUsageStatus, podsRV string) []ledger.Reservation {
+func Countable(st gpuadmitv1.GPUReservationSetStatus, podsRV string) []ledger.Reservation {
 	out := make([]ledger.Reservation, 0, len(st.Reservations))
 	for _, r := range st.Reservations {
 		if r.ClaimName != "" { // counted until its claim is gone (the ledger skips it once it records the claim)

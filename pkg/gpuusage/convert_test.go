@@ -18,7 +18,7 @@ import (
 // "9" is before "10"); one no replica recorded is unconfirmed; a watch of
 // unknown progress counts them all.
 func TestCountable(t *testing.T) {
-	st := gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{
+	st := gpuadmitv1.GPUReservationSetStatus{Reservations: []gpuadmitv1.Reservation{
 		{PodUID: "new", PodName: "new", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 100}},
 		{PodUID: "old", PodName: "old", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 200}, RecordedResourceVersion: "9"},
 		{PodUID: "later", PodName: "later", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 300}, RecordedResourceVersion: "11"},
@@ -43,10 +43,10 @@ func TestCountable(t *testing.T) {
 // includes the reservations of an object deleted by hand, kept until it is
 // written back, and leaves out a malformed object's.
 func TestReservedCountsKeptReservations(t *testing.T) {
-	held := &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "gone", Name: gpuadmitv1.ObjectName},
-		Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{{PodUID: "r1", PodName: "r1", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 1000}}}}}
-	bad := &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "bad", Name: gpuadmitv1.ObjectName},
-		Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{{PodUID: "x"}, {PodUID: "x"}}}}
+	held := &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "gone", Name: gpuadmitv1.ObjectName},
+		Status: gpuadmitv1.GPUReservationSetStatus{Reservations: []gpuadmitv1.Reservation{{PodUID: "r1", PodName: "r1", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 1000}}}}}
+	bad := &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "bad", Name: gpuadmitv1.ObjectName},
+		Status: gpuadmitv1.GPUReservationSetStatus{Reservations: []gpuadmitv1.Reservation{{PodUID: "x"}, {PodUID: "x"}}}}
 	c := fakeClient(t, bad)
 	s, _, _, _ := newStore(t, c, "a")
 	s.Deleted(toolscache.DeletedFinalStateUnknown{Key: "gone/usage", Obj: held})
@@ -77,7 +77,7 @@ func TestReservationFamilies(t *testing.T) {
 	if got := usageOf(r); !got.Equal(u) {
 		t.Errorf("usageOf with families.nvidia = %v, want %v (counted once)", got, u)
 	}
-	bad := gpuadmitv1.GPUUsage{Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{{PodUID: "u",
+	bad := gpuadmitv1.GPUReservationSet{Status: gpuadmitv1.GPUReservationSetStatus{Reservations: []gpuadmitv1.Reservation{{PodUID: "u",
 		Families: map[string]gpuadmitv1.Demand{"ascend-910B2": {GPUMem: -1}}}}}}
 	if err := Validate(&bad); err == nil || !strings.Contains(err.Error(), "negative demand") {
 		t.Errorf("Validate of a negative family demand = %v, want an error", err)

@@ -1,4 +1,4 @@
-// Package gpuusage keeps each namespace's GPUUsage object (API group
+// Package gpuusage keeps each namespace's GPUReservationSet (API group
 // gpuadmit.io): the reservations every webhook replica shares, written with
 // the object's resourceVersion (compare and swap, as the in-tree
 // ResourceQuota admission commits quota status), so that several replicas
@@ -55,7 +55,10 @@
 // namespace before deciding there again (fresh.go).
 //
 // What users read (kubectl get gpuusage: used, reserved and hard per
-// resource, printer columns, conditions) is written by the Summarizer
-// (summary.go), on the elected replica only, with merge patches that leave
-// the reservations alone.
+// resource, printer columns, conditions) is another object, the
+// namespace's GPUUsage, written by the Summarizer (summary.go) on the
+// elected replica only: no summary write moves the resourceVersion the
+// admission rounds compare and swap, so none makes them conflict. A
+// conflict is counted by the cause the winning write left in the object
+// (status.lastWrite: admission or tidy).
 package gpuusage

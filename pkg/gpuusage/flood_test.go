@@ -157,7 +157,7 @@ func idle(clk *clocktesting.FakeClock, outstanding *atomic.Int64) {
 // pods, each counted once.
 func held(t *testing.T, c client.Client, l *ledger.Ledger) int64 {
 	t.Helper()
-	u := &gpuadmitv1.GPUUsage{}
+	u := &gpuadmitv1.GPUReservationSet{}
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: gpuadmitv1.ObjectName}, u); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}

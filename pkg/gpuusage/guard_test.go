@@ -27,7 +27,7 @@ func reserve(ctx context.Context, s *Store, uid, name string, demand effective.U
 }
 
 // TestReviewNeverReplacesReservation: a second review for a reserved pod's
-// UID (its name and UID are readable by anyone who may view GPUUsage)
+// UID (its name and UID are readable by anyone who may view GPUReservationSet)
 // cannot shrink or move the reservation; the API server's retry of the
 // very same review is allowed without a second reservation; a create review
 // for the UID of a pod the ledger recorded is refused. (Found by an attack:
@@ -45,7 +45,7 @@ func TestReviewNeverReplacesReservation(t *testing.T) {
 		demand         effective.Usage
 		want           string // "" for allowed
 	}{
-		{"a smaller demand", "u1", "p1", vec(1, 1), `pod UID u1 is already reserved in GPUUsage ns/usage as pod "p1"`},
+		{"a smaller demand", "u1", "p1", vec(1, 1), `pod UID u1 is already reserved in GPUReservationSet ns/usage as pod "p1"`},
 		{"another name", "u1", "other", vec(1, 6144), "a review never replaces a reservation"},
 		{"the same review again (the API server's retry)", "u1", "p1", vec(1, 6144), ""},
 	} {

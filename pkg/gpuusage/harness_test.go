@@ -99,11 +99,17 @@ type counted struct {
 	mu                sync.Mutex
 	refused, ended    []string
 	conflicts, writes atomic.Int64
+	causes            []string // of the conflicts
 }
 
 func (c *counted) Refused(r string) { c.mu.Lock(); c.refused = append(c.refused, r); c.mu.Unlock() }
 func (c *counted) Ended(r string)   { c.mu.Lock(); c.ended = append(c.ended, r); c.mu.Unlock() }
-func (c *counted) Conflict()        { c.conflicts.Add(1) }
+func (c *counted) Conflict(cause string) {
+	c.mu.Lock()
+	c.causes = append(c.causes, cause)
+	c.mu.Unlock()
+	c.conflicts.Add(1)
+}
 func (c *counted) Wrote(time.Duration, int) {
 	c.writes.Add(1)
 }
@@ -180,10 +186,26 @@ func members(s *Store) *fakeMembers { return s.members.(*fakeMembers) }
 func metrics(s *Store) *counted     { return s.metrics.(*counted) }
 
 func fakeClient(t *testing.T, objs ...client.Object) client.WithWatch {
-	return fake.NewClientBuilder().WithScheme(scheme(t)).WithStatusSubresource(&gpuadmitv1.GPUUsage{}).WithObjects(objs...).Build()
+	return fake.NewClientBuilder().WithScheme(scheme(t)).WithStatusSubresource(&gpuadmitv1.GPUUsage{}, &gpuadmitv1.GPUReservationSet{}).WithObjects(objs...).Build()
 }
 
-func usage(t *testing.T, c client.Client, ns string) *gpuadmitv1.GPUUsage {
+// usage reads ns's GPUReservationSet.
+func usage(t *testing.T, c client.Client, ns string) *gpuadmitv1.GPUReservationSet {
+	t.Helper()
+	return reservationSet(t, c, ns)
+}
+
+func reservationSet(t *testing.T, c client.Client, ns string) *gpuadmitv1.GPUReservationSet {
+	t.Helper()
+	u := &gpuadmitv1.GPUReservationSet{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: gpuadmitv1.ObjectName}, u); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// summaryOf reads ns's GPUUsage (the summary).
+func summaryOf(t *testing.T, c client.Client, ns string) *gpuadmitv1.GPUUsage {
 	t.Helper()
 	u := &gpuadmitv1.GPUUsage{}
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: gpuadmitv1.ObjectName}, u); err != nil {

@@ -20,18 +20,18 @@ import (
 // conflict. changed wakes the rounds that wait for the informer.
 type copies struct {
 	mu      sync.Mutex
-	latest  map[string]*gpuadmitv1.GPUUsage
-	changed chan struct{} // closed and replaced when the informer delivers a GPUUsage
+	latest  map[string]*gpuadmitv1.GPUReservationSet
+	changed chan struct{} // closed and replaced when the informer delivers a GPUReservationSet
 }
 
 func (c *copies) init() {
-	c.latest = map[string]*gpuadmitv1.GPUUsage{}
+	c.latest = map[string]*gpuadmitv1.GPUReservationSet{}
 	c.changed = make(chan struct{})
 }
 
 // remember keeps u as the namespace's object this replica wrote last (nil:
 // forget it).
-func (c *copies) remember(ns string, u *gpuadmitv1.GPUUsage) {
+func (c *copies) remember(ns string, u *gpuadmitv1.GPUReservationSet) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if u == nil {
@@ -44,7 +44,7 @@ func (c *copies) remember(ns string, u *gpuadmitv1.GPUUsage) {
 // newest returns u, or the copy this replica wrote of the same object when
 // that is newer (resourceVersions of one object grow); it forgets the copy
 // once u caught up.
-func (c *copies) newest(u *gpuadmitv1.GPUUsage) *gpuadmitv1.GPUUsage {
+func (c *copies) newest(u *gpuadmitv1.GPUReservationSet) *gpuadmitv1.GPUReservationSet {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	mine := c.latest[u.Namespace]
@@ -65,14 +65,14 @@ func (c *copies) next() <-chan struct{} {
 	return c.changed
 }
 
-// Changed is the GPUUsage informer's add and update handler: it wakes the
+// Changed is the GPUReservationSet informer's add and update handler: it wakes the
 // rounds waiting for the informer to catch up after a conflict, and, while
 // the object holds a reservation of a pod this replica's watch recorded,
 // hurries this replica's progress Lease (Membership.Hurry): the
 // reservation's removal waits for every live replica's progress to pass
 // the pod.
 func (s *Store) Changed(obj any) {
-	if u, ok := obj.(*gpuadmitv1.GPUUsage); ok && slices.ContainsFunc(u.Status.Reservations, func(r gpuadmitv1.Reservation) bool {
+	if u, ok := obj.(*gpuadmitv1.GPUReservationSet); ok && slices.ContainsFunc(u.Status.Reservations, func(r gpuadmitv1.Reservation) bool {
 		return r.ClaimName == "" && s.ledger.Seen(r.PodUID) != ""
 	}) {
 		s.members.Hurry()
@@ -91,7 +91,7 @@ func (s *Store) caughtUp(ctx context.Context, ns, removed string) error {
 		return nil
 	}
 	if err := s.watch.WaitForPods(ctx, removed); err != nil {
-		return fmt.Errorf("this replica's pod watch (at resourceVersion %s) is behind the reservations other replicas removed from GPUUsage %s/%s (through %s): %w",
+		return fmt.Errorf("this replica's pod watch (at resourceVersion %s) is behind the reservations other replicas removed from GPUReservationSet %s/%s (through %s): %w",
 			s.watch.PodsResourceVersion(), ns, gpuadmitv1.ObjectName, removed, err)
 	}
 	return nil
@@ -108,7 +108,7 @@ const catchUpWait = 50 * time.Millisecond
 // winner's write usually reaches the informer within milliseconds, and
 // waiting for it costs the API server nothing and lets more reviews join
 // the batch.
-func (s *Store) read(ctx context.Context, ns, refused string) (*gpuadmitv1.GPUUsage, error) {
+func (s *Store) read(ctx context.Context, ns, refused string) (*gpuadmitv1.GPUReservationSet, error) {
 	u, err := s.get(ctx, s.client, ns)
 	if refused != "" {
 		u, err = s.newerThan(ctx, ns, refused, u, err)
@@ -118,7 +118,7 @@ func (s *Store) read(ctx context.Context, ns, refused string) (*gpuadmitv1.GPUUs
 		s.copies.remember(ns, nil)
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("reading GPUUsage %s/%s: %w", ns, gpuadmitv1.ObjectName, err)
+		return nil, fmt.Errorf("reading GPUReservationSet %s/%s: %w", ns, gpuadmitv1.ObjectName, err)
 	}
 	u = s.copies.newest(u)
 	if err := Validate(u); err != nil {
@@ -129,7 +129,7 @@ func (s *Store) read(ctx context.Context, ns, refused string) (*gpuadmitv1.GPUUs
 
 // newerThan waits for the informer to hold a version of the object newer
 // than refused (u, err: what it holds now), else reads the API server.
-func (s *Store) newerThan(ctx context.Context, ns, refused string, u *gpuadmitv1.GPUUsage, err error) (*gpuadmitv1.GPUUsage, error) {
+func (s *Store) newerThan(ctx context.Context, ns, refused string, u *gpuadmitv1.GPUReservationSet, err error) (*gpuadmitv1.GPUReservationSet, error) {
 	deadline := time.NewTimer(catchUpWait)
 	defer deadline.Stop()
 	for err != nil || !resourceversion.Newer(u.ResourceVersion, refused) {
@@ -146,8 +146,8 @@ func (s *Store) newerThan(ctx context.Context, ns, refused string, u *gpuadmitv1
 	return u, nil
 }
 
-func (s *Store) get(ctx context.Context, r client.Reader, ns string) (*gpuadmitv1.GPUUsage, error) {
-	u := &gpuadmitv1.GPUUsage{}
+func (s *Store) get(ctx context.Context, r client.Reader, ns string) (*gpuadmitv1.GPUReservationSet, error) {
+	u := &gpuadmitv1.GPUReservationSet{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: gpuadmitv1.ObjectName}, u); err != nil {
 		return nil, err
 	}
@@ -156,9 +156,9 @@ func (s *Store) get(ctx context.Context, r client.Reader, ns string) (*gpuadmitv
 
 // write sets u's status to st (creating the object when u is nil) with
 // u's resourceVersion, and remembers the object written.
-func (s *Store) write(ctx context.Context, ns string, u *gpuadmitv1.GPUUsage, st gpuadmitv1.GPUUsageStatus) error {
+func (s *Store) write(ctx context.Context, ns string, u *gpuadmitv1.GPUReservationSet, st gpuadmitv1.GPUReservationSetStatus) error {
 	if u == nil {
-		u = &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gpuadmitv1.ObjectName,
+		u = &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gpuadmitv1.ObjectName,
 			Labels: map[string]string{"app.kubernetes.io/managed-by": "gpuadmit"}}}
 		if err := s.client.Create(ctx, u); err != nil {
 			return err

@@ -97,7 +97,7 @@ func (qs *queues) init() { qs.m = map[string]*queue{} }
 // naming its reservation) against the namespace's reservations as the API
 // server holds them, with those of the reviews decided before it in this
 // replica, and, when the decision allows a pod with demand (not a dry
-// run), adds the pod's reservation to the namespace's GPUUsage object with
+// run), adds the pod's reservation to the namespace's GPUReservationSet with
 // the object's resourceVersion. It returns the decision only once nothing
 // had to be reserved or the reservation is written. A conflict (another
 // replica wrote first) re-reads the object and decides again; a review
@@ -134,7 +134,7 @@ func (s *Store) tidyNamespace(ctx context.Context, ns string) (int, error) {
 	case a := <-j.done:
 		return a.removed, a.err
 	case <-ctx.Done():
-		return 0, fmt.Errorf("tidying GPUUsage %s/%s: %w", ns, gpuadmitv1.ObjectName, ctx.Err())
+		return 0, fmt.Errorf("tidying GPUReservationSet %s/%s: %w", ns, gpuadmitv1.ObjectName, ctx.Err())
 	}
 }
 

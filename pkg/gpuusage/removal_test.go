@@ -27,8 +27,8 @@ func TestRecordedRemovedWithoutMark(t *testing.T) {
 	res := func(uid string) gpuadmitv1.Reservation {
 		return gpuadmitv1.Reservation{PodUID: types.UID(uid), PodName: uid, Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 100}}
 	}
-	u := &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
-		Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{res("early"), res("late")}}}
+	u := &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+		Status: gpuadmitv1.GPUReservationSetStatus{Reservations: []gpuadmitv1.Reservation{res("early"), res("late")}}}
 	c := fakeClient(t, u)
 	s, l, w, _ := newStore(t, c, "a")
 	l.UpsertPod(testpod.New("early").NS("ns").UID("early").RV("70").App("c", testpod.GPU(1), testpod.Mem(100)).Build())
@@ -45,7 +45,7 @@ func TestRecordedRemovedWithoutMark(t *testing.T) {
 	}
 	// Direct removal: fresh reservations, b passed the first pod only.
 	u = usage(t, c, "ns")
-	u.Status = gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{res("early"), res("late")}}
+	u.Status = gpuadmitv1.GPUReservationSetStatus{Reservations: []gpuadmitv1.Reservation{res("early"), res("late")}}
 	if err := c.Status().Update(t.Context(), u); err != nil {
 		t.Fatal(err)
 	}
@@ -71,9 +71,9 @@ func TestRecordedRemovedWithoutMark(t *testing.T) {
 func TestChangedHurriesOnlyForRecordedPods(t *testing.T) {
 	s, l, _, _ := newStore(t, fakeClient(t), "a")
 	l.UpsertPod(testpod.New("seen").NS("ns").UID("seen").RV("70").App("c", testpod.GPU(1), testpod.Mem(100)).Build())
-	obj := func(rs ...gpuadmitv1.Reservation) *gpuadmitv1.GPUUsage {
-		return &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
-			Status: gpuadmitv1.GPUUsageStatus{Reservations: rs}}
+	obj := func(rs ...gpuadmitv1.Reservation) *gpuadmitv1.GPUReservationSet {
+		return &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+			Status: gpuadmitv1.GPUReservationSetStatus{Reservations: rs}}
 	}
 	s.Changed(obj())
 	s.Changed(obj(gpuadmitv1.Reservation{PodUID: "unseen", PodName: "unseen"}))

@@ -86,7 +86,7 @@ const (
 // reservations of st waits for them: only when every one of them is due to
 // be checked before the review's deadline (less waitMargin); else it is
 // decided (denied).
-func (s *Store) waitOrDecide(r *review, st *gpuadmitv1.GPUUsageStatus) (outcome, error) {
+func (s *Store) waitOrDecide(r *review, st *gpuadmitv1.GPUReservationSetStatus) (outcome, error) {
 	left, ok := s.waitLeft(r)
 	if !ok {
 		return decided, nil // no deadline (never hold the queue), or too close to it
@@ -115,7 +115,7 @@ func (s *Store) waitOrDecide(r *review, st *gpuadmitv1.GPUUsageStatus) (outcome,
 // (removed once every live replica's watch passed it, a few writes), or
 // one nobody recorded whose absence check is due in time (the due ones
 // are its blockers, read as they fall due). Else it is refused at once.
-func (s *Store) waitAtCap(r *review, st *gpuadmitv1.GPUUsageStatus) bool {
+func (s *Store) waitAtCap(r *review, st *gpuadmitv1.GPUReservationSetStatus) bool {
 	left, ok := s.waitLeft(r)
 	if !ok {
 		return false

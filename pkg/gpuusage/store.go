@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 )
 
@@ -17,6 +18,16 @@ import (
 const (
 	EndRecorded = "recorded" // every live replica recorded the pod
 	EndAbsent   = "absent"   // a read confirmed the pod does not exist
+)
+
+// Causes of a conflicting write (Metrics.Conflict): the winning write
+// added a reservation, or only tidied; unknown when the object read after
+// the conflict does not say (it was created and its status not written
+// yet, or the read failed).
+const (
+	ConflictAdmission = gpuadmitv1.WriteAdmission
+	ConflictTidy      = gpuadmitv1.WriteTidy
+	ConflictUnknown   = "unknown"
 )
 
 // Reasons a reservation was refused (Metrics.Refused).
@@ -99,7 +110,11 @@ type Records interface {
 type Metrics interface {
 	Refused(reason string)
 	Ended(reason string)
-	Conflict()
+	// Conflict counts a write refused because the object changed since it
+	// was read, by the cause of the change that won (ConflictAdmission,
+	// ConflictTidy, ConflictUnknown). A summary write never makes one: the
+	// summary is another object (summary.go).
+	Conflict(cause string)
 	// Wrote is told how long a status write took and how many reviews it
 	// reserved for (0: a tidy-only write).
 	Wrote(took time.Duration, reviews int)
@@ -107,9 +122,9 @@ type Metrics interface {
 
 // Parts are what a Store works with.
 type Parts struct {
-	// Client reads GPUUsage objects and webhook configurations from the
+	// Client reads GPUReservationSets and webhook configurations from the
 	// informer cache and writes to the API server; API reads from the API
-	// server (pods, and GPUUsage after a conflict).
+	// server (pods, and GPUReservationSets after a conflict).
 	Client  client.Client
 	API     client.Reader
 	Ledger  Records
@@ -120,7 +135,7 @@ type Parts struct {
 	Metrics Metrics
 }
 
-// Store admits GPU pods into the namespaces' GPUUsage objects, and tidies
+// Store admits GPU pods into the namespaces' GPUReservationSets, and tidies
 // them, for one replica. It owns the reservation state of this replica:
 // what it wrote that the informer has not delivered (copies), the
 // reservations of deleted objects (lost), the absence checks (absence) and
@@ -177,5 +192,5 @@ type noMetrics struct{}
 
 func (noMetrics) Refused(string)           {}
 func (noMetrics) Ended(string)             {}
-func (noMetrics) Conflict()                {}
+func (noMetrics) Conflict(string)          {}
 func (noMetrics) Wrote(time.Duration, int) {}

@@ -65,10 +65,10 @@ func TestAdmitCommitsBeforeAllowed(t *testing.T) {
 func TestAdmitRetriesOnConflict(t *testing.T) {
 	inject := &atomic.Int64{}
 	inject.Store(2)
-	base := fakeClient(t, &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName}})
+	base := fakeClient(t, &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName}})
 	c := interceptor.NewClient(base, interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 		if inject.Add(-1) >= 0 {
-			return apierrors.NewConflict(gpuadmitv1.GroupVersion().WithResource("gpuusages").GroupResource(), gpuadmitv1.ObjectName, errors.New("stale"))
+			return apierrors.NewConflict(gpuadmitv1.GroupVersion().WithResource(gpuadmitv1.ReservationSetResource).GroupResource(), gpuadmitv1.ObjectName, errors.New("stale"))
 		}
 		return cl.SubResource(sub).Update(ctx, obj, opts...)
 	}})
@@ -93,11 +93,11 @@ func TestAdmitRetriesOnConflict(t *testing.T) {
 // TestMalformedObjectFailsClosed: an object edited by hand into something
 // the schema let through is refused for its namespace, with its name.
 func TestMalformedObjectFailsClosed(t *testing.T) {
-	u := &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
-		Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{{PodUID: "x"}, {PodUID: "x"}}}}
+	u := &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+		Status: gpuadmitv1.GPUReservationSetStatus{Reservations: []gpuadmitv1.Reservation{{PodUID: "x"}, {PodUID: "x"}}}}
 	s, _, _, _ := newStore(t, fakeClient(t, u), "a")
 	err := admitPod(context.Background(), s, "ns", "u", "p", func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: vec(1, 1)}, nil })
-	if err == nil || !strings.Contains(err.Error(), "GPUUsage ns/usage: pod x is reserved twice") {
+	if err == nil || !strings.Contains(err.Error(), "GPUReservationSet ns/usage: pod x is reserved twice") {
 		t.Fatalf("malformed object: %v", err)
 	}
 }
@@ -105,8 +105,8 @@ func TestMalformedObjectFailsClosed(t *testing.T) {
 // TestCaughtUp: a replica whose pod watch is behind the point up to which
 // other replicas removed reservations does not decide until it caught up.
 func TestCaughtUp(t *testing.T) {
-	u := &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
-		Status: gpuadmitv1.GPUUsageStatus{RemovedResourceVersion: "50"}}
+	u := &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+		Status: gpuadmitv1.GPUReservationSetStatus{RemovedResourceVersion: "50"}}
 	s, _, w, _ := newStore(t, fakeClient(t, u), "a")
 	w.rv.Store(40)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -133,8 +133,8 @@ func TestClean(t *testing.T) {
 	gone := gpuadmitv1.Reservation{PodUID: "gone", PodName: "gone", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 100}}
 	exists := gpuadmitv1.Reservation{PodUID: "exists", PodName: "exists", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 100}}
 	recorded := gpuadmitv1.Reservation{PodUID: "rec", PodName: "rec", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 100}}
-	u := &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
-		Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{gone, exists, recorded}}}
+	u := &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+		Status: gpuadmitv1.GPUReservationSetStatus{Reservations: []gpuadmitv1.Reservation{gone, exists, recorded}}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "exists", UID: "exists"}}
 	c := fakeClient(t, u, pod)
 	s, l, w, clk := newStore(t, c, "a")
@@ -171,9 +171,9 @@ func TestDeletedObjectIsRepaired(t *testing.T) {
 	held := []gpuadmitv1.Reservation{
 		{PodUID: "r1", PodName: "r1", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 1000}},
 		{PodUID: "r2", PodName: "r2", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 2000}}}
-	obj := func() *gpuadmitv1.GPUUsage {
-		return &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
-			Status: gpuadmitv1.GPUUsageStatus{Reservations: held, ReservationCount: 2, RemovedResourceVersion: "5"}}
+	obj := func() *gpuadmitv1.GPUReservationSet {
+		return &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+			Status: gpuadmitv1.GPUReservationSetStatus{Reservations: held, ReservationCount: 2, RemovedResourceVersion: "5"}}
 	}
 	ctx := context.Background()
 	deleteIt := func(c client.Client, s *Store) {
@@ -184,7 +184,7 @@ func TestDeletedObjectIsRepaired(t *testing.T) {
 		}
 		s.Deleted(toolscache.DeletedFinalStateUnknown{Key: "ns/usage", Obj: u})
 	}
-	uids := func(u *gpuadmitv1.GPUUsage) string {
+	uids := func(u *gpuadmitv1.GPUReservationSet) string {
 		var out []string
 		for _, r := range u.Status.Reservations {
 			out = append(out, string(r.PodUID))

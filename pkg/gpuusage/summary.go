@@ -25,9 +25,9 @@ import (
 // ResourceQuota that sets it), the "used/hard" printer columns, and
 // conditions naming input gpuadmit cannot use. It runs on the elected
 // replica only, writes a namespace's fields only when they changed and at
-// most once per MinGap, with a merge patch that leaves the reservations
-// alone (the admission path's writes never wait for it: at worst one of
-// them conflicts and is decided again).
+// most once per MinGap, with a merge patch. The reservations are in the
+// namespace's GPUReservationSet, which it never writes, so the admission
+// path's writes neither wait for it nor conflict with it.
 type Summarizer struct {
 	Client client.Client // reads GPUUsage from the informer cache, writes to the API server
 	Ledger *ledger.Ledger
@@ -53,15 +53,7 @@ type Reservations interface {
 // Start compares and writes until ctx ends; the server runs it on the
 // elected replica only, and again each time that replica is elected.
 func (s *Summarizer) Start(ctx context.Context) error {
-	if s.Every <= 0 {
-		s.Every = 250 * time.Millisecond
-	}
-	if s.MinGap <= 0 {
-		s.MinGap = time.Second
-	}
-	if s.Clock == nil {
-		s.Clock = clock.RealClock{}
-	}
+	s.defaults()
 	s.last = map[string]time.Time{}
 	s.Log.Info("elected: writing the GPUUsage summaries")
 	t := time.NewTicker(s.Every)
@@ -76,12 +68,26 @@ func (s *Summarizer) Start(ctx context.Context) error {
 	}
 }
 
-// Round writes every namespace whose summary changed (and whose last write
-// is MinGap old); it returns how many it wrote.
-func (s *Summarizer) Round(ctx context.Context) int {
+// defaults fills in what the Summarizer was not given.
+func (s *Summarizer) defaults() {
+	if s.Every <= 0 {
+		s.Every = 250 * time.Millisecond
+	}
+	if s.MinGap <= 0 {
+		s.MinGap = time.Second
+	}
+	if s.Clock == nil {
+		s.Clock = clock.RealClock{}
+	}
 	if s.last == nil {
 		s.last = map[string]time.Time{}
 	}
+}
+
+// Round writes every namespace whose summary changed (and whose last write
+// is MinGap old); it returns how many it wrote.
+func (s *Summarizer) Round(ctx context.Context) int {
+	s.defaults()
 	var list gpuadmitv1.GPUUsageList
 	if err := s.Client.List(ctx, &list); err != nil {
 		s.Log.Error(err, "listing GPUUsage objects")
@@ -139,9 +145,8 @@ func (s *Summarizer) consider(ctx context.Context, u *gpuadmitv1.GPUUsage, n led
 	return true
 }
 
-// write sets the summary fields of ns's object (creating the object when
-// there is none) with a merge patch: no resourceVersion, so it never
-// conflicts, and the reservations are not part of it.
+// write sets the summary fields of ns's GPUUsage (creating it when there
+// is none) with a merge patch: no resourceVersion, so it never conflicts.
 func (s *Summarizer) write(ctx context.Context, ns string, u *gpuadmitv1.GPUUsage, want gpuadmitv1.GPUUsageStatus) error {
 	if u == nil {
 		u = &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gpuadmitv1.ObjectName,

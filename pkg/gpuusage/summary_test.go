@@ -70,12 +70,14 @@ func TestSummarize(t *testing.T) {
 
 // TestSummarizerWritesOnlyChangesAtMostOncePerGap: a round writes a
 // namespace only when its summary changed and its last write is MinGap
-// old; the write leaves the reservations as they are, and creates the
-// object of a namespace that has a limit but none yet.
+// old; the write never touches the reservations' object, and creates the
+// GPUUsage of a namespace that has a limit but none yet.
 func TestSummarizerWritesOnlyChangesAtMostOncePerGap(t *testing.T) {
 	held := gpuadmitv1.Reservation{PodUID: "r", PodName: "r", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 1024}}
-	base := fakeClient(t, &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
-		Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{held}, ReservationCount: 1}})
+	base := fakeClient(t, &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName}},
+		&gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+			Status: gpuadmitv1.GPUReservationSetStatus{Reservations: []gpuadmitv1.Reservation{held}, ReservationCount: 1}})
+	setRV := reservationSet(t, base, "ns").ResourceVersion
 	var patches atomic.Int64
 	c := interceptor.NewClient(base, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 		patches.Add(1)
@@ -92,12 +94,16 @@ func TestSummarizerWritesOnlyChangesAtMostOncePerGap(t *testing.T) {
 	if n := s.Round(ctx); n != 2 || patches.Load() != 2 {
 		t.Fatalf("first round wrote %d (%d patches), want both namespaces", n, patches.Load())
 	}
-	u := usage(t, base, "ns")
-	if u.Status.Summary.GPUMem != "0/8192" || len(u.Status.Reservations) != 1 || u.Status.Reservations[0].PodUID != "r" ||
-		u.Status.Resources[1].Reserved != 1024 {
+	u := summaryOf(t, base, "ns")
+	if u.Status.Summary.GPUMem != "0/8192" || u.Status.Resources[1].Reserved != 1024 {
 		t.Fatalf("after the first write: %+v", u.Status)
 	}
-	if got := usage(t, base, "other").Status.Summary.GPU; got != "0/2" {
+	// The summary is another object than the reservations: no summary write
+	// moves the resourceVersion an admission's compare-and-swap carries.
+	if set := reservationSet(t, base, "ns"); set.ResourceVersion != setRV || len(set.Status.Reservations) != 1 {
+		t.Fatalf("the summary write touched the GPUReservationSet: resourceVersion %s, was %s; %+v", set.ResourceVersion, setRV, set.Status)
+	}
+	if got := summaryOf(t, base, "other").Status.Summary.GPU; got != "0/2" {
 		t.Fatalf("the namespace without an object got %q", got)
 	}
 	if n := s.Round(ctx); n != 0 {
@@ -109,8 +115,8 @@ func TestSummarizerWritesOnlyChangesAtMostOncePerGap(t *testing.T) {
 		t.Fatalf("written again within MinGap")
 	}
 	clk.SetTime(clk.Now().Add(600 * time.Millisecond))
-	if n := s.Round(ctx); n != 1 || usage(t, base, "ns").Status.Summary.GPUMem != "4096/8192" {
-		t.Fatalf("the change was not written after MinGap: %d, %q", n, usage(t, base, "ns").Status.Summary.GPUMem)
+	if n := s.Round(ctx); n != 1 || summaryOf(t, base, "ns").Status.Summary.GPUMem != "4096/8192" {
+		t.Fatalf("the change was not written after MinGap: %d, %q", n, summaryOf(t, base, "ns").Status.Summary.GPUMem)
 	}
 }
 

@@ -111,7 +111,7 @@ func (c *freshnessCollector) Collect(ch chan<- prometheus.Metric) {
 type serverMetrics struct {
 	reservationsEnded    *prometheus.CounterVec
 	reservationsRefused  *prometheus.CounterVec
-	reservationConflicts prometheus.Counter
+	reservationConflicts *prometheus.CounterVec
 	writes               prometheus.Histogram
 	groups               prometheus.Histogram
 	summaries            prometheus.Counter
@@ -125,20 +125,20 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 		}, []string{"reason"}),
 		reservationsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpuadmit_reservations_refused_total",
-			Help: "Admissions refused instead of reserved, by reason: limit (the namespace's GPUUsage holds admission.reservations.maxPerNamespace reservations), duplicate (the pod's UID is already reserved with another name or demand, or already a recorded pod: a review that is not the API server's).",
+			Help: "Admissions refused instead of reserved, by reason: limit (the namespace's GPUReservationSet holds admission.reservations.maxPerNamespace reservations), duplicate (the pod's UID is already reserved with another name or demand, or already a recorded pod: a review that is not the API server's).",
 		}, []string{"reason"}),
-		reservationConflicts: prometheus.NewCounter(prometheus.CounterOpts{
+		reservationConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpuadmit_reservation_conflicts_total",
-			Help: "Reservation writes refused because another replica wrote the namespace's GPUUsage first (the decision was made again).",
-		}),
+			Help: "Reservation writes refused because another write of the namespace's GPUReservationSet came first (the decision was made again), by the cause of that write: admission (it added a reservation), tidy (it only marked, removed or restored reservations), unknown (the object read after the conflict does not say). The summaries users read are in GPUUsage, another object: they never make a conflict.",
+		}, []string{"cause"}),
 		writes: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "gpuadmit_gpuusage_write_duration_seconds",
-			Help:    "Time of one GPUUsage status write (reservations added or tidied), conflicting ones included.",
+			Help:    "Time of one GPUReservationSet status write (reservations added or tidied), conflicting ones included.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}),
 		groups: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "gpuadmit_gpuusage_write_group_size",
-			Help:    "Reviews decided together for one GPUUsage status write (the reviews that queued while the previous write of the namespace was in flight).",
+			Help:    "Reviews decided together for one GPUReservationSet status write (the reviews that queued while the previous write of the namespace was in flight).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
 		}),
 	}
@@ -153,6 +153,9 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 	for _, r := range []string{gpuusage.RefusedLimit, gpuusage.RefusedDuplicate} {
 		m.reservationsRefused.WithLabelValues(r)
 	}
+	for _, c := range []string{gpuusage.ConflictAdmission, gpuusage.ConflictTidy, gpuusage.ConflictUnknown} {
+		m.reservationConflicts.WithLabelValues(c)
+	}
 	for _, c := range []prometheus.Collector{m.reservationsEnded, m.reservationsRefused, m.reservationConflicts, m.writes, m.groups, m.summaries} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering reservation metrics: %w", err)
@@ -165,7 +168,7 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 type storeMetrics struct{ m *serverMetrics }
 
 func (s storeMetrics) Ended(reason string)   { s.m.reservationsEnded.WithLabelValues(reason).Inc() }
-func (s storeMetrics) Conflict()             { s.m.reservationConflicts.Inc() }
+func (s storeMetrics) Conflict(cause string) { s.m.reservationConflicts.WithLabelValues(cause).Inc() }
 func (s storeMetrics) Refused(reason string) { s.m.reservationsRefused.WithLabelValues(reason).Inc() }
 func (s storeMetrics) Wrote(took time.Duration, reviews int) {
 	s.m.writes.Observe(took.Seconds())

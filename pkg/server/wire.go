@@ -194,7 +194,7 @@ func (s *Server) Blocked() error {
 		return fmt.Errorf("the %s watches have not synced yet, so the usage ledger would under-count", missing)
 	}
 	if !s.usage() {
-		return errors.New("the GPUUsage watch has not synced yet, so other replicas' reservations are unknown")
+		return errors.New("the GPUReservationSet watch has not synced yet, so other replicas' reservations are unknown")
 	}
 	if err := s.members.Announced(); err != nil {
 		return err
