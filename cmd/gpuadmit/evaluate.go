@@ -17,6 +17,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 	"github.com/gpuadmit/gpuadmit/pkg/matchcond"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -40,7 +41,7 @@ type evaluation struct {
 	engine *policy.Engine
 	ledger *ledger.Ledger
 	// reserved are the namespaces' GPUUsage reservations (live only).
-	reserved map[string][]ledger.Reservation
+	reserved map[string][]reservation.Reservation
 	decider  *decision.Decider
 	matcher  *matchcond.Matcher
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // stateUsage is the help of --state.
@@ -35,7 +36,7 @@ type source interface {
 	// reports on (nil: every one); reserve also reads their GPUUsage
 	// reservations, by namespace (a dump has none; for every namespace,
 	// those of the namespaces the state has GPU pods, claims or quotas in).
-	ledger(ctx context.Context, ch charging, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]ledger.Reservation, error)
+	ledger(ctx context.Context, ch charging, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]reservation.Reservation, error)
 	// user is who the requests come from (input.userInfo).
 	user(ctx context.Context) (decision.UserInfo, error)
 	// gpuadmit is the client that reads gpuadmit's own configuration and
@@ -64,7 +65,7 @@ func (dump) namespace() (string, error) { return "default", nil }
 
 func (dump) gpuadmit() (kubernetes.Interface, error) { return nil, nil }
 
-func (d dump) ledger(_ context.Context, ch charging, _ []string, _ bool) (*ledger.Ledger, map[string][]ledger.Reservation, error) {
+func (d dump) ledger(_ context.Context, ch charging, _ []string, _ bool) (*ledger.Ledger, map[string][]reservation.Reservation, error) {
 	l, err := loadState(d.path, d.stdin, ch, logr.Discard())
 	return l, nil, err
 }
@@ -183,7 +184,7 @@ func (l live) client() (kubernetes.Interface, error) {
 
 func (l live) gpuadmit() (kubernetes.Interface, error) { return l.client() }
 
-func (l live) ledger(ctx context.Context, ch charging, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]ledger.Reservation, error) {
+func (l live) ledger(ctx context.Context, ch charging, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]reservation.Reservation, error) {
 	cfg, err := l.config()
 	if err != nil {
 		return nil, nil, err
@@ -207,7 +208,7 @@ func (l live) ledger(ctx context.Context, ch charging, namespaces []string, rese
 	if namespaces == nil { // every namespace: those the state has
 		namespaces = sortedNamespaces(led.Snapshot(nil))
 	}
-	reserved := map[string][]ledger.Reservation{}
+	reserved := map[string][]reservation.Reservation{}
 	for _, ns := range namespaces {
 		rs, err := clusterstate.Reservations(ctx, dc, ns, st.PodsResourceVersion)
 		if err != nil {

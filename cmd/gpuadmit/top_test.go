@@ -10,8 +10,8 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // quotaDoc is a ResourceQuota of ns whose spec.hard is hard ("key: value, ...").
@@ -245,7 +245,7 @@ func TestTopFamilies(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := ledgerOf(objs, charging{families: twoFamilies()}, logr.Discard())
-	reserved := map[string][]ledger.Reservation{"team-b": {{UID: "u1", Name: "admitted", Demand: effective.UsageOf(ascend, effective.Vector{GPU: 2})}}}
+	reserved := map[string][]reservation.Reservation{"team-b": {{UID: "u1", Name: "admitted", Demand: effective.UsageOf(ascend, effective.Vector{GPU: 2})}}}
 	ws, err := parseWhatIfs([]string{"team-a=huawei.com/Ascend910B2=2"})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // stateFlags are the flags of the commands that report on the cluster's
@@ -44,7 +45,7 @@ func (c *cli) reading(cmd *cobra.Command, f stateFlags, run func() error) error 
 // and the namespace shown ("" for every one).
 type view struct {
 	ledger   *ledger.Ledger
-	reserved map[string][]ledger.Reservation
+	reserved map[string][]reservation.Reservation
 	ch       charging
 	ns       string
 	warn     func(string)

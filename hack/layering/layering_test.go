@@ -1,6 +1,6 @@
 // Package layering_test keeps the request path going one way, down:
 // server -> admission -> gpuusage (the reservation store) -> decision ->
-// ledger -> effective, with membership beside gpuusage. A package may
+// ledger -> reservation -> effective, with membership beside gpuusage. A package may
 // depend on the ones below it, never on one above; pkg/effective depends on
 // nothing of the project. No package of pkg/ and no production command
 // (cmd/webhook, cmd/gpuadmit, cmd/nvml-agent) depends on test support
@@ -27,6 +27,13 @@ func TestRequestPathGoesDown(t *testing.T) {
 		"pkg/ledger":   {"pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "policy"},
 		"policy":       {"pkg/ledger", "pkg/decision", "pkg/admission", "pkg/server", "internal/", "hack/", "cmd/", "tests/"},
 		"pkg/decision": {"pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server"},
+
+		// The reservation concept (its type, counting rule, validation,
+		// assumed copies) sits below the ledger, which counts what it is
+		// handed; it knows only the API types, pkg/effective and
+		// resourceVersions.
+		"pkg/reservation": {"pkg/ledger", "pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "pkg/openreports", "pkg/clusterstate", "policy", "internal/", "hack/", "cmd/"},
+
 		// The reservation store decides through the decision, below it;
 		// the replicas' membership knows neither.
 		"pkg/gpuusage":   {"pkg/membership", "pkg/admission", "pkg/server"},

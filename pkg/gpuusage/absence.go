@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // A reservation nobody recorded is checked confirmAfter after this replica
@@ -173,7 +173,7 @@ func (s *Store) confirmAbsent(ctx context.Context, ns string, rs []gpuadmitv1.Re
 			}
 			s.absence.markAbsent(r.PodUID)
 			mu.Lock()
-			gone = append(gone, cmp.Or(r.PodName, ledger.ClaimKey(r.ClaimName)))
+			gone = append(gone, cmp.Or(r.PodName, reservation.ClaimKey(r.ClaimName)))
 			mu.Unlock()
 		})
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -114,7 +115,7 @@ func (w *claimWorld) check(at string) {
 	if err := w.store.client.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: gpuadmitv1.ObjectName}, u); client.IgnoreNotFound(err) != nil {
 		w.t.Fatal(err)
 	}
-	s := w.l.Namespace(w.ns, Countable(u.Status, w.watch.PodsResourceVersion()))
+	s := w.l.Namespace(w.ns, reservation.Countable(u.Status, w.watch.PodsResourceVersion()))
 	if got := s.Used.Of("nvidia").MemMiB + s.Reserved.Of("nvidia").MemMiB; got > claimLimit {
 		w.t.Fatalf("%s: %d MiB used + %d MiB reserved, over the %d MiB limit", at, s.Used.Of("nvidia").MemMiB, s.Reserved.Of("nvidia").MemMiB, claimLimit)
 	}

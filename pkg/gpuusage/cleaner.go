@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // Start runs the cleaner until ctx ends (a controller-runtime Runnable):
@@ -47,11 +47,11 @@ func (s *Store) Clean(ctx context.Context) int {
 	present := map[types.UID]bool{}
 	nss := s.lost.namespaces()
 	for i := range list.Items {
-		u := s.copies.newest(&list.Items[i])
+		u := s.copies.Newest(&list.Items[i])
 		if len(u.Status.Reservations) == 0 {
 			continue
 		}
-		if err := Validate(u); err != nil {
+		if err := reservation.Validate(u); err != nil {
 			s.opts.Log.Error(err, "not cleaning a malformed GPUReservationSet")
 			continue
 		}
@@ -84,23 +84,23 @@ func (s *Store) Clean(ctx context.Context) int {
 // Reserved returns, by namespace, the reservations this replica counts
 // (Countable; the kept ones of deleted objects included), as the informer
 // holds the objects: for the summaries users read and the metrics.
-func (s *Store) Reserved(ctx context.Context) (map[string][]ledger.Reservation, error) {
+func (s *Store) Reserved(ctx context.Context) (map[string][]reservation.Reservation, error) {
 	var list gpuadmitv1.GPUReservationSetList
 	if err := s.client.List(ctx, &list); err != nil {
 		return nil, err
 	}
 	podsRV := s.watch.PodsResourceVersion()
-	out := map[string][]ledger.Reservation{}
+	out := map[string][]reservation.Reservation{}
 	add := func(ns string, st gpuadmitv1.GPUReservationSetStatus) {
-		if rs := Countable(st, podsRV); len(rs) > 0 {
+		if rs := reservation.Countable(st, podsRV); len(rs) > 0 {
 			out[ns] = rs
 		}
 	}
 	seen := map[string]bool{}
 	for i := range list.Items {
-		u := s.copies.newest(&list.Items[i])
+		u := s.copies.Newest(&list.Items[i])
 		seen[u.Namespace] = true
-		if Validate(u) != nil {
+		if reservation.Validate(u) != nil {
 			continue
 		}
 		st, _ := s.lost.merge(u.Namespace, u.Status)

@@ -21,16 +21,8 @@
 // waited are decided again smallest first (settle.go); confirmAfter is
 // checked against the review budget, loudly (window.go).
 //
-// A reservation's life in the object:
-//
-//	admitted, written ──▶ RESERVED ──a replica's watch records the pod──▶ MARKED (recordedResourceVersion)
-//	                         │  │                                            │ every live replica's pod
-//	                         │  └─every live replica's watch passed the      │ watch passed that mark
-//	                         │    tidying one's record of the pod─────────┐  │
-//	                         │ nobody recorded it, confirmAfter passed    ▼  ▼
-//	                        DUE ──a read finds no pod of that UID──▶ REMOVED (removedResourceVersion advances)
-//	                         ▲ │ the pod exists unseen, or the read failed
-//	                         └─┘ read again later, backing off to recheckMax
+// A reservation's life in the object (its state machine) and the rule
+// by which a replica counts it are pkg/reservation's.
 //
 // How far every replica's pod watch got comes from the replicas' progress
 // Leases (Membership, pkg/membership): renewed every second, and, while an
@@ -42,7 +34,7 @@
 // removed at once, unmarked, when every live replica's watch already
 // passed that record (the same rule as for a mark, one write sooner). A
 // replica counts a reservation
-// until its own watch recorded the pod (Countable), and one whose watch is
+// until its own watch recorded the pod (reservation.Countable), and one whose watch is
 // behind removedResourceVersion waits before deciding. Marks and removals
 // ride on the namespace's next write, made by the worker: an admission
 // batch's, or a tidy job of the cleaner's round (cleaner.go), which also

@@ -21,6 +21,7 @@ import (
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // TestForgedFloodDeniesNoGenuineCreate: another validating webhook on pod
@@ -161,6 +162,6 @@ func held(t *testing.T, c client.Client, l *ledger.Ledger) int64 {
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: gpuadmitv1.ObjectName}, u); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
-	snap := l.Namespace("ns", Countable(u.Status, ""))
+	snap := l.Namespace("ns", reservation.Countable(u.Status, ""))
 	return snap.Used.Of("nvidia").MemMiB + snap.Reserved.Of("nvidia").MemMiB
 }

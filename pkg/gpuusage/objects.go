@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,58 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 	"github.com/gpuadmit/gpuadmit/pkg/resourceversion"
 )
-
-// copies are the objects this replica wrote last, by namespace, until the
-// informer delivers them: a round that read the older copy would only
-// conflict. changed wakes the rounds that wait for the informer.
-type copies struct {
-	mu      sync.Mutex
-	latest  map[string]*gpuadmitv1.GPUReservationSet
-	changed chan struct{} // closed and replaced when the informer delivers a GPUReservationSet
-}
-
-func (c *copies) init() {
-	c.latest = map[string]*gpuadmitv1.GPUReservationSet{}
-	c.changed = make(chan struct{})
-}
-
-// remember keeps u as the namespace's object this replica wrote last (nil:
-// forget it).
-func (c *copies) remember(ns string, u *gpuadmitv1.GPUReservationSet) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if u == nil {
-		delete(c.latest, ns)
-		return
-	}
-	c.latest[ns] = u.DeepCopy()
-}
-
-// newest returns u, or the copy this replica wrote of the same object when
-// that is newer (resourceVersions of one object grow); it forgets the copy
-// once u caught up.
-func (c *copies) newest(u *gpuadmitv1.GPUReservationSet) *gpuadmitv1.GPUReservationSet {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	mine := c.latest[u.Namespace]
-	if mine == nil {
-		return u
-	}
-	if mine.UID == u.UID && resourceversion.Newer(mine.ResourceVersion, u.ResourceVersion) {
-		return mine.DeepCopy()
-	}
-	delete(c.latest, u.Namespace)
-	return u
-}
-
-// next returns a channel closed at the informer's next delivery.
-func (c *copies) next() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.changed
-}
 
 // Changed is the GPUReservationSet informer's add and update handler: it wakes the
 // rounds waiting for the informer to catch up after a conflict, and, while
@@ -77,10 +27,7 @@ func (s *Store) Changed(obj any) {
 	}) {
 		s.members.Hurry()
 	}
-	s.copies.mu.Lock()
-	defer s.copies.mu.Unlock()
-	close(s.copies.changed)
-	s.copies.changed = make(chan struct{})
+	s.copies.Delivered()
 }
 
 // caughtUp waits until this replica's pod watch reached removed, the point
@@ -115,13 +62,13 @@ func (s *Store) read(ctx context.Context, ns, refused string) (*gpuadmitv1.GPURe
 	}
 	switch {
 	case apierrors.IsNotFound(err):
-		s.copies.remember(ns, nil)
+		s.copies.Assume(ns, nil)
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading GPUReservationSet %s/%s: %w", ns, gpuadmitv1.ObjectName, err)
 	}
-	u = s.copies.newest(u)
-	if err := Validate(u); err != nil {
+	u = s.copies.Newest(u)
+	if err := reservation.Validate(u); err != nil {
 		return nil, fmt.Errorf("%w; the namespace's GPU pods are refused until it is fixed or deleted", err)
 	}
 	return u, nil
@@ -133,7 +80,7 @@ func (s *Store) newerThan(ctx context.Context, ns, refused string, u *gpuadmitv1
 	deadline := time.NewTimer(catchUpWait)
 	defer deadline.Stop()
 	for err != nil || !resourceversion.Newer(u.ResourceVersion, refused) {
-		changed := s.copies.next()
+		changed := s.copies.Next()
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -171,6 +118,6 @@ func (s *Store) write(ctx context.Context, ns string, u *gpuadmitv1.GPUReservati
 	if err := s.client.Status().Update(ctx, u); err != nil {
 		return err
 	}
-	s.copies.remember(ns, u)
+	s.copies.Assume(ns, u)
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // TestRecordedRemovedWithoutMark: a reservation whose pod this replica
@@ -40,7 +41,7 @@ func TestRecordedRemovedWithoutMark(t *testing.T) {
 	if len(st.Reservations) != 2 || st.Reservations[0].RecordedResourceVersion != "70" || st.Reservations[1].RecordedResourceVersion != "90" || st.RemovedResourceVersion != "" {
 		t.Fatalf("with a replica that published no progress: %+v; want both marked, none removed", st)
 	}
-	if n := len(Countable(st, "60")); n != 2 {
+	if n := len(reservation.Countable(st, "60")); n != 2 {
 		t.Fatalf("a replica whose watch is at 60 counts %d reservations, want 2", n)
 	}
 	// Direct removal: fresh reservations, b passed the first pod only.

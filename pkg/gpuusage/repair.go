@@ -7,6 +7,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 	"github.com/gpuadmit/gpuadmit/pkg/resourceversion"
 )
 
@@ -39,7 +40,7 @@ func (s *Store) Deleted(obj any) {
 		obj = d.Obj
 	}
 	u, ok := obj.(*gpuadmitv1.GPUReservationSet)
-	if !ok || len(u.Status.Reservations) == 0 || Validate(u) != nil {
+	if !ok || len(u.Status.Reservations) == 0 || reservation.Validate(u) != nil {
 		return
 	}
 	s.opts.Log.Info("GPUReservationSet deleted while it held reservations: they are kept and the object is recreated",

@@ -10,7 +10,7 @@ import (
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // A review denied only because of unconfirmed reservations (admissions
@@ -70,8 +70,8 @@ func compareSize(a, b effective.Usage) int {
 }
 
 // heldFor is the room held for a review that waits.
-func heldFor(r *review) ledger.Reservation {
-	return ledger.Reservation{UID: r.uid, Name: podName(r.req), Demand: r.result.Effective, Unconfirmed: true}
+func heldFor(r *review) reservation.Reservation {
+	return reservation.Reservation{UID: r.uid, Name: podName(r.req), Demand: r.result.Effective, Unconfirmed: true}
 }
 
 // waitMargin: a waiting review is answered (with its denial) this long

@@ -12,6 +12,7 @@ import (
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // Reasons a reservation ended (Metrics.Ended).
@@ -151,11 +152,11 @@ type Store struct {
 	metrics Metrics
 	opts    Options
 
-	queues  queues  // reviews waiting, by namespace (queue.go)
-	copies  copies  // objects this replica wrote, until the informer has them (objects.go)
-	lost    lost    // reservations of deleted objects (repair.go)
-	absence absence // absence checks (absence.go)
-	proofs  proofs  // namespaces proved fresh after a pause (fresh.go)
+	queues  queues               // reviews waiting, by namespace (queue.go)
+	copies  *reservation.Assumed // objects this replica wrote, until the informer has them
+	lost    lost                 // reservations of deleted objects (repair.go)
+	absence absence              // absence checks (absence.go)
+	proofs  proofs               // namespaces proved fresh after a pause (fresh.go)
 
 	lastWrite atomic.Int64 // how long the last status write took (ns)
 	window    atomic.Int64 // the derived confirmAfter (ns; window.go)
@@ -176,9 +177,8 @@ func NewStore(p Parts, opts Options) *Store {
 		p.Metrics = noMetrics{}
 	}
 	s := &Store{client: p.Client, api: p.API, ledger: p.Ledger, watch: p.Watch, members: p.Members, decider: p.Decider,
-		metrics: p.Metrics, opts: opts}
+		metrics: p.Metrics, opts: opts, copies: reservation.NewAssumed()}
 	s.queues.init()
-	s.copies.init()
 	s.lost.init()
 	s.absence.init()
 	s.proofs.init()

@@ -18,6 +18,7 @@ import (
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // Summarizer writes what users read of a namespace's GPUUsage (kubectl get
@@ -32,7 +33,7 @@ type Summarizer struct {
 	Client client.Client // reads GPUUsage from the informer cache, writes to the API server
 	Ledger *ledger.Ledger
 	// Reservations are those the namespaces' objects hold (*Store).
-	Reservations Reservations
+	Reservations reservation.Reader
 	// Every is how often the ledger is compared with the objects (default
 	// 250ms); MinGap the least time between two writes of one namespace
 	// (default 1s).
@@ -43,11 +44,6 @@ type Summarizer struct {
 	Log     logr.Logger
 
 	last map[string]time.Time
-}
-
-// Reservations lists the reservations each namespace's object holds.
-type Reservations interface {
-	Reserved(ctx context.Context) (map[string][]ledger.Reservation, error)
 }
 
 // Start compares and writes until ctx ends; the server runs it on the

@@ -19,6 +19,7 @@ import (
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 func condition(st gpuadmitv1.GPUUsageStatus, typ string) metav1.Condition {
@@ -38,7 +39,7 @@ func TestSummarize(t *testing.T) {
 	l.UpsertQuota(testquota.New("ns", "broken", map[string]string{"limits.nvidia.com/gpucores": "1.5"}))
 	l.UpsertPod(testpod.New("a").NS("ns").UID("a").Init("load", testpod.GPU(1), testpod.Mem(20480)).App("srv", testpod.GPU(1), testpod.Mem(10240)).InitRunning("load").Build())
 	l.UpsertPod(testpod.New("pct").NS("ns").UID("pct").App("c", testpod.GPU(1), testpod.MemPct(50)).Build())
-	pending := []ledger.Reservation{{UID: "r", Name: "r", Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 1024})}}
+	pending := []reservation.Reservation{{UID: "r", Name: "r", Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 1024})}}
 	now := time.Unix(1000, 0)
 	st := summarize(l.Namespace("ns", pending), []effective.Family{effective.Nvidia()}, nil, now)
 
@@ -121,9 +122,11 @@ func TestSummarizerWritesOnlyChangesAtMostOncePerGap(t *testing.T) {
 }
 
 // reserved are fixed reservations by namespace.
-type reserved map[string][]ledger.Reservation
+type reserved map[string][]reservation.Reservation
 
-func (r reserved) Reserved(context.Context) (map[string][]ledger.Reservation, error) { return r, nil }
+func (r reserved) Reserved(context.Context) (map[string][]reservation.Reservation, error) {
+	return r, nil
+}
 
 // TestSummarizeWithinLimits: a quota lowered under the namespace's use
 // turns WithinLimits False, naming the resource, what is charged and the
@@ -132,7 +135,7 @@ func TestSummarizeWithinLimits(t *testing.T) {
 	fams := []effective.Family{effective.Nvidia()}
 	l := ledger.New(ledger.Options{Families: fams})
 	l.UpsertPod(testpod.New("a").NS("ns").UID("a").App("srv", testpod.GPU(1), testpod.Mem(10240)).Build())
-	pending := []ledger.Reservation{{UID: "r", Name: "r", Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 2048})}}
+	pending := []reservation.Reservation{{UID: "r", Name: "r", Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 2048})}}
 	now := time.Unix(1000, 0)
 	for _, tt := range []struct {
 		name, limit string

@@ -9,12 +9,13 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
 // registerStateMetrics registers gauges read at scrape time: the ledger's
 // sizes, the policy engine's status and the watches' freshness.
-func registerStateMetrics(reg prometheus.Registerer, l *ledger.Ledger, e *policy.Engine, feed *ledger.Feed, store reservations) error {
+func registerStateMetrics(reg prometheus.Registerer, l *ledger.Ledger, e *policy.Engine, feed *ledger.Feed, store reservation.Reader) error {
 	stat := func(f func(ledger.Stats) int) func() float64 {
 		return func() float64 { return float64(f(l.Stats())) }
 	}
@@ -55,15 +56,9 @@ func registerStateMetrics(reg prometheus.Registerer, l *ledger.Ledger, e *policy
 	return nil
 }
 
-// reservations lists the reservations of the namespaces' objects
-// (*gpuusage.Store).
-type reservations interface {
-	Reserved(ctx context.Context) (map[string][]ledger.Reservation, error)
-}
-
 // counted is how many reservations of store's this replica counts (-1
 // when they cannot be read).
-func counted(store reservations) int {
+func counted(store reservation.Reader) int {
 	pending, err := store.Reserved(context.Background())
 	if err != nil {
 		return -1

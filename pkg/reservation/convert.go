@@ -1,4 +1,4 @@
-package gpuusage
+package reservation
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/resourceversion"
 )
 
@@ -35,29 +34,37 @@ func Validate(u *gpuadmitv1.GPUReservationSet) error {
 	return nil
 }
 
-// Countable returns the reservations of st that a replica whose pod watch
-// reached podsRV counts: all but those recorded (by any replica) at a
-// resourceVersion its watch passed (its ledger holds the pod, or saw it
-// go). The ledger, counting them, leaves out those it recorded itself
-// (ledger.Reservation). A reservation no replica recorded is Unconfirmed.
-func Countable(st gpuadmitv1.GPUReservationSetStatus, podsRV string) []ledger.Reservation {
-	out := make([]ledger.Reservation, 0, len(st.Reservations))
+// Countable is the replica's half of the counting rule: the reservations
+// of st that a replica whose pod watch reached podsRV hands its ledger to
+// count: all but those recorded (by any replica) at a resourceVersion its
+// watch passed (its ledger holds the pod, or saw it go). The ledger,
+// counting them, leaves out those it recorded itself (Counts). A
+// reservation no replica recorded is Unconfirmed.
+func Countable(st gpuadmitv1.GPUReservationSetStatus, podsRV string) []Reservation {
+	out := make([]Reservation, 0, len(st.Reservations))
 	for _, r := range st.Reservations {
 		if r.ClaimName != "" { // counted until its claim is gone (the ledger skips it once it records the claim)
-			out = append(out, ledger.Reservation{UID: r.PodUID, Name: ledger.ClaimKey(r.ClaimName), Demand: usageOf(r),
+			out = append(out, Reservation{UID: r.PodUID, Name: ClaimKey(r.ClaimName), Demand: UsageOf(r),
 				Unconfirmed: r.RecordedResourceVersion == ""})
 			continue
 		}
 		if r.RecordedResourceVersion != "" && resourceversion.AtLeast(podsRV, r.RecordedResourceVersion) {
 			continue
 		}
-		out = append(out, ledger.Reservation{UID: r.PodUID, Name: r.PodName, Demand: usageOf(r),
+		out = append(out, Reservation{UID: r.PodUID, Name: r.PodName, Demand: UsageOf(r),
 			Unconfirmed: r.RecordedResourceVersion == ""})
 	}
 	return out
 }
 
-// nvidia is the family whose demand a Reservation keeps in Demand (every
+// ClaimKey is the name under which a claim's reservation and the ledger's
+// record of the claim are matched (Counts' NameHeldByOther): a pod's is its
+// name, a claim's its name under a prefix no pod name can have.
+func ClaimKey(name string) string { return claimPrefix + name }
+
+const claimPrefix = "resourceclaim/"
+
+// nvidia is the family whose demand a reservation keeps in Demand (every
 // other family's is in Families).
 const nvidia = effective.NvidiaName
 
@@ -75,8 +82,8 @@ func negative(r gpuadmitv1.Reservation) bool {
 	return false
 }
 
-// usageOf is a reservation's demand per family.
-func usageOf(r gpuadmitv1.Reservation) effective.Usage {
+// UsageOf is a reservation's demand per family.
+func UsageOf(r gpuadmitv1.Reservation) effective.Usage {
 	u := effective.UsageOf(nvidia, vectorOf(r.Demand))
 	for f, d := range r.Families {
 		if f == nvidia {
@@ -87,9 +94,9 @@ func usageOf(r gpuadmitv1.Reservation) effective.Usage {
 	return u
 }
 
-// demandOf splits a demand per family into a Reservation's Demand (the
+// DemandOf splits a demand per family into a reservation's Demand (the
 // nvidia family's) and Families (every other family's).
-func demandOf(u effective.Usage) (gpuadmitv1.Demand, map[string]gpuadmitv1.Demand) {
+func DemandOf(u effective.Usage) (gpuadmitv1.Demand, map[string]gpuadmitv1.Demand) {
 	var others map[string]gpuadmitv1.Demand
 	for f, v := range u {
 		if f == nvidia || v.IsZero() {
