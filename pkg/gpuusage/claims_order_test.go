@@ -83,7 +83,7 @@ func newClaimWorld(t *testing.T, engine *policy.Engine) *claimWorld {
 	w.rv.Store(1)
 	s := NewStore(Parts{Client: c, API: c, Ledger: l, Watch: w, Members: &fakeMembers{watch: w, others: map[string]string{}},
 		Decider: d, Metrics: &counted{}}, Options{Replica: "a", ConfirmAfter: time.Second, RecheckMax: 4 * time.Second, ReadsPerSecond: 10,
-		Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0))})
+		Clock: clocktesting.NewFakeClock(time.Unix(1000, 0))})
 	cw := &claimWorld{t: t, store: s, l: l, watch: w}
 	cw.scenario("ns")
 	return cw

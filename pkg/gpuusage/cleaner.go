@@ -16,14 +16,14 @@ import (
 // every second it refreshes the confirm window (window.go) and does one
 // round (Clean).
 func (s *Store) Start(ctx context.Context) error {
-	t := time.NewTicker(time.Second)
+	t := s.opts.Clock.NewTicker(time.Second)
 	defer t.Stop()
 	s.refreshWindow(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-t.C():
 			s.refreshWindow(ctx)
 			s.Clean(ctx)
 		}

@@ -110,13 +110,18 @@ func (s *Store) commit(ns string, q *queue, b batch) {
 	}
 }
 
-// backOff waits a random time up to the last write's duration.
+// backOff waits a random time up to the last write's duration (on the
+// store's clock).
 func (s *Store) backOff(ctx context.Context) {
-	t := time.NewTimer(time.Duration(rand.Int64N(s.lastWrite.Load() + 1)))
+	d := time.Duration(rand.Int64N(s.lastWrite.Load() + 1))
+	if d <= 0 {
+		return
+	}
+	t := s.opts.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-	case <-t.C:
+	case <-t.C():
 	}
 }
 

@@ -164,13 +164,13 @@ func scheme(t *testing.T) *runtime.Scheme {
 
 // newStore returns replica's store on c, its ledger, pod watch (at 1) and
 // clock; s.members is a *fakeMembers and s.metrics a *counted.
-func newStore(t *testing.T, c client.Client, replica string) (*Store, *ledger.Ledger, *fakeWatch, *clocktesting.FakePassiveClock) {
+func newStore(t *testing.T, c client.Client, replica string) (*Store, *ledger.Ledger, *fakeWatch, *clocktesting.FakeClock) {
 	t.Helper()
 	return newStoreWith(t, c, replica, Options{ConfirmAfter: time.Second, RecheckMax: 4 * time.Second, ReadsPerSecond: 10,
-		Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0))})
+		Clock: clocktesting.NewFakeClock(time.Unix(1000, 0))})
 }
 
-func newStoreWith(t *testing.T, c client.Client, replica string, opts Options) (*Store, *ledger.Ledger, *fakeWatch, *clocktesting.FakePassiveClock) {
+func newStoreWith(t *testing.T, c client.Client, replica string, opts Options) (*Store, *ledger.Ledger, *fakeWatch, *clocktesting.FakeClock) {
 	t.Helper()
 	l := ledger.New(ledger.Options{Families: []effective.Family{effective.Nvidia()}})
 	w := &fakeWatch{}
@@ -178,7 +178,7 @@ func newStoreWith(t *testing.T, c client.Client, replica string, opts Options) (
 	opts.Replica = replica
 	s := NewStore(Parts{Client: c, API: c, Ledger: l, Watch: w, Members: &fakeMembers{watch: w, others: map[string]string{}},
 		Decider: testDecider{}, Metrics: &counted{}}, opts)
-	clk, _ := opts.Clock.(*clocktesting.FakePassiveClock)
+	clk, _ := opts.Clock.(*clocktesting.FakeClock)
 	return s, l, w, clk
 }
 

@@ -77,20 +77,26 @@ func (s *Store) read(ctx context.Context, ns, refused string) (*gpuadmitv1.GPURe
 // newerThan waits for the informer to hold a version of the object newer
 // than refused (u, err: what it holds now), else reads the API server.
 func (s *Store) newerThan(ctx context.Context, ns, refused string, u *gpuadmitv1.GPUReservationSet, err error) (*gpuadmitv1.GPUReservationSet, error) {
-	deadline := time.NewTimer(catchUpWait)
+	deadline := s.opts.Clock.NewTimer(catchUpWait)
 	defer deadline.Stop()
-	for err != nil || !resourceversion.Newer(u.ResourceVersion, refused) {
+	for !newer(u, err, refused) {
 		changed := s.copies.Next()
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-deadline.C:
+		case <-deadline.C():
 			return s.get(ctx, s.api, ns)
 		case <-changed:
 		}
 		u, err = s.get(ctx, s.client, ns)
 	}
 	return u, nil
+}
+
+// newer reports whether u (read with err) is newer than the refused
+// write's resourceVersion; after a refused create ("0"), any object is.
+func newer(u *gpuadmitv1.GPUReservationSet, err error, refused string) bool {
+	return err == nil && (refused == "0" || resourceversion.Newer(u.ResourceVersion, refused))
 }
 
 func (s *Store) get(ctx context.Context, r client.Reader, ns string) (*gpuadmitv1.GPUReservationSet, error) {

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"k8s.io/utils/clock"
-
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/reservation"
@@ -181,21 +179,12 @@ func (s *Store) settle(ctx context.Context, ns string, w *review) {
 	s.sleep(ctx, next)
 }
 
-// sleep waits d on the store's clock (a clock that only tells the time:
-// the wall clock's timer), or until ctx ends.
+// sleep waits d on the store's clock, or until ctx ends.
 func (s *Store) sleep(ctx context.Context, d time.Duration) {
-	var fired <-chan time.Time
-	if clk, ok := s.opts.Clock.(clock.Clock); ok {
-		t := clk.NewTimer(d)
-		defer t.Stop()
-		fired = t.C()
-	} else {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		fired = t.C
-	}
+	t := s.opts.Clock.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-ctx.Done():
-	case <-fired:
+	case <-t.C():
 	}
 }

@@ -61,8 +61,11 @@ type Options struct {
 	// WorkerIdle is how long a namespace's worker waits for more reviews
 	// before it ends (0: one second; see drain).
 	WorkerIdle time.Duration
-	// Clock tells this replica's time (nil: the wall clock).
-	Clock clock.PassiveClock
+	// Clock tells this replica's time and times its waits: the cleaner's
+	// rounds, the backoff after a conflict, the wait for the informer, a
+	// worker's idle end, a review's wait for unconfirmed reservations
+	// (nil: the wall clock).
+	Clock clock.WithTicker
 	Log   logr.Logger
 }
 

@@ -60,14 +60,16 @@ func TestAdmitCommitsBeforeAllowed(t *testing.T) {
 }
 
 // TestAdmitRetriesOnConflict: a write refused for a stale resourceVersion
-// (another replica wrote first) re-reads the object and decides again; a
-// review whose context ends gives up with an error, never "allowed".
+// (another replica wrote first: the object changed) re-reads the object
+// and decides again; a review whose context ends gives up with an error,
+// never "allowed".
 func TestAdmitRetriesOnConflict(t *testing.T) {
 	inject := &atomic.Int64{}
 	inject.Store(2)
 	base := fakeClient(t, &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName}})
 	c := interceptor.NewClient(base, interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 		if inject.Add(-1) >= 0 {
+			rewrite(t, base, gpuadmitv1.LastWrite{Writer: "b", Cause: gpuadmitv1.WriteTidy}) // the write that came first
 			return apierrors.NewConflict(gpuadmitv1.GroupVersion().WithResource(gpuadmitv1.ReservationSetResource).GroupResource(), gpuadmitv1.ObjectName, errors.New("stale"))
 		}
 		return cl.SubResource(sub).Update(ctx, obj, opts...)
@@ -311,27 +313,42 @@ func TestConcurrentAdmissionsAreGroupedAndExact(t *testing.T) {
 // in its namespace gives up when its context ends, with an error (never
 // nil), and its decide never runs.
 func TestQueuedReviewHonoursItsDeadline(t *testing.T) {
-	release := make(chan struct{})
+	release, inFlight := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	c := interceptor.NewClient(fakeClient(t), interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		once.Do(func() { close(inFlight) })
 		<-release
 		return cl.SubResource(sub).Update(ctx, obj, opts...)
 	}})
-	s, _, _, _ := newStore(t, c, "a")
+	s, _, _, clk := newStore(t, c, "a")
 	first := make(chan error, 1)
 	go func() {
 		first <- admitPod(context.Background(), s, "ns", "u1", "p1", func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: vec(1, 1)}, nil })
 	}()
-	time.Sleep(20 * time.Millisecond) // the first review's write is in flight
+	<-inFlight // the first review's write is in flight
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	decided := false
-	err := admitPod(ctx, s, "ns", "u2", "p2", func(req decision.Request) (verdict, error) {
-		decided = true
-		return verdict{Reserve: true, Demand: vec(1, 1)}, nil
-	})
+	var decided atomic.Bool
+	second := make(chan error, 1)
+	go func() {
+		second <- admitPod(ctx, s, "ns", "u2", "p2", func(req decision.Request) (verdict, error) {
+			decided.Store(true)
+			return verdict{Reserve: true, Demand: vec(1, 1)}, nil
+		})
+	}()
+	<-ctx.Done()
+	var err error
+	for answered := false; !answered; {
+		select {
+		case err = <-second:
+			answered = true
+		case <-time.After(time.Millisecond):
+			clk.Step(answerGrace) // the grace after its deadline passes on the store's clock
+		}
+	}
 	close(release)
-	if err == nil || decided || !strings.Contains(err.Error(), "waiting for the earlier decisions in namespace ns") {
-		t.Fatalf("queued review: err %v, decided %v", err, decided)
+	if err == nil || decided.Load() || !strings.Contains(err.Error(), "waiting for the earlier decisions in namespace ns") {
+		t.Fatalf("queued review: err %v, decided %v", err, decided.Load())
 	}
 	if err := <-first; err != nil {
 		t.Fatal(err)

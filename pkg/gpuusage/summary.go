@@ -38,7 +38,8 @@ type Summarizer struct {
 	// 250ms); MinGap the least time between two writes of one namespace
 	// (default 1s).
 	Every, MinGap time.Duration
-	Clock         clock.PassiveClock
+	// Clock tells the time and times the rounds (nil: the wall clock).
+	Clock clock.WithTicker
 	// OnWrite, when set, counts the status writes.
 	OnWrite func()
 	Log     logr.Logger
@@ -52,13 +53,13 @@ func (s *Summarizer) Start(ctx context.Context) error {
 	s.defaults()
 	s.last = map[string]time.Time{}
 	s.Log.Info("elected: writing the GPUUsage summaries")
-	t := time.NewTicker(s.Every)
+	t := s.Clock.NewTicker(s.Every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-t.C():
 			s.Round(ctx)
 		}
 	}

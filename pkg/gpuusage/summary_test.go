@@ -87,7 +87,7 @@ func TestSummarizerWritesOnlyChangesAtMostOncePerGap(t *testing.T) {
 	l := ledger.New(ledger.Options{Families: []effective.Family{effective.Nvidia()}})
 	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "8192"}))
 	l.UpsertQuota(testquota.New("other", "q", map[string]string{"limits.nvidia.com/gpu": "2"}))
-	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	s := &Summarizer{Client: c, Ledger: l, Reservations: reserved{"ns": {{UID: "r", Name: "r", Demand: vec(1, 1024)}}},
 		MinGap: time.Second, Clock: clk, Log: logr.Discard()}
 	ctx := context.Background()

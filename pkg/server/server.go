@@ -106,8 +106,10 @@ type Options struct {
 	// bearer token the API server authenticates and authorizes for GET
 	// /metrics (TokenReview, SubjectAccessReview).
 	MetricsInsecure bool
-	// Clock is this replica's clock (default the wall clock; a test skews it).
-	Clock clock.PassiveClock
+	// Clock is this replica's clock, which also times the reservation
+	// store's and the summarizer's waits (default the wall clock; a test
+	// skews it).
+	Clock clock.WithTicker
 	// WatchDelay holds back every watch event this long (fault injection
 	// for tests: a lagging replica); 0 in production.
 	WatchDelay time.Duration
