@@ -145,6 +145,9 @@ func quotaDecider(l *ledger.Ledger, limit, need int64) decideFn {
 // meanwhile is taken when it wakes).
 func idle(clk *clocktesting.FakeClock, outstanding *atomic.Int64) {
 	for calm := 0; calm < 3; {
+		// A real pause between looks: the fake clock says only that some
+		// goroutine waits on it, not that the others are done; three calm
+		// looks a millisecond apart are what "settled" means here.
 		time.Sleep(time.Millisecond)
 		if outstanding.Load() == 0 || clk.HasWaiters() {
 			calm++

@@ -31,7 +31,12 @@ import (
 // keeps resourceVersions and refuses stale writes like the API server does;
 // tests/ha runs the same code on a real one with three replicas.
 
-type fakeWatch struct{ rv atomic.Uint64 }
+type fakeWatch struct {
+	rv atomic.Uint64
+	// waiting, when set, is told (without blocking) each time WaitForPods
+	// starts to wait.
+	waiting chan struct{}
+}
 
 func (w *fakeWatch) PodsResourceVersion() string {
 	if v := w.rv.Load(); v > 0 {
@@ -42,6 +47,12 @@ func (w *fakeWatch) PodsResourceVersion() string {
 
 func (w *fakeWatch) WaitForPods(ctx context.Context, rv string) error {
 	want, _ := strconv.ParseUint(rv, 10, 64)
+	if w.rv.Load() < want && w.waiting != nil {
+		select {
+		case w.waiting <- struct{}{}:
+		default:
+		}
+	}
 	for w.rv.Load() < want {
 		select {
 		case <-ctx.Done():

@@ -121,7 +121,8 @@ func TestCaughtUp(t *testing.T) {
 	if err == nil || decided || !strings.Contains(err.Error(), "is behind the reservations other replicas removed") {
 		t.Fatalf("behind: err %v, decided %v", err, decided)
 	}
-	go func() { time.Sleep(30 * time.Millisecond); w.rv.Store(60) }()
+	w.waiting = make(chan struct{}, 1)
+	go func() { <-w.waiting; w.rv.Store(60) }() // the watch catches up while the review waits
 	if err := admitPod(context.Background(), s, "ns", "u", "p", func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: vec(1, 1)}, nil }); err != nil {
 		t.Fatalf("caught up: %v", err)
 	}
@@ -238,17 +239,22 @@ func TestDeletedObjectIsRepaired(t *testing.T) {
 }
 
 // TestConcurrentAdmissionsAreGroupedAndExact: 100 reviews at once, half
-// through each of two replicas sharing one API server (writes take 2 ms),
-// their cleaners running all along, against a limit that fits 20: exactly
+// through each of two replicas sharing one API server (no write completes
+// before every review was sent), their cleaners running all along, against a limit that fits 20: exactly
 // 20 reserved, and each replica
 // needed far fewer writes than reviews (queued reviews are decided in
 // order and written together).
 func TestConcurrentAdmissionsAreGroupedAndExact(t *testing.T) {
-	var writes atomic.Int64
+	var writes, sent atomic.Int64
+	allSent := make(chan struct{}) // closed once every review was sent
 	base := fakeClient(t)
 	c := interceptor.NewClient(base, interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 		writes.Add(1)
-		time.Sleep(2 * time.Millisecond)
+		select { // the first writes are in flight while the reviews arrive
+		case <-allSent:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		return cl.SubResource(sub).Update(ctx, obj, opts...)
 	}})
 	const limit = 20 * 1024
@@ -280,6 +286,9 @@ func TestConcurrentAdmissionsAreGroupedAndExact(t *testing.T) {
 	for i := range 100 {
 		r := rs[i%2]
 		reviews.Go(func() {
+			if sent.Add(1) == 100 {
+				close(allSent)
+			}
 			ok := false
 			err := admitPod(t.Context(), r.s, "ns", types.UID(fmt.Sprintf("u%03d", i)), fmt.Sprintf("p%03d", i), func(req decision.Request) (verdict, error) {
 				snap := r.l.Namespace("ns", req.Reservations)
