@@ -33,6 +33,9 @@ func TestRequestPathGoesDown(t *testing.T) {
 		// handed; it knows only the API types, pkg/effective and
 		// resourceVersions.
 		"pkg/reservation": {"pkg/ledger", "pkg/decision", "pkg/gpuusage", "pkg/membership", "pkg/admission", "pkg/server", "pkg/openreports", "pkg/clusterstate", "policy", "internal/", "hack/", "cmd/"},
+		// The summaries users read: an output of the ledger and the
+		// reservations, nothing on the request path.
+		"pkg/summary": {"pkg/gpuusage", "pkg/decision", "pkg/membership", "pkg/admission", "pkg/server", "policy", "internal/", "hack/", "cmd/"},
 
 		// The reservation store decides through the decision, below it;
 		// the replicas' membership knows neither.

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/summary"
 )
 
 // TestConflictsByCause: a write lands on the namespace between replica
@@ -47,7 +48,7 @@ func TestConflictsByCause(t *testing.T) {
 			t.Helper()
 			l := ledger.New(ledger.Options{Families: []effective.Family{effective.Nvidia()}})
 			l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "8192"}))
-			s := &Summarizer{Client: base, Ledger: l, Reservations: b, Log: logr.Discard()}
+			s := &summary.Summarizer{Client: base, Ledger: l, Reservations: b, Log: logr.Discard()}
 			if n := s.Round(context.Background()); n != 1 {
 				t.Fatalf("the summarizer wrote %d namespaces, want 1", n)
 			}

@@ -48,7 +48,7 @@
 //
 // What users read (kubectl get gpuusage: used, reserved and hard per
 // resource, printer columns, conditions) is another object, the
-// namespace's GPUUsage, written by the Summarizer (summary.go) on the
+// namespace's GPUUsage, written by pkg/summary's Summarizer on the
 // elected replica only: no summary write moves the resourceVersion the
 // admission rounds compare and swap, so none makes them conflict. A
 // conflict is counted by the cause the winning write left in the object

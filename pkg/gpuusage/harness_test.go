@@ -215,16 +215,6 @@ func reservationSet(t *testing.T, c client.Client, ns string) *gpuadmitv1.GPURes
 	return u
 }
 
-// summaryOf reads ns's GPUUsage (the summary).
-func summaryOf(t *testing.T, c client.Client, ns string) *gpuadmitv1.GPUUsage {
-	t.Helper()
-	u := &gpuadmitv1.GPUUsage{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: gpuadmitv1.ObjectName}, u); err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
-
 func vec(g, m int64) effective.Usage {
 	return effective.UsageOf("nvidia", effective.Vector{GPU: g, MemMiB: m})
 }

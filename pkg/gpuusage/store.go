@@ -117,7 +117,7 @@ type Metrics interface {
 	// Conflict counts a write refused because the object changed since it
 	// was read, by the cause of the change that won (ConflictAdmission,
 	// ConflictTidy, ConflictUnknown). A summary write never makes one: the
-	// summary is another object (summary.go).
+	// summary is another object (pkg/summary).
 	Conflict(cause string)
 	// Wrote is told how long a status write took and how many reviews it
 	// reserved for (0: a tidy-only write).

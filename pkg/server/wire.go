@@ -19,8 +19,8 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/admission"
 	configv1alpha1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
-	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 	"github.com/gpuadmit/gpuadmit/pkg/openreports"
+	"github.com/gpuadmit/gpuadmit/pkg/summary"
 )
 
 // wire builds the decision and the reservation store, and registers the
@@ -122,13 +122,13 @@ func (s *Server) runnables(kube kubernetes.Interface) error {
 	}
 	// The summaries users read (kubectl get gpuusage) have one writer: the
 	// replica elected through the Lease gpuadmit-usage-status.
-	summary := &gpuusage.Summarizer{Client: s.mgr.GetClient(), Ledger: s.Ledger, Reservations: s.Store, Clock: s.opts.Clock,
+	summaries := &summary.Summarizer{Client: s.mgr.GetClient(), Ledger: s.Ledger, Reservations: s.Store, Clock: s.opts.Clock,
 		OnWrite: s.metrics.summaryWritten, Log: s.opts.Log.WithName("summary")}
-	run := summary.Start
+	run := summaries.Start
 	if s.opts.Config.OpenReportsEnabled() {
 		reports := &openreports.Writer{Client: s.mgr.GetClient(), Reader: s.mgr.GetAPIReader(), Ledger: s.Ledger,
 			Reservations: s.Store, Clock: s.opts.Clock, Log: s.opts.Log.WithName("openreports")}
-		run = both(summary.Start, reports.Start)
+		run = both(summaries.Start, reports.Start)
 	}
 	if err := s.mgr.Add(&elected{run: run, kube: kube, namespace: s.opts.Namespace, name: LeaderElectionID,
 		identity: s.opts.Replica, log: s.opts.Log.WithName("summary")}); err != nil {

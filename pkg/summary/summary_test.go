@@ -1,4 +1,4 @@
-package gpuusage
+package summary
 
 import (
 	"context"
