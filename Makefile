@@ -48,7 +48,7 @@ policies:
 ## without it): the ledger, the reservations, the decision, the membership, the webhook server, the admission handlers.
 ## -short (the ledger's model test takes 10k steps instead of 100k: six minutes under -race on 2 cores otherwise);
 ## TestSlowClients is left out: it bounds the heap, which the race detector inflates (it runs in unit).
-RACE_PKGS ?= ./pkg/ledger/... ./pkg/feed/... ./pkg/gpuusage/... ./pkg/decision/... ./pkg/membership/... ./pkg/webhookserver/... ./pkg/admission/...
+RACE_PKGS ?= ./pkg/ledger/... ./pkg/feed/... ./pkg/gpuusage/... ./pkg/reservation/... ./pkg/decision/... ./pkg/membership/... ./pkg/webhookserver/... ./pkg/admission/...
 .PHONY: unit-race
 unit-race:
 	@echo ">> unit tests of the concurrency-bearing packages with -race -short"
@@ -109,7 +109,8 @@ $(CONTROLLER_GEN): tools/codegen/go.mod tools/codegen/go.sum
 	cd tools/codegen && $(GO) build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
 
 # The CRD goes into the chart (charts/gpuadmit/files/crd); `make manifests` carries it on into manifests/crd.
-GENERATED := pkg/apis/gpuadmit/v1alpha1/zz_generated.deepcopy.go pkg/apis/config/v1alpha1/zz_generated.deepcopy.go charts/gpuadmit/files/crd/gpuadmit.io_gpuusages.yaml
+GENERATED := pkg/apis/gpuadmit/v1alpha1/zz_generated.deepcopy.go pkg/apis/config/v1alpha1/zz_generated.deepcopy.go charts/gpuadmit/files/crd/gpuadmit.io_gpuusages.yaml \
+	charts/gpuadmit/files/crd/gpuadmit.io_gpureservationsets.yaml
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./pkg/apis/... crd:crdVersions=v1 output:crd:artifacts:config=charts/gpuadmit/files/crd
 

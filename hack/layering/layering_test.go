@@ -3,7 +3,7 @@
 // manifests), what it may NOT depend on. The request path goes one way,
 // down:
 //
-//	pkg/server -> pkg/admission -> pkg/gpuusage (the reservations) -> pkg/decision -> pkg/ledger -> pkg/effective
+//	pkg/server -> pkg/admission -> pkg/gpuusage (the admission rounds) -> pkg/decision -> pkg/ledger -> pkg/reservation -> pkg/effective
 //
 // with pkg/membership beside pkg/gpuusage; a package may depend on the ones
 // below it, never on one above. The API types (pkg/apis/...) are a leaf
@@ -81,6 +81,10 @@ var rules = []rule{
 	{pkg: "pkg/config", mayNot: requestPath,
 		why: "the configuration sits below the ledger: every layer reads it"},
 	// The request path, bottom up.
+	{pkg: "pkg/reservation", mayNot: list([]string{"pkg/ledger", "pkg/feed", "pkg/podwire", "pkg/openreports", "pkg/clusterstate", "pkg/summary"}, requestPath[1:]),
+		why: "the reservation concept (its type, counting rule, validation, assumed copies) sits below the ledger, which counts what it is handed"},
+	{pkg: "pkg/summary", mayNot: list([]string{"pkg/gpuusage", "pkg/membership"}, aboveGPUUsage, []string{"pkg/decision", "policy"}),
+		why: "the summaries users read (GPUUsage): an output of the ledger and the reservations, nothing on the request path"},
 	{pkg: "pkg/ledger", mayNot: list([]string{"pkg/feed", "pkg/podwire"}, requestPath[1:]),
 		why: "the accounting: objects in, usage out; the watches (pkg/feed) and the Pod wire decoder (pkg/podwire) feed it, it knows neither (TestAccountingIsPure)"},
 	{pkg: "pkg/podwire", mayNot: list([]string{"pkg/ledger", "pkg/feed"}, requestPath[1:]),

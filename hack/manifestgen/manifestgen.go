@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 // Header starts every generated file; a file under manifests/ that starts
@@ -73,7 +75,7 @@ func Files(ctx context.Context, helm, chart string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	dirs := map[string][]string{}
 	for _, d := range base {
-		dir, name := place(d.Template)
+		dir, name := place(d)
 		if dir == "" {
 			return nil, fmt.Errorf("template %s has no place in manifests/", d.Template)
 		}
@@ -110,7 +112,7 @@ func Files(ctx context.Context, helm, chart string) (map[string][]byte, error) {
 	for dir, names := range dirs {
 		out[path.Join(dir, "kustomization.yaml")] = kustomization(dir, names)
 	}
-	out["kustomization.yaml"] = []byte(Header + "# Everything gpuadmit runs: the GPUUsage CRD, the admission webhook and the\n" +
+	out["kustomization.yaml"] = []byte(Header + "# Everything gpuadmit runs: the CRDs, the admission webhook and the\n" +
 		"# NVML node agent.\n#\n#   kubectl apply -k manifests/\n" +
 		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - crd\n  - webhook\n  - nvml-agent\n")
 	out["webhook/cert-manager/kustomization.yaml"] = []byte(Header +
@@ -133,11 +135,19 @@ func docOf(have []byte, doc string) []byte {
 	return []byte("---\n" + doc)
 }
 
-// place maps a chart template to its directory and file under manifests/.
-func place(template string) (dir, name string) {
-	switch {
+// place maps a rendered object to its directory and file under manifests/:
+// each CRD to its own file, named as controller-gen names it.
+func place(d Doc) (dir, name string) {
+	switch template := d.Template; {
 	case template == "crd.yaml":
-		return "crd", "gpuadmit.io_gpuusages.yaml"
+		var crd struct {
+			Metadata struct{ Name string } `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(d.YAML), &crd); err != nil || crd.Metadata.Name == "" {
+			return "", ""
+		}
+		plural, group, _ := strings.Cut(crd.Metadata.Name, ".")
+		return "crd", group + "_" + plural + ".yaml"
 	case template == "namespace.yaml":
 		return "webhook", "namespace.yaml"
 	case strings.HasPrefix(template, "webhook/"):

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -77,11 +77,11 @@ func TestValidatorBurst(t *testing.T) {
 	if err := errors.Join(clientgoscheme.AddToScheme(s), gpuadmitv1.AddToScheme(s)); err != nil {
 		t.Fatal(err)
 	}
-	c := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&gpuadmitv1.GPUUsage{}).Build()
+	c := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&gpuadmitv1.GPUReservationSet{}).Build()
 	l := ledger.New(ledger.Options{Families: []effective.Family{effective.Nvidia()}})
 	store := gpuusage.NewStore(gpuusage.Parts{Client: c, API: c, Ledger: l, Watch: staticWatch{}, Members: aloneMembers{},
 		Decider: reservationQuota{limit: 20 * 1024}}, gpuusage.Options{Replica: "a", ConfirmAfter: time.Hour, RecheckMax: time.Hour,
-		ReadsPerSecond: 10, Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0))})
+		ReadsPerSecond: 10, Clock: clock.RealClock{}})
 	v := &Validator{GPUPods: gpuPodsOf{}, Reserver: store}
 	var allowed, denied atomic.Int64
 	var wg sync.WaitGroup
@@ -97,7 +97,7 @@ func TestValidatorBurst(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	u := &gpuadmitv1.GPUUsage{}
+	u := &gpuadmitv1.GPUReservationSet{}
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "team-a", Name: gpuadmitv1.ObjectName}, u); err != nil {
 		t.Fatal(err)
 	}

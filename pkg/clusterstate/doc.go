@@ -2,7 +2,7 @@
 // otherwise reads from a 'kubectl get -o yaml' dump: the Pods, Nodes and
 // ResourceQuotas, as the same manifest.Objects the dump reader returns, so
 // that both feed the same ledger. It also reads the reservations of a
-// namespace's GPUUsage object (pods admitted that not every webhook replica
+// namespace's GPUReservationSet (pods admitted that not every webhook replica
 // has recorded yet) as the ledger mirrors them, and gpuadmit's own
 // configuration and policy ConfigMaps in its namespace.
 //

@@ -23,6 +23,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // claimDecider decides on a ledger with team-a limited to 16384 MiB, one
@@ -81,7 +82,7 @@ func TestClaimDecisions(t *testing.T) {
 			allowed: true, effective: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 8192, Cores: 30})},
 		{name: "a claim of an ungoverned class", claims: []*resourcev1.ResourceClaim{used}, req: Request{Claim: fpga}, allowed: true},
 		{name: "reservations count beside claims", req: Request{Claim: testclaim.HAMiDRA("team-a", "c", 1, 8192, 0),
-			Reservations: []ledger.Reservation{{UID: "r", Name: ledger.ClaimKey("other"), Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 10240})}}},
+			Reservations: []reservation.Reservation{{UID: "r", Name: reservation.ClaimKey("other"), Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 10240})}}},
 			allowed: false, effective: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 8192}), want: []string{"10240 MiB reserved"}},
 		{name: "a pod's template's claim is its demand", claims: []*resourcev1.ResourceClaim{used},
 			req:     Request{Pod: testclaim.TemplatePod("team-a", "p", "gpu-10g")},

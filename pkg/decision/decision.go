@@ -18,6 +18,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -42,8 +43,8 @@ type Request struct {
 	// Reservations are the namespace's admitted pods the caller would count
 	// (the namespace's admission queue reads them from the GPUUsage object;
 	// the command line from a dump): those the ledger has not recorded count
-	// beside its usage (ledger.Reservation).
-	Reservations []ledger.Reservation
+	// beside its usage (reservation.Reservation).
+	Reservations []reservation.Reservation
 	// Explain asks for Result.Explanation (tracing the evaluation: many
 	// times the cost of a decision; the command line's --explain).
 	Explain bool
@@ -87,7 +88,7 @@ type Result struct {
 	// that is not a whole number, a negative one...); the policies deny it.
 	Invalid bool
 	// FitsWithoutUnconfirmed: denied, but the pod would be allowed if the
-	// request's unconfirmed reservations (ledger.Reservation.Unconfirmed)
+	// request's unconfirmed reservations (reservation.Reservation.Unconfirmed)
 	// ended. Its review may wait for them, within its deadline.
 	FitsWithoutUnconfirmed bool
 	// Explanation is set for a Request with Explain.
@@ -96,7 +97,7 @@ type Result struct {
 
 // Snapshotter reads the usage ledger; *ledger.Ledger satisfies it.
 type Snapshotter interface {
-	Namespace(ns string, pending []ledger.Reservation) ledger.NamespaceSnapshot
+	Namespace(ns string, pending []reservation.Reservation) ledger.NamespaceSnapshot
 	// WaitForNamespace returns once the namespace watch reported ns.
 	WaitForNamespace(ctx context.Context, ns string) error
 	Capacity() *ledger.Capacity
@@ -264,7 +265,7 @@ var ErrNamespaceUnknown = errors.New("the namespace watch has not reported the n
 // namespace is the ledger's snapshot of ns (counting pending), once the
 // namespace watch has reported ns: it waits up to namespaceWait (and the
 // context's deadline) for a namespace created a moment before the pod.
-func (d *Decider) namespace(ctx context.Context, ns string, pending []ledger.Reservation) (ledger.NamespaceSnapshot, error) {
+func (d *Decider) namespace(ctx context.Context, ns string, pending []reservation.Reservation) (ledger.NamespaceSnapshot, error) {
 	s := d.snap.Namespace(ns, pending)
 	if s.LabelsKnown {
 		return s, nil

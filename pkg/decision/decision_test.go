@@ -22,6 +22,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -190,7 +191,7 @@ func TestDecide(t *testing.T) {
 			req := tt.req
 			req.Pod = tt.pod
 			if !tt.reserve.IsZero() {
-				req.Reservations = []ledger.Reservation{{UID: "uid-earlier", Name: "earlier", Demand: tt.reserve}}
+				req.Reservations = []reservation.Reservation{{UID: "uid-earlier", Name: "earlier", Demand: tt.reserve}}
 			}
 			got, err := d.Decide(context.Background(), req)
 			if err != nil {
@@ -298,15 +299,15 @@ func TestFitsWithoutUnconfirmed(t *testing.T) {
 	quota := testquota.New("team-a", "q", map[string]string{"limits.nvidia.com/gpumem": "10240"})
 	for _, tt := range []struct {
 		name        string
-		reserved    []ledger.Reservation
+		reserved    []reservation.Reservation
 		need        int64
 		allowed     bool
 		fitsWithout bool
 	}{
-		{"fits", []ledger.Reservation{{UID: "g", Name: "g", Demand: nv(1, 4096, 0), Unconfirmed: true}}, 4096, true, false},
-		{"an unconfirmed reservation blocks it", []ledger.Reservation{{UID: "g", Name: "g", Demand: nv(1, 8192, 0), Unconfirmed: true}}, 4096, false, true},
-		{"a recorded pod's reservation blocks it", []ledger.Reservation{{UID: "r", Name: "r", Demand: nv(1, 8192, 0)}}, 4096, false, false},
-		{"too large even without them", []ledger.Reservation{{UID: "g", Name: "g", Demand: nv(1, 8192, 0), Unconfirmed: true}}, 12288, false, false},
+		{"fits", []reservation.Reservation{{UID: "g", Name: "g", Demand: nv(1, 4096, 0), Unconfirmed: true}}, 4096, true, false},
+		{"an unconfirmed reservation blocks it", []reservation.Reservation{{UID: "g", Name: "g", Demand: nv(1, 8192, 0), Unconfirmed: true}}, 4096, false, true},
+		{"a recorded pod's reservation blocks it", []reservation.Reservation{{UID: "r", Name: "r", Demand: nv(1, 8192, 0)}}, 4096, false, false},
+		{"too large even without them", []reservation.Reservation{{UID: "g", Name: "g", Demand: nv(1, 8192, 0), Unconfirmed: true}}, 12288, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newLedger()

@@ -20,6 +20,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -208,7 +209,7 @@ func TestSecondFamilyUnconfirmed(t *testing.T) {
 		fitsWithout bool
 	}{{"unconfirmed", true, true}, {"recorded", false, false}} {
 		t.Run(tt.name, func(t *testing.T) {
-			res := []ledger.Reservation{{UID: "g", Name: "g", Demand: effective.Usage{ascendName: {GPU: 1, MemMiB: 40960}}, Unconfirmed: tt.unconfirmed}}
+			res := []reservation.Reservation{{UID: "g", Name: "g", Demand: effective.Usage{ascendName: {GPU: 1, MemMiB: 40960}}, Unconfirmed: tt.unconfirmed}}
 			got, err := d.Decide(context.Background(), Request{Pod: pod, Reservations: res})
 			if err != nil {
 				t.Fatal(err)

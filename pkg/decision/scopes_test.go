@@ -17,6 +17,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // scopedQuota is a quota of gpus nvidia.com/gpu in team-a with scopes and
@@ -179,7 +180,7 @@ func assertWithinLimits(t *testing.T, l *ledger.Ledger) {
 func TestScopedQuotaCountsEveryReservation(t *testing.T) {
 	e := engine(t)
 	_, d := scopedDecider(t, e, scopedQuota("high", "1", nil, priority(corev1.ScopeSelectorOpIn, "high")))
-	res := []ledger.Reservation{{UID: "uid-r", Name: "r", Demand: nv(1, 0, 0)}}
+	res := []reservation.Reservation{{UID: "uid-r", Name: "r", Demand: nv(1, 0, 0)}}
 	got, err := d.Decide(context.Background(), decision.Request{Pod: gpuPod("high-1", prio("high")), Reservations: res})
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ const Header = "X-Gpuadmit-Forwarded"
 
 // Forwarder sends the validating review of a GPU pod to the replica that
 // owns the pod's namespace (membership.Members.Owner), so that one replica
-// writes each namespace's GPUUsage and replicas do not conflict on it.
+// writes each namespace's GPUReservationSet and replicas do not conflict on it.
 // Anything that goes wrong (the owner is gone, slow, not ready, or serves
 // another certificate) falls back to deciding here: forwarding saves
 // conflicts, the compare-and-swap write keeps the quota.

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // A reservation nobody recorded is checked confirmAfter after this replica
@@ -127,7 +127,7 @@ func (s *Store) checked(uid types.UID) {
 
 // confirmDue confirms the absence of u's due reservations nobody recorded,
 // with at most budget reads, and returns how many it made.
-func (s *Store) confirmDue(ctx context.Context, u *gpuadmitv1.GPUUsage, budget int) int {
+func (s *Store) confirmDue(ctx context.Context, u *gpuadmitv1.GPUReservationSet, budget int) int {
 	now := s.opts.Clock.Now()
 	var due []gpuadmitv1.Reservation
 	for _, r := range u.Status.Reservations {
@@ -173,7 +173,7 @@ func (s *Store) confirmAbsent(ctx context.Context, ns string, rs []gpuadmitv1.Re
 			}
 			s.absence.markAbsent(r.PodUID)
 			mu.Lock()
-			gone = append(gone, cmp.Or(r.PodName, ledger.ClaimKey(r.ClaimName)))
+			gone = append(gone, cmp.Or(r.PodName, reservation.ClaimKey(r.ClaimName)))
 			mu.Unlock()
 		})
 	}

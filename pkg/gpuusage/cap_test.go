@@ -33,8 +33,9 @@ func TestReviewWaitsAtReservationCap(t *testing.T) {
 		exist        bool
 		confirmAfter time.Duration
 		// meanwhile happens once the review was decided the first time.
-		meanwhile func(clk *clocktesting.FakePassiveClock, l *ledger.Ledger)
-		// drive: then the clock moves on, half a second at a time.
+		meanwhile func(clk *clocktesting.FakeClock, l *ledger.Ledger)
+		// drive: then the clock moves on, half a second at a time (the
+		// waiting review waits on it).
 		drive    bool
 		admitted bool
 		// waited: the review was decided more than once.
@@ -42,19 +43,19 @@ func TestReviewWaitsAtReservationCap(t *testing.T) {
 		left   []string // the reservations after
 	}{
 		{name: "their pods fall due and are absent: admitted in the write that removes them", confirmAfter: time.Second,
-			meanwhile: func(clk *clocktesting.FakePassiveClock, _ *ledger.Ledger) {
+			meanwhile: func(clk *clocktesting.FakeClock, _ *ledger.Ledger) {
 				clk.SetTime(clk.Now().Add(2 * time.Second))
 			},
 			admitted: true, waited: true, left: []string{"u3"}},
 		{name: "one pod is recorded: admitted once its reservation ended", confirmAfter: time.Second,
-			meanwhile: func(_ *clocktesting.FakePassiveClock, l *ledger.Ledger) {
+			meanwhile: func(_ *clocktesting.FakeClock, l *ledger.Ledger) {
 				l.UpsertPod(testpod.New("p0").NS("ns").UID("u0").App("c", testpod.GPU(1), testpod.Mem(1)).Build())
 			},
-			admitted: true, waited: true, left: []string{"u1", "u2", "u3"}},
+			drive: true, admitted: true, waited: true, left: []string{"u1", "u2", "u3"}},
 		{name: "none can end before the deadline: refused at once", confirmAfter: time.Minute,
-			meanwhile: func(*clocktesting.FakePassiveClock, *ledger.Ledger) {}, left: []string{"u0", "u1", "u2"}},
+			meanwhile: func(*clocktesting.FakeClock, *ledger.Ledger) {}, left: []string{"u0", "u1", "u2"}},
 		{name: "their pods exist unseen: refused once none can end in time", exist: true, confirmAfter: time.Second,
-			meanwhile: func(clk *clocktesting.FakePassiveClock, _ *ledger.Ledger) {
+			meanwhile: func(clk *clocktesting.FakeClock, _ *ledger.Ledger) {
 				clk.SetTime(clk.Now().Add(2 * time.Second))
 			},
 			waited: true, drive: true, left: []string{"u0", "u1", "u2"}},
@@ -69,25 +70,26 @@ func TestReviewWaitsAtReservationCap(t *testing.T) {
 			}
 			c := fakeClient(t, objs...)
 			s, l, _, clk := newStoreWith(t, c, "a", Options{ConfirmAfter: tt.confirmAfter, RecheckMax: time.Minute, ReadsPerSecond: 10,
-				MaxReservations: 3, Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0))})
+				MaxReservations: 3, Clock: clocktesting.NewFakeClock(time.Unix(1000, 0))})
 			for i := range 3 {
 				if err := reserve(t.Context(), s, fmt.Sprint("u", i), fmt.Sprint("p", i), vec(1, 1)); err != nil {
 					t.Fatal(err)
 				}
 			}
 			var decided atomic.Int64
+			first := make(chan struct{})
 			done := make(chan error, 1)
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				done <- admitPod(ctx, s, "ns", "u3", "p3", func(decision.Request) (verdict, error) {
-					decided.Add(1)
+					if decided.Add(1) == 1 {
+						close(first)
+					}
 					return verdict{Reserve: true, Demand: vec(1, 1)}, nil
 				})
 			}()
-			for decided.Load() == 0 {
-				time.Sleep(time.Millisecond)
-			}
+			<-first
 			tt.meanwhile(clk, l)
 			var err error
 			for answered := false; !answered; {

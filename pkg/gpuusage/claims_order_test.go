@@ -26,12 +26,13 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
 // These tests attack issue 42's claim holes through the path production
 // takes: the real decider (the built-in policies) over a real ledger, each
-// review reserved by the store in the namespace's GPUUsage object, each
+// review reserved by the store in the namespace's GPUReservationSet, each
 // object recorded by the ledger as its watch would deliver it.
 
 const claimLimit = 16384 // MiB of limits.nvidia.com/gpumem
@@ -82,7 +83,7 @@ func newClaimWorld(t *testing.T, engine *policy.Engine) *claimWorld {
 	w.rv.Store(1)
 	s := NewStore(Parts{Client: c, API: c, Ledger: l, Watch: w, Members: &fakeMembers{watch: w, others: map[string]string{}},
 		Decider: d, Metrics: &counted{}}, Options{Replica: "a", ConfirmAfter: time.Second, RecheckMax: 4 * time.Second, ReadsPerSecond: 10,
-		Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0))})
+		Clock: clocktesting.NewFakeClock(time.Unix(1000, 0))})
 	cw := &claimWorld{t: t, store: s, l: l, watch: w}
 	cw.scenario("ns")
 	return cw
@@ -110,11 +111,11 @@ func (w *claimWorld) check(at string) {
 	if w.admitted > claimLimit {
 		w.t.Fatalf("%s: %d MiB admitted into a %d MiB limit", at, w.admitted, claimLimit)
 	}
-	u := &gpuadmitv1.GPUUsage{}
+	u := &gpuadmitv1.GPUReservationSet{}
 	if err := w.store.client.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: gpuadmitv1.ObjectName}, u); client.IgnoreNotFound(err) != nil {
 		w.t.Fatal(err)
 	}
-	s := w.l.Namespace(w.ns, Countable(u.Status, w.watch.PodsResourceVersion()))
+	s := w.l.Namespace(w.ns, reservation.Countable(u.Status, w.watch.PodsResourceVersion()))
 	if got := s.Used.Of("nvidia").MemMiB + s.Reserved.Of("nvidia").MemMiB; got > claimLimit {
 		w.t.Fatalf("%s: %d MiB used + %d MiB reserved, over the %d MiB limit", at, s.Used.Of("nvidia").MemMiB, s.Reserved.Of("nvidia").MemMiB, claimLimit)
 	}

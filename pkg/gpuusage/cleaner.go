@@ -9,28 +9,28 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // Start runs the cleaner until ctx ends (a controller-runtime Runnable):
 // every second it refreshes the confirm window (window.go) and does one
 // round (Clean).
 func (s *Store) Start(ctx context.Context) error {
-	t := time.NewTicker(time.Second)
+	t := s.opts.Clock.NewTicker(time.Second)
 	defer t.Stop()
 	s.refreshWindow(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-t.C():
 			s.refreshWindow(ctx)
 			s.Clean(ctx)
 		}
 	}
 }
 
-// Clean does one round over every GPUUsage object with reservations that
+// Clean does one round over every GPUReservationSet with reservations that
 // this replica owns (Membership.Owner: all of them when replicas do not
 // forward), and every deleted one whose reservations this replica keeps:
 // it confirms, by reading the pod, the absence of reservations nobody
@@ -38,21 +38,21 @@ func (s *Store) Start(ctx context.Context) error {
 // in the same order as the admissions. It returns how many reservations it
 // removed.
 func (s *Store) Clean(ctx context.Context) int {
-	var list gpuadmitv1.GPUUsageList
+	var list gpuadmitv1.GPUReservationSetList
 	if err := s.client.List(ctx, &list); err != nil {
-		s.opts.Log.Error(err, "listing GPUUsage objects")
+		s.opts.Log.Error(err, "listing GPUReservationSets")
 		return 0
 	}
 	budget := s.opts.ReadsPerSecond
 	present := map[types.UID]bool{}
 	nss := s.lost.namespaces()
 	for i := range list.Items {
-		u := s.copies.newest(&list.Items[i])
+		u := s.copies.Newest(&list.Items[i])
 		if len(u.Status.Reservations) == 0 {
 			continue
 		}
-		if err := Validate(u); err != nil {
-			s.opts.Log.Error(err, "not cleaning a malformed GPUUsage")
+		if err := reservation.Validate(u); err != nil {
+			s.opts.Log.Error(err, "not cleaning a malformed GPUReservationSet")
 			continue
 		}
 		for _, r := range u.Status.Reservations {
@@ -71,7 +71,7 @@ func (s *Store) Clean(ctx context.Context) int {
 		cancel()
 		if err != nil {
 			if !apierrors.IsConflict(err) {
-				s.opts.Log.Error(err, "cleaning GPUUsage", "namespace", ns)
+				s.opts.Log.Error(err, "cleaning GPUReservationSet", "namespace", ns)
 			}
 			continue // again next round
 		}
@@ -84,23 +84,23 @@ func (s *Store) Clean(ctx context.Context) int {
 // Reserved returns, by namespace, the reservations this replica counts
 // (Countable; the kept ones of deleted objects included), as the informer
 // holds the objects: for the summaries users read and the metrics.
-func (s *Store) Reserved(ctx context.Context) (map[string][]ledger.Reservation, error) {
-	var list gpuadmitv1.GPUUsageList
+func (s *Store) Reserved(ctx context.Context) (map[string][]reservation.Reservation, error) {
+	var list gpuadmitv1.GPUReservationSetList
 	if err := s.client.List(ctx, &list); err != nil {
 		return nil, err
 	}
 	podsRV := s.watch.PodsResourceVersion()
-	out := map[string][]ledger.Reservation{}
-	add := func(ns string, st gpuadmitv1.GPUUsageStatus) {
-		if rs := Countable(st, podsRV); len(rs) > 0 {
+	out := map[string][]reservation.Reservation{}
+	add := func(ns string, st gpuadmitv1.GPUReservationSetStatus) {
+		if rs := reservation.Countable(st, podsRV); len(rs) > 0 {
 			out[ns] = rs
 		}
 	}
 	seen := map[string]bool{}
 	for i := range list.Items {
-		u := s.copies.newest(&list.Items[i])
+		u := s.copies.Newest(&list.Items[i])
 		seen[u.Namespace] = true
-		if Validate(u) != nil {
+		if reservation.Validate(u) != nil {
 			continue
 		}
 		st, _ := s.lost.merge(u.Namespace, u.Status)
@@ -108,7 +108,7 @@ func (s *Store) Reserved(ctx context.Context) (map[string][]ledger.Reservation, 
 	}
 	for _, ns := range s.lost.namespaces() {
 		if !seen[ns] {
-			st, _ := s.lost.merge(ns, gpuadmitv1.GPUUsageStatus{})
+			st, _ := s.lost.merge(ns, gpuadmitv1.GPUReservationSetStatus{})
 			add(ns, st)
 		}
 	}

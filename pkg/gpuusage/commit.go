@@ -40,18 +40,34 @@ type batch struct {
 func (b batch) empty() bool { return len(b.reviews) == 0 && len(b.tidies) == 0 }
 
 // attempt is what one try of a round tells the next: how many conflicts
-// there were, and the resourceVersion the refused write carried ("0" for a
-// create; "" when the last write did not conflict).
+// there were, the resourceVersion the refused write carried ("0" for a
+// create; "" when the last write did not conflict), and whether the last
+// conflict is still to be counted (by the cause the next read finds).
 type attempt struct {
 	conflicts int
 	refused   string
+	uncounted bool
+}
+
+// countConflict counts the last conflict, by the cause of the write that
+// won: u is the object read after it (nil: none, or the read failed).
+func (s *Store) countConflict(try *attempt, u *gpuadmitv1.GPUReservationSet) {
+	if !try.uncounted {
+		return
+	}
+	try.uncounted = false
+	cause := ConflictUnknown
+	if u != nil && (u.Status.LastWrite.Cause == ConflictAdmission || u.Status.LastWrite.Cause == ConflictTidy) {
+		cause = u.Status.LastWrite.Cause
+	}
+	s.metrics.Conflict(cause)
 }
 
 // loaded is the namespace's object as a round reads it.
 type loaded struct {
-	obj    *gpuadmitv1.GPUUsage      // as read; nil when there is none
-	status gpuadmitv1.GPUUsageStatus // obj's, with the kept reservations merged in
-	kept   bool                      // reservations of a deleted object were merged in
+	obj    *gpuadmitv1.GPUReservationSet      // as read; nil when there is none
+	status gpuadmitv1.GPUReservationSetStatus // obj's, with the kept reservations merged in
+	kept   bool                               // reservations of a deleted object were merged in
 }
 
 // commit answers the batch, round after round. After a conflict it waits
@@ -65,14 +81,16 @@ func (s *Store) commit(ns string, q *queue, b batch) {
 		switch {
 		case err != nil && (apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)):
 			try.conflicts++
-			s.metrics.Conflict()
+			try.uncounted = true // counted once the next round read the winner's write
 			if ctx.Err() != nil {
+				s.countConflict(&try, nil)
 				b.fail(gaveUp(ns, try.conflicts, ctx.Err()))
 				cancel()
 				return
 			}
 			s.backOff(ctx)
 		case err != nil:
+			s.countConflict(&try, nil)
 			if try.conflicts > 0 && ctx.Err() != nil {
 				err = gaveUp(ns, try.conflicts, err)
 			}
@@ -92,18 +110,23 @@ func (s *Store) commit(ns string, q *queue, b batch) {
 	}
 }
 
-// backOff waits a random time up to the last write's duration.
+// backOff waits a random time up to the last write's duration (on the
+// store's clock).
 func (s *Store) backOff(ctx context.Context) {
-	t := time.NewTimer(time.Duration(rand.Int64N(s.lastWrite.Load() + 1)))
+	d := time.Duration(rand.Int64N(s.lastWrite.Load() + 1))
+	if d <= 0 {
+		return
+	}
+	t := s.opts.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-	case <-t.C:
+	case <-t.C():
 	}
 }
 
 func gaveUp(ns string, conflicts int, err error) error {
-	return fmt.Errorf("writing the reservation in GPUUsage %s/%s: gave up after %d conflicting writes: %w", ns, gpuadmitv1.ObjectName, conflicts, err)
+	return fmt.Errorf("writing the reservation in GPUReservationSet %s/%s: gave up after %d conflicting writes: %w", ns, gpuadmitv1.ObjectName, conflicts, err)
 }
 
 // round is one try at the batch: load, tidy, decide, write. A load or
@@ -113,6 +136,7 @@ func (s *Store) round(ctx context.Context, ns string, b *batch, try *attempt) er
 	if err != nil {
 		return err
 	}
+	s.countConflict(try, v.obj)
 	st := *v.status.DeepCopy()
 	ended := s.tidy(&st)
 	added := s.decideInOrder(ns, b.reviews, &st, try.conflicts)
@@ -159,7 +183,11 @@ func (s *Store) load(ctx context.Context, ns, refused string) (loaded, error) {
 }
 
 // writeStatus writes st as the object's status, timing the write.
-func (s *Store) writeStatus(ctx context.Context, ns string, u *gpuadmitv1.GPUUsage, st gpuadmitv1.GPUUsageStatus, reviews int) error {
+func (s *Store) writeStatus(ctx context.Context, ns string, u *gpuadmitv1.GPUReservationSet, st gpuadmitv1.GPUReservationSetStatus, reviews int) error {
+	st.LastWrite = gpuadmitv1.LastWrite{Writer: s.opts.Replica, Cause: gpuadmitv1.WriteTidy}
+	if reviews > 0 {
+		st.LastWrite.Cause = gpuadmitv1.WriteAdmission
+	}
 	start := s.opts.Clock.Now()
 	err := s.write(ctx, ns, u, st)
 	took := s.opts.Clock.Since(start)

@@ -10,7 +10,7 @@ import (
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // decideInOrder decides each review still undecided against st (the
@@ -19,13 +19,13 @@ import (
 // first (settle.go), and the room each review that waits waits for is held
 // for it (counted, as unconfirmed, for every review after it). It returns
 // how many reservations it added.
-func (s *Store) decideInOrder(ns string, reviews []*review, st *gpuadmitv1.GPUUsageStatus, conflicts int) int {
+func (s *Store) decideInOrder(ns string, reviews []*review, st *gpuadmitv1.GPUReservationSetStatus, conflicts int) int {
 	smallestWaitingFirst(reviews)
 	for _, r := range reviews {
 		r.outcome, r.result, r.err, r.blockers = undecided, decision.Result{}, nil, nil
 	}
 	n := 0
-	var held []ledger.Reservation
+	var held []reservation.Reservation
 	for _, r := range reviews {
 		if err := r.ctx.Err(); err != nil {
 			r.outcome, r.err = failed, err // answered already: nothing to decide
@@ -49,7 +49,7 @@ func (s *Store) decideInOrder(ns string, reviews []*review, st *gpuadmitv1.GPUUs
 // room held for the reviews that wait before it), refusing what a forged or
 // repeated review could use to take or shrink a reservation, and adds r's
 // reservation to st.
-func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUUsageStatus, held []ledger.Reservation) (outcome, error) {
+func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUReservationSetStatus, held []reservation.Reservation) (outcome, error) {
 	if s.ledger.Seen(r.uid) != "" {
 		s.metrics.Refused(RefusedDuplicate)
 		return failed, fmt.Errorf("pod UID %s is already a recorded pod of namespace %s: a create review for it is not the API server's; nothing is reserved", r.uid, ns)
@@ -74,10 +74,10 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUUsageStatus, h
 			return waiting, nil
 		}
 		s.metrics.Refused(RefusedLimit)
-		return failed, fmt.Errorf("GPUUsage %s/%s holds %d reservations of admitted pods that the watches have not recorded yet, its limit (admission.reservations.maxPerNamespace); "+
+		return failed, fmt.Errorf("GPUReservationSet %s/%s holds %d reservations of admitted pods that the watches have not recorded yet, its limit (admission.reservations.maxPerNamespace); "+
 			"they end as their pods are recorded or found absent: create the pod again shortly", ns, gpuadmitv1.ObjectName, len(st.Reservations))
 	}
-	demand, others := demandOf(res.Reserve) // a pod's containers' alone: its templates' claims reserve at their own CREATE
+	demand, others := reservation.DemandOf(res.Reserve) // a pod's containers' alone: its templates' claims reserve at their own CREATE
 	st.Reservations = append(st.Reservations, gpuadmitv1.Reservation{PodUID: r.uid, PodName: podName(req), ClaimName: claimName(req),
 		Demand: demand, Families: others, Writer: s.opts.Replica, AdmittedAt: metav1.NewTime(s.opts.Clock.Now())})
 	s.dueAt(r.uid) // its absence check is scheduled from now
@@ -107,9 +107,9 @@ func claimName(req decision.Request) string {
 
 // countable returns the reservations of st this replica counts, but the
 // one of pod except.
-func (s *Store) countable(st gpuadmitv1.GPUUsageStatus, except types.UID) []ledger.Reservation {
-	rs := Countable(st, s.watch.PodsResourceVersion())
-	return slices.DeleteFunc(rs, func(r ledger.Reservation) bool { return r.UID == except })
+func (s *Store) countable(st gpuadmitv1.GPUReservationSetStatus, except types.UID) []reservation.Reservation {
+	rs := reservation.Countable(st, s.watch.PodsResourceVersion())
+	return slices.DeleteFunc(rs, func(r reservation.Reservation) bool { return r.UID == except })
 }
 
 // again answers a second review of a pod already reserved: the API
@@ -117,10 +117,10 @@ func (s *Store) countable(st gpuadmitv1.GPUUsageStatus, except types.UID) []ledg
 // with the reservation it has; anything else is refused, and the
 // reservation stays as it was.
 func (s *Store) again(ns string, r *review, prior gpuadmitv1.Reservation, demand effective.Usage) (outcome, error) {
-	if prior.PodName == podName(r.req) && prior.ClaimName == claimName(r.req) && usageOf(prior).Equal(demand) {
+	if prior.PodName == podName(r.req) && prior.ClaimName == claimName(r.req) && reservation.UsageOf(prior).Equal(demand) {
 		return decided, nil
 	}
 	s.metrics.Refused(RefusedDuplicate)
-	return failed, fmt.Errorf("pod UID %s is already reserved in GPUUsage %s/%s as pod %q with %s; a review for the same UID with pod %q and %s is refused (a review never replaces a reservation)",
-		r.uid, ns, gpuadmitv1.ObjectName, prior.PodName, usageOf(prior), podName(r.req), demand)
+	return failed, fmt.Errorf("pod UID %s is already reserved in GPUReservationSet %s/%s as pod %q with %s; a review for the same UID with pod %q and %s is refused (a review never replaces a reservation)",
+		r.uid, ns, gpuadmitv1.ObjectName, prior.PodName, reservation.UsageOf(prior), podName(r.req), demand)
 }

@@ -1,4 +1,4 @@
-// Package gpuusage keeps each namespace's GPUUsage object (API group
+// Package gpuusage keeps each namespace's GPUReservationSet (API group
 // gpuadmit.io): the reservations every webhook replica shares, written with
 // the object's resourceVersion (compare and swap, as the in-tree
 // ResourceQuota admission commits quota status), so that several replicas
@@ -21,16 +21,8 @@
 // waited are decided again smallest first (settle.go); confirmAfter is
 // checked against the review budget, loudly (window.go).
 //
-// A reservation's life in the object:
-//
-//	admitted, written ──▶ RESERVED ──a replica's watch records the pod──▶ MARKED (recordedResourceVersion)
-//	                         │  │                                            │ every live replica's pod
-//	                         │  └─every live replica's watch passed the      │ watch passed that mark
-//	                         │    tidying one's record of the pod─────────┐  │
-//	                         │ nobody recorded it, confirmAfter passed    ▼  ▼
-//	                        DUE ──a read finds no pod of that UID──▶ REMOVED (removedResourceVersion advances)
-//	                         ▲ │ the pod exists unseen, or the read failed
-//	                         └─┘ read again later, backing off to recheckMax
+// A reservation's life in the object (its state machine) and the rule
+// by which a replica counts it are pkg/reservation's.
 //
 // How far every replica's pod watch got comes from the replicas' progress
 // Leases (Membership, pkg/membership): renewed every second, and, while an
@@ -42,7 +34,7 @@
 // removed at once, unmarked, when every live replica's watch already
 // passed that record (the same rule as for a mark, one write sooner). A
 // replica counts a reservation
-// until its own watch recorded the pod (Countable), and one whose watch is
+// until its own watch recorded the pod (reservation.Countable), and one whose watch is
 // behind removedResourceVersion waits before deciding. Marks and removals
 // ride on the namespace's next write, made by the worker: an admission
 // batch's, or a tidy job of the cleaner's round (cleaner.go), which also
@@ -55,7 +47,10 @@
 // namespace before deciding there again (fresh.go).
 //
 // What users read (kubectl get gpuusage: used, reserved and hard per
-// resource, printer columns, conditions) is written by the Summarizer
-// (summary.go), on the elected replica only, with merge patches that leave
-// the reservations alone.
+// resource, printer columns, conditions) is another object, the
+// namespace's GPUUsage, written by pkg/summary's Summarizer on the
+// elected replica only: no summary write moves the resourceVersion the
+// admission rounds compare and swap, so none makes them conflict. A
+// conflict is counted by the cause the winning write left in the object
+// (status.lastWrite: admission or tidy).
 package gpuusage

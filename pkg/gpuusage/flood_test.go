@@ -21,6 +21,7 @@ import (
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // TestForgedFloodDeniesNoGenuineCreate: another validating webhook on pod
@@ -144,6 +145,9 @@ func quotaDecider(l *ledger.Ledger, limit, need int64) decideFn {
 // meanwhile is taken when it wakes).
 func idle(clk *clocktesting.FakeClock, outstanding *atomic.Int64) {
 	for calm := 0; calm < 3; {
+		// A real pause between looks: the fake clock says only that some
+		// goroutine waits on it, not that the others are done; three calm
+		// looks a millisecond apart are what "settled" means here.
 		time.Sleep(time.Millisecond)
 		if outstanding.Load() == 0 || clk.HasWaiters() {
 			calm++
@@ -157,10 +161,10 @@ func idle(clk *clocktesting.FakeClock, outstanding *atomic.Int64) {
 // pods, each counted once.
 func held(t *testing.T, c client.Client, l *ledger.Ledger) int64 {
 	t.Helper()
-	u := &gpuadmitv1.GPUUsage{}
+	u := &gpuadmitv1.GPUReservationSet{}
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: gpuadmitv1.ObjectName}, u); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
-	snap := l.Namespace("ns", Countable(u.Status, ""))
+	snap := l.Namespace("ns", reservation.Countable(u.Status, ""))
 	return snap.Used.Of("nvidia").MemMiB + snap.Reserved.Of("nvidia").MemMiB
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +29,7 @@ func reserve(ctx context.Context, s *Store, uid, name string, demand effective.U
 }
 
 // TestReviewNeverReplacesReservation: a second review for a reserved pod's
-// UID (its name and UID are readable by anyone who may view GPUUsage)
+// UID (its name and UID are readable by anyone who may view GPUReservationSet)
 // cannot shrink or move the reservation; the API server's retry of the
 // very same review is allowed without a second reservation; a create review
 // for the UID of a pod the ledger recorded is refused. (Found by an attack:
@@ -45,7 +47,7 @@ func TestReviewNeverReplacesReservation(t *testing.T) {
 		demand         effective.Usage
 		want           string // "" for allowed
 	}{
-		{"a smaller demand", "u1", "p1", vec(1, 1), `pod UID u1 is already reserved in GPUUsage ns/usage as pod "p1"`},
+		{"a smaller demand", "u1", "p1", vec(1, 1), `pod UID u1 is already reserved in GPUReservationSet ns/usage as pod "p1"`},
 		{"another name", "u1", "other", vec(1, 6144), "a review never replaces a reservation"},
 		{"the same review again (the API server's retry)", "u1", "p1", vec(1, 6144), ""},
 	} {
@@ -117,9 +119,19 @@ func fitsDecider(l *ledger.Ledger, limit, need int64, ok *bool) decideFn {
 // be checked before the review's deadline, it is denied at once.
 func TestReviewWaitsForUnconfirmedReservations(t *testing.T) {
 	const confirmAfter = 300 * time.Millisecond
-	var ghostAt time.Time // before the ghost was reserved: its check is due confirmAfter after
+	var ghostAt time.Time              // before the ghost was reserved: its check is due confirmAfter after
+	var podRead atomic.Pointer[func()] // when set, called after each read of a pod (an absence check)
 	setUp := func(t *testing.T, objs ...client.Object) (*Store, *ledger.Ledger, client.Client) {
-		c := fakeClient(t, objs...)
+		podRead.Store(nil)
+		c := interceptor.NewClient(fakeClient(t, objs...), interceptor.Funcs{Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			err := cl.Get(ctx, key, obj, opts...)
+			if f := podRead.Load(); f != nil {
+				if _, pod := obj.(*corev1.Pod); pod {
+					(*f)()
+				}
+			}
+			return err
+		}})
 		ghostAt = time.Now()
 		s, l, _, _ := newStoreWith(t, c, "a", Options{ConfirmAfter: confirmAfter,
 			RecheckMax: 10 * time.Second, ReadsPerSecond: 10})
@@ -150,10 +162,13 @@ func TestReviewWaitsForUnconfirmedReservations(t *testing.T) {
 	t.Run("blocker is a real pod: denied", func(t *testing.T) {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ghost", UID: "ghost"}}
 		s, l, c := setUp(t, pod)
-		go func() { // the watch records it a little later
-			time.Sleep(confirmAfter + 200*time.Millisecond)
-			l.UpsertPod(testpod.New("ghost").NS("ns").UID("ghost").App("c", testpod.GPU(1), testpod.Mem(8192)).Build())
-		}()
+		var once sync.Once
+		recordLater := func() { // the absence check found the pod unseen; the watch records it after
+			once.Do(func() {
+				go l.UpsertPod(testpod.New("ghost").NS("ns").UID("ghost").App("c", testpod.GPU(1), testpod.Mem(8192)).Build())
+			})
+		}
+		podRead.Store(&recordLater)
 		ok, took, err := admit(s, l, 5*time.Second)
 		if err != nil || ok || took > 3*time.Second {
 			t.Fatalf("allowed %v after %s, error %v; want denied once the pod is recorded", ok, took, err)

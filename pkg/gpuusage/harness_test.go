@@ -31,7 +31,12 @@ import (
 // keeps resourceVersions and refuses stale writes like the API server does;
 // tests/ha runs the same code on a real one with three replicas.
 
-type fakeWatch struct{ rv atomic.Uint64 }
+type fakeWatch struct {
+	rv atomic.Uint64
+	// waiting, when set, is told (without blocking) each time WaitForPods
+	// starts to wait.
+	waiting chan struct{}
+}
 
 func (w *fakeWatch) PodsResourceVersion() string {
 	if v := w.rv.Load(); v > 0 {
@@ -42,6 +47,12 @@ func (w *fakeWatch) PodsResourceVersion() string {
 
 func (w *fakeWatch) WaitForPods(ctx context.Context, rv string) error {
 	want, _ := strconv.ParseUint(rv, 10, 64)
+	if w.rv.Load() < want && w.waiting != nil {
+		select {
+		case w.waiting <- struct{}{}:
+		default:
+		}
+	}
 	for w.rv.Load() < want {
 		select {
 		case <-ctx.Done():
@@ -99,11 +110,17 @@ type counted struct {
 	mu                sync.Mutex
 	refused, ended    []string
 	conflicts, writes atomic.Int64
+	causes            []string // of the conflicts
 }
 
 func (c *counted) Refused(r string) { c.mu.Lock(); c.refused = append(c.refused, r); c.mu.Unlock() }
 func (c *counted) Ended(r string)   { c.mu.Lock(); c.ended = append(c.ended, r); c.mu.Unlock() }
-func (c *counted) Conflict()        { c.conflicts.Add(1) }
+func (c *counted) Conflict(cause string) {
+	c.mu.Lock()
+	c.causes = append(c.causes, cause)
+	c.mu.Unlock()
+	c.conflicts.Add(1)
+}
 func (c *counted) Wrote(time.Duration, int) {
 	c.writes.Add(1)
 }
@@ -158,13 +175,13 @@ func scheme(t *testing.T) *runtime.Scheme {
 
 // newStore returns replica's store on c, its ledger, pod watch (at 1) and
 // clock; s.members is a *fakeMembers and s.metrics a *counted.
-func newStore(t *testing.T, c client.Client, replica string) (*Store, *ledger.Ledger, *fakeWatch, *clocktesting.FakePassiveClock) {
+func newStore(t *testing.T, c client.Client, replica string) (*Store, *ledger.Ledger, *fakeWatch, *clocktesting.FakeClock) {
 	t.Helper()
 	return newStoreWith(t, c, replica, Options{ConfirmAfter: time.Second, RecheckMax: 4 * time.Second, ReadsPerSecond: 10,
-		Clock: clocktesting.NewFakePassiveClock(time.Unix(1000, 0))})
+		Clock: clocktesting.NewFakeClock(time.Unix(1000, 0))})
 }
 
-func newStoreWith(t *testing.T, c client.Client, replica string, opts Options) (*Store, *ledger.Ledger, *fakeWatch, *clocktesting.FakePassiveClock) {
+func newStoreWith(t *testing.T, c client.Client, replica string, opts Options) (*Store, *ledger.Ledger, *fakeWatch, *clocktesting.FakeClock) {
 	t.Helper()
 	l := ledger.New(ledger.Options{Families: []effective.Family{effective.Nvidia()}})
 	w := &fakeWatch{}
@@ -172,7 +189,7 @@ func newStoreWith(t *testing.T, c client.Client, replica string, opts Options) (
 	opts.Replica = replica
 	s := NewStore(Parts{Client: c, API: c, Ledger: l, Watch: w, Members: &fakeMembers{watch: w, others: map[string]string{}},
 		Decider: testDecider{}, Metrics: &counted{}}, opts)
-	clk, _ := opts.Clock.(*clocktesting.FakePassiveClock)
+	clk, _ := opts.Clock.(*clocktesting.FakeClock)
 	return s, l, w, clk
 }
 
@@ -180,12 +197,18 @@ func members(s *Store) *fakeMembers { return s.members.(*fakeMembers) }
 func metrics(s *Store) *counted     { return s.metrics.(*counted) }
 
 func fakeClient(t *testing.T, objs ...client.Object) client.WithWatch {
-	return fake.NewClientBuilder().WithScheme(scheme(t)).WithStatusSubresource(&gpuadmitv1.GPUUsage{}).WithObjects(objs...).Build()
+	return fake.NewClientBuilder().WithScheme(scheme(t)).WithStatusSubresource(&gpuadmitv1.GPUUsage{}, &gpuadmitv1.GPUReservationSet{}).WithObjects(objs...).Build()
 }
 
-func usage(t *testing.T, c client.Client, ns string) *gpuadmitv1.GPUUsage {
+// usage reads ns's GPUReservationSet.
+func usage(t *testing.T, c client.Client, ns string) *gpuadmitv1.GPUReservationSet {
 	t.Helper()
-	u := &gpuadmitv1.GPUUsage{}
+	return reservationSet(t, c, ns)
+}
+
+func reservationSet(t *testing.T, c client.Client, ns string) *gpuadmitv1.GPUReservationSet {
+	t.Helper()
+	u := &gpuadmitv1.GPUReservationSet{}
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: gpuadmitv1.ObjectName}, u); err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func (qs *queues) init() { qs.m = map[string]*queue{} }
 // naming its reservation) against the namespace's reservations as the API
 // server holds them, with those of the reviews decided before it in this
 // replica, and, when the decision allows a pod with demand (not a dry
-// run), adds the pod's reservation to the namespace's GPUUsage object with
+// run), adds the pod's reservation to the namespace's GPUReservationSet with
 // the object's resourceVersion. It returns the decision only once nothing
 // had to be reserved or the reservation is written. A conflict (another
 // replica wrote first) re-reads the object and decides again; a review
@@ -120,7 +120,7 @@ func (s *Store) Admit(ctx context.Context, uid types.UID, req decision.Request) 
 	select { // the worker, bound by the same deadline, usually says more
 	case a := <-r.done:
 		return a.result, a.err
-	case <-time.After(answerGrace):
+	case <-s.opts.Clock.After(answerGrace):
 		return decision.Result{}, fmt.Errorf("waiting for the earlier decisions in namespace %s: %w", req.Namespace, context.Cause(ctx))
 	}
 }
@@ -134,7 +134,7 @@ func (s *Store) tidyNamespace(ctx context.Context, ns string) (int, error) {
 	case a := <-j.done:
 		return a.removed, a.err
 	case <-ctx.Done():
-		return 0, fmt.Errorf("tidying GPUUsage %s/%s: %w", ns, gpuadmitv1.ObjectName, ctx.Err())
+		return 0, fmt.Errorf("tidying GPUReservationSet %s/%s: %w", ns, gpuadmitv1.ObjectName, ctx.Err())
 	}
 }
 
@@ -170,7 +170,7 @@ func (s *Store) submit(ns string, add func(*queue)) {
 // again, copying it each time: a fifth of a review's CPU under load,
 // measured with make bench-https).
 func (s *Store) drain(ns string, q *queue) {
-	idle := time.NewTimer(s.opts.WorkerIdle)
+	idle := s.opts.Clock.NewTimer(s.opts.WorkerIdle)
 	defer idle.Stop()
 	for {
 		if b := s.queues.take(q); !b.empty() {
@@ -181,7 +181,7 @@ func (s *Store) drain(ns string, q *queue) {
 		select {
 		case <-q.wake:
 			continue
-		case <-idle.C:
+		case <-idle.C():
 		}
 		if s.queues.retire(ns, q) {
 			return

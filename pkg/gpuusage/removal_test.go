@@ -16,6 +16,7 @@ import (
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // TestRecordedRemovedWithoutMark: a reservation whose pod this replica
@@ -27,8 +28,8 @@ func TestRecordedRemovedWithoutMark(t *testing.T) {
 	res := func(uid string) gpuadmitv1.Reservation {
 		return gpuadmitv1.Reservation{PodUID: types.UID(uid), PodName: uid, Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 100}}
 	}
-	u := &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
-		Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{res("early"), res("late")}}}
+	u := &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+		Status: gpuadmitv1.GPUReservationSetStatus{Reservations: []gpuadmitv1.Reservation{res("early"), res("late")}}}
 	c := fakeClient(t, u)
 	s, l, w, _ := newStore(t, c, "a")
 	l.UpsertPod(testpod.New("early").NS("ns").UID("early").RV("70").App("c", testpod.GPU(1), testpod.Mem(100)).Build())
@@ -40,12 +41,12 @@ func TestRecordedRemovedWithoutMark(t *testing.T) {
 	if len(st.Reservations) != 2 || st.Reservations[0].RecordedResourceVersion != "70" || st.Reservations[1].RecordedResourceVersion != "90" || st.RemovedResourceVersion != "" {
 		t.Fatalf("with a replica that published no progress: %+v; want both marked, none removed", st)
 	}
-	if n := len(Countable(st, "60")); n != 2 {
+	if n := len(reservation.Countable(st, "60")); n != 2 {
 		t.Fatalf("a replica whose watch is at 60 counts %d reservations, want 2", n)
 	}
 	// Direct removal: fresh reservations, b passed the first pod only.
 	u = usage(t, c, "ns")
-	u.Status = gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{res("early"), res("late")}}
+	u.Status = gpuadmitv1.GPUReservationSetStatus{Reservations: []gpuadmitv1.Reservation{res("early"), res("late")}}
 	if err := c.Status().Update(t.Context(), u); err != nil {
 		t.Fatal(err)
 	}
@@ -71,9 +72,9 @@ func TestRecordedRemovedWithoutMark(t *testing.T) {
 func TestChangedHurriesOnlyForRecordedPods(t *testing.T) {
 	s, l, _, _ := newStore(t, fakeClient(t), "a")
 	l.UpsertPod(testpod.New("seen").NS("ns").UID("seen").RV("70").App("c", testpod.GPU(1), testpod.Mem(100)).Build())
-	obj := func(rs ...gpuadmitv1.Reservation) *gpuadmitv1.GPUUsage {
-		return &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
-			Status: gpuadmitv1.GPUUsageStatus{Reservations: rs}}
+	obj := func(rs ...gpuadmitv1.Reservation) *gpuadmitv1.GPUReservationSet {
+		return &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+			Status: gpuadmitv1.GPUReservationSetStatus{Reservations: rs}}
 	}
 	s.Changed(obj())
 	s.Changed(obj(gpuadmitv1.Reservation{PodUID: "unseen", PodName: "unseen"}))

@@ -7,10 +7,11 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 	"github.com/gpuadmit/gpuadmit/pkg/resourceversion"
 )
 
-// A GPUUsage object deleted by hand while it held reservations must not
+// A GPUReservationSet deleted by hand while it held reservations must not
 // lose them: the pods they stand for may not be in every replica's ledger
 // yet. Each replica keeps the reservations the delete event carried (the
 // object as last seen) for the namespace until an object holding them is
@@ -28,21 +29,21 @@ import (
 // lost are the kept reservations of deleted objects, by namespace.
 type lost struct {
 	mu sync.Mutex
-	m  map[string]gpuadmitv1.GPUUsageStatus
+	m  map[string]gpuadmitv1.GPUReservationSetStatus
 }
 
-func (l *lost) init() { l.m = map[string]gpuadmitv1.GPUUsageStatus{} }
+func (l *lost) init() { l.m = map[string]gpuadmitv1.GPUReservationSetStatus{} }
 
-// Deleted is the GPUUsage informer's delete handler.
+// Deleted is the GPUReservationSet informer's delete handler.
 func (s *Store) Deleted(obj any) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	u, ok := obj.(*gpuadmitv1.GPUUsage)
-	if !ok || len(u.Status.Reservations) == 0 || Validate(u) != nil {
+	u, ok := obj.(*gpuadmitv1.GPUReservationSet)
+	if !ok || len(u.Status.Reservations) == 0 || reservation.Validate(u) != nil {
 		return
 	}
-	s.opts.Log.Info("GPUUsage deleted while it held reservations: they are kept and the object is recreated",
+	s.opts.Log.Info("GPUReservationSet deleted while it held reservations: they are kept and the object is recreated",
 		"namespace", u.Namespace, "reservations", len(u.Status.Reservations))
 	s.lost.mu.Lock()
 	defer s.lost.mu.Unlock()
@@ -51,7 +52,7 @@ func (s *Store) Deleted(obj any) {
 
 // merge returns st with the kept reservations of ns merged in, and whether
 // there were any.
-func (l *lost) merge(ns string, st gpuadmitv1.GPUUsageStatus) (gpuadmitv1.GPUUsageStatus, bool) {
+func (l *lost) merge(ns string, st gpuadmitv1.GPUReservationSetStatus) (gpuadmitv1.GPUReservationSetStatus, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	kept, ok := l.m[ns]
@@ -82,7 +83,7 @@ func (l *lost) namespaces() []string {
 
 // merged adds to held the reservations of st it lacks, and keeps the
 // later removedResourceVersion.
-func merged(held, st gpuadmitv1.GPUUsageStatus) gpuadmitv1.GPUUsageStatus {
+func merged(held, st gpuadmitv1.GPUReservationSetStatus) gpuadmitv1.GPUReservationSetStatus {
 	have := make(map[types.UID]bool, len(held.Reservations))
 	out := *held.DeepCopy()
 	for _, r := range held.Reservations {

@@ -6,11 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"k8s.io/utils/clock"
-
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // A review denied only because of unconfirmed reservations (admissions
@@ -70,8 +68,8 @@ func compareSize(a, b effective.Usage) int {
 }
 
 // heldFor is the room held for a review that waits.
-func heldFor(r *review) ledger.Reservation {
-	return ledger.Reservation{UID: r.uid, Name: podName(r.req), Demand: r.result.Effective, Unconfirmed: true}
+func heldFor(r *review) reservation.Reservation {
+	return reservation.Reservation{UID: r.uid, Name: podName(r.req), Demand: r.result.Effective, Unconfirmed: true}
 }
 
 // waitMargin: a waiting review is answered (with its denial) this long
@@ -86,7 +84,7 @@ const (
 // reservations of st waits for them: only when every one of them is due to
 // be checked before the review's deadline (less waitMargin); else it is
 // decided (denied).
-func (s *Store) waitOrDecide(r *review, st *gpuadmitv1.GPUUsageStatus) (outcome, error) {
+func (s *Store) waitOrDecide(r *review, st *gpuadmitv1.GPUReservationSetStatus) (outcome, error) {
 	left, ok := s.waitLeft(r)
 	if !ok {
 		return decided, nil // no deadline (never hold the queue), or too close to it
@@ -115,7 +113,7 @@ func (s *Store) waitOrDecide(r *review, st *gpuadmitv1.GPUUsageStatus) (outcome,
 // (removed once every live replica's watch passed it, a few writes), or
 // one nobody recorded whose absence check is due in time (the due ones
 // are its blockers, read as they fall due). Else it is refused at once.
-func (s *Store) waitAtCap(r *review, st *gpuadmitv1.GPUUsageStatus) bool {
+func (s *Store) waitAtCap(r *review, st *gpuadmitv1.GPUReservationSetStatus) bool {
 	left, ok := s.waitLeft(r)
 	if !ok {
 		return false
@@ -181,21 +179,12 @@ func (s *Store) settle(ctx context.Context, ns string, w *review) {
 	s.sleep(ctx, next)
 }
 
-// sleep waits d on the store's clock (a clock that only tells the time:
-// the wall clock's timer), or until ctx ends.
+// sleep waits d on the store's clock, or until ctx ends.
 func (s *Store) sleep(ctx context.Context, d time.Duration) {
-	var fired <-chan time.Time
-	if clk, ok := s.opts.Clock.(clock.Clock); ok {
-		t := clk.NewTimer(d)
-		defer t.Stop()
-		fired = t.C()
-	} else {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		fired = t.C
-	}
+	t := s.opts.Clock.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-ctx.Done():
-	case <-fired:
+	case <-t.C():
 	}
 }

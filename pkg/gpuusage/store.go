@@ -10,13 +10,25 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // Reasons a reservation ended (Metrics.Ended).
 const (
 	EndRecorded = "recorded" // every live replica recorded the pod
 	EndAbsent   = "absent"   // a read confirmed the pod does not exist
+)
+
+// Causes of a conflicting write (Metrics.Conflict): the winning write
+// added a reservation, or only tidied; unknown when the object read after
+// the conflict does not say (it was created and its status not written
+// yet, or the read failed).
+const (
+	ConflictAdmission = gpuadmitv1.WriteAdmission
+	ConflictTidy      = gpuadmitv1.WriteTidy
+	ConflictUnknown   = "unknown"
 )
 
 // Reasons a reservation was refused (Metrics.Refused).
@@ -49,8 +61,11 @@ type Options struct {
 	// WorkerIdle is how long a namespace's worker waits for more reviews
 	// before it ends (0: one second; see drain).
 	WorkerIdle time.Duration
-	// Clock tells this replica's time (nil: the wall clock).
-	Clock clock.PassiveClock
+	// Clock tells this replica's time and times its waits: the cleaner's
+	// rounds, the backoff after a conflict, the wait for the informer, a
+	// worker's idle end, a review's wait for unconfirmed reservations
+	// (nil: the wall clock).
+	Clock clock.WithTicker
 	Log   logr.Logger
 }
 
@@ -99,7 +114,11 @@ type Records interface {
 type Metrics interface {
 	Refused(reason string)
 	Ended(reason string)
-	Conflict()
+	// Conflict counts a write refused because the object changed since it
+	// was read, by the cause of the change that won (ConflictAdmission,
+	// ConflictTidy, ConflictUnknown). A summary write never makes one: the
+	// summary is another object (pkg/summary).
+	Conflict(cause string)
 	// Wrote is told how long a status write took and how many reviews it
 	// reserved for (0: a tidy-only write).
 	Wrote(took time.Duration, reviews int)
@@ -107,9 +126,9 @@ type Metrics interface {
 
 // Parts are what a Store works with.
 type Parts struct {
-	// Client reads GPUUsage objects and webhook configurations from the
+	// Client reads GPUReservationSets and webhook configurations from the
 	// informer cache and writes to the API server; API reads from the API
-	// server (pods, and GPUUsage after a conflict).
+	// server (pods, and GPUReservationSets after a conflict).
 	Client  client.Client
 	API     client.Reader
 	Ledger  Records
@@ -120,7 +139,7 @@ type Parts struct {
 	Metrics Metrics
 }
 
-// Store admits GPU pods into the namespaces' GPUUsage objects, and tidies
+// Store admits GPU pods into the namespaces' GPUReservationSets, and tidies
 // them, for one replica. It owns the reservation state of this replica:
 // what it wrote that the informer has not delivered (copies), the
 // reservations of deleted objects (lost), the absence checks (absence) and
@@ -136,11 +155,11 @@ type Store struct {
 	metrics Metrics
 	opts    Options
 
-	queues  queues  // reviews waiting, by namespace (queue.go)
-	copies  copies  // objects this replica wrote, until the informer has them (objects.go)
-	lost    lost    // reservations of deleted objects (repair.go)
-	absence absence // absence checks (absence.go)
-	proofs  proofs  // namespaces proved fresh after a pause (fresh.go)
+	queues  queues               // reviews waiting, by namespace (queue.go)
+	copies  *reservation.Assumed // objects this replica wrote, until the informer has them
+	lost    lost                 // reservations of deleted objects (repair.go)
+	absence absence              // absence checks (absence.go)
+	proofs  proofs               // namespaces proved fresh after a pause (fresh.go)
 
 	lastWrite atomic.Int64 // how long the last status write took (ns)
 	window    atomic.Int64 // the derived confirmAfter (ns; window.go)
@@ -161,9 +180,8 @@ func NewStore(p Parts, opts Options) *Store {
 		p.Metrics = noMetrics{}
 	}
 	s := &Store{client: p.Client, api: p.API, ledger: p.Ledger, watch: p.Watch, members: p.Members, decider: p.Decider,
-		metrics: p.Metrics, opts: opts}
+		metrics: p.Metrics, opts: opts, copies: reservation.NewAssumed()}
 	s.queues.init()
-	s.copies.init()
 	s.lost.init()
 	s.absence.init()
 	s.proofs.init()
@@ -177,5 +195,5 @@ type noMetrics struct{}
 
 func (noMetrics) Refused(string)           {}
 func (noMetrics) Ended(string)             {}
-func (noMetrics) Conflict()                {}
+func (noMetrics) Conflict(string)          {}
 func (noMetrics) Wrote(time.Duration, int) {}

@@ -60,15 +60,17 @@ func TestAdmitCommitsBeforeAllowed(t *testing.T) {
 }
 
 // TestAdmitRetriesOnConflict: a write refused for a stale resourceVersion
-// (another replica wrote first) re-reads the object and decides again; a
-// review whose context ends gives up with an error, never "allowed".
+// (another replica wrote first: the object changed) re-reads the object
+// and decides again; a review whose context ends gives up with an error,
+// never "allowed".
 func TestAdmitRetriesOnConflict(t *testing.T) {
 	inject := &atomic.Int64{}
 	inject.Store(2)
-	base := fakeClient(t, &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName}})
+	base := fakeClient(t, &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName}})
 	c := interceptor.NewClient(base, interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 		if inject.Add(-1) >= 0 {
-			return apierrors.NewConflict(gpuadmitv1.GroupVersion().WithResource("gpuusages").GroupResource(), gpuadmitv1.ObjectName, errors.New("stale"))
+			rewrite(t, base, gpuadmitv1.LastWrite{Writer: "b", Cause: gpuadmitv1.WriteTidy}) // the write that came first
+			return apierrors.NewConflict(gpuadmitv1.GroupVersion().WithResource(gpuadmitv1.ReservationSetResource).GroupResource(), gpuadmitv1.ObjectName, errors.New("stale"))
 		}
 		return cl.SubResource(sub).Update(ctx, obj, opts...)
 	}})
@@ -93,11 +95,11 @@ func TestAdmitRetriesOnConflict(t *testing.T) {
 // TestMalformedObjectFailsClosed: an object edited by hand into something
 // the schema let through is refused for its namespace, with its name.
 func TestMalformedObjectFailsClosed(t *testing.T) {
-	u := &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
-		Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{{PodUID: "x"}, {PodUID: "x"}}}}
+	u := &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+		Status: gpuadmitv1.GPUReservationSetStatus{Reservations: []gpuadmitv1.Reservation{{PodUID: "x"}, {PodUID: "x"}}}}
 	s, _, _, _ := newStore(t, fakeClient(t, u), "a")
 	err := admitPod(context.Background(), s, "ns", "u", "p", func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: vec(1, 1)}, nil })
-	if err == nil || !strings.Contains(err.Error(), "GPUUsage ns/usage: pod x is reserved twice") {
+	if err == nil || !strings.Contains(err.Error(), "GPUReservationSet ns/usage: pod x is reserved twice") {
 		t.Fatalf("malformed object: %v", err)
 	}
 }
@@ -105,8 +107,8 @@ func TestMalformedObjectFailsClosed(t *testing.T) {
 // TestCaughtUp: a replica whose pod watch is behind the point up to which
 // other replicas removed reservations does not decide until it caught up.
 func TestCaughtUp(t *testing.T) {
-	u := &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
-		Status: gpuadmitv1.GPUUsageStatus{RemovedResourceVersion: "50"}}
+	u := &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+		Status: gpuadmitv1.GPUReservationSetStatus{RemovedResourceVersion: "50"}}
 	s, _, w, _ := newStore(t, fakeClient(t, u), "a")
 	w.rv.Store(40)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -119,7 +121,8 @@ func TestCaughtUp(t *testing.T) {
 	if err == nil || decided || !strings.Contains(err.Error(), "is behind the reservations other replicas removed") {
 		t.Fatalf("behind: err %v, decided %v", err, decided)
 	}
-	go func() { time.Sleep(30 * time.Millisecond); w.rv.Store(60) }()
+	w.waiting = make(chan struct{}, 1)
+	go func() { <-w.waiting; w.rv.Store(60) }() // the watch catches up while the review waits
 	if err := admitPod(context.Background(), s, "ns", "u", "p", func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: vec(1, 1)}, nil }); err != nil {
 		t.Fatalf("caught up: %v", err)
 	}
@@ -133,8 +136,8 @@ func TestClean(t *testing.T) {
 	gone := gpuadmitv1.Reservation{PodUID: "gone", PodName: "gone", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 100}}
 	exists := gpuadmitv1.Reservation{PodUID: "exists", PodName: "exists", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 100}}
 	recorded := gpuadmitv1.Reservation{PodUID: "rec", PodName: "rec", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 100}}
-	u := &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
-		Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{gone, exists, recorded}}}
+	u := &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+		Status: gpuadmitv1.GPUReservationSetStatus{Reservations: []gpuadmitv1.Reservation{gone, exists, recorded}}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "exists", UID: "exists"}}
 	c := fakeClient(t, u, pod)
 	s, l, w, clk := newStore(t, c, "a")
@@ -171,9 +174,9 @@ func TestDeletedObjectIsRepaired(t *testing.T) {
 	held := []gpuadmitv1.Reservation{
 		{PodUID: "r1", PodName: "r1", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 1000}},
 		{PodUID: "r2", PodName: "r2", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 2000}}}
-	obj := func() *gpuadmitv1.GPUUsage {
-		return &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
-			Status: gpuadmitv1.GPUUsageStatus{Reservations: held, ReservationCount: 2, RemovedResourceVersion: "5"}}
+	obj := func() *gpuadmitv1.GPUReservationSet {
+		return &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+			Status: gpuadmitv1.GPUReservationSetStatus{Reservations: held, ReservationCount: 2, RemovedResourceVersion: "5"}}
 	}
 	ctx := context.Background()
 	deleteIt := func(c client.Client, s *Store) {
@@ -184,7 +187,7 @@ func TestDeletedObjectIsRepaired(t *testing.T) {
 		}
 		s.Deleted(toolscache.DeletedFinalStateUnknown{Key: "ns/usage", Obj: u})
 	}
-	uids := func(u *gpuadmitv1.GPUUsage) string {
+	uids := func(u *gpuadmitv1.GPUReservationSet) string {
 		var out []string
 		for _, r := range u.Status.Reservations {
 			out = append(out, string(r.PodUID))
@@ -236,17 +239,22 @@ func TestDeletedObjectIsRepaired(t *testing.T) {
 }
 
 // TestConcurrentAdmissionsAreGroupedAndExact: 100 reviews at once, half
-// through each of two replicas sharing one API server (writes take 2 ms),
-// their cleaners running all along, against a limit that fits 20: exactly
+// through each of two replicas sharing one API server (no write completes
+// before every review was sent), their cleaners running all along, against a limit that fits 20: exactly
 // 20 reserved, and each replica
 // needed far fewer writes than reviews (queued reviews are decided in
 // order and written together).
 func TestConcurrentAdmissionsAreGroupedAndExact(t *testing.T) {
-	var writes atomic.Int64
+	var writes, sent atomic.Int64
+	allSent := make(chan struct{}) // closed once every review was sent
 	base := fakeClient(t)
 	c := interceptor.NewClient(base, interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 		writes.Add(1)
-		time.Sleep(2 * time.Millisecond)
+		select { // the first writes are in flight while the reviews arrive
+		case <-allSent:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		return cl.SubResource(sub).Update(ctx, obj, opts...)
 	}})
 	const limit = 20 * 1024
@@ -278,6 +286,9 @@ func TestConcurrentAdmissionsAreGroupedAndExact(t *testing.T) {
 	for i := range 100 {
 		r := rs[i%2]
 		reviews.Go(func() {
+			if sent.Add(1) == 100 {
+				close(allSent)
+			}
 			ok := false
 			err := admitPod(t.Context(), r.s, "ns", types.UID(fmt.Sprintf("u%03d", i)), fmt.Sprintf("p%03d", i), func(req decision.Request) (verdict, error) {
 				snap := r.l.Namespace("ns", req.Reservations)
@@ -311,27 +322,42 @@ func TestConcurrentAdmissionsAreGroupedAndExact(t *testing.T) {
 // in its namespace gives up when its context ends, with an error (never
 // nil), and its decide never runs.
 func TestQueuedReviewHonoursItsDeadline(t *testing.T) {
-	release := make(chan struct{})
+	release, inFlight := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	c := interceptor.NewClient(fakeClient(t), interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		once.Do(func() { close(inFlight) })
 		<-release
 		return cl.SubResource(sub).Update(ctx, obj, opts...)
 	}})
-	s, _, _, _ := newStore(t, c, "a")
+	s, _, _, clk := newStore(t, c, "a")
 	first := make(chan error, 1)
 	go func() {
 		first <- admitPod(context.Background(), s, "ns", "u1", "p1", func(req decision.Request) (verdict, error) { return verdict{Reserve: true, Demand: vec(1, 1)}, nil })
 	}()
-	time.Sleep(20 * time.Millisecond) // the first review's write is in flight
+	<-inFlight // the first review's write is in flight
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	decided := false
-	err := admitPod(ctx, s, "ns", "u2", "p2", func(req decision.Request) (verdict, error) {
-		decided = true
-		return verdict{Reserve: true, Demand: vec(1, 1)}, nil
-	})
+	var decided atomic.Bool
+	second := make(chan error, 1)
+	go func() {
+		second <- admitPod(ctx, s, "ns", "u2", "p2", func(req decision.Request) (verdict, error) {
+			decided.Store(true)
+			return verdict{Reserve: true, Demand: vec(1, 1)}, nil
+		})
+	}()
+	<-ctx.Done()
+	var err error
+	for answered := false; !answered; {
+		select {
+		case err = <-second:
+			answered = true
+		case <-time.After(time.Millisecond):
+			clk.Step(answerGrace) // the grace after its deadline passes on the store's clock
+		}
+	}
 	close(release)
-	if err == nil || decided || !strings.Contains(err.Error(), "waiting for the earlier decisions in namespace ns") {
-		t.Fatalf("queued review: err %v, decided %v", err, decided)
+	if err == nil || decided.Load() || !strings.Contains(err.Error(), "waiting for the earlier decisions in namespace ns") {
+		t.Fatalf("queued review: err %v, decided %v", err, decided.Load())
 	}
 	if err := <-first; err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 //
 // It returns the reasons of the changes (EndRecorded, EndAbsent; "" for a
 // mark), counted once the write succeeded.
-func (s *Store) tidy(st *gpuadmitv1.GPUUsageStatus) (changes []string) {
+func (s *Store) tidy(st *gpuadmitv1.GPUReservationSetStatus) (changes []string) {
 	least, live := s.members.MinLive()
 	kept := st.Reservations[:0:0]
 	for _, r := range st.Reservations {

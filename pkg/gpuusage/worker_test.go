@@ -3,12 +3,14 @@ package gpuusage
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 )
@@ -20,14 +22,20 @@ import (
 // reviews stop.
 func TestWorkersEndAndRestartBetweenReviews(t *testing.T) {
 	c := fakeClient(t)
-	s, l, _, _ := newStore(t, c, "a")
-	s.opts.WorkerIdle = 50 * time.Microsecond
+	// The wall clock: what is attacked is the race between a worker's end
+	// (its idle timer firing) and a review's arrival, which needs both to
+	// run concurrently, not a time stepped between them.
+	s, l, _, _ := newStoreWith(t, c, "a", Options{ConfirmAfter: time.Second, RecheckMax: 4 * time.Second, ReadsPerSecond: 10,
+		WorkerIdle: 50 * time.Microsecond, Clock: clock.RealClock{}})
 	const fits = 30
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 150 {
 		wg.Go(func() {
-			time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond) // arrive around workers' ends
+			// Arrive around workers' ends (the one sleep of this package's
+			// tests: a random real delay is what spreads the arrivals over
+			// the ends of the workers' idle timers).
+			time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond)
 			ok := false
 			err := admitPod(t.Context(), s, "ns", types.UID(fmt.Sprintf("u%03d", i)), fmt.Sprintf("p%03d", i), func(req decision.Request) (verdict, error) {
 				snap := l.Namespace("ns", req.Reservations)
@@ -57,6 +65,6 @@ func TestWorkersEndAndRestartBetweenReviews(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d namespace workers still running after the reviews stopped", left)
 		}
-		time.Sleep(time.Millisecond)
+		runtime.Gosched()
 	}
 }

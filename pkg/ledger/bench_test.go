@@ -18,6 +18,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/podwire"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // benchPod is a GPU pod shaped like the seed's (init 20 GiB, app 10 GiB, a
@@ -113,9 +114,9 @@ func BenchmarkNamespaceSnapshot(b *testing.B) {
 // the namespace to count.
 func BenchmarkNamespaceSnapshotReserved(b *testing.B) {
 	l := benchLedger(b, 10_000)
-	rs := make([]Reservation, 8)
+	rs := make([]reservation.Reservation, 8)
 	for i := range rs {
-		rs[i] = Reservation{UID: types.UID(fmt.Sprint("r", i)), Name: fmt.Sprint("p", i), Demand: nv(1, 1024, 0)}
+		rs[i] = reservation.Reservation{UID: types.UID(fmt.Sprint("r", i)), Name: fmt.Sprint("p", i), Demand: nv(1, 1024, 0)}
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // ResourceClaims of governed DeviceClasses (pkg/dra) are charged to their
@@ -17,7 +18,7 @@ import (
 // deleted: a claim holds its devices for the life of the pods that use it,
 // so nothing about a pod's lifecycle lowers it, and a claim shared by
 // several pods is one object, charged once. A claim is keyed by its UID
-// like a pod, and by ClaimKey(name) in the names reservations are matched
+// like a pod, and by reservation.ClaimKey(name) in the names reservations are matched
 // by, which no pod name can be (a pod name has no "/"). Every claim,
 // generated from a pod's template or not, was decided and reserved at its
 // own CREATE (pkg/decision): the ledger charges nothing that was not
@@ -41,12 +42,6 @@ import (
 // applied under it only while the ResourceSlices are unchanged since
 // (sliceGen); a re-evaluation is applied only while the claim's record
 // still stands for the same resourceVersion.
-
-// ClaimKey is the name under which a claim's reservation and record are
-// matched (reservation.go's shadowing).
-func ClaimKey(name string) string { return claimPrefix + name }
-
-const claimPrefix = "resourceclaim/"
 
 // claimRecord is what a recorded claim charges.
 type claimRecord struct {
@@ -157,7 +152,7 @@ func (l *Ledger) applyClaimLocked(c *resourcev1.ResourceClaim, ch claimCharge, s
 	if l.claimSeen[c.UID] == "" {
 		l.claimSeen[c.UID] = "0"
 	}
-	l.byName[podName{c.Namespace, ClaimKey(c.Name)}] = c.UID
+	l.byName[podName{c.Namespace, reservation.ClaimKey(c.Name)}] = c.UID
 }
 
 // recheckClaims evaluates again, after the ResourceSlices changed, the
@@ -196,7 +191,7 @@ func (l *Ledger) recheckClaim(c *resourcev1.ResourceClaim) {
 func (l *Ledger) DeleteClaim(namespace, name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if uid, ok := l.byName[podName{namespace, ClaimKey(name)}]; ok {
+	if uid, ok := l.byName[podName{namespace, reservation.ClaimKey(name)}]; ok {
 		l.removeClaimLocked(uid)
 	}
 }
@@ -210,7 +205,7 @@ func (l *Ledger) removeClaimLocked(uid types.UID) {
 	l.unchargeClaimLocked(r)
 	delete(l.claims, uid)
 	delete(l.claimSeen, uid)
-	l.forgetNameLocked(podName{r.namespace, ClaimKey(r.name)}, uid)
+	l.forgetNameLocked(podName{r.namespace, reservation.ClaimKey(r.name)}, uid)
 }
 
 func (l *Ledger) chargeClaimLocked(r *claimRecord) {

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 const hamiDRA = "hami-core-gpu.project-hami.io"
@@ -45,11 +46,11 @@ func TestClaimLifecycle(t *testing.T) {
 		t.Fatalf("after add: used %s, %d claims; want 2 GPUs 8192 MiB, 1 claim", s.Used, s.Claims)
 	}
 	// A reservation under the claim's UID does not count once the claim is recorded (charged once).
-	if s := l.Namespace("ns", []Reservation{{UID: "u1", Name: ClaimKey("c1"), Demand: nv(2, 8192, 0)}}); s.Reservations != 0 {
+	if s := l.Namespace("ns", []reservation.Reservation{{UID: "u1", Name: reservation.ClaimKey("c1"), Demand: nv(2, 8192, 0)}}); s.Reservations != 0 {
 		t.Fatalf("the recorded claim's reservation counted: reserved %s", s.Reserved)
 	}
 	// A pod named like the claim is another object: its reservation counts.
-	if s := l.Namespace("ns", []Reservation{{UID: "p1", Name: "c1", Demand: nv(1, 1, 0)}}); s.Reservations != 1 {
+	if s := l.Namespace("ns", []reservation.Reservation{{UID: "p1", Name: "c1", Demand: nv(1, 1, 0)}}); s.Reservations != 1 {
 		t.Fatalf("a pod named like a claim is shadowed by the claim")
 	}
 	// The same event again (a resync) changes nothing.

@@ -22,6 +22,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/feed"
 	"github.com/gpuadmit/gpuadmit/pkg/podwire"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // TestPodOfTwoFamiliesIsChargedToBoth: a pod that asks for nvidia GPUs and
@@ -95,7 +96,7 @@ func TestPodOfTwoFamiliesIsChargedToBoth(t *testing.T) {
 // Reserved and Unconfirmed.
 func TestReservationsOfTwoFamilies(t *testing.T) {
 	l := newTwoFamilyLedger(t)
-	pending := []Reservation{
+	pending := []reservation.Reservation{
 		{UID: "u1", Name: "p1", Demand: plus(t, nv(1, 1000, 0), asc(2, 4000, 0))},
 		{UID: "u2", Name: "p2", Demand: asc(1, 500, 10), Unconfirmed: true},
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/feed"
 	"github.com/gpuadmit/gpuadmit/pkg/podwire"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // modelSeed replays TestModelLedgerEqualsRecomputation with one seed (a
@@ -131,10 +132,10 @@ type model struct {
 	nodeDevs map[string][]string
 	devMem   map[string]map[string]int64 // oracle: device memory by node and UUID when the annotation is valid
 	quotas   map[string]*corev1.ResourceQuota
-	pending  map[string][]Reservation // the reservations handed in, by namespace
-	seen     map[types.UID]bool       // oracle: GPU pods the watch delivered and has not seen go
-	floor    map[types.UID]int64      // oracle: the device size each pod's admission resolved
-	nodeSize map[types.UID]int64      // oracle: the largest device size each bound pod's node announced since binding
+	pending  map[string][]reservation.Reservation // the reservations handed in, by namespace
+	seen     map[types.UID]bool                   // oracle: GPU pods the watch delivered and has not seen go
+	floor    map[types.UID]int64                  // oracle: the device size each pod's admission resolved
+	nodeSize map[types.UID]int64                  // oracle: the largest device size each bound pod's node announced since binding
 	// exercised counts the checks that saw each family in use, reserved
 	// and limited (and pods of both families): the world must hold them.
 	exercised map[string]int
@@ -167,7 +168,7 @@ func newModel(seed uint64) *model {
 		r: rand.New(rand.NewPCG(seed, seed*7919)), l: l,
 		pods: map[types.UID]*corev1.Pod{}, byName: map[string]types.UID{}, old: map[types.UID]*corev1.Pod{},
 		nodes: map[string]*corev1.Node{}, nodeMem: map[string]int64{}, nodeDevs: map[string][]string{}, devMem: map[string]map[string]int64{},
-		quotas: map[string]*corev1.ResourceQuota{}, pending: map[string][]Reservation{}, seen: map[types.UID]bool{}, memo: map[memoKey]derivation{},
+		quotas: map[string]*corev1.ResourceQuota{}, pending: map[string][]reservation.Reservation{}, seen: map[types.UID]bool{}, memo: map[memoKey]derivation{},
 		floor: map[types.UID]int64{}, nodeSize: map[types.UID]int64{}, exercised: map[string]int{},
 		slim: podwire.PodTransform(l.Families()), feedPods: feed.PodProcess(l, logr.Discard()),
 		nodeH: feed.NodeHandler(l, logr.Discard()), quotaH: feed.QuotaHandler(l, logr.Discard()),

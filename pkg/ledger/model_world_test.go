@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // mutateStatus changes one thing the kubelet reports.
@@ -189,7 +190,7 @@ func (m *model) quota() {
 // ledger knows (never counted twice), and of pods that never come.
 func (m *model) reserve() {
 	ns := modelNamespaces[m.r.IntN(len(modelNamespaces))]
-	var rs []Reservation
+	var rs []reservation.Reservation
 	for range m.r.IntN(4) {
 		uid := types.UID(fmt.Sprintf("u%d", m.next+1+m.r.IntN(3)))
 		switch m.r.IntN(3) {
@@ -209,7 +210,7 @@ func (m *model) reserve() {
 		default:
 			demand = effective.UsageOf(nvidia, vec(1, int64(m.r.IntN(20000)), 0))
 		}
-		rs = append(rs, Reservation{UID: uid, Name: fmt.Sprintf("p%d", m.r.IntN(16)), Demand: demand, Unconfirmed: m.r.IntN(2) == 0})
+		rs = append(rs, reservation.Reservation{UID: uid, Name: fmt.Sprintf("p%d", m.r.IntN(16)), Demand: demand, Unconfirmed: m.r.IntN(2) == 0})
 	}
 	m.pending[ns] = rs
 }
@@ -217,7 +218,7 @@ func (m *model) reserve() {
 // counts reports whether a reservation handed in for ns counts: the watch
 // has not delivered a GPU pod of its UID (that it has not seen go), and no
 // recorded (or invalid) pod of another UID holds its name.
-func (m *model) counts(ns string, r Reservation) bool {
+func (m *model) counts(ns string, r reservation.Reservation) bool {
 	if m.seen[r.UID] {
 		return false
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // TestRaceEventsSnapshotsReservations runs pod, node and quota events,
@@ -80,7 +81,7 @@ func TestRaceEventsSnapshotsReservations(t *testing.T) {
 				return
 			default:
 			}
-			pending := []Reservation{{UID: types.UID(fmt.Sprintf("r%d", i%50)), Name: fmt.Sprintf("p0-%d", i%20), Demand: nv(1, 1000, 0)}}
+			pending := []reservation.Reservation{{UID: types.UID(fmt.Sprintf("r%d", i%50)), Name: fmt.Sprintf("p0-%d", i%20), Demand: nv(1, 1000, 0)}}
 			s := l.Namespace("ns0", pending)
 			if usageInvariant(s.Used) != nil || usageInvariant(s.Reserved) != nil || s.Reservations > 1 {
 				t.Errorf("snapshot %+v", s)

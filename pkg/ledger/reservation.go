@@ -3,38 +3,15 @@ package ledger
 import (
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // The ledger holds only what the watches delivered. Reservations (pods
 // admitted that no watch of this replica has recorded yet) live in the
-// namespaces' GPUUsage objects, owned by pkg/gpuusage; whoever asks about a
-// namespace hands the ledger the ones it would count, and the snapshot
-// counts those the ledger has not recorded, in the same critical section as
-// the usage, so that a pod counts once:
-//
-//	pending (handed in) ──Namespace(ns, pending)──▶ for each reservation:
-//	   the watch recorded a pod with its UID ──────▶ not counted (its record is in Used)
-//	   a recorded pod of another UID has its name ─▶ not counted (that create fails with
-//	                                                 AlreadyExists; if the older pod is in
-//	                                                 fact gone, its record stops counting in
-//	                                                 the same event that lets this count)
-//	   otherwise ──────────────────────────────────▶ counted in Reserved
-//	                                                 (and in Unconfirmed when Unconfirmed)
-
-// Reservation is a pod admitted but perhaps not yet recorded by this ledger.
-type Reservation struct {
-	UID  types.UID
-	Name string
-	// Demand is the pod's effective demand per family (memory in MiB).
-	Demand effective.Usage
-	// Unconfirmed: no replica's watch has recorded the pod yet, so it may
-	// never exist (its create failed after admission, or the review was
-	// not the API server's). The decision says when a pod it denies would
-	// fit without the unconfirmed reservations: its review may wait for
-	// them to end.
-	Unconfirmed bool
-}
+// namespaces' GPUReservationSets, owned by pkg/gpuusage; whoever asks
+// about a namespace hands the ledger the ones it would count, and the
+// snapshot counts those the ledger has not recorded (reservation.Counts),
+// in the same critical section as the usage, so that a pod counts once.
 
 // Seen returns the resourceVersion of the last event of pod uid this
 // ledger's watch delivered ("" when it has delivered none, or the pod is
@@ -49,9 +26,10 @@ func (l *Ledger) Seen(uid types.UID) string {
 }
 
 // countLocked adds to s the reservations of pending that count.
-func (l *Ledger) countLocked(s *NamespaceSnapshot, pending []Reservation) {
+func (l *Ledger) countLocked(s *NamespaceSnapshot, pending []reservation.Reservation) {
+	rec := lockedRecords{l}
 	for _, r := range pending {
-		if r.UID == "" || l.seen[r.UID] != "" || l.claimSeen[r.UID] != "" || l.goneClaimLocked(r.UID) || l.shadowedLocked(s.Namespace, r) {
+		if !reservation.Counts(r, s.Namespace, rec) {
 			continue
 		}
 		s.Reserved, _ = s.Reserved.Add(r.Demand)
@@ -62,14 +40,20 @@ func (l *Ledger) countLocked(s *NamespaceSnapshot, pending []Reservation) {
 	}
 }
 
-func (l *Ledger) goneClaimLocked(uid types.UID) bool {
-	_, ok := l.gone[uid]
+// lockedRecords answers reservation.Counts from the ledger's state; its
+// caller holds the ledger's lock.
+type lockedRecords struct{ l *Ledger }
+
+func (r lockedRecords) Recorded(uid types.UID) bool {
+	return r.l.seen[uid] != "" || r.l.claimSeen[uid] != ""
+}
+
+func (r lockedRecords) Gone(uid types.UID) bool {
+	_, ok := r.l.gone[uid]
 	return ok
 }
 
-// shadowedLocked reports whether r does not count: its pod name is held by a
-// recorded (or invalid) pod of another UID.
-func (l *Ledger) shadowedLocked(ns string, r Reservation) bool {
-	other, ok := l.byName[podName{ns, r.Name}]
-	return ok && other != r.UID
+func (r lockedRecords) NameHeldByOther(ns, name string, uid types.UID) bool {
+	other, ok := r.l.byName[podName{ns, name}]
+	return ok && other != uid
 }

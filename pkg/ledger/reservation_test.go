@@ -8,12 +8,13 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 func TestReservationsCountedOnce(t *testing.T) {
 	l := newLedger(t)
 	l.UpsertQuota(testquota.New("team-a", "q", map[string]string{"limits.nvidia.com/gpumem": "24576"}))
-	pending := []Reservation{{UID: "uid-1", Name: "p1", Demand: nv(1, 12288, 0)}, {UID: "uid-2", Name: "p2", Demand: nv(1, 8192, 0), Unconfirmed: true}}
+	pending := []reservation.Reservation{{UID: "uid-1", Name: "p1", Demand: nv(1, 12288, 0)}, {UID: "uid-2", Name: "p2", Demand: nv(1, 8192, 0), Unconfirmed: true}}
 	if s := l.Namespace("team-a", pending); !same(s.Reserved, nv(2, 20480, 0)) || s.Reservations != 2 || !same(s.Unconfirmed, nv(1, 8192, 0)) || !s.Used.IsZero() {
 		t.Fatalf("reserved %v (%d, unconfirmed %v), used %v; want 20480 MiB reserved in 2, 8192 unconfirmed", s.Reserved, s.Reservations, s.Unconfirmed, s.Used)
 	}
@@ -37,7 +38,7 @@ func TestReservationsCountedOnce(t *testing.T) {
 	if s := l.Namespace("team-a", pending); !same(s.Reserved, nv(2, 20480, 0)) || !s.Used.IsZero() {
 		t.Fatalf("deleted but still reserved: reserved %v used %v; want 20480 and 0", s.Reserved, s.Used)
 	}
-	if s := l.Snapshot(map[string][]Reservation{"team-b": pending}); !same(s.Namespaces["team-b"].Reserved, nv(2, 20480, 0)) || s.Stats.Reservations != 2 {
+	if s := l.Snapshot(map[string][]reservation.Reservation{"team-b": pending}); !same(s.Namespaces["team-b"].Reserved, nv(2, 20480, 0)) || s.Stats.Reservations != 2 {
 		t.Fatalf("snapshot of a namespace with reservations only: %+v", s.Namespaces["team-b"])
 	}
 }
@@ -48,9 +49,9 @@ func TestReservationsCountedOnce(t *testing.T) {
 func TestReservationShadowedByName(t *testing.T) {
 	l := newLedger(t)
 	l.UpsertPod(testpod.New("x").NS("ns").UID("old").App("a", gpu(1), mem(1024)).Build())
-	var rs []Reservation
+	var rs []reservation.Reservation
 	for i := range 23 {
-		rs = append(rs, Reservation{UID: types.UID(fmt.Sprint("re-", i)), Name: "x", Demand: nv(1, 1024, 0)})
+		rs = append(rs, reservation.Reservation{UID: types.UID(fmt.Sprint("re-", i)), Name: "x", Demand: nv(1, 1024, 0)})
 	}
 	if s := l.Namespace("ns", rs); !same(s.Used, nv(1, 1024, 0)) || !s.Reserved.IsZero() {
 		t.Fatalf("23 re-creates of x: used %v reserved %v; want 1024 and nothing reserved", s.Used, s.Reserved)

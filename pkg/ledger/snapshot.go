@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // NamespaceSnapshot is what admission needs to know about one namespace.
@@ -186,13 +187,13 @@ func sortProblems(ps []Problem) {
 // Namespace returns a snapshot of one namespace (zero usage and no limits
 // for a namespace the ledger does not know), counting the reservations of
 // pending it has not recorded (reservation.go).
-func (l *Ledger) Namespace(ns string, pending []Reservation) NamespaceSnapshot {
+func (l *Ledger) Namespace(ns string, pending []reservation.Reservation) NamespaceSnapshot {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.namespaceLocked(ns, pending)
 }
 
-func (l *Ledger) namespaceLocked(name string, pending []Reservation) NamespaceSnapshot {
+func (l *Ledger) namespaceLocked(name string, pending []reservation.Reservation) NamespaceSnapshot {
 	s := NamespaceSnapshot{Namespace: name}
 	s.Labels, s.LabelsKnown = l.nsLabels[name]
 	l.countLocked(&s, pending)
@@ -267,7 +268,7 @@ func (l *Ledger) Stats() Stats {
 // Snapshot copies the whole ledger: every namespace (those of pending, the
 // reservations by namespace, included) and every node that has GPU devices
 // or device usage.
-func (l *Ledger) Snapshot(pending map[string][]Reservation) Snapshot {
+func (l *Ledger) Snapshot(pending map[string][]reservation.Reservation) Snapshot {
 	// Outside the lock (CEL): no deadline here, the charger's CEL budget
 	// bounds each DeviceClass, and the inventory memoises the result.
 	draProblems := l.DRAProblems(context.Background())

@@ -10,6 +10,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -17,7 +18,7 @@ import (
 type Ledger interface {
 	Stats() ledger.Stats
 	Families() []effective.Family
-	Snapshot(pending map[string][]ledger.Reservation) ledger.Snapshot
+	Snapshot(pending map[string][]reservation.Reservation) ledger.Snapshot
 }
 
 // PolicyStatus is the policy engine's status (*policy.Engine).
@@ -33,7 +34,7 @@ type Freshness interface {
 
 // RegisterState registers gauges read at scrape time: the ledger's
 // sizes, the policy engine's status and the watches' freshness.
-func RegisterState(reg prometheus.Registerer, l Ledger, e PolicyStatus, feed Freshness, store reservations) error {
+func RegisterState(reg prometheus.Registerer, l Ledger, e PolicyStatus, feed Freshness, store reservation.Reader) error {
 	stat := func(f func(ledger.Stats) int) func() float64 {
 		return func() float64 { return float64(f(l.Stats())) }
 	}
@@ -74,15 +75,9 @@ func RegisterState(reg prometheus.Registerer, l Ledger, e PolicyStatus, feed Fre
 	return nil
 }
 
-// reservations lists the reservations of the namespaces' objects
-// (*gpuusage.Store).
-type reservations interface {
-	Reserved(ctx context.Context) (map[string][]ledger.Reservation, error)
-}
-
 // counted is how many reservations of store's this replica counts (-1
 // when they cannot be read).
-func counted(store reservations) int {
+func counted(store reservation.Reader) int {
 	pending, err := store.Reserved(context.Background())
 	if err != nil {
 		return -1
@@ -117,7 +112,7 @@ func (c *freshnessCollector) Collect(ch chan<- prometheus.Metric) {
 type Counters struct {
 	reservationsEnded    *prometheus.CounterVec
 	reservationsRefused  *prometheus.CounterVec
-	reservationConflicts prometheus.Counter
+	reservationConflicts *prometheus.CounterVec
 	writes               prometheus.Histogram
 	groups               prometheus.Histogram
 	summaries            prometheus.Counter
@@ -132,20 +127,20 @@ func NewCounters(reg prometheus.Registerer) (*Counters, error) {
 		}, []string{"reason"}),
 		reservationsRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpuadmit_reservations_refused_total",
-			Help: "Admissions refused instead of reserved, by reason: limit (the namespace's GPUUsage holds admission.reservations.maxPerNamespace reservations), duplicate (the pod's UID is already reserved with another name or demand, or already a recorded pod: a review that is not the API server's).",
+			Help: "Admissions refused instead of reserved, by reason: limit (the namespace's GPUReservationSet holds admission.reservations.maxPerNamespace reservations), duplicate (the pod's UID is already reserved with another name or demand, or already a recorded pod: a review that is not the API server's).",
 		}, []string{"reason"}),
-		reservationConflicts: prometheus.NewCounter(prometheus.CounterOpts{
+		reservationConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpuadmit_reservation_conflicts_total",
-			Help: "Reservation writes refused because another replica wrote the namespace's GPUUsage first (the decision was made again).",
-		}),
+			Help: "Reservation writes refused because another write of the namespace's GPUReservationSet came first (the decision was made again), by the cause of that write: admission (it added a reservation), tidy (it only marked, removed or restored reservations), unknown (the object read after the conflict does not say). The summaries users read are in GPUUsage, another object: they never make a conflict.",
+		}, []string{"cause"}),
 		writes: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "gpuadmit_gpuusage_write_duration_seconds",
-			Help:    "Time of one GPUUsage status write (reservations added or tidied), conflicting ones included.",
+			Help:    "Time of one GPUReservationSet status write (reservations added or tidied), conflicting ones included.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}),
 		groups: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "gpuadmit_gpuusage_write_group_size",
-			Help:    "Reviews decided together for one GPUUsage status write (the reviews that queued while the previous write of the namespace was in flight).",
+			Help:    "Reviews decided together for one GPUReservationSet status write (the reviews that queued while the previous write of the namespace was in flight).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
 		}),
 	}
@@ -160,6 +155,9 @@ func NewCounters(reg prometheus.Registerer) (*Counters, error) {
 	for _, r := range []string{gpuusage.RefusedLimit, gpuusage.RefusedDuplicate} {
 		m.reservationsRefused.WithLabelValues(r)
 	}
+	for _, c := range []string{gpuusage.ConflictAdmission, gpuusage.ConflictTidy, gpuusage.ConflictUnknown} {
+		m.reservationConflicts.WithLabelValues(c)
+	}
 	for _, c := range []prometheus.Collector{m.reservationsEnded, m.reservationsRefused, m.reservationConflicts, m.writes, m.groups, m.summaries} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering reservation metrics: %w", err)
@@ -173,14 +171,15 @@ var _ gpuusage.Metrics = (*Counters)(nil)
 // Ended counts a reservation removed, by reason (gpuusage.Metrics).
 func (m *Counters) Ended(reason string) { m.reservationsEnded.WithLabelValues(reason).Inc() }
 
-// Conflict counts a reservation write another replica won (gpuusage.Metrics).
-func (m *Counters) Conflict() { m.reservationConflicts.Inc() }
+// Conflict counts a reservation write another replica won, by the cause
+// of the write that came first (gpuusage.Metrics).
+func (m *Counters) Conflict(cause string) { m.reservationConflicts.WithLabelValues(cause).Inc() }
 
 // Refused counts an admission refused instead of reserved, by reason
 // (gpuusage.Metrics).
 func (m *Counters) Refused(reason string) { m.reservationsRefused.WithLabelValues(reason).Inc() }
 
-// Wrote observes one GPUUsage status write (gpuusage.Metrics).
+// Wrote observes one GPUReservationSet status write (gpuusage.Metrics).
 func (m *Counters) Wrote(took time.Duration, reviews int) {
 	m.writes.Observe(took.Seconds())
 	m.groups.Observe(float64(reviews))

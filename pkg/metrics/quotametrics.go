@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // Kinds of gpuadmit_ledger_problems (a fixed set: the label's values).
@@ -42,13 +43,13 @@ const (
 // snapshot.
 type namespaceCollector struct {
 	ledger   Ledger
-	store    reservations
+	store    reservation.Reader
 	quota    *prometheus.Desc
 	problems *prometheus.Desc
 	showback showback
 }
 
-func newNamespaceCollector(l Ledger, store reservations) *namespaceCollector {
+func newNamespaceCollector(l Ledger, store reservation.Reader) *namespaceCollector {
 	return &namespaceCollector{ledger: l, store: store, showback: newShowback(),
 		quota: prometheus.NewDesc("gpuadmit_resourcequota",
 			"A namespace's tightest limit (hard, with the ResourceQuota that sets it; 0 while its value is invalid), what its recorded pods use (used) and what admitted pods not yet recorded hold (reserved), per managed resource; memory in MiB.",

@@ -23,6 +23,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // world is what a ledger is fed: nodes, quotas, pods, claims, then reservations.
@@ -35,7 +36,7 @@ type world struct {
 	claims       []*resourcev1.ResourceClaim // of HAMi-DRA's class, counted against the first family
 	slices       []*resourcev1.ResourceSlice
 	classes      []*resourcev1.DeviceClass
-	reservations map[string][]ledger.Reservation
+	reservations map[string][]reservation.Reservation
 	after        []*corev1.Node // node changes once the pods are recorded
 }
 
@@ -154,7 +155,7 @@ func TestResourceQuotaMetric(t *testing.T) {
 					"limits.nvidia.com/gpu": "2", "limits.nvidia.com/gpumem": "24576", "requests.cpu": "8"})},
 				pods: []*testpod.Builder{testpod.New("train").NS("a").App("main", testpod.GPU(1), testpod.Mem(10240), testpod.Cores(30)).
 					AppRunning("main")},
-				reservations: map[string][]ledger.Reservation{"a": {{UID: "uid-a-next", Name: "next",
+				reservations: map[string][]reservation.Reservation{"a": {{UID: "uid-a-next", Name: "next",
 					Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 4096, Cores: 10})}}},
 			},
 			want: map[string]float64{
@@ -347,8 +348,8 @@ func TestNamespaceCollectorBounds(t *testing.T) {
 }
 
 // fixedReservations are the reservations of the namespaces' objects.
-type fixedReservations map[string][]ledger.Reservation
+type fixedReservations map[string][]reservation.Reservation
 
-func (f fixedReservations) Reserved(context.Context) (map[string][]ledger.Reservation, error) {
+func (f fixedReservations) Reserved(context.Context) (map[string][]reservation.Reservation, error) {
 	return f, nil
 }

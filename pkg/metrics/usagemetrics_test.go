@@ -12,7 +12,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 func usage(ns, family, resource, typ string) string {
@@ -41,8 +41,8 @@ func claim(ns, name string, count, mem int64) *resourcev1.ResourceClaim {
 	return c
 }
 
-func reservation(name string, v effective.Vector) ledger.Reservation {
-	return ledger.Reservation{UID: types.UID("uid-" + name), Name: name, Demand: effective.UsageOf("nvidia", v)}
+func reserved(name string, v effective.Vector) reservation.Reservation {
+	return reservation.Reservation{UID: types.UID("uid-" + name), Name: name, Demand: effective.UsageOf("nvidia", v)}
 }
 
 func TestNamespaceUsageMetric(t *testing.T) {
@@ -62,7 +62,7 @@ func TestNamespaceUsageMetric(t *testing.T) {
 				usage("free", "nvidia", coresRes, "reserved"): 0,
 			}},
 		{name: "reservations only: reserved",
-			world: world{reservations: map[string][]ledger.Reservation{"r": {reservation("next", effective.Vector{GPU: 1, MemMiB: 4096})}}},
+			world: world{reservations: map[string][]reservation.Reservation{"r": {reserved("next", effective.Vector{GPU: 1, MemMiB: 4096})}}},
 			want: map[string]float64{
 				usage("r", "nvidia", gpuRes, "used"): 0, usage("r", "nvidia", memRes, "used"): 0, usage("r", "nvidia", coresRes, "used"): 0,
 				usage("r", "nvidia", gpuRes, "reserved"): 1, usage("r", "nvidia", memRes, "reserved"): 4096,
@@ -113,8 +113,8 @@ func TestChargedObjectsMetric(t *testing.T) {
 				quotas: []*corev1.ResourceQuota{testquota.New("idle", "q", map[string]string{"limits.nvidia.com/gpu": "4"})},
 				pods:   []*testpod.Builder{running("p", "a", 1, 1024, 0), running("q", "a", 1, 1024, 0)},
 				claims: []*resourcev1.ResourceClaim{claim("a", "c1", 1, 1024), claim("b", "c1", 1, 1024)},
-				reservations: map[string][]ledger.Reservation{"a": {reservation("next", effective.Vector{GPU: 1})},
-					"c": {reservation("first", effective.Vector{GPU: 1}), reservation("second", effective.Vector{MemMiB: 1})}},
+				reservations: map[string][]reservation.Reservation{"a": {reserved("next", effective.Vector{GPU: 1})},
+					"c": {reserved("first", effective.Vector{GPU: 1}), reserved("second", effective.Vector{MemMiB: 1})}},
 			},
 			want: map[string]float64{
 				objects("a", "pod"): 2, objects("a", "claim"): 1, objects("a", "reservation"): 1,
@@ -149,7 +149,7 @@ func TestOverLimitMetric(t *testing.T) {
 		{name: "reservations count in the charge",
 			world: world{quotas: lowered("b", map[string]string{"limits.nvidia.com/gpumem": "4096"}),
 				pods:         []*testpod.Builder{running("p", "b", 1, 3072, 0)},
-				reservations: map[string][]ledger.Reservation{"b": {reservation("next", effective.Vector{GPU: 1, MemMiB: 2048})}}},
+				reservations: map[string][]reservation.Reservation{"b": {reserved("next", effective.Vector{GPU: 1, MemMiB: 2048})}}},
 			want: map[string]float64{over("b", "lowered", memRes): 1024}},
 		{name: "the tightest quota names the limit",
 			world: world{quotas: []*corev1.ResourceQuota{
@@ -193,7 +193,7 @@ func TestResourceInfoMetric(t *testing.T) {
 // resources) and the exposition's conventions (promlint).
 func TestShowbackBounds(t *testing.T) {
 	var w world
-	w.reservations = map[string][]ledger.Reservation{}
+	w.reservations = map[string][]reservation.Reservation{}
 	for _, ns := range []string{"a", "b", "c", "d"} {
 		w.pods = append(w.pods, running("p", ns, 2, 2048, 0))
 	}
@@ -201,7 +201,7 @@ func TestShowbackBounds(t *testing.T) {
 		testquota.New("a", "q", map[string]string{"limits.nvidia.com/gpu": "1", "limits.nvidia.com/gpumem": "1024"}),
 		testquota.New("idle", "q", map[string]string{"limits.nvidia.com/gpu": "1"}),
 	}
-	w.reservations["e"] = []ledger.Reservation{reservation("next", effective.Vector{GPU: 1})}
+	w.reservations["e"] = []reservation.Reservation{reserved("next", effective.Vector{GPU: 1})}
 	c := collectorOf(w)
 	for _, tc := range []struct {
 		name string

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // Writer keeps one Report per namespace with a GPU limit in step with the
@@ -28,8 +29,8 @@ type Writer struct {
 	Client client.Client
 	Reader client.Reader
 	Ledger *ledger.Ledger
-	// Reservations are those the namespaces' GPUUsage objects hold.
-	Reservations Reservations
+	// Reservations are those the namespaces' GPUReservationSets hold.
+	Reservations reservation.Reader
 	// Every is how often the ledger is compared with the Reports (default
 	// 2s); MinGap the least time between two writes of one Report
 	// (default 10s).
@@ -45,11 +46,6 @@ type Writer struct {
 // resync is how often the owned Reports are listed again, so that a
 // Report edited by hand is put right even when nothing changes.
 const resync = time.Minute
-
-// Reservations lists the reservations each namespace's object holds.
-type Reservations interface {
-	Reserved(ctx context.Context) (map[string][]ledger.Reservation, error)
-}
 
 // Start writes until ctx ends; the server runs it on the elected replica.
 func (w *Writer) Start(ctx context.Context) error {

@@ -21,11 +21,12 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
-type reservations map[string][]ledger.Reservation
+type reservations map[string][]reservation.Reservation
 
-func (r reservations) Reserved(context.Context) (map[string][]ledger.Reservation, error) {
+func (r reservations) Reserved(context.Context) (map[string][]reservation.Reservation, error) {
 	return r, nil
 }
 

@@ -95,7 +95,7 @@ type Options struct {
 	// AdvertiseAddress (host:port) is where the other replicas reach this
 	// one's webhook server: the validating reviews of GPU pods are
 	// forwarded to the replica that owns their namespace, so that replicas
-	// do not conflict on its GPUUsage. Empty: no forwarding.
+	// do not conflict on its GPUReservationSet. Empty: no forwarding.
 	AdvertiseAddress string
 	// TLSMinVersion is the lowest TLS version the webhook and metrics
 	// servers accept (default TLS 1.3).
@@ -111,8 +111,10 @@ type Options struct {
 	// bearer token the API server authenticates and authorizes for GET
 	// /metrics (TokenReview, SubjectAccessReview).
 	MetricsInsecure bool
-	// Clock is this replica's clock (default the wall clock; a test skews it).
-	Clock clock.PassiveClock
+	// Clock is this replica's clock, which also times the reservation
+	// store's and the summarizer's waits (default the wall clock; a test
+	// skews it).
+	Clock clock.WithTicker
 	Log   logr.Logger
 }
 
@@ -236,7 +238,8 @@ func (s *Server) manager(cfg *rest.Config) error {
 	}
 	s.mgr, err = ctrl.NewManager(cfg, manager.Options{
 		Scheme: scheme,
-		// The manager's cache holds the GPUUsage objects and this server's
+		// The manager's cache holds the GPUReservationSets (and, on the
+		// elected replica, the GPUUsage objects) and this server's
 		// progress Leases only; pods are read from the API server directly.
 		Cache: ctrlcache.Options{ByObject: map[client.Object]ctrlcache.ByObject{
 			&coordinationv1.Lease{}: {Namespaces: map[string]ctrlcache.Config{opts.Namespace: {}},
@@ -286,13 +289,13 @@ func (s *Server) watches(cfg *rest.Config) error {
 	return nil
 }
 
-// reservations builds the store of the GPUUsage objects, deciding with dec.
+// reservations builds the store of the GPUReservationSets, deciding with dec.
 func (s *Server) reservations(dec gpuusage.Decider) error {
 	opts := s.opts
 	r := opts.Config.Admission.Reservations
-	usage, err := s.mgr.GetCache().GetInformer(context.Background(), &gpuadmitv1.GPUUsage{}, ctrlcache.BlockUntilSynced(false))
+	usage, err := s.mgr.GetCache().GetInformer(context.Background(), &gpuadmitv1.GPUReservationSet{}, ctrlcache.BlockUntilSynced(false))
 	if err != nil {
-		return fmt.Errorf("the GPUUsage resource (is its CRD installed?): %w", err)
+		return fmt.Errorf("the GPUReservationSet resource (is its CRD installed?): %w", err)
 	}
 	s.usage = usage.HasSynced
 	s.Store = gpuusage.NewStore(gpuusage.Parts{Client: s.mgr.GetClient(), API: s.mgr.GetAPIReader(), Ledger: s.Ledger, Watch: s.feed,
@@ -302,7 +305,7 @@ func (s *Server) reservations(dec gpuusage.Decider) error {
 			ReviewTimeout: opts.Config.Admission.ReviewTimeout.Duration, Log: opts.Log.WithName("gpuusage")})
 	if _, err := usage.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: s.Store.Changed,
 		UpdateFunc: func(_, obj any) { s.Store.Changed(obj) }, DeleteFunc: s.Store.Deleted}); err != nil {
-		return fmt.Errorf("watching GPUUsage: %w", err)
+		return fmt.Errorf("watching GPUReservationSet: %w", err)
 	}
 	return nil
 }

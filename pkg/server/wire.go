@@ -21,10 +21,10 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/election"
 	"github.com/gpuadmit/gpuadmit/pkg/events"
 	"github.com/gpuadmit/gpuadmit/pkg/forward"
-	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 	"github.com/gpuadmit/gpuadmit/pkg/metrics"
 	"github.com/gpuadmit/gpuadmit/pkg/openreports"
 	"github.com/gpuadmit/gpuadmit/pkg/policysync"
+	"github.com/gpuadmit/gpuadmit/pkg/summary"
 	"github.com/gpuadmit/gpuadmit/pkg/webhookcheck"
 )
 
@@ -130,13 +130,13 @@ func (s *Server) runnables(kube kubernetes.Interface) error {
 	}
 	// The summaries users read (kubectl get gpuusage) have one writer: the
 	// replica elected through the Lease gpuadmit-usage-status.
-	summary := &gpuusage.Summarizer{Client: s.mgr.GetClient(), Ledger: s.Ledger, Reservations: s.Store, Clock: s.opts.Clock,
+	summaries := &summary.Summarizer{Client: s.mgr.GetClient(), Ledger: s.Ledger, Reservations: s.Store, Clock: s.opts.Clock,
 		OnWrite: s.counters.SummaryWritten, Log: s.opts.Log.WithName("summary")}
-	run := summary.Start
+	run := summaries.Start
 	if s.opts.Config.OpenReportsEnabled() {
 		reports := &openreports.Writer{Client: s.mgr.GetClient(), Reader: s.mgr.GetAPIReader(), Ledger: s.Ledger,
 			Reservations: s.Store, Clock: s.opts.Clock, Log: s.opts.Log.WithName("openreports")}
-		run = election.Both(summary.Start, reports.Start)
+		run = election.Both(summaries.Start, reports.Start)
 	}
 	if err := s.mgr.Add(&election.Elected{Run: run, Kube: kube, Namespace: s.opts.Namespace, Name: LeaderElectionID,
 		Identity: s.opts.Replica, Log: s.opts.Log.WithName("summary")}); err != nil {
@@ -196,7 +196,7 @@ func (s *Server) Blocked() error {
 		return fmt.Errorf("the %s watches have not synced yet, so the usage ledger would under-count", missing)
 	}
 	if !s.usage() {
-		return errors.New("the GPUUsage watch has not synced yet, so other replicas' reservations are unknown")
+		return errors.New("the GPUReservationSet watch has not synced yet, so other replicas' reservations are unknown")
 	}
 	if err := s.members.Announced(); err != nil {
 		return err

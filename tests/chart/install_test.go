@@ -76,6 +76,9 @@ func (c *cluster) helm(t *testing.T, args ...string) string {
 
 // leftovers lists every object labelled part-of=gpuadmit, of every
 // resource the API server lists.
+// keptCRDs are what helm uninstall leaves with crds.keep (leftovers' order).
+var keptCRDs = []string{"CustomResourceDefinition/gpureservationsets.gpuadmit.io", "CustomResourceDefinition/gpuusages.gpuadmit.io"}
+
 func (c *cluster) leftovers(t *testing.T) []string {
 	t.Helper()
 	lists, err := c.disco.ServerPreferredResources()
@@ -138,7 +141,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 	installed := c.leftovers(t)
 	for _, want := range []string{"Deployment/gpuadmit-system/gpuadmit-webhook", "DaemonSet/gpuadmit-system/gpuadmit-nvml-agent",
-		"CustomResourceDefinition/gpuusages.gpuadmit.io", "MutatingWebhookConfiguration/gpuadmit", "ValidatingWebhookConfiguration/gpuadmit",
+		"CustomResourceDefinition/gpuusages.gpuadmit.io", "CustomResourceDefinition/gpureservationsets.gpuadmit.io", "MutatingWebhookConfiguration/gpuadmit", "ValidatingWebhookConfiguration/gpuadmit",
 		"ValidatingAdmissionPolicy/gpuadmit-nvml-agent-own-node", "Secret/gpuadmit-system/gpuadmit-webhook-tls",
 		"ClusterRole/gpuadmit-gpuusage-view", "PodDisruptionBudget/gpuadmit-system/gpuadmit-webhook",
 		"NetworkPolicy/gpuadmit-system/gpuadmit-webhook", "ClusterRole/gpuadmit-metrics-reader"} {
@@ -194,8 +197,8 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 
 	c.helm(t, "uninstall", "gpuadmit", "-n", ns, "--wait")
-	if left := c.leftovers(t); !slices.Equal(left, []string{"CustomResourceDefinition/gpuusages.gpuadmit.io"}) {
-		t.Errorf("helm uninstall left %v, want only the CRD (crds.keep)", left)
+	if left := c.leftovers(t); !slices.Equal(left, keptCRDs) {
+		t.Errorf("helm uninstall left %v, want only the CRDs (crds.keep)", left)
 	}
 }
 

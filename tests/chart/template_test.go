@@ -46,6 +46,7 @@ func TestRender(t *testing.T) {
 		{name: "default values",
 			want: []string{"Deployment/gpuadmit-webhook", "Secret/gpuadmit-webhook-tls", "DaemonSet/gpuadmit-nvml-agent",
 				"ValidatingAdmissionPolicy/gpuadmit-nvml-agent-own-node", "CustomResourceDefinition/gpuusages.gpuadmit.io",
+				"CustomResourceDefinition/gpureservationsets.gpuadmit.io",
 				"PodDisruptionBudget/gpuadmit-webhook", "ClusterRole/gpuadmit-gpuusage-view", "ConfigMap/gpuadmit-policy",
 				"NetworkPolicy/gpuadmit-webhook", "ClusterRole/gpuadmit-metrics-reader"},
 			never: []string{"Certificate/gpuadmit-webhook", "ServiceMonitor/gpuadmit-webhook", "Namespace/gpuadmit-system",
@@ -85,9 +86,10 @@ func TestRender(t *testing.T) {
 				if got := grants(find(objs, "ClusterRole", "gpuadmit-metrics-reader")); !slices.Equal(got, []string{"/metrics get"}) {
 					t.Errorf("gpuadmit-metrics-reader grants %q, want only get of /metrics", got)
 				}
-				crd := find(objs, "CustomResourceDefinition", "gpuusages.gpuadmit.io")
-				if crd.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
-					t.Errorf("the CRD is not kept on uninstall by default: %v", crd.GetAnnotations())
+				for _, name := range []string{"gpuusages.gpuadmit.io", "gpureservationsets.gpuadmit.io"} {
+					if crd := find(objs, "CustomResourceDefinition", name); crd == nil || crd.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+						t.Errorf("the CRD %s is not kept on uninstall by default: %v", name, crd.GetAnnotations())
+					}
 				}
 			}},
 		{name: "cert-manager", args: []string{"-f", chartDir + "/ci/cert-manager-values.yaml"},

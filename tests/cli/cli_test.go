@@ -31,8 +31,8 @@ func TestCLI(t *testing.T) {
 	t.Run("eval decides with the cluster's configuration and policies, as the webhook", s.testEvalClusterConfig)
 	// It lowers team-a's quota under its usage, and sets it back.
 	t.Run("kubectl gpuadmit top and audit", s.testTopAndAudit)
-	// Last: it stops the webhook and removes the GPUUsage CRD.
-	t.Run("eval counts the GPUUsage reservations, and goes without the CRD", s.testEvalReservations)
+	// Last: it stops the webhook and removes the GPUReservationSet CRD.
+	t.Run("eval counts the GPUReservationSet's reservations, and goes without the CRD", s.testEvalReservations)
 }
 
 // usageJSON is the part of `gpuadmit usage`'s JSON the suite checks.
@@ -229,14 +229,14 @@ func (s *suite) testEvalIsTheWebhook(t *testing.T) {
 	}
 }
 
-// testNamespaceUser: alice may read team-a's pods, quotas and GPUUsage,
+// testNamespaceUser: alice may read team-a's pods, quotas, GPUUsage and GPUReservationSet,
 // nothing else; usage and eval -n team-a --as alice read those and say
 // what they could not read.
 func (s *suite) testNamespaceUser(t *testing.T) {
 	ctx := t.Context()
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "gpu-reader", Namespace: local.TeamA}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods", "resourcequotas"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{gpuadmitv1.Group}, Resources: []string{gpuadmitv1.Resource}, Verbs: []string{"get"}},
+		{APIGroups: []string{gpuadmitv1.Group}, Resources: []string{gpuadmitv1.Resource, gpuadmitv1.ReservationSetResource}, Verbs: []string{"get"}},
 	}}
 	if _, err := s.c.Kube.RbacV1().Roles(local.TeamA).Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -293,7 +293,7 @@ func (s *suite) testNamespaceUser(t *testing.T) {
 
 func (s *suite) testEvalReservations(t *testing.T) {
 	ctx := t.Context()
-	// Stopped, the webhook no longer tidies GPUUsage objects: the
+	// Stopped, the webhook no longer tidies GPUReservationSets: the
 	// reservation below stays.
 	if err := s.c.StopWebhook(); err != nil {
 		t.Fatal(err)
@@ -306,7 +306,7 @@ func (s *suite) testEvalReservations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &gpuadmitv1.GPUUsage{}
+	u := &gpuadmitv1.GPUReservationSet{}
 	err = cl.Get(ctx, client.ObjectKey{Namespace: local.TeamA, Name: gpuadmitv1.ObjectName}, u)
 	if apierrors.IsNotFound(err) {
 		u.Namespace, u.Name = local.TeamA, gpuadmitv1.ObjectName
@@ -333,11 +333,11 @@ func (s *suite) testEvalReservations(t *testing.T) {
 	}
 
 	// Without the CRD, nothing is reserved and nothing is said about it.
-	if del := s.kubectl(t, nil, "delete", "crd", "gpuusages.gpuadmit.io"); del.code != 0 {
+	if del := s.kubectl(t, nil, "delete", "crd", "gpureservationsets.gpuadmit.io"); del.code != 0 {
 		t.Fatalf("kubectl delete crd: exit %d: %s", del.code, del.stderr)
 	}
 	eval = s.plugin(t, "eval", "-f", file)
 	if eval.code != 0 || eval.stderr != evalLine {
-		t.Fatalf("without the GPUUsage CRD: exit %d, stderr %q\n%s", eval.code, eval.stderr, eval.stdout)
+		t.Fatalf("without the GPUReservationSet CRD: exit %d, stderr %q\n%s", eval.code, eval.stderr, eval.stdout)
 	}
 }

@@ -125,13 +125,13 @@ func settleWithin(t *testing.T, c *local.Cluster, ns string, limitMiB int64, wit
 	return got
 }
 
-// noGhosts fails when ns's GPUUsage holds a reservation for a pod that does
-// not exist.
+// noGhosts fails when ns's GPUReservationSet holds a reservation for a pod
+// that does not exist.
 func noGhosts(t *testing.T, c *local.Cluster, ns string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	u, err := c.Usage(ctx, ns)
+	u, err := c.ReservationSet(ctx, ns)
 	if err != nil || u == nil {
 		return
 	}

@@ -57,6 +57,10 @@ func BenchmarkCreateLatency(b *testing.B) {
 			}
 			if len(serving) > 0 {
 				b.ReportMetric(after["conflicts"].sum-before["conflicts"].sum, "conflicts")
+				for _, cause := range conflictCauses {
+					key := "conflicts-" + cause
+					b.ReportMetric(after[key].sum-before[key].sum, key)
+				}
 				w, g := after["writes"], after["groups"]
 				w.sum, w.n, g.sum, g.n = w.sum-before["writes"].sum, w.n-before["writes"].n, g.sum-before["groups"].sum, g.n-before["groups"].n
 				if w.n > 0 {
@@ -163,8 +167,14 @@ func createAll(b *testing.B, k kubernetes.Interface, ns, prefix string, n, clien
 
 type histogram struct{ sum, n float64 }
 
+// conflictCauses are the causes gpuadmit_reservation_conflicts_total counts
+// conflicts by. A summary write cannot cause one: the summaries are in
+// GPUUsage, the reservations in GPUReservationSet.
+var conflictCauses = []string{"admission", "tidy", "unknown"}
+
 // reviewTimes sums the replicas' review duration histograms per webhook,
-// their conflicting writes ("conflicts"), their GPUUsage write durations
+// their conflicting writes ("conflicts", and by the cause of the write that
+// came first: "conflicts-admission", ...), their GPUReservationSet write durations
 // ("writes") and reviews per write ("groups").
 func reviewTimes(b *testing.B, c *replicas.Cluster, serving []int) map[string]histogram {
 	b.Helper()
@@ -180,13 +190,17 @@ func reviewTimes(b *testing.B, c *replicas.Cluster, serving []int) map[string]hi
 			h.sum, h.n = h.sum+sum, h.n+n
 			out[hook] = h
 		}
-		conflicts, err := c.Metric(i, "gpuadmit_reservation_conflicts_total")
-		if err != nil {
-			b.Fatal(err)
+		for _, cause := range conflictCauses {
+			conflicts, err := c.Metric(i, "gpuadmit_reservation_conflicts_total", `cause="`+cause+`"`)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, key := range []string{"conflicts", "conflicts-" + cause} {
+				h := out[key]
+				h.sum += conflicts
+				out[key] = h
+			}
 		}
-		h := out["conflicts"]
-		h.sum += conflicts
-		out["conflicts"] = h
 		for key, name := range map[string]string{"writes": "gpuadmit_gpuusage_write_duration_seconds", "groups": "gpuadmit_gpuusage_write_group_size"} {
 			sum, err1 := c.Metric(i, name+"_sum")
 			n, err2 := c.Metric(i, name+"_count")

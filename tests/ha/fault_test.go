@@ -112,7 +112,7 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 // minute while the others admit: the reservations of pods it has not seen
 // stay counted by it (their removal waits for its progress), so when it
 // decides it never admits past the quota; not even after the namespace's
-// GPUUsage object, which holds those reservations, is deleted by hand. (The quota itself is known to it: a lag
+// GPUReservationSet, which holds those reservations, is deleted by hand. (The quota itself is known to it: a lag
 // in the quota's own watch is the staleness every informer-fed admission
 // controller has; the freshness check reports it.)
 func TestLaggingReplica(t *testing.T) {
@@ -144,7 +144,7 @@ func TestLaggingReplica(t *testing.T) {
 		create(fmt.Sprintf("a-%d", i), &viaOthers)
 	}
 	waitFor(t, "replica-0 and replica-2 recorded the 6 pods and marked their reservations recorded", func() bool {
-		u, err := c.Usage(t.Context(), ns)
+		u, err := c.ReservationSet(t.Context(), ns)
 		if err != nil || u == nil || len(u.Status.Reservations) != 6 {
 			return false
 		}
@@ -155,8 +155,8 @@ func TestLaggingReplica(t *testing.T) {
 		}
 		return true
 	})
-	if _, stderr, err := c.Kubectl(t.Context(), nil, "delete", "gpuusages.gpuadmit.io", "usage", "-n", ns); err != nil {
-		t.Fatalf("deleting the GPUUsage by hand: %v: %s", err, stderr)
+	if _, stderr, err := c.Kubectl(t.Context(), nil, "delete", "gpureservationsets.gpuadmit.io", "usage", "-n", ns); err != nil {
+		t.Fatalf("deleting the GPUReservationSet by hand: %v: %s", err, stderr)
 	}
 	time.Sleep(time.Second) // every replica saw the delete
 	c.Proxy.Pin(1)

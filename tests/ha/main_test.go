@@ -102,7 +102,7 @@ func livePods(t *testing.T, c *replicas.Cluster, ns string) (int, int64) {
 	return s.Pods, s.Used.Of("nvidia").MemMiB
 }
 
-// waitDrained waits until the namespace's GPUUsage holds no reservation:
+// waitDrained waits until the namespace's GPUReservationSet holds no reservation:
 // every replica recorded every admitted pod.
 func waitDrained(t *testing.T, c *replicas.Cluster, ns string) {
 	t.Helper()

@@ -19,7 +19,7 @@ import (
 // TestFrozenReplicaAfterObjectDeleted: replica-1's pod watch lags 15 s and
 // the replica is frozen (SIGSTOP, as a long GC pause or a stalled VM) past
 // the others' patience; meanwhile the others admit 6 × 1 GiB into a 10 GiB
-// quota, stop waiting for it, drain the namespace's GPUUsage, and an
+// quota, stop waiting for it, drain the namespace's GPUReservationSet, and an
 // administrator deletes the drained object (which held
 // removedResourceVersion, the guard a lagging replica reads). The frozen
 // replica resumes and is sent reviews. Measured before: it admitted 8 more,
@@ -67,8 +67,8 @@ func TestFrozenReplicaAfterObjectDeleted(t *testing.T) {
 	if _, err := c.WaitDrained(t.Context(), ns, 40*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, err := c.Kubectl(t.Context(), nil, "delete", "gpuusages.gpuadmit.io", "usage", "-n", ns); err != nil {
-		t.Fatalf("deleting the drained GPUUsage: %v: %s", err, stderr)
+	if _, stderr, err := c.Kubectl(t.Context(), nil, "delete", "gpureservationsets.gpuadmit.io", "usage", "-n", ns); err != nil {
+		t.Fatalf("deleting the drained GPUReservationSet: %v: %s", err, stderr)
 	}
 	if err := c.Continue(1); err != nil {
 		t.Fatal(err)

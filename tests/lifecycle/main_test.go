@@ -79,6 +79,6 @@ func TestLifecycle(t *testing.T) {
 	})
 
 	t.Run("GPUUsage status follows a pod's lifecycle", func(t *testing.T) { testStatusFollowsLifecycle(t, c) })
-	t.Run("view may read GPUUsage, not write it", func(t *testing.T) { testViewCanReadNotWrite(t, c) })
+	t.Run("view may read GPUUsage and GPUReservationSet, not write them", func(t *testing.T) { testViewCanReadNotWrite(t, c) })
 	t.Run("webhook stopped, then restarted at steady state", func(t *testing.T) { testStopRestart(t, c) })
 }

@@ -145,7 +145,6 @@ func testViewCanReadNotWrite(t *testing.T, c *local.Cluster) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	edited := u.DeepCopy()
-	edited.Status.Reservations = nil
 	edited.Status.Summary.GPUMem = "0/999999"
 	for what, err := range map[string]error{
 		"update the status": alice.Status().Update(ctx, edited),
@@ -163,5 +162,34 @@ func testViewCanReadNotWrite(t *testing.T, c *local.Cluster) {
 		!strings.Contains(stderr, "forbidden") {
 		t.Errorf("kubectl --as %s delete gpuusage: want forbidden, got %v: %s", user, err, stderr)
 	}
-	t.Logf("%s read GPUUsage %s/usage and was refused update, status update and delete", user, ns)
+	viewCannotWriteReservations(t, c, alice, ns)
+	t.Logf("%s read GPUUsage and GPUReservationSet %s/usage and was refused update, status update and delete", user, ns)
+}
+
+// viewCannotWriteReservations: the same user reads the namespace's
+// GPUReservationSet (the CLI counts its reservations) but can neither
+// empty its reservations nor delete it.
+func viewCannotWriteReservations(t *testing.T, c *local.Cluster, alice client.Client, ns string) {
+	t.Helper()
+	ctx := t.Context()
+	admin := usageClient(t, c.Config)
+	set := &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gpuadmitv1.ObjectName}}
+	if err := admin.Create(ctx, set); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	got := &gpuadmitv1.GPUReservationSet{}
+	if err := alice.Get(ctx, client.ObjectKeyFromObject(set), got); err != nil {
+		t.Fatalf("alice cannot read the GPUReservationSet of %s: %v", ns, err)
+	}
+	edited := got.DeepCopy()
+	edited.Status.Reservations, edited.Status.RemovedResourceVersion = nil, "1"
+	for what, err := range map[string]error{
+		"update the reservations": alice.Status().Update(ctx, edited),
+		"update":                  alice.Update(ctx, edited),
+		"delete":                  alice.Delete(ctx, got),
+	} {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("alice could %s the GPUReservationSet: %v", what, err)
+		}
+	}
 }

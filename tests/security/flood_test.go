@@ -25,8 +25,8 @@ func startOpen(t *testing.T) *local.Cluster {
 	return local.ForTest(t, manifests, local.DefaultWebhook)
 }
 
-// maxBytesPerReservation bounds a reservation's share of a GPUUsage
-// object: the documented bound of an object under a flood is
+// maxBytesPerReservation bounds a reservation's share of a
+// GPUReservationSet: the documented bound of an object under a flood is
 // admission.reservations.maxPerNamespace (500) × this, 256 KiB, far under
 // etcd's 1.5 MiB.
 const maxBytesPerReservation = 512
@@ -99,7 +99,7 @@ func TestForgedReviewFloodIsBounded(t *testing.T) {
 		t.Errorf("%d forged reviews failed otherwise: %q", other.Load(), otherWhy[:min(len(otherWhy), 3)])
 	}
 	if limit := int64(bound * maxBytesPerReservation); biggest.Load() > limit {
-		t.Errorf("the GPUUsage object reached %d bytes, over %d (%d bytes a reservation)", biggest.Load(), limit, maxBytesPerReservation)
+		t.Errorf("the GPUReservationSet reached %d bytes, over %d (%d bytes a reservation)", biggest.Load(), limit, maxBytesPerReservation)
 	}
 	start := time.Now()
 	for {

@@ -110,9 +110,9 @@ func reviewAllowed(body string) (bool, string) {
 	return r.Response.Allowed, msg
 }
 
-// usage reads the namespace's GPUUsage (nil when there is none) and the
-// size of its JSON.
-func usage(ctx context.Context, t *testing.T, c *local.Cluster, ns string) (*gpuadmitv1.GPUUsage, int) {
+// usage reads the namespace's GPUReservationSet (its reservations; nil
+// when there is none) and the size of its JSON.
+func usage(ctx context.Context, t *testing.T, c *local.Cluster, ns string) (*gpuadmitv1.GPUReservationSet, int) {
 	t.Helper()
 	u, size, err := readUsage(ctx, c, ns)
 	if err != nil {
@@ -121,8 +121,8 @@ func usage(ctx context.Context, t *testing.T, c *local.Cluster, ns string) (*gpu
 	return u, size
 }
 
-func readUsage(ctx context.Context, c *local.Cluster, ns string) (*gpuadmitv1.GPUUsage, int, error) {
-	u, err := c.Usage(ctx, ns)
+func readUsage(ctx context.Context, c *local.Cluster, ns string) (*gpuadmitv1.GPUReservationSet, int, error) {
+	u, err := c.ReservationSet(ctx, ns)
 	if err != nil || u == nil {
 		return nil, 0, err
 	}
@@ -130,7 +130,7 @@ func readUsage(ctx context.Context, c *local.Cluster, ns string) (*gpuadmitv1.GP
 	return u, len(b), err
 }
 
-func reserved(u *gpuadmitv1.GPUUsage, uid string) bool {
+func reserved(u *gpuadmitv1.GPUReservationSet, uid string) bool {
 	if u == nil {
 		return false
 	}

@@ -145,7 +145,7 @@ func TestEditsDoNotLowerCharges(t *testing.T) {
 
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		u, _ := usage(ctx, t, c, "team-a")
+		u, _ := c.Usage(ctx, "team-a")
 		if u != nil {
 			if cond := meta.FindStatusCondition(u.Status.Conditions, gpuadmitv1.ConditionInputsTrusted); cond != nil &&
 				cond.Status == metav1.ConditionFalse && strings.Contains(cond.Message, "team-a/whole") {

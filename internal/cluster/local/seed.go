@@ -122,7 +122,7 @@ func (c *Cluster) CreatePod(ctx context.Context, p *corev1.Pod) error {
 }
 
 // Namespace is the running server's view of ns: its ledger's snapshot,
-// counting the reservations of the GPUUsage objects as the server reads
+// counting the reservations of the GPUReservationSets as the server reads
 // them (Reservations -1 when they cannot be read).
 func (c *Cluster) Namespace(ns string) ledger.NamespaceSnapshot {
 	pending, err := c.Server.Store.Reserved(context.Background())

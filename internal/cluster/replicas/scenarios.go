@@ -90,9 +90,9 @@ func (c *Cluster) FastClient() (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(cfg)
 }
 
-// Reserved is the number of reservations ns's GPUUsage holds.
+// Reserved is the number of reservations ns's GPUReservationSet holds.
 func (c *Cluster) Reserved(ctx context.Context, ns string) (int, error) {
-	out, _, err := c.Kubectl(ctx, nil, "get", "gpuusages.gpuadmit.io", "usage", "-n", ns, "--ignore-not-found",
+	out, _, err := c.Kubectl(ctx, nil, "get", "gpureservationsets.gpuadmit.io", "usage", "-n", ns, "--ignore-not-found",
 		"-o", "jsonpath={.status.reservationCount}")
 	if err != nil || out == "" {
 		return 0, err
@@ -100,7 +100,7 @@ func (c *Cluster) Reserved(ctx context.Context, ns string) (int, error) {
 	return strconv.Atoi(out)
 }
 
-// WaitDrained waits until ns's GPUUsage holds no reservation (every
+// WaitDrained waits until ns's GPUReservationSet holds no reservation (every
 // replica recorded every admitted pod) and returns how long that took.
 func (c *Cluster) WaitDrained(ctx context.Context, ns string, within time.Duration) (time.Duration, error) {
 	start := time.Now()

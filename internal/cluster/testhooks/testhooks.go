@@ -31,7 +31,7 @@ func Register(fs *flag.FlagSet) func(*server.Options, *rest.Config) {
 			cfg.Wrap(DelayWatches(*watchDelay, clock.RealClock{}))
 		}
 		if *clockSkew != 0 {
-			o.Clock = skewed(*clockSkew)
+			o.Clock = skewed{by: *clockSkew}
 		}
 	}
 }
@@ -44,11 +44,15 @@ func ClockSkew(d time.Duration) string { return arg(ClockSkewFlag, d) }
 
 func arg(name string, d time.Duration) string { return fmt.Sprintf("--%s=%s", name, d) }
 
-// skewed is the wall clock moved by its duration.
-type skewed time.Duration
+// skewed is the wall clock moved by its duration; its timers and tickers
+// are the wall clock's (a wait is a duration, which skew does not change).
+type skewed struct {
+	clock.RealClock
+	by time.Duration
+}
 
-var _ clock.PassiveClock = skewed(0)
+var _ clock.WithTicker = skewed{}
 
-func (s skewed) Now() time.Time { return time.Now().Add(time.Duration(s)) }
+func (s skewed) Now() time.Time { return time.Now().Add(s.by) }
 
 func (s skewed) Since(t time.Time) time.Duration { return s.Now().Sub(t) }

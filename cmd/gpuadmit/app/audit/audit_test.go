@@ -53,7 +53,7 @@ team-a      nvidia.com/gpumem   10240   0          8192    gpu-quota
 }
 
 // reservingAPI is fakeAPI with a ResourceQuota in team-a (1024 MiB) and
-// team-a's GPUUsage reserving 1 GPU and 2048 MiB for a pod admitted and
+// team-a's GPUReservationSet reserving 1 GPU and 2048 MiB for a pod admitted and
 // not recorded yet.
 func reservingAPI(f *fixtures.FakeAPI) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -62,8 +62,8 @@ func reservingAPI(f *fixtures.FakeAPI) http.Handler {
 		case "/api/v1/resourcequotas", "/api/v1/namespaces/team-a/resourcequotas":
 			fmt.Fprint(w, `{"kind":"ResourceQuotaList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[
 				{"metadata":{"name":"q","namespace":"team-a"},"spec":{"hard":{"limits.nvidia.com/gpumem":"1024"}}}]}`)
-		case "/apis/gpuadmit.io/v1alpha1/namespaces/team-a/gpuusages/usage":
-			fmt.Fprint(w, `{"apiVersion":"gpuadmit.io/v1alpha1","kind":"GPUUsage","metadata":{"name":"usage","namespace":"team-a"},
+		case "/apis/gpuadmit.io/v1alpha1/namespaces/team-a/gpureservationsets/usage":
+			fmt.Fprint(w, `{"apiVersion":"gpuadmit.io/v1alpha1","kind":"GPUReservationSet","metadata":{"name":"usage","namespace":"team-a"},
 				"status":{"reservations":[{"podUID":"u1","podName":"admitted","demand":{"gpu":1,"gpumem":2048,"gpucores":0},
 				"writer":"replica-1","admittedAt":"2026-01-01T00:00:00Z"}]}}`)
 		default:
@@ -73,7 +73,7 @@ func reservingAPI(f *fixtures.FakeAPI) http.Handler {
 }
 
 // TestReservationsLive: reading the cluster, top and audit count the
-// GPUUsage reservations of the namespaces shown, every namespace's too.
+// GPUReservationSet reservations of the namespaces shown, every namespace's too.
 func TestReservationsLive(t *testing.T) {
 	srv := httptest.NewServer(reservingAPI(&fixtures.FakeAPI{}))
 	t.Cleanup(srv.Close)

@@ -82,7 +82,7 @@ const evalLong = `Make the webhook's decision for a CREATE of each pod of the ma
 cluster holding the state of a 'kubectl get -o yaml' dump (--state), or of
 the cluster when --state is not given (its Pods, Nodes, ResourceQuotas,
 ResourceClaims, ResourceClaimTemplates, ResourceSlices and the reservations
-of its GPUUsage objects): allowed, effective demand, denials, warnings.
+of its GPUReservationSets): allowed, effective demand, denials, warnings.
 -f repeats and takes directories (-R: with their subdirectories), as in
 kubectl. The pods of all the manifests, and of a workload, are decided
 one after the other, each admitted one counted before the next. Exits 1

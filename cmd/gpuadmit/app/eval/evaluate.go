@@ -20,6 +20,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 	"github.com/gpuadmit/gpuadmit/pkg/matchcond"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -42,8 +43,8 @@ type Evaluation struct {
 	Setup  setup.Setup
 	Engine *policy.Engine
 	ledger *ledger.Ledger
-	// reserved are the namespaces' GPUUsage reservations (live only).
-	reserved map[string][]ledger.Reservation
+	// reserved are the namespaces' GPUReservationSet reservations (live only).
+	reserved map[string][]reservation.Reservation
 	decider  *decision.Decider
 	matcher  *matchcond.Matcher
 }

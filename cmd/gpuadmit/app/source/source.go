@@ -21,6 +21,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // StateUsage is the help of --state.
@@ -35,10 +36,10 @@ type Source interface {
 	// ledger builds the usage ledger from the cluster's Pods, Nodes,
 	// ResourceQuotas, ResourceClaims, ResourceClaimTemplates and
 	// ResourceSlices, charged as ch says. namespaces are those the command
-	// reports on (nil: every one); reserve also reads their GPUUsage
+	// reports on (nil: every one); reserve also reads their GPUReservationSet
 	// reservations, by namespace (a dump has none; for every namespace,
 	// those of the namespaces the state has GPU pods, claims or quotas in).
-	Ledger(ctx context.Context, ch Charging, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]ledger.Reservation, error)
+	Ledger(ctx context.Context, ch Charging, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]reservation.Reservation, error)
 	// user is who the requests come from (input.userInfo).
 	User(ctx context.Context) (decision.UserInfo, error)
 	// gpuadmit is the client that reads gpuadmit's own configuration and
@@ -71,7 +72,7 @@ func (Dump) Gpuadmit() (kubernetes.Interface, error) { return nil, nil }
 
 // Ledger reads the dump into a ledger charging as ch says; a dump holds no
 // reservations.
-func (d Dump) Ledger(_ context.Context, ch Charging, _ []string, _ bool) (*ledger.Ledger, map[string][]ledger.Reservation, error) {
+func (d Dump) Ledger(_ context.Context, ch Charging, _ []string, _ bool) (*ledger.Ledger, map[string][]reservation.Reservation, error) {
 	l, err := loadState(d.Path, d.stdin, ch, logr.Discard())
 	return l, nil, err
 }
@@ -192,7 +193,7 @@ func (l live) client() (kubernetes.Interface, error) {
 
 func (l live) Gpuadmit() (kubernetes.Interface, error) { return l.client() }
 
-func (l live) Ledger(ctx context.Context, ch Charging, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]ledger.Reservation, error) {
+func (l live) Ledger(ctx context.Context, ch Charging, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]reservation.Reservation, error) {
 	cfg, err := l.config()
 	if err != nil {
 		return nil, nil, err
@@ -216,7 +217,7 @@ func (l live) Ledger(ctx context.Context, ch Charging, namespaces []string, rese
 	if namespaces == nil { // every namespace: those the state has
 		namespaces = SortedNamespaces(led.Snapshot(nil))
 	}
-	reserved := map[string][]ledger.Reservation{}
+	reserved := map[string][]reservation.Reservation{}
 	for _, ns := range namespaces {
 		rs, err := clusterstate.Reservations(ctx, dc, ns, st.PodsResourceVersion)
 		if err != nil {

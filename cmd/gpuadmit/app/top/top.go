@@ -110,7 +110,7 @@ func NewCmd(c *cmdline.CLI) *cobra.Command {
 		Use:   "top [--state STATE.yaml] [-n NAMESPACE | -A] [--sort-by ORDER] [--what-if NS=RESOURCE=LIMIT ...] [--fail-over] [-o table|wide|json|yaml|jsonpath=TEMPLATE]",
 		Short: "Show what each namespace, pod and claim is charged against its GPU limits",
 		Long: `Show, like kubectl top, each namespace's GPU usage: used, reserved
-(admitted pods not recorded yet, from the namespace's GPUUsage when reading
+(admitted pods not recorded yet, from the namespace's GPUReservationSet when reading
 the cluster), its limits and the percentage of each limit they are, per
 device family (memory in MiB); then what each of its pods and claims is
 charged now (a ResourceClaimTemplate's claim not made yet is charged under

@@ -11,7 +11,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
 	"github.com/gpuadmit/gpuadmit/internal/clitest/fixtures"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 )
 
@@ -51,7 +51,7 @@ func TestTopFamilies(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := source.LedgerOf(objs, source.Charging{Families: fixtures.TwoFamilies()}, logr.Discard())
-	reserved := map[string][]ledger.Reservation{"team-b": {{UID: "u1", Name: "admitted", Demand: effective.UsageOf(fixtures.Ascend, effective.Vector{GPU: 2})}}}
+	reserved := map[string][]reservation.Reservation{"team-b": {{UID: "u1", Name: "admitted", Demand: effective.UsageOf(fixtures.Ascend, effective.Vector{GPU: 2})}}}
 	ws, err := parseWhatIfs([]string{"team-a=huawei.com/Ascend910B2=2"})
 	if err != nil {
 		t.Fatal(err)

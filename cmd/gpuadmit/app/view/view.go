@@ -10,6 +10,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/setup"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // StateFlags are the flags of the commands that report on the cluster's
@@ -46,7 +47,7 @@ func Reading(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, run func() error)
 // and the namespace shown ("" for every one).
 type View struct {
 	Ledger   *ledger.Ledger
-	reserved map[string][]ledger.Reservation
+	reserved map[string][]reservation.Reservation
 	Ch       source.Charging
 	Ns       string
 	Warn     func(string)
@@ -56,7 +57,7 @@ type View struct {
 // does) and the state f names. Its namespace is -n's, "" with -A; without
 // either, every one when every is set (audit) or the state is a dump,
 // else the kubeconfig context's, as kubectl get. reserve reads the
-// GPUUsage reservations of the namespaces shown (none in a dump).
+// GPUReservationSet reservations of the namespaces shown (none in a dump).
 func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve bool) (View, error) {
 	v := View{Warn: func(w string) { fmt.Fprintf(c.Stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }}
 	src := source.Of(c, f.state, v.Warn)

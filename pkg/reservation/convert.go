@@ -1,4 +1,4 @@
-package gpuusage
+package reservation
 
 import (
 	"fmt"
@@ -7,27 +7,26 @@ import (
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/resourceversion"
 )
 
 // Validate checks an object read from the API server: a malformed one (an
 // edit by hand the schema let through) fails closed for its namespace.
-func Validate(u *gpuadmitv1.GPUUsage) error {
+func Validate(u *gpuadmitv1.GPUReservationSet) error {
 	if rv := u.Status.RemovedResourceVersion; rv != "" && !resourceversion.Valid(rv) {
-		return fmt.Errorf("GPUUsage %s/%s: removedResourceVersion %q is not a resourceVersion", u.Namespace, u.Name, rv)
+		return fmt.Errorf("GPUReservationSet %s/%s: removedResourceVersion %q is not a resourceVersion", u.Namespace, u.Name, rv)
 	}
 	seen := make(map[types.UID]bool, len(u.Status.Reservations))
 	for i, r := range u.Status.Reservations {
 		switch {
 		case r.PodUID == "":
-			return fmt.Errorf("GPUUsage %s/%s: reservation %d has no podUID", u.Namespace, u.Name, i)
+			return fmt.Errorf("GPUReservationSet %s/%s: reservation %d has no podUID", u.Namespace, u.Name, i)
 		case seen[r.PodUID]:
-			return fmt.Errorf("GPUUsage %s/%s: pod %s is reserved twice", u.Namespace, u.Name, r.PodUID)
+			return fmt.Errorf("GPUReservationSet %s/%s: pod %s is reserved twice", u.Namespace, u.Name, r.PodUID)
 		case negative(r):
-			return fmt.Errorf("GPUUsage %s/%s: reservation of pod %s has a negative demand", u.Namespace, u.Name, r.PodUID)
+			return fmt.Errorf("GPUReservationSet %s/%s: reservation of pod %s has a negative demand", u.Namespace, u.Name, r.PodUID)
 		case r.RecordedResourceVersion != "" && !resourceversion.Valid(r.RecordedResourceVersion):
-			return fmt.Errorf("GPUUsage %s/%s: reservation of pod %s: recordedResourceVersion %q is not a resourceVersion",
+			return fmt.Errorf("GPUReservationSet %s/%s: reservation of pod %s: recordedResourceVersion %q is not a resourceVersion",
 				u.Namespace, u.Name, r.PodUID, r.RecordedResourceVersion)
 		}
 		seen[r.PodUID] = true
@@ -35,29 +34,37 @@ func Validate(u *gpuadmitv1.GPUUsage) error {
 	return nil
 }
 
-// Countable returns the reservations of st that a replica whose pod watch
-// reached podsRV counts: all but those recorded (by any replica) at a
-// resourceVersion its watch passed (its ledger holds the pod, or saw it
-// go). The ledger, counting them, leaves out those it recorded itself
-// (ledger.Reservation). A reservation no replica recorded is Unconfirmed.
-func Countable(st gpuadmitv1.GPUUsageStatus, podsRV string) []ledger.Reservation {
-	out := make([]ledger.Reservation, 0, len(st.Reservations))
+// Countable is the replica's half of the counting rule: the reservations
+// of st that a replica whose pod watch reached podsRV hands its ledger to
+// count: all but those recorded (by any replica) at a resourceVersion its
+// watch passed (its ledger holds the pod, or saw it go). The ledger,
+// counting them, leaves out those it recorded itself (Counts). A
+// reservation no replica recorded is Unconfirmed.
+func Countable(st gpuadmitv1.GPUReservationSetStatus, podsRV string) []Reservation {
+	out := make([]Reservation, 0, len(st.Reservations))
 	for _, r := range st.Reservations {
 		if r.ClaimName != "" { // counted until its claim is gone (the ledger skips it once it records the claim)
-			out = append(out, ledger.Reservation{UID: r.PodUID, Name: ledger.ClaimKey(r.ClaimName), Demand: usageOf(r),
+			out = append(out, Reservation{UID: r.PodUID, Name: ClaimKey(r.ClaimName), Demand: UsageOf(r),
 				Unconfirmed: r.RecordedResourceVersion == ""})
 			continue
 		}
 		if r.RecordedResourceVersion != "" && resourceversion.AtLeast(podsRV, r.RecordedResourceVersion) {
 			continue
 		}
-		out = append(out, ledger.Reservation{UID: r.PodUID, Name: r.PodName, Demand: usageOf(r),
+		out = append(out, Reservation{UID: r.PodUID, Name: r.PodName, Demand: UsageOf(r),
 			Unconfirmed: r.RecordedResourceVersion == ""})
 	}
 	return out
 }
 
-// nvidia is the family whose demand a Reservation keeps in Demand (every
+// ClaimKey is the name under which a claim's reservation and the ledger's
+// record of the claim are matched (Counts' NameHeldByOther): a pod's is its
+// name, a claim's its name under a prefix no pod name can have.
+func ClaimKey(name string) string { return claimPrefix + name }
+
+const claimPrefix = "resourceclaim/"
+
+// nvidia is the family whose demand a reservation keeps in Demand (every
 // other family's is in Families).
 const nvidia = effective.NvidiaName
 
@@ -75,8 +82,8 @@ func negative(r gpuadmitv1.Reservation) bool {
 	return false
 }
 
-// usageOf is a reservation's demand per family.
-func usageOf(r gpuadmitv1.Reservation) effective.Usage {
+// UsageOf is a reservation's demand per family.
+func UsageOf(r gpuadmitv1.Reservation) effective.Usage {
 	u := effective.UsageOf(nvidia, vectorOf(r.Demand))
 	for f, d := range r.Families {
 		if f == nvidia {
@@ -87,9 +94,9 @@ func usageOf(r gpuadmitv1.Reservation) effective.Usage {
 	return u
 }
 
-// demandOf splits a demand per family into a Reservation's Demand (the
+// DemandOf splits a demand per family into a reservation's Demand (the
 // nvidia family's) and Families (every other family's).
-func demandOf(u effective.Usage) (gpuadmitv1.Demand, map[string]gpuadmitv1.Demand) {
+func DemandOf(u effective.Usage) (gpuadmitv1.Demand, map[string]gpuadmitv1.Demand) {
 	var others map[string]gpuadmitv1.Demand
 	for f, v := range u {
 		if f == nvidia || v.IsZero() {

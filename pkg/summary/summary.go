@@ -1,4 +1,4 @@
-package gpuusage
+package summary
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // Summarizer writes what users read of a namespace's GPUUsage (kubectl get
@@ -25,19 +26,20 @@ import (
 // ResourceQuota that sets it), the "used/hard" printer columns, and
 // conditions naming input gpuadmit cannot use. It runs on the elected
 // replica only, writes a namespace's fields only when they changed and at
-// most once per MinGap, with a merge patch that leaves the reservations
-// alone (the admission path's writes never wait for it: at worst one of
-// them conflicts and is decided again).
+// most once per MinGap, with a merge patch. The reservations are in the
+// namespace's GPUReservationSet, which it never writes, so the admission
+// path's writes neither wait for it nor conflict with it.
 type Summarizer struct {
 	Client client.Client // reads GPUUsage from the informer cache, writes to the API server
 	Ledger *ledger.Ledger
 	// Reservations are those the namespaces' objects hold (*Store).
-	Reservations Reservations
+	Reservations reservation.Reader
 	// Every is how often the ledger is compared with the objects (default
 	// 250ms); MinGap the least time between two writes of one namespace
 	// (default 1s).
 	Every, MinGap time.Duration
-	Clock         clock.PassiveClock
+	// Clock tells the time and times the rounds (nil: the wall clock).
+	Clock clock.WithTicker
 	// OnWrite, when set, counts the status writes.
 	OnWrite func()
 	Log     logr.Logger
@@ -45,14 +47,26 @@ type Summarizer struct {
 	last map[string]time.Time
 }
 
-// Reservations lists the reservations each namespace's object holds.
-type Reservations interface {
-	Reserved(ctx context.Context) (map[string][]ledger.Reservation, error)
-}
-
 // Start compares and writes until ctx ends; the server runs it on the
 // elected replica only, and again each time that replica is elected.
 func (s *Summarizer) Start(ctx context.Context) error {
+	s.defaults()
+	s.last = map[string]time.Time{}
+	s.Log.Info("elected: writing the GPUUsage summaries")
+	t := s.Clock.NewTicker(s.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+			s.Round(ctx)
+		}
+	}
+}
+
+// defaults fills in what the Summarizer was not given.
+func (s *Summarizer) defaults() {
 	if s.Every <= 0 {
 		s.Every = 250 * time.Millisecond
 	}
@@ -62,26 +76,15 @@ func (s *Summarizer) Start(ctx context.Context) error {
 	if s.Clock == nil {
 		s.Clock = clock.RealClock{}
 	}
-	s.last = map[string]time.Time{}
-	s.Log.Info("elected: writing the GPUUsage summaries")
-	t := time.NewTicker(s.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			s.Round(ctx)
-		}
+	if s.last == nil {
+		s.last = map[string]time.Time{}
 	}
 }
 
 // Round writes every namespace whose summary changed (and whose last write
 // is MinGap old); it returns how many it wrote.
 func (s *Summarizer) Round(ctx context.Context) int {
-	if s.last == nil {
-		s.last = map[string]time.Time{}
-	}
+	s.defaults()
 	var list gpuadmitv1.GPUUsageList
 	if err := s.Client.List(ctx, &list); err != nil {
 		s.Log.Error(err, "listing GPUUsage objects")
@@ -139,9 +142,8 @@ func (s *Summarizer) consider(ctx context.Context, u *gpuadmitv1.GPUUsage, n led
 	return true
 }
 
-// write sets the summary fields of ns's object (creating the object when
-// there is none) with a merge patch: no resourceVersion, so it never
-// conflicts, and the reservations are not part of it.
+// write sets the summary fields of ns's GPUUsage (creating it when there
+// is none) with a merge patch: no resourceVersion, so it never conflicts.
 func (s *Summarizer) write(ctx context.Context, ns string, u *gpuadmitv1.GPUUsage, want gpuadmitv1.GPUUsageStatus) error {
 	if u == nil {
 		u = &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gpuadmitv1.ObjectName,

@@ -1,4 +1,4 @@
-package gpuusage
+package summary
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 func condition(st gpuadmitv1.GPUUsageStatus, typ string) metav1.Condition {
@@ -38,7 +39,7 @@ func TestSummarize(t *testing.T) {
 	l.UpsertQuota(testquota.New("ns", "broken", map[string]string{"limits.nvidia.com/gpucores": "1.5"}))
 	l.UpsertPod(testpod.New("a").NS("ns").UID("a").Init("load", testpod.GPU(1), testpod.Mem(20480)).App("srv", testpod.GPU(1), testpod.Mem(10240)).InitRunning("load").Build())
 	l.UpsertPod(testpod.New("pct").NS("ns").UID("pct").App("c", testpod.GPU(1), testpod.MemPct(50)).Build())
-	pending := []ledger.Reservation{{UID: "r", Name: "r", Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 1024})}}
+	pending := []reservation.Reservation{{UID: "r", Name: "r", Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 1024})}}
 	now := time.Unix(1000, 0)
 	st := summarize(l.Namespace("ns", pending), []effective.Family{effective.Nvidia()}, nil, now)
 
@@ -70,12 +71,14 @@ func TestSummarize(t *testing.T) {
 
 // TestSummarizerWritesOnlyChangesAtMostOncePerGap: a round writes a
 // namespace only when its summary changed and its last write is MinGap
-// old; the write leaves the reservations as they are, and creates the
-// object of a namespace that has a limit but none yet.
+// old; the write never touches the reservations' object, and creates the
+// GPUUsage of a namespace that has a limit but none yet.
 func TestSummarizerWritesOnlyChangesAtMostOncePerGap(t *testing.T) {
 	held := gpuadmitv1.Reservation{PodUID: "r", PodName: "r", Demand: gpuadmitv1.Demand{GPU: 1, GPUMem: 1024}}
-	base := fakeClient(t, &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
-		Status: gpuadmitv1.GPUUsageStatus{Reservations: []gpuadmitv1.Reservation{held}, ReservationCount: 1}})
+	base := fakeClient(t, &gpuadmitv1.GPUUsage{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName}},
+		&gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: gpuadmitv1.ObjectName},
+			Status: gpuadmitv1.GPUReservationSetStatus{Reservations: []gpuadmitv1.Reservation{held}, ReservationCount: 1}})
+	setRV := reservationSet(t, base, "ns").ResourceVersion
 	var patches atomic.Int64
 	c := interceptor.NewClient(base, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 		patches.Add(1)
@@ -84,7 +87,7 @@ func TestSummarizerWritesOnlyChangesAtMostOncePerGap(t *testing.T) {
 	l := ledger.New(ledger.Options{Families: []effective.Family{effective.Nvidia()}})
 	l.UpsertQuota(testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "8192"}))
 	l.UpsertQuota(testquota.New("other", "q", map[string]string{"limits.nvidia.com/gpu": "2"}))
-	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	s := &Summarizer{Client: c, Ledger: l, Reservations: reserved{"ns": {{UID: "r", Name: "r", Demand: vec(1, 1024)}}},
 		MinGap: time.Second, Clock: clk, Log: logr.Discard()}
 	ctx := context.Background()
@@ -92,12 +95,16 @@ func TestSummarizerWritesOnlyChangesAtMostOncePerGap(t *testing.T) {
 	if n := s.Round(ctx); n != 2 || patches.Load() != 2 {
 		t.Fatalf("first round wrote %d (%d patches), want both namespaces", n, patches.Load())
 	}
-	u := usage(t, base, "ns")
-	if u.Status.Summary.GPUMem != "0/8192" || len(u.Status.Reservations) != 1 || u.Status.Reservations[0].PodUID != "r" ||
-		u.Status.Resources[1].Reserved != 1024 {
+	u := summaryOf(t, base, "ns")
+	if u.Status.Summary.GPUMem != "0/8192" || u.Status.Resources[1].Reserved != 1024 {
 		t.Fatalf("after the first write: %+v", u.Status)
 	}
-	if got := usage(t, base, "other").Status.Summary.GPU; got != "0/2" {
+	// The summary is another object than the reservations: no summary write
+	// moves the resourceVersion an admission's compare-and-swap carries.
+	if set := reservationSet(t, base, "ns"); set.ResourceVersion != setRV || len(set.Status.Reservations) != 1 {
+		t.Fatalf("the summary write touched the GPUReservationSet: resourceVersion %s, was %s; %+v", set.ResourceVersion, setRV, set.Status)
+	}
+	if got := summaryOf(t, base, "other").Status.Summary.GPU; got != "0/2" {
 		t.Fatalf("the namespace without an object got %q", got)
 	}
 	if n := s.Round(ctx); n != 0 {
@@ -109,15 +116,17 @@ func TestSummarizerWritesOnlyChangesAtMostOncePerGap(t *testing.T) {
 		t.Fatalf("written again within MinGap")
 	}
 	clk.SetTime(clk.Now().Add(600 * time.Millisecond))
-	if n := s.Round(ctx); n != 1 || usage(t, base, "ns").Status.Summary.GPUMem != "4096/8192" {
-		t.Fatalf("the change was not written after MinGap: %d, %q", n, usage(t, base, "ns").Status.Summary.GPUMem)
+	if n := s.Round(ctx); n != 1 || summaryOf(t, base, "ns").Status.Summary.GPUMem != "4096/8192" {
+		t.Fatalf("the change was not written after MinGap: %d, %q", n, summaryOf(t, base, "ns").Status.Summary.GPUMem)
 	}
 }
 
 // reserved are fixed reservations by namespace.
-type reserved map[string][]ledger.Reservation
+type reserved map[string][]reservation.Reservation
 
-func (r reserved) Reserved(context.Context) (map[string][]ledger.Reservation, error) { return r, nil }
+func (r reserved) Reserved(context.Context) (map[string][]reservation.Reservation, error) {
+	return r, nil
+}
 
 // TestSummarizeWithinLimits: a quota lowered under the namespace's use
 // turns WithinLimits False, naming the resource, what is charged and the
@@ -126,7 +135,7 @@ func TestSummarizeWithinLimits(t *testing.T) {
 	fams := []effective.Family{effective.Nvidia()}
 	l := ledger.New(ledger.Options{Families: fams})
 	l.UpsertPod(testpod.New("a").NS("ns").UID("a").App("srv", testpod.GPU(1), testpod.Mem(10240)).Build())
-	pending := []ledger.Reservation{{UID: "r", Name: "r", Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 2048})}}
+	pending := []reservation.Reservation{{UID: "r", Name: "r", Demand: effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 2048})}}
 	now := time.Unix(1000, 0)
 	for _, tt := range []struct {
 		name, limit string
