@@ -42,7 +42,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/membership"
 	"github.com/gpuadmit/gpuadmit/pkg/metrics"
 	"github.com/gpuadmit/gpuadmit/pkg/podwire"
-	"github.com/gpuadmit/gpuadmit/pkg/webhookserver"
+	"github.com/gpuadmit/gpuadmit/pkg/serving"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -217,16 +217,16 @@ func (s *Server) certificates(kube kubernetes.Interface) error {
 }
 
 // manager builds the controller-runtime manager with the bounded webhook
-// server (pkg/webhookserver).
+// server (pkg/serving).
 func (s *Server) manager(cfg *rest.Config) error {
 	opts := s.opts
-	hooks, err := webhookserver.New(webhookserver.Options{
+	hooks, err := serving.New(serving.Options{
 		Host: opts.Host, Port: opts.Port, GetCertificate: s.certificate.GetCertificate, MinVersion: opts.TLSMinVersion,
-		Clients:    webhookserver.Clients{CAFile: opts.ClientCAFile, CommonNames: opts.ClientCommonNames},
+		Clients:    serving.Clients{CAFile: opts.ClientCAFile, CommonNames: opts.ClientCommonNames},
 		PeerHeader: forward.Header,
 		// A review's handler is bounded by reviewTimeout; the answer must
 		// still be written after it.
-		Limits:          webhookserver.Limits{MaxBodyBytes: admission.MaxReviewBytes, WriteTimeout: opts.Config.Admission.ReviewTimeout.Duration + 5*time.Second},
+		Limits:          serving.Limits{MaxBodyBytes: admission.MaxReviewBytes, WriteTimeout: opts.Config.Admission.ReviewTimeout.Duration + 5*time.Second},
 		ShutdownTimeout: opts.ShutdownTimeout, Registry: opts.Registry, Log: opts.Log.WithName("webhook-server"),
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package webhookserver_test
+package serving_test
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
-	"github.com/gpuadmit/gpuadmit/pkg/webhookserver"
+	"github.com/gpuadmit/gpuadmit/pkg/serving"
 )
 
 // TestClientAuthentication: with a client CA, only the API server's
@@ -90,7 +90,7 @@ func TestForwardedHeaderOnlyFromReplicas(t *testing.T) {
 func TestClientCAReloaded(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	reports := make(chan string, 16)
-	f := start(t, nil, withClientCA("kube-apiserver"), func(o *webhookserver.Options, _ *fixture) {
+	f := start(t, nil, withClientCA("kube-apiserver"), func(o *serving.Options, _ *fixture) {
 		o.Clients.ReloadEvery = 10 * time.Second
 		o.Clock = clk
 		o.Log = funcr.New(func(_, args string) {

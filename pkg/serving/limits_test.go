@@ -1,4 +1,4 @@
-package webhookserver_test
+package serving_test
 
 import (
 	"runtime"
@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/gpuadmit/gpuadmit/internal/load/slowclient"
-	"github.com/gpuadmit/gpuadmit/pkg/webhookserver"
+	"github.com/gpuadmit/gpuadmit/pkg/serving"
 )
 
 // TestLimits: requests over a limit are refused with the status that
 // names it, before the handler runs.
 func TestLimits(t *testing.T) {
 	release := make(chan struct{})
-	f := start(t, release, withLimits(webhookserver.Limits{MaxBodyBytes: 1 << 10, MaxInFlight: 2, PerClientInFlight: 2}))
+	f := start(t, release, withLimits(serving.Limits{MaxBodyBytes: 1 << 10, MaxInFlight: 2, PerClientInFlight: 2}))
 	c := f.httpClient(nil, "")
 	if status, body, err := f.post(c, "/", strings.Repeat("x", 1<<10), nil); err != nil || status != 200 || body != "1024 replica=false" {
 		t.Fatalf("a body at the limit: %d %q %v", status, body, err)
@@ -51,7 +51,7 @@ func TestLimits(t *testing.T) {
 // real API server sends is tens of KiB.)
 func TestSlowClients(t *testing.T) {
 	const clients, body = 100, 7 << 20
-	f := start(t, nil, withLimits(webhookserver.Limits{ReadTimeout: 3 * time.Second}))
+	f := start(t, nil, withLimits(serving.Limits{ReadTimeout: 3 * time.Second}))
 	before := heap()
 	crowd := slowclient.Start(f.addr, "127.0.0.2", "/validate", clients, body)
 	// Let them connect and send what the server reads. The one sleep left

@@ -1,4 +1,4 @@
-package webhookserver_test
+package serving_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuadmit/gpuadmit/internal/load/slowclient"
-	"github.com/gpuadmit/gpuadmit/pkg/webhookserver"
+	"github.com/gpuadmit/gpuadmit/pkg/serving"
 )
 
 // TestOneAddressCannotStarveAnother attacks the in-flight cap (8 here, a
@@ -50,7 +50,7 @@ func TestOneAddressCannotStarveAnother(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			release := make(chan struct{})
-			f := start(t, release, withLimits(webhookserver.Limits{MaxInFlight: inFlight, PerClientInFlight: share, ReadTimeout: 5 * time.Second}))
+			f := start(t, release, withLimits(serving.Limits{MaxInFlight: inFlight, PerClientInFlight: share, ReadTimeout: 5 * time.Second}))
 			released := sync.OnceFunc(func() { close(release) })
 			defer released()
 			stop := tt.attack(t, f)

@@ -1,4 +1,4 @@
-package webhookserver_test
+package serving_test
 
 import (
 	"crypto/tls"
@@ -9,7 +9,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/gpuadmit/gpuadmit/pkg/webhookserver"
+	"github.com/gpuadmit/gpuadmit/pkg/serving"
 )
 
 // TestStartedCheckerTrustsAHandshakeOnlyForAWhile breaks the serving
@@ -20,7 +20,7 @@ func TestStartedCheckerTrustsAHandshakeOnlyForAWhile(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	var broken atomic.Bool
 	var handshakes atomic.Int64
-	f := start(t, nil, func(o *webhookserver.Options, f *fixture) {
+	f := start(t, nil, func(o *serving.Options, f *fixture) {
 		o.Clock = clk
 		o.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 			handshakes.Add(1)

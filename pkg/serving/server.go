@@ -1,4 +1,4 @@
-package webhookserver
+package serving
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package webhookserver_test
+package serving_test
 
 import (
 	"context"
@@ -20,14 +20,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
-	"github.com/gpuadmit/gpuadmit/pkg/webhookserver"
+	"github.com/gpuadmit/gpuadmit/pkg/serving"
 )
 
 const peerHeader = "X-Test-Forwarded"
 
 // fixture is a running server and the certificates around it.
 type fixture struct {
-	srv     *webhookserver.Server
+	srv     *serving.Server
 	reg     *prometheus.Registry
 	addr    string
 	serving *certs.Bundle // the replicas' shared certificate
@@ -37,17 +37,17 @@ type fixture struct {
 }
 
 // option changes the server's options before it starts.
-type option func(*webhookserver.Options, *fixture)
+type option func(*serving.Options, *fixture)
 
 // withClientCA turns client authentication on, accepting common names cns.
 func withClientCA(cns ...string) option {
-	return func(o *webhookserver.Options, f *fixture) {
-		o.Clients = webhookserver.Clients{CAFile: f.caFile, CommonNames: cns, ReloadEvery: 50 * time.Millisecond}
+	return func(o *serving.Options, f *fixture) {
+		o.Clients = serving.Clients{CAFile: f.caFile, CommonNames: cns, ReloadEvery: 50 * time.Millisecond}
 	}
 }
 
-func withLimits(l webhookserver.Limits) option {
-	return func(o *webhookserver.Options, _ *fixture) { o.Limits = l }
+func withLimits(l serving.Limits) option {
+	return func(o *serving.Options, _ *fixture) { o.Limits = l }
 }
 
 // start runs a server whose handler answers with the body's length; a
@@ -67,12 +67,12 @@ func start(t *testing.T, release chan struct{}, opts ...option) *fixture {
 		t.Fatal(err)
 	}
 	port := freePort(t)
-	o := webhookserver.Options{Host: "127.0.0.1", Port: port, PeerHeader: peerHeader, Registry: f.reg,
+	o := serving.Options{Host: "127.0.0.1", Port: port, PeerHeader: peerHeader, Registry: f.reg,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return f.serving.Certificate(), nil }}
 	for _, opt := range opts {
 		opt(&o, f)
 	}
-	if f.srv, err = webhookserver.New(o); err != nil {
+	if f.srv, err = serving.New(o); err != nil {
 		t.Fatal(err)
 	}
 	f.srv.Register("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,4 +1,4 @@
-// Package webhookserver is gpuadmit's HTTPS server for admission reviews,
+// Package serving is the HTTPS port the admission reviews arrive on,
 // a controller-runtime webhook.Server built to face untrusted clients:
 //
 //   - TLS 1.3 by default (1.2 when asked for);
@@ -21,4 +21,4 @@
 //
 // Requests that the limits refuse are answered with a status saying which
 // limit, never read further.
-package webhookserver
+package serving
