@@ -1,6 +1,6 @@
 // Package policysource is the one place that says which policy sources the
 // webhook loads, so that the command line loads a cluster's policies
-// exactly as the webhook does (pkg/server's policy sync calls it too).
+// exactly as the webhook does (pkg/policysync calls it too).
 //
 // After the built-in policies come the configuration's policy directory,
 // when it names one, then every ConfigMap of the webhook's namespace that
