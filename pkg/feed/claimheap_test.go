@@ -24,14 +24,13 @@ import (
 
 // hostileClaims and hostileHeapBound: a tenant's 10,000 claims of a class
 // no gpuadmit webhook sees, ~1 MiB each, leave a replica holding less than
-// hostileHeapBound (docs/dra.md). Held whole, 360 of them reached the
-// chart's 512 MiB limit.
+// hostileHeapBound (docs/dra.md says what holding them whole cost).
 const (
 	hostileClaims    = 10000
 	hostileHeapBound = 32 << 20
 	// heapCheckEvery is how often the heap is measured while the claims
-	// stream in: a feed that keeps them whole fails at the first check
-	// (~100 MiB), long before it takes the machine's memory.
+	// stream in: a feed that keeps them whole fails at the first check,
+	// long before it takes the machine's memory.
 	heapCheckEvery = 100
 )
 
