@@ -1,4 +1,4 @@
-package gpuusage
+package admitqueue
 
 import (
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
