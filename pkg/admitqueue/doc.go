@@ -48,9 +48,9 @@
 // is behind removedResourceVersion waits before deciding. Marks and
 // removals ride on the namespace's next write, made by the worker: an
 // admission round's, or a tidy job of the cleaner's round (cleaner.go),
-// which also confirms absence by reading pods (absence.go), confirmAfter
+// which also has pkg/absence confirm absence by reading pods, confirmAfter
 // after a reservation was first seen (derived from the cluster's other
-// validating webhooks: window.go). Nothing ends on a timer; schedules use
+// validating webhooks). Nothing ends on a timer; schedules use
 // each replica's own clock, never another's timestamps, so clock skew does
 // not matter. A deleted object's reservations are kept and written back
 // (repair.go). A replica that was paused or cut off proves its view of a
