@@ -13,7 +13,7 @@ import (
 )
 
 // Start runs the cleaner until ctx ends (a controller-runtime Runnable):
-// every second it refreshes the confirm window (pkg/absence, window.go) and does one
+// every second it refreshes the confirm window (pkg/absence) and does one
 // round (Clean).
 func (s *Store) Start(ctx context.Context) error {
 	t := s.opts.Clock.NewTicker(time.Second)

@@ -29,7 +29,7 @@
 // one to end); a review denied only because of unconfirmed reservations
 // waits for them, holding the room it waits for, and the reviews that
 // waited are decided again smallest first (settle.go); confirmAfter is
-// checked against the review budget, loudly (window.go).
+// checked against the review budget, loudly (wait.go).
 //
 // A reservation's life in the object (its state machine) and the rule by
 // which a replica counts it are pkg/reservation's.

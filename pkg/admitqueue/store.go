@@ -52,7 +52,7 @@ type Options struct {
 	OwnWebhookConfiguration string
 	// ReviewTimeout is a validating review's whole budget
 	// (admission.reviewTimeout; 0: unknown): confirmAfter is checked
-	// against it (window.go), loudly.
+	// against it (wait.go), loudly.
 	ReviewTimeout time.Duration
 	// MaxReservations bounds the reservations of one namespace's object
 	// (0: no bound); an admission that would add one more is refused.
