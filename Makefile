@@ -48,7 +48,7 @@ policies:
 ## without it): the ledger, the reservations, the decision, the membership, the webhook server, the admission handlers.
 ## -short (the ledger's model test takes 10k steps instead of 100k: six minutes under -race on 2 cores otherwise);
 ## TestSlowClients is left out: it bounds the heap, which the race detector inflates (it runs in unit).
-RACE_PKGS ?= ./pkg/ledger/... ./pkg/feed/... ./pkg/gpuusage/... ./pkg/reservation/... ./pkg/decision/... ./pkg/membership/... ./pkg/serving/... ./pkg/admission/...
+RACE_PKGS ?= ./pkg/ledger/... ./pkg/feed/... ./pkg/admitqueue/... ./pkg/absence/... ./pkg/reservation/... ./pkg/decision/... ./pkg/membership/... ./pkg/serving/... ./pkg/admission/...
 .PHONY: unit-race
 unit-race:
 	@echo ">> unit tests of the concurrency-bearing packages with -race -short"

@@ -3,9 +3,9 @@
 // manifests), what it may NOT depend on. The request path goes one way,
 // down:
 //
-//	pkg/server -> pkg/admission -> pkg/gpuusage (the admission rounds) -> pkg/decision -> pkg/ledger -> pkg/reservation -> pkg/effective
+//	pkg/server -> pkg/admission -> pkg/admitqueue (the admission rounds) -> pkg/decision -> pkg/ledger -> pkg/reservation -> pkg/effective
 //
-// with pkg/membership beside pkg/gpuusage; a package may depend on the ones
+// with pkg/membership beside pkg/admitqueue; a package may depend on the ones
 // below it, never on one above. The API types (pkg/apis/...) are a leaf
 // every layer may import: they import nothing of the project but pkg/apis.
 // What ships (pkg/, policy, rego, manifests and the three production
@@ -49,8 +49,8 @@ var project = []string{"pkg/", "cmd/", "internal/", "hack/", "tests/", "policy",
 // The layers of the request path, top first.
 var (
 	aboveAdmission  = []string{"pkg/server"}
-	aboveGPUUsage   = append([]string{"pkg/admission"}, aboveAdmission...)
-	aboveDecision   = append([]string{"pkg/gpuusage", "pkg/membership"}, aboveGPUUsage...)
+	aboveQueue      = append([]string{"pkg/admission"}, aboveAdmission...)
+	aboveDecision   = append([]string{"pkg/admitqueue", "pkg/membership"}, aboveQueue...)
 	aboveLedger     = append([]string{"pkg/decision"}, aboveDecision...)
 	requestPath     = append([]string{"pkg/ledger", "policy"}, aboveLedger...)
 	notShipped      = []string{"internal/", "hack/", "tests/", "cmd/"}
@@ -83,7 +83,7 @@ var rules = []rule{
 	// The request path, bottom up.
 	{pkg: "pkg/reservation", mayNot: list([]string{"pkg/ledger", "pkg/feed", "pkg/podwire", "pkg/openreports", "pkg/clusterstate", "pkg/summary"}, requestPath[1:]),
 		why: "the reservation concept (its type, counting rule, validation, assumed copies) sits below the ledger, which counts what it is handed"},
-	{pkg: "pkg/summary", mayNot: list([]string{"pkg/gpuusage", "pkg/membership"}, aboveGPUUsage, []string{"pkg/decision", "policy"}),
+	{pkg: "pkg/summary", mayNot: list([]string{"pkg/admitqueue", "pkg/membership"}, aboveQueue, []string{"pkg/decision", "policy"}),
 		why: "the summaries users read (GPUUsage): an output of the ledger and the reservations, nothing on the request path"},
 	{pkg: "pkg/ledger", mayNot: list([]string{"pkg/feed", "pkg/podwire"}, requestPath[1:]),
 		why: "the accounting: objects in, usage out; the watches (pkg/feed) and the Pod wire decoder (pkg/podwire) feed it, it knows neither (TestAccountingIsPure)"},
@@ -97,15 +97,17 @@ var rules = []rule{
 		why: "the Reports are an output of the ledger, beside the summaries: nothing on the request path above it"},
 	{pkg: "pkg/decision", mayNot: aboveDecision,
 		why: "the decision is handed the reservations (Request.Reservations); it knows nothing of the replicas"},
-	{pkg: "pkg/gpuusage", mayNot: list([]string{"pkg/membership"}, aboveGPUUsage),
+	{pkg: "pkg/absence", mayNot: list([]string{"pkg/ledger", "pkg/feed", "pkg/podwire", "pkg/summary", "pkg/membership", "pkg/decision", "pkg/admitqueue", "policy"}, aboveQueue),
+		why: "absence confirmation reads pods and claims for the admission queues, handed what it needs: it knows neither the queues nor the ledger"},
+	{pkg: "pkg/admitqueue", mayNot: list([]string{"pkg/membership"}, aboveQueue),
 		why: "the reservations decide through pkg/decision, below; they name what they need of the replicas (Membership)"},
-	{pkg: "pkg/membership", mayNot: list([]string{"pkg/gpuusage", "pkg/decision", "policy"}, aboveGPUUsage),
+	{pkg: "pkg/membership", mayNot: list([]string{"pkg/admitqueue", "pkg/decision", "policy"}, aboveQueue),
 		why: "what the replicas know of each other knows nothing of reservations or decisions"},
 	{pkg: "pkg/admission", mayNot: aboveAdmission, why: "the admission handlers sit below the wiring"},
 	// The rooms pkg/server wires: below the wiring, beside the handlers;
 	// they never reach back up. The collectors read the ledger and the
 	// reservations, the others only what they are handed.
-	{pkg: "pkg/metrics", mayNot: list([]string{"pkg/membership"}, aboveGPUUsage),
+	{pkg: "pkg/metrics", mayNot: list([]string{"pkg/membership"}, aboveQueue),
 		why: "the Prometheus collectors read the ledger and the reservations, never the handlers"},
 	{pkg: "pkg/forward", mayNot: requestPath, why: "the peer-forwarding proxy knows nothing of decisions or reservations"},
 	{pkg: "pkg/policysync", mayNot: list([]string{"pkg/ledger"}, aboveLedger), why: "the policy ConfigMap sync feeds the engine only"},
@@ -117,7 +119,7 @@ var rules = []rule{
 	{pkg: "pkg/policysource", mayNot: list([]string{"pkg/ledger"}, aboveLedger),
 		why: "where the policies come from (ConfigMaps, a directory): nothing of the request path but the engine"},
 	{pkg: "pkg/matchcond", mayNot: requestPath, why: "the webhooks' matchConditions, evaluated offline for the command line"},
-	{pkg: "pkg/clusterstate", mayNot: list([]string{"pkg/membership", "pkg/serving"}, aboveGPUUsage),
+	{pkg: "pkg/clusterstate", mayNot: list([]string{"pkg/membership", "pkg/serving"}, aboveQueue),
 		why: "the cluster as the command line reads it: no webhook, no replicas"},
 	{pkg: "pkg/nodeagent", mayNot: project, but: []string{"pkg/devices", "pkg/effective"},
 		why: "the node agent publishes devices; it knows nothing of admission and links no NVML"},
@@ -195,7 +197,7 @@ func TestRulesSeeAClimb(t *testing.T) {
 	for _, tc := range []struct{ pkg, dep string }{
 		{"pkg/apis/config/v1alpha1", "pkg/effective"},
 		{"pkg/effective", "pkg/devices"},
-		{"pkg/ledger", "pkg/gpuusage"},
+		{"pkg/ledger", "pkg/admitqueue"},
 		{"pkg/decision", "pkg/admission"},
 		{"pkg/dra", "pkg/config"},
 	} {

@@ -27,7 +27,7 @@ type GPUPods interface {
 
 // Reserver decides a GPU pod's admission and, when the decision allows it
 // with a demand (not a dry run), shares the reservation with the other
-// replicas through the API server before it returns (*gpuusage.Store).
+// replicas through the API server before it returns (*admitqueue.Store).
 // uid is the key the reservation is held under. It decides the reviews of
 // one namespace one at a time, in order, and returns an error when ctx
 // ends first, the decision fails, or the reservation is refused. A dry run

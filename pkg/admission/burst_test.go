@@ -18,15 +18,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
+	"github.com/gpuadmit/gpuadmit/pkg/admitqueue"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // These fakes stand in for what surrounds the production reservation path
-// (gpuusage.Store) in the burst test; none of them orders anything.
+// (admitqueue.Store) in the burst test; none of them orders anything.
 
 // reservationQuota decides like the real decision does, from the
 // reservations the store hands it in the request (req.Reservations) and a
@@ -67,7 +67,7 @@ func (aloneMembers) Hurry()                      {}
 
 // TestValidatorBurst: 200 concurrent creates of 1 GiB pods into a
 // namespace with 20 GiB of quota, through the Validator and the production
-// reservation path (gpuusage.Store on controller-runtime's fake client,
+// reservation path (admitqueue.Store on controller-runtime's fake client,
 // which refuses stale writes like the API server and orders nothing
 // itself; the decider is stateless): exactly 20 are admitted and exactly
 // 20 reservations are held. The store's ordering of a namespace's reviews
@@ -79,8 +79,8 @@ func TestValidatorBurst(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&gpuadmitv1.GPUReservationSet{}).Build()
 	l := ledger.New(ledger.Options{Families: []effective.Family{effective.Nvidia()}})
-	store := gpuusage.NewStore(gpuusage.Parts{Client: c, API: c, Ledger: l, Watch: staticWatch{}, Members: aloneMembers{},
-		Decider: reservationQuota{limit: 20 * 1024}}, gpuusage.Options{Replica: "a", ConfirmAfter: time.Hour, RecheckMax: time.Hour,
+	store := admitqueue.NewStore(admitqueue.Parts{Client: c, API: c, Ledger: l, Watch: staticWatch{}, Members: aloneMembers{},
+		Decider: reservationQuota{limit: 20 * 1024}}, admitqueue.Options{Replica: "a", ConfirmAfter: time.Hour, RecheckMax: time.Hour,
 		ReadsPerSecond: 10, Clock: clock.RealClock{}})
 	v := &Validator{GPUPods: gpuPodsOf{}, Reserver: store}
 	var allowed, denied atomic.Int64

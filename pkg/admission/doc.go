@@ -2,9 +2,9 @@
 // mutating handler that records a GPU pod's effective demand in the
 // gpuadmit.io/effective annotation (for people and tools to read; nothing
 // trusts it), and the validating handler that hands a GPU pod's CREATE to
-// the Reserver (pkg/gpuusage: the namespace's admission queue decides it
+// the Reserver (pkg/admitqueue: the namespace's admission queue decides it
 // with the shared decision function and, when allowed, writes its
-// reservation in the namespace's GPUUsage object before answering), so
+// reservation in the namespace's GPUReservationSet before answering), so
 // that a burst of concurrent creates on any replica cannot over-admit.
 //
 // The handlers are thin: decode -> gate -> Reserver -> response. They

@@ -68,7 +68,7 @@ func (d *quotaDecider) Decide(_ context.Context, req decision.Request) (decision
 	return decision.Result{Allowed: true, Effective: eff, Warnings: []string{"w1"}}, nil
 }
 
-// fakeLedger records reservations; like gpuusage.Store it decides the
+// fakeLedger records reservations; like admitqueue.Store it decides the
 // reviews one at a time.
 type fakeLedger struct {
 	decider *quotaDecider
@@ -84,7 +84,7 @@ func newFakeLedger() *fakeLedger {
 }
 
 // Admit decides and, when allowed with a demand, records the reservation
-// (a single replica's view of what gpuusage.Store does).
+// (a single replica's view of what admitqueue.Store does).
 func (l *fakeLedger) Admit(ctx context.Context, uid types.UID, req decision.Request) (decision.Result, error) {
 	l.order.Lock()
 	defer l.order.Unlock()

@@ -18,7 +18,7 @@
 // pod straight in the state its status shows. Sums never go negative.
 //
 // Reservations of pods admitted but not yet recorded are not the ledger's:
-// they live in the namespaces' GPUUsage objects (pkg/gpuusage), and whoever
+// they live in the namespaces' GPUReservationSets (pkg/admitqueue), and whoever
 // asks about a namespace hands in the ones it would count; the snapshot
 // counts those the watch has not recorded, under the same lock as the usage
 // (reservation.go, with its diagram).

@@ -8,7 +8,7 @@ import (
 
 // The ledger holds only what the watches delivered. Reservations (pods
 // admitted that no watch of this replica has recorded yet) live in the
-// namespaces' GPUReservationSets, owned by pkg/gpuusage; whoever asks
+// namespaces' GPUReservationSets, owned by pkg/admitqueue; whoever asks
 // about a namespace hands the ledger the ones it would count, and the
 // snapshot counts those the ledger has not recorded (reservation.Counts),
 // in the same critical section as the usage, so that a pod counts once.

@@ -17,7 +17,7 @@ import (
 // administrator may even have deleted the drained GPUUsage object (and
 // with it removedResourceVersion, the other guard). Such a replica proves,
 // before its next decision in a namespace, that its ledger knows every pod
-// a fresh read of the namespace lists (gpuusage's proof): a pod admitted
+// a fresh read of the namespace lists (pkg/admitqueue's proof): a pod admitted
 // and recorded by the others while it was away is then counted; until
 // then it decides nothing there.
 //

@@ -155,7 +155,7 @@ func (p *Members) Start(ctx context.Context) error {
 
 // Hurry has this replica publish its pod watch's progress within
 // progressEvery of each change, for the next hurryFor, instead of with its
-// next renewal (up to renewEvery later): the gpuusage store calls it while
+// next renewal (up to renewEvery later): the admission queues (pkg/admitqueue) call it while
 // an object holds reservations, whose removal waits for every live
 // replica's published progress.
 func (p *Members) Hurry() {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpuadmit/gpuadmit/pkg/admitqueue"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
-	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 	"github.com/gpuadmit/gpuadmit/policy"
@@ -107,7 +107,7 @@ func (c *freshnessCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// Counters are the counters of the reservation store (gpuusage.Metrics)
+// Counters are the counters of the reservation store (admitqueue.Metrics)
 // and of the elected replica's summary writes.
 type Counters struct {
 	reservationsEnded    *prometheus.CounterVec
@@ -149,13 +149,13 @@ func NewCounters(reg prometheus.Registerer) (*Counters, error) {
 		Help: "GPUUsage summaries (usage, printer columns, conditions) this replica wrote; only the elected replica writes them.",
 	})
 	// Every series exists from the start, so that rate() and alerts see the first one.
-	for _, r := range []string{gpuusage.EndRecorded, gpuusage.EndAbsent} {
+	for _, r := range []string{admitqueue.EndRecorded, admitqueue.EndAbsent} {
 		m.reservationsEnded.WithLabelValues(r)
 	}
-	for _, r := range []string{gpuusage.RefusedLimit, gpuusage.RefusedDuplicate} {
+	for _, r := range []string{admitqueue.RefusedLimit, admitqueue.RefusedDuplicate} {
 		m.reservationsRefused.WithLabelValues(r)
 	}
-	for _, c := range []string{gpuusage.ConflictAdmission, gpuusage.ConflictTidy, gpuusage.ConflictUnknown} {
+	for _, c := range []string{admitqueue.ConflictAdmission, admitqueue.ConflictTidy, admitqueue.ConflictUnknown} {
 		m.reservationConflicts.WithLabelValues(c)
 	}
 	for _, c := range []prometheus.Collector{m.reservationsEnded, m.reservationsRefused, m.reservationConflicts, m.writes, m.groups, m.summaries} {
@@ -166,20 +166,20 @@ func NewCounters(reg prometheus.Registerer) (*Counters, error) {
 	return m, nil
 }
 
-var _ gpuusage.Metrics = (*Counters)(nil)
+var _ admitqueue.Metrics = (*Counters)(nil)
 
-// Ended counts a reservation removed, by reason (gpuusage.Metrics).
+// Ended counts a reservation removed, by reason (admitqueue.Metrics).
 func (m *Counters) Ended(reason string) { m.reservationsEnded.WithLabelValues(reason).Inc() }
 
 // Conflict counts a reservation write another replica won, by the cause
-// of the write that came first (gpuusage.Metrics).
+// of the write that came first (admitqueue.Metrics).
 func (m *Counters) Conflict(cause string) { m.reservationConflicts.WithLabelValues(cause).Inc() }
 
 // Refused counts an admission refused instead of reserved, by reason
-// (gpuusage.Metrics).
+// (admitqueue.Metrics).
 func (m *Counters) Refused(reason string) { m.reservationsRefused.WithLabelValues(reason).Inc() }
 
-// Wrote observes one GPUReservationSet status write (gpuusage.Metrics).
+// Wrote observes one GPUReservationSet status write (admitqueue.Metrics).
 func (m *Counters) Wrote(took time.Duration, reviews int) {
 	m.writes.Observe(took.Seconds())
 	m.groups.Observe(float64(reviews))

@@ -18,7 +18,7 @@
 //   - Assumed keeps the objects a replica wrote until its informer
 //     delivers them (kube-scheduler's assume cache).
 //
-// A reservation's life in its object (pkg/gpuusage writes it: admission
+// A reservation's life in its object (pkg/admitqueue writes it: admission
 // rounds add, tidy marks and removes):
 //
 //	admitted, written ──▶ RESERVED ──a replica's watch records the pod──▶ MARKED (recordedResourceVersion)

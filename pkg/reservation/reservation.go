@@ -56,7 +56,7 @@ func Counts(r Reservation, ns string, rec Records) bool {
 
 // Reader lists, by namespace, the reservations the namespaces'
 // GPUReservationSets hold, as this replica counts them (Countable; the
-// kept ones of deleted objects included): *gpuusage.Store. The summaries,
+// kept ones of deleted objects included): *admitqueue.Store. The summaries,
 // the OpenReports writer and the metrics read them through it.
 type Reader interface {
 	Reserved(ctx context.Context) (map[string][]Reservation, error)

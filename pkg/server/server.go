@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/gpuadmit/gpuadmit/pkg/admission"
+	"github.com/gpuadmit/gpuadmit/pkg/admitqueue"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
@@ -37,7 +38,6 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/events"
 	"github.com/gpuadmit/gpuadmit/pkg/feed"
 	"github.com/gpuadmit/gpuadmit/pkg/forward"
-	"github.com/gpuadmit/gpuadmit/pkg/gpuusage"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/membership"
 	"github.com/gpuadmit/gpuadmit/pkg/metrics"
@@ -127,7 +127,7 @@ type Server struct {
 	mgr     manager.Manager
 	Ledger  *ledger.Ledger
 	Engine  *policy.Engine
-	Store   *gpuusage.Store
+	Store   *admitqueue.Store
 	members *membership.Members
 	feed    *feed.Feed
 	usage   toolscache.InformerSynced
@@ -290,7 +290,7 @@ func (s *Server) watches(cfg *rest.Config) error {
 }
 
 // reservations builds the store of the GPUReservationSets, deciding with dec.
-func (s *Server) reservations(dec gpuusage.Decider) error {
+func (s *Server) reservations(dec admitqueue.Decider) error {
 	opts := s.opts
 	r := opts.Config.Admission.Reservations
 	usage, err := s.mgr.GetCache().GetInformer(context.Background(), &gpuadmitv1.GPUReservationSet{}, ctrlcache.BlockUntilSynced(false))
@@ -298,11 +298,11 @@ func (s *Server) reservations(dec gpuusage.Decider) error {
 		return fmt.Errorf("the GPUReservationSet resource (is its CRD installed?): %w", err)
 	}
 	s.usage = usage.HasSynced
-	s.Store = gpuusage.NewStore(gpuusage.Parts{Client: s.mgr.GetClient(), API: s.mgr.GetAPIReader(), Ledger: s.Ledger, Watch: s.feed,
+	s.Store = admitqueue.NewStore(admitqueue.Parts{Client: s.mgr.GetClient(), API: s.mgr.GetAPIReader(), Ledger: s.Ledger, Watch: s.feed,
 		Members: s.members, Decider: dec, Metrics: s.counters},
-		gpuusage.Options{Replica: opts.Replica, Clock: opts.Clock, ConfirmAfter: r.ConfirmAfter.Duration, RecheckMax: r.RecheckMax.Duration,
+		admitqueue.Options{Replica: opts.Replica, Clock: opts.Clock, ConfirmAfter: r.ConfirmAfter.Duration, RecheckMax: r.RecheckMax.Duration,
 			ReadsPerSecond: int(*r.ReadsPerSecond), MaxReservations: int(*r.MaxPerNamespace), OwnWebhookConfiguration: opts.ValidatingWebhook,
-			ReviewTimeout: opts.Config.Admission.ReviewTimeout.Duration, Log: opts.Log.WithName("gpuusage")})
+			ReviewTimeout: opts.Config.Admission.ReviewTimeout.Duration, Log: opts.Log.WithName("admitqueue")})
 	if _, err := usage.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: s.Store.Changed,
 		UpdateFunc: func(_, obj any) { s.Store.Changed(obj) }, DeleteFunc: s.Store.Deleted}); err != nil {
 		return fmt.Errorf("watching GPUReservationSet: %w", err)

@@ -1,4 +1,4 @@
-package gpuusage
+package admitqueue
 
 import (
 	"fmt"
@@ -80,7 +80,7 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUReservationSet
 	demand, others := reservation.DemandOf(res.Reserve) // a pod's containers' alone: its templates' claims reserve at their own CREATE
 	st.Reservations = append(st.Reservations, gpuadmitv1.Reservation{PodUID: r.uid, PodName: podName(req), ClaimName: claimName(req),
 		Demand: demand, Families: others, Writer: s.opts.Replica, AdmittedAt: metav1.NewTime(s.opts.Clock.Now())})
-	s.dueAt(r.uid) // its absence check is scheduled from now
+	s.confirmer.DueAt(r.uid) // its absence check is scheduled from now
 	return reserving, nil
 }
 

@@ -1,4 +1,4 @@
-package gpuusage
+package admitqueue
 
 import (
 	"sync"

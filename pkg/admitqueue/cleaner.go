@@ -1,4 +1,4 @@
-package gpuusage
+package admitqueue
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 )
 
 // Start runs the cleaner until ctx ends (a controller-runtime Runnable):
-// every second it refreshes the confirm window (window.go) and does one
+// every second it refreshes the confirm window (pkg/absence) and does one
 // round (Clean).
 func (s *Store) Start(ctx context.Context) error {
 	t := s.opts.Clock.NewTicker(time.Second)
@@ -62,7 +62,7 @@ func (s *Store) Clean(ctx context.Context) int {
 			continue // its owner tidies it, without conflicting with its own admissions
 		}
 		nss = append(nss, u.Namespace)
-		budget -= s.confirmDue(ctx, u, budget)
+		budget -= s.confirmer.ConfirmDue(ctx, u, budget)
 	}
 	removed := 0
 	for _, ns := range slices.Compact(slices.Sorted(slices.Values(nss))) {
@@ -77,7 +77,7 @@ func (s *Store) Clean(ctx context.Context) int {
 		}
 		removed += n
 	}
-	s.absence.forget(present)
+	s.confirmer.Forget(present)
 	return removed
 }
 

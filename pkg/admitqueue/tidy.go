@@ -1,4 +1,4 @@
-package gpuusage
+package admitqueue
 
 import (
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
@@ -21,12 +21,12 @@ func (s *Store) tidy(st *gpuadmitv1.GPUReservationSetStatus) (changes []string) 
 	kept := st.Reservations[:0:0]
 	for _, r := range st.Reservations {
 		switch seen := s.ledger.Seen(r.PodUID); {
-		case r.ClaimName != "" && (s.absence.isAbsent(r.PodUID) || s.ledger.Gone(r.PodUID)):
+		case r.ClaimName != "" && (s.confirmer.IsAbsent(r.PodUID) || s.ledger.Gone(r.PodUID)):
 			changes = append(changes, EndAbsent)
 			continue
 		case r.ClaimName != "":
 			if seen != "" && r.RecordedResourceVersion == "" {
-				s.absence.recorded(r.PodUID, s.opts.Clock.Now(), s.members.SuspectSince())
+				s.confirmer.Recorded(r.PodUID, s.opts.Clock.Now(), s.members.SuspectSince())
 				r.RecordedResourceVersion = s.recordedAt(seen)
 				changes = append(changes, "")
 			}
@@ -38,10 +38,10 @@ func (s *Store) tidy(st *gpuadmitv1.GPUReservationSetStatus) (changes []string) 
 			continue
 		case r.RecordedResourceVersion != "": // marked; a watch is behind it
 		case seen != "":
-			s.absence.recorded(r.PodUID, s.opts.Clock.Now(), s.members.SuspectSince())
+			s.confirmer.Recorded(r.PodUID, s.opts.Clock.Now(), s.members.SuspectSince())
 			r.RecordedResourceVersion = s.recordedAt(seen)
 			changes = append(changes, "") // changed, nothing ended
-		case s.absence.isAbsent(r.PodUID):
+		case s.confirmer.IsAbsent(r.PodUID):
 			changes = append(changes, EndAbsent)
 			continue
 		}

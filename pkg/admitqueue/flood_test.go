@@ -1,4 +1,4 @@
-package gpuusage
+package admitqueue
 
 import (
 	"context"
@@ -78,8 +78,7 @@ func flood(t *testing.T, reviewTimeout time.Duration, covers bool) (denied int, 
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	s, l, _, _ := newStoreWith(t, c, "a", Options{ReviewTimeout: reviewTimeout, RecheckMax: time.Minute, ReadsPerSecond: 10,
 		OwnWebhookConfiguration: "gpuadmit", Clock: clk})
-	s.refreshWindow(t.Context())
-	if w := time.Duration(s.window.Load()); w != 12*time.Second {
+	if w, _ := s.confirmer.RefreshWindow(t.Context()); w != 12*time.Second {
 		t.Fatalf("confirmAfter %s, want 12s", w)
 	}
 	if got := s.checkWait(12 * time.Second); got != covers {

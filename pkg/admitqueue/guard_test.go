@@ -1,4 +1,4 @@
-package gpuusage
+package admitqueue
 
 import (
 	"context"
@@ -9,11 +9,9 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -121,7 +119,7 @@ func TestReviewWaitsForUnconfirmedReservations(t *testing.T) {
 	const confirmAfter = 300 * time.Millisecond
 	var ghostAt time.Time              // before the ghost was reserved: its check is due confirmAfter after
 	var podRead atomic.Pointer[func()] // when set, called after each read of a pod (an absence check)
-	setUp := func(t *testing.T, objs ...client.Object) (*Store, *ledger.Ledger, client.Client) {
+	setUp := func(t *testing.T, confirmAfter time.Duration, objs ...client.Object) (*Store, *ledger.Ledger, client.Client) {
 		podRead.Store(nil)
 		c := interceptor.NewClient(fakeClient(t, objs...), interceptor.Funcs{Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			err := cl.Get(ctx, key, obj, opts...)
@@ -150,7 +148,7 @@ func TestReviewWaitsForUnconfirmedReservations(t *testing.T) {
 	}
 
 	t.Run("blocker absent: admitted in the write that removes it", func(t *testing.T) {
-		s, l, c := setUp(t)
+		s, l, c := setUp(t, confirmAfter)
 		ok, took, err := admit(s, l, 5*time.Second)
 		if err != nil || !ok || time.Since(ghostAt) < confirmAfter {
 			t.Fatalf("allowed %v after %s, error %v; want allowed once the ghost is due, about %s after it was reserved", ok, took, err, confirmAfter)
@@ -161,7 +159,7 @@ func TestReviewWaitsForUnconfirmedReservations(t *testing.T) {
 	})
 	t.Run("blocker is a real pod: denied", func(t *testing.T) {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ghost", UID: "ghost"}}
-		s, l, c := setUp(t, pod)
+		s, l, c := setUp(t, confirmAfter, pod)
 		var once sync.Once
 		recordLater := func() { // the absence check found the pod unseen; the watch records it after
 			once.Do(func() {
@@ -183,53 +181,12 @@ func TestReviewWaitsForUnconfirmedReservations(t *testing.T) {
 		}
 	})
 	t.Run("blocker due after the deadline: denied at once", func(t *testing.T) {
-		s, l, _ := setUp(t)
-		s.opts.ConfirmAfter = time.Minute
-		s.absence.mu.Lock()
-		clear(s.absence.checks) // first seen now, so due in a minute
-		s.absence.mu.Unlock()
+		s, l, _ := setUp(t, time.Minute) // the ghost first seen as it was reserved, so due in a minute
 		ok, took, err := admit(s, l, 5*time.Second)
 		if err != nil || ok || took > time.Second {
 			t.Fatalf("allowed %v after %s, error %v; want denied at once", ok, took, err)
 		}
 	})
-}
-
-// TestConfirmWindow: the window is the longest timeout of the other
-// validating webhooks that may intercept pod creates, plus the margin.
-func TestConfirmWindow(t *testing.T) {
-	hook := func(timeout *int32, groups, resources []string, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.ValidatingWebhook {
-		return admissionregistrationv1.ValidatingWebhook{TimeoutSeconds: timeout, Rules: []admissionregistrationv1.RuleWithOperations{
-			{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: groups, Resources: resources}}}}
-	}
-	config := func(name string, hooks ...admissionregistrationv1.ValidatingWebhook) admissionregistrationv1.ValidatingWebhookConfiguration {
-		return admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}, Webhooks: hooks}
-	}
-	core, pods := []string{""}, []string{"pods"}
-	create := admissionregistrationv1.Create
-	for _, tt := range []struct {
-		name    string
-		configs []admissionregistrationv1.ValidatingWebhookConfiguration
-		want    time.Duration
-	}{
-		{"none", nil, confirmMargin},
-		{"gpuadmit's own is left out", []admissionregistrationv1.ValidatingWebhookConfiguration{config("gpuadmit", hook(ptr.To[int32](30), core, pods, create))}, confirmMargin},
-		{"Kyverno-like, default timeout", []admissionregistrationv1.ValidatingWebhookConfiguration{
-			config("kyverno", hook(nil, []string{"*"}, []string{"*"}, admissionregistrationv1.OperationAll))}, 10*time.Second + confirmMargin},
-		{"the longest of several", []admissionregistrationv1.ValidatingWebhookConfiguration{
-			config("gatekeeper", hook(ptr.To[int32](3), []string{"*"}, []string{"*/*"}, create)),
-			config("slow", hook(ptr.To[int32](25), core, pods, create))}, 25*time.Second + confirmMargin},
-		{"updates, other resources, other groups do not count", []admissionregistrationv1.ValidatingWebhookConfiguration{
-			config("a", hook(ptr.To[int32](20), core, pods, admissionregistrationv1.Update)),
-			config("b", hook(ptr.To[int32](20), core, []string{"pods/status", "configmaps"}, create)),
-			config("c", hook(ptr.To[int32](20), []string{"apps"}, []string{"*"}, create))}, confirmMargin},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := confirmWindow(tt.configs, "gpuadmit"); got != tt.want {
-				t.Fatalf("window %s, want %s", got, tt.want)
-			}
-		})
-	}
 }
 
 // TestManyDueConfirmedWithOneList: more than listAbove due reservations of

@@ -1,4 +1,4 @@
-package gpuusage
+package admitqueue
 
 import (
 	"cmp"
@@ -95,7 +95,7 @@ func (s *Store) waitOrDecide(r *review, st *gpuadmitv1.GPUReservationSetStatus) 
 		if b.PodUID == r.uid || b.RecordedResourceVersion != "" || s.ledger.Seen(b.PodUID) != "" {
 			continue // its own, or a pod some replica recorded: it exists
 		}
-		if s.dueAt(b.PodUID).Sub(now) > left {
+		if s.confirmer.DueAt(b.PodUID).Sub(now) > left {
 			return decided, nil
 		}
 		blockers = append(blockers, b)
@@ -128,7 +128,7 @@ func (s *Store) waitAtCap(r *review, st *gpuadmitv1.GPUReservationSetStatus) boo
 		case recorded && b.ClaimName == "":
 			ends = true // ends as the watches pass it
 		case recorded: // a claim's ends only when the claim is gone
-		case s.dueAt(b.PodUID).Sub(now) <= left:
+		case s.confirmer.DueAt(b.PodUID).Sub(now) <= left:
 			ends = true
 			blockers = append(blockers, b)
 		}
@@ -157,18 +157,18 @@ func (s *Store) settle(ctx context.Context, ns string, w *review) {
 	next := recheckWait
 	var due []gpuadmitv1.Reservation
 	for _, r := range w.blockers {
-		switch wait := s.dueAt(r.PodUID).Sub(now); {
+		switch wait := s.confirmer.DueAt(r.PodUID).Sub(now); {
 		case wait > 0:
 			next = min(next, wait)
-		case !s.absence.isAbsent(r.PodUID) && len(due) < max(s.opts.ReadsPerSecond, 1):
+		case !s.confirmer.IsAbsent(r.PodUID) && len(due) < max(s.opts.ReadsPerSecond, 1):
 			due = append(due, r)
 		}
 	}
 	if len(due) > 0 {
 		for _, r := range due {
-			s.checked(r.PodUID)
+			s.confirmer.Checked(r.PodUID)
 		}
-		s.confirmAbsent(ctx, ns, due)
+		s.confirmer.Confirm(ctx, ns, due)
 		return
 	}
 	if left, ok := s.waitLeft(w); ok {

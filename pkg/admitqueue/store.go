@@ -1,4 +1,4 @@
-package gpuusage
+package admitqueue
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuadmit/gpuadmit/pkg/absence"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/reservation"
@@ -43,7 +44,7 @@ type Options struct {
 	Replica string
 	// ConfirmAfter: a reservation nobody recorded is first checked this long
 	// after this replica first saw it (0: the window derived from the
-	// cluster's other validating webhooks, window.go); RecheckMax bounds
+	// cluster's other validating webhooks, pkg/absence); RecheckMax bounds
 	// the backoff after.
 	ConfirmAfter, RecheckMax time.Duration
 	// OwnWebhookConfiguration names gpuadmit's ValidatingWebhookConfiguration,
@@ -51,7 +52,7 @@ type Options struct {
 	OwnWebhookConfiguration string
 	// ReviewTimeout is a validating review's whole budget
 	// (admission.reviewTimeout; 0: unknown): confirmAfter is checked
-	// against it (window.go), loudly.
+	// against it (wait.go), loudly.
 	ReviewTimeout time.Duration
 	// MaxReservations bounds the reservations of one namespace's object
 	// (0: no bound); an admission that would add one more is refused.
@@ -142,7 +143,7 @@ type Parts struct {
 // Store admits GPU pods into the namespaces' GPUReservationSets, and tidies
 // them, for one replica. It owns the reservation state of this replica:
 // what it wrote that the informer has not delivered (copies), the
-// reservations of deleted objects (lost), the absence checks (absence) and
+// reservations of deleted objects (lost), the absence checks (confirmer) and
 // the namespaces proved after a pause (proofs); the objects themselves are
 // the truth.
 type Store struct {
@@ -155,14 +156,13 @@ type Store struct {
 	metrics Metrics
 	opts    Options
 
-	queues  queues               // reviews waiting, by namespace (queue.go)
-	copies  *reservation.Assumed // objects this replica wrote, until the informer has them
-	lost    lost                 // reservations of deleted objects (repair.go)
-	absence absence              // absence checks (absence.go)
-	proofs  proofs               // namespaces proved fresh after a pause (fresh.go)
+	queues    queues               // reviews waiting, by namespace (queue.go)
+	copies    *reservation.Assumed // objects this replica wrote, until the informer has them
+	lost      lost                 // reservations of deleted objects (repair.go)
+	confirmer *absence.Confirmer   // absence checks (pkg/absence)
+	proofs    proofs               // namespaces proved fresh after a pause (fresh.go)
 
 	lastWrite atomic.Int64 // how long the last status write took (ns)
-	window    atomic.Int64 // the derived confirmAfter (ns; window.go)
 }
 
 // NewStore returns a Store; Start runs its cleaner.
@@ -183,7 +183,8 @@ func NewStore(p Parts, opts Options) *Store {
 		metrics: p.Metrics, opts: opts, copies: reservation.NewAssumed()}
 	s.queues.init()
 	s.lost.init()
-	s.absence.init()
+	s.confirmer = absence.New(p.API, p.Client, p.Ledger, absence.Options{ConfirmAfter: opts.ConfirmAfter, RecheckMax: opts.RecheckMax,
+		OwnWebhookConfiguration: opts.OwnWebhookConfiguration, Clock: opts.Clock, Log: opts.Log})
 	s.proofs.init()
 	return s
 }
