@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // The model test's checks (model_test.go): the ledger against a
@@ -87,16 +88,8 @@ func (m *model) check() error {
 		}
 	}
 	for ns, rs := range m.pending {
-		for _, r := range rs {
-			if m.counts(ns, r) {
-				w := get(ns)
-				w.reserved.add(r.Demand)
-				w.resvCount++
-				if r.Unconfirmed {
-					w.unconfirmed.add(r.Demand)
-				}
-			}
-		}
+		w := get(ns)
+		w.resvCount += m.countPending(w.reserved, w.unconfirmed, ns, rs)
 	}
 	snap := m.l.Snapshot(m.pending)
 	if snap.Stats.Pods != recs || snap.Stats.InvalidPods != invalid {
@@ -259,4 +252,51 @@ func union[A, B any](a map[string]A, b map[string]B) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// countPending adds to reserved and unconfirmed what the reservations rs
+// handed in for ns add, recounted from the objects: each reservation the
+// watch has not recorded counts in full, except under a name a recorded
+// (or invalid) pod of another UID holds, where only the largest
+// reservation's excess over that pod's charge counts, once per name. It
+// returns how many reservations (or names) added something.
+func (m *model) countPending(reserved, unconfirmed recount, ns string, rs []reservation.Reservation) int {
+	type name struct{ held, largest, unconfirmed effective.Usage }
+	names := map[string]*name{}
+	var order []string
+	n := 0
+	for _, r := range rs {
+		if !m.counts(r) {
+			continue
+		}
+		if held, ok := m.holder(ns, r); ok {
+			g := names[r.Name]
+			if g == nil {
+				g = &name{held: held}
+				names[r.Name] = g
+				order = append(order, r.Name)
+			}
+			g.largest = g.largest.Max(r.Demand)
+			if r.Unconfirmed {
+				g.unconfirmed = g.unconfirmed.Max(r.Demand)
+			}
+			continue
+		}
+		reserved.add(r.Demand)
+		if r.Unconfirmed {
+			unconfirmed.add(r.Demand)
+		}
+		n++
+	}
+	for _, k := range order {
+		g := names[k]
+		excess := g.largest.Max(g.held).Sub(g.held)
+		if excess.IsZero() {
+			continue
+		}
+		reserved.add(excess)
+		unconfirmed.add(g.unconfirmed.Max(g.held).Sub(g.held))
+		n++
+	}
+	return n
 }

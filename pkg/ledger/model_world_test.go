@@ -215,20 +215,26 @@ func (m *model) reserve() {
 	m.pending[ns] = rs
 }
 
-// counts reports whether a reservation handed in for ns counts: the watch
-// has not delivered a GPU pod of its UID (that it has not seen go), and no
-// recorded (or invalid) pod of another UID holds its name.
-func (m *model) counts(ns string, r reservation.Reservation) bool {
-	if m.seen[r.UID] {
-		return false
-	}
+// counts reports whether a reservation handed in for ns counts at all:
+// the watch has not delivered a GPU pod of its UID (that it has not seen
+// go).
+func (m *model) counts(r reservation.Reservation) bool { return !m.seen[r.UID] }
+
+// holder returns the charge of the recorded (or invalid: nothing) pod of
+// another UID that holds r's name in ns, if there is one.
+func (m *model) holder(ns string, r reservation.Reservation) (effective.Usage, bool) {
 	for _, p := range m.pods {
 		if p.Namespace == ns && p.Name == r.Name && p.UID != r.UID {
-			d := m.oracle(p)
-			return d.rec == nil && d.invalid == nil
+			switch d := m.oracle(p); {
+			case d.rec != nil:
+				return d.rec.used, true
+			case d.invalid != nil:
+				return nil, true
+			}
+			return nil, false
 		}
 	}
-	return true
+	return nil, false
 }
 
 // oracle derives a pod's record from the object and the world's nodes, as

@@ -3,6 +3,7 @@ package ledger
 import (
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
@@ -10,7 +11,7 @@ import (
 // admitted that no watch of this replica has recorded yet) live in the
 // namespaces' GPUReservationSets, owned by pkg/admitqueue; whoever asks
 // about a namespace hands the ledger the ones it would count, and the
-// snapshot counts those the ledger has not recorded (reservation.Counts),
+// snapshot counts those the ledger has not recorded (reservation.Count),
 // in the same critical section as the usage, so that a pod counts once.
 
 // Seen returns the resourceVersion of the last event of pod uid this
@@ -25,22 +26,16 @@ func (l *Ledger) Seen(uid types.UID) string {
 	return l.seen[uid]
 }
 
-// countLocked adds to s the reservations of pending that count.
+// countLocked adds to s what the reservations of pending add
+// (reservation.Count).
 func (l *Ledger) countLocked(s *NamespaceSnapshot, pending []reservation.Reservation) {
-	rec := lockedRecords{l}
-	for _, r := range pending {
-		if !reservation.Counts(r, s.Namespace, rec) {
-			continue
-		}
-		s.Reserved, _ = s.Reserved.Add(r.Demand)
-		s.Reservations++
-		if r.Unconfirmed {
-			s.Unconfirmed, _ = s.Unconfirmed.Add(r.Demand)
-		}
-	}
+	t := reservation.Count(pending, s.Namespace, lockedRecords{l})
+	s.Reserved, _ = s.Reserved.Add(t.Reserved)
+	s.Unconfirmed, _ = s.Unconfirmed.Add(t.Unconfirmed)
+	s.Reservations += t.Count
 }
 
-// lockedRecords answers reservation.Counts from the ledger's state; its
+// lockedRecords answers reservation.Count from the ledger's state; its
 // caller holds the ledger's lock.
 type lockedRecords struct{ l *Ledger }
 
@@ -53,7 +48,16 @@ func (r lockedRecords) Gone(uid types.UID) bool {
 	return ok
 }
 
-func (r lockedRecords) NameHeldByOther(ns, name string, uid types.UID) bool {
+func (r lockedRecords) NameHolder(ns, name string, uid types.UID) (effective.Usage, bool) {
 	other, ok := r.l.byName[podName{ns, name}]
-	return ok && other != uid
+	if !ok || other == uid {
+		return nil, false
+	}
+	if p := r.l.pods[other]; p != nil {
+		return p.used, true
+	}
+	if c := r.l.claims[other]; c != nil {
+		return c.used, true
+	}
+	return nil, true // an invalid object: it charges nothing
 }

@@ -32,26 +32,95 @@ type Records interface {
 	Recorded(uid types.UID) bool
 	// Gone reports whether the watch saw claim uid deleted.
 	Gone(uid types.UID) bool
-	// NameHeldByOther reports whether namespace ns's pod name is held by
-	// a recorded (or invalid) pod of another UID than uid.
-	NameHeldByOther(ns, name string, uid types.UID) bool
+	// NameHolder reports whether namespace ns's pod (or claim) name is
+	// held by a recorded (or invalid) object of another UID than uid, and
+	// that object's charge.
+	NameHolder(ns, name string, uid types.UID) (effective.Usage, bool)
 }
 
-// Counts is the ledger's half of the counting rule: whether reservation r,
-// handed in for namespace ns, counts in its Reserved. (The other half,
-// which reservations a replica hands in, is Countable.)
+// Tally is what the reservations handed in for one namespace add to it.
+type Tally struct {
+	// Reserved is what they add to the namespace's usage; Unconfirmed the
+	// part of it whose pods no replica has recorded yet.
+	Reserved, Unconfirmed effective.Usage
+	// Count is the number of reservations (or, for a name held by a
+	// recorded object, of names) that add something.
+	Count int
+}
+
+// Count is the ledger's half of the counting rule: what the reservations
+// handed in for namespace ns add to its usage. (The other half, which
+// reservations a replica hands in, is Countable.)
 //
 //	pending (handed in) ──for each reservation:
 //	   the watch recorded a pod with its UID ──────▶ not counted (its record is in Used)
 //	   the watch saw its claim deleted ────────────▶ not counted
-//	   a recorded pod of another UID has its name ─▶ not counted (that create fails with
-//	                                                 AlreadyExists; if the older pod is in
-//	                                                 fact gone, its record stops counting in
-//	                                                 the same event that lets this count)
+//	   a recorded object of another UID has ───────▶ only what the largest such reservation
+//	   its name                                      asks beyond that object's charge, per
+//	                                                 family and dimension, once per name
 //	   otherwise ──────────────────────────────────▶ counted in Reserved
 //	                                                 (and in Unconfirmed when Unconfirmed)
-func Counts(r Reservation, ns string, rec Records) bool {
-	return r.UID != "" && !rec.Recorded(r.UID) && !rec.Gone(r.UID) && !rec.NameHeldByOther(ns, r.Name, r.UID)
+//
+// A name is held by one object at a time: while the older one exists the
+// re-create fails with AlreadyExists, and once it is gone (deleted after
+// the watch last heard of it) the re-create may exist in its place. So
+// the namespace holds the older object's charge or the re-create's, never
+// both: counting the holder's charge and the excess of the largest
+// re-create over it counts the larger of the two, per dimension, without
+// charging a retried re-create twice.
+func Count(pending []Reservation, ns string, rec Records) Tally {
+	var t Tally
+	shadowed := map[string]*shadow{}
+	var names []string
+	for _, r := range pending {
+		if r.UID == "" || rec.Recorded(r.UID) || rec.Gone(r.UID) {
+			continue
+		}
+		if held, ok := rec.NameHolder(ns, r.Name, r.UID); ok {
+			g := shadowed[r.Name]
+			if g == nil {
+				g = &shadow{held: held}
+				shadowed[r.Name] = g
+				names = append(names, r.Name)
+			}
+			g.add(r)
+			continue
+		}
+		t.Reserved, _ = t.Reserved.Add(r.Demand)
+		t.Count++
+		if r.Unconfirmed {
+			t.Unconfirmed, _ = t.Unconfirmed.Add(r.Demand)
+		}
+	}
+	for _, name := range names {
+		g := shadowed[name]
+		excess := beyond(g.largest, g.held)
+		if excess.IsZero() {
+			continue
+		}
+		t.Reserved, _ = t.Reserved.Add(excess)
+		t.Unconfirmed, _ = t.Unconfirmed.Add(beyond(g.unconfirmed, g.held))
+		t.Count++
+	}
+	return t
+}
+
+// shadow gathers the reservations under a name a recorded object holds.
+type shadow struct {
+	held, largest, unconfirmed effective.Usage
+}
+
+func (g *shadow) add(r Reservation) {
+	g.largest = g.largest.Max(r.Demand)
+	if r.Unconfirmed {
+		g.unconfirmed = g.unconfirmed.Max(r.Demand)
+	}
+}
+
+// beyond is what u asks beyond held, per family and dimension (never
+// negative).
+func beyond(u, held effective.Usage) effective.Usage {
+	return u.Max(held).Sub(held)
 }
 
 // Reader lists, by namespace, the reservations the namespaces'
