@@ -92,18 +92,11 @@ func everyReplicaUses(t *testing.T, c *replicas.Cluster, ns string, want int64) 
 // charges ns is ok (want says what that is).
 func everyReplicaCharges(t *testing.T, c *replicas.Cluster, ns, want string, ok func(int64) bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	for i, r := range c.Replicas {
-		for {
+		waitForState(t, r.Name+" charges "+ns+" "+want, func() (bool, string) {
 			used, err := c.Metric(i, "gpuadmit_resourcequota", `namespace="`+ns+`"`, `resource="nvidia.com/gpumem"`, `type="used"`)
-			if err == nil && ok(int64(used)) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s charges %s %v MiB (%v), want %s", r.Name, ns, used, err, want)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return err == nil && ok(int64(used)), fmt.Sprintf("%v MiB (%v)", used, err)
+		})
 	}
 }
 
@@ -185,17 +178,10 @@ func wholeGPUClaim(ns, name string) *resourcev1.ResourceClaim {
 // decides it does not know node-b's slice yet (the claim's size unknown).
 func admitClaim(t *testing.T, k kubernetes.Interface, ns, name string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitForState(t, "claim "+ns+"/"+name+" admitted", func() (bool, string) {
 		_, err := k.ResourceV1().ResourceClaims(ns).Create(t.Context(), wholeGPUClaim(ns, name), metav1.CreateOptions{})
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("claim %s/%s: %v", ns, name, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 // allocate writes the allocation of claim ns/name to gpu-0 of pool on node

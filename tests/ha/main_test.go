@@ -117,18 +117,12 @@ func waitDrained(t *testing.T, c *replicas.Cluster, ns string) {
 func ledgersMatch(t *testing.T, c *replicas.Cluster, ns string) {
 	t.Helper()
 	_, want := livePods(t, c, ns)
-	deadline := time.Now().Add(30 * time.Second)
 	for i, r := range c.Replicas {
-		for {
+		waitForState(t, r.Name+"'s ledger of "+ns+" equals the live pods", func() (bool, string) {
 			used, err1 := c.Metric(i, "gpuadmit_resourcequota", `namespace="`+ns+`"`, `resource="nvidia.com/gpumem"`, `type="used"`)
 			reserved, err2 := c.Metric(i, "gpuadmit_resourcequota", `namespace="`+ns+`"`, `resource="nvidia.com/gpumem"`, `type="reserved"`)
-			if err1 == nil && err2 == nil && int64(used) == want && reserved == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s's ledger of %s: %v MiB used, %v reserved (%v %v); the live pods use %d MiB", r.Name, ns, used, reserved, err1, err2, want)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return err1 == nil && err2 == nil && int64(used) == want && reserved == 0,
+				fmt.Sprintf("%v MiB used, %v reserved (%v %v); the live pods use %d MiB", used, reserved, err1, err2, want)
+		})
 	}
 }

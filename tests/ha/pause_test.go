@@ -172,12 +172,24 @@ func TestSummaryLeaseLost(t *testing.T) {
 // waitFor polls cond for at most a minute.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	waitForState(t, what, func() (bool, string) { return cond(), "" })
+}
+
+// waitForState waits, polling, until cond holds (a minute at most, a
+// ceiling, not an expectation); on timeout it fails with the state cond
+// last reported.
+func waitForState(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	for !cond() {
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("timed out waiting until %s", what)
+			t.Fatalf("timed out waiting until %s: %s", what, state)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -1,6 +1,7 @@
 package ha_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -35,17 +36,10 @@ func TestSummaryHasOneWriter(t *testing.T) {
 	}
 	summary := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		waitForState(t, "GPUMEM is "+want, func() (bool, string) {
 			got, _, err := c.Kubectl(t.Context(), nil, "get", "gpuusage", "usage", "-n", ns, "-o", "jsonpath={.status.summary.gpumem}")
-			if err == nil && got == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("GPUMEM is %q, want %q (%v)", got, want, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return err == nil && got == want, fmt.Sprintf("GPUMEM is %q (%v)", got, err)
+		})
 	}
 	// create creates one pod. The API server may have picked a keep-alive
 	// connection to a replica that just stopped (an EOF for the review, the
