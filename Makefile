@@ -102,7 +102,7 @@ layering:
 	@echo ">> layering (hack/layering)"
 	$(GO) test -count=1 ./hack/layering/
 
-## generate: the GPUUsage deepcopy functions and CRD from pkg/apis (controller-gen, pinned in tools/codegen).
+## generate: the deepcopy functions and CRDs (GPUUsage, GPUReservationSet) from pkg/apis (controller-gen, pinned in tools/codegen).
 CONTROLLER_GEN := $(BIN)/controller-gen
 $(CONTROLLER_GEN): tools/codegen/go.mod tools/codegen/go.sum
 	@echo ">> building controller-gen (first time only)"
@@ -116,7 +116,7 @@ generate: $(CONTROLLER_GEN)
 
 ## verify-generated: fails when the generated files differ from what pkg/apis generates (then they are regenerated).
 verify-generated: $(CONTROLLER_GEN)
-	@echo ">> checking the generated GPUUsage code and CRD"
+	@echo ">> checking the generated API code (deepcopy) and CRDs"
 	@tmp=$$(mktemp -d); for f in $(GENERATED); do cp $$f $$tmp/$$(echo $$f | tr / _); done; \
 	$(MAKE) --no-print-directory generate >/dev/null; \
 	for f in $(GENERATED); do if ! diff -u $$tmp/$$(echo $$f | tr / _) $$f; then \
