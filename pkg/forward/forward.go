@@ -13,8 +13,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
 // Header marks a review one replica forwarded to another: the
@@ -24,8 +22,9 @@ import (
 // certificate); from anyone else it is refused with 403.
 const Header = "X-Gpuadmit-Forwarded"
 
-// Forwarder sends the validating review of a GPU pod to the replica that
-// owns the pod's namespace (membership.Members.Owner), so that one replica
+// Forwarder sends the validating review of a pod CREATE (the API server's
+// matchConditions send this path only pods asking for a managed resource)
+// to the replica that owns the pod's namespace (membership.Members.Owner), so that one replica
 // writes each namespace's GPUReservationSet and replicas do not conflict on it.
 // Anything that goes wrong (the owner is gone, slow, not ready, or serves
 // another certificate) falls back to deciding here: forwarding saves
@@ -39,7 +38,6 @@ type Forwarder struct {
 	owners  Owners
 	leaf    func() ([]byte, error) // the certificate this replica serves
 	ready   func() error
-	names   [][]byte // the managed resource names, quoted as JSON keys
 	client  *http.Client
 	log     logr.Logger
 	results *prometheus.CounterVec
@@ -79,9 +77,6 @@ type Options struct {
 	// Ready is this replica's readiness: a forwarded review it cannot
 	// decide gets a 503; a namespace it owns goes to the fallback.
 	Ready Readiness
-	// Families name the managed resources (a review naming none is
-	// decided here).
-	Families []effective.Family
 	// MaxReviewBytes bounds a review read, and an owner's answer.
 	MaxReviewBytes int64
 	Log            logr.Logger
@@ -92,7 +87,7 @@ func New(o Options) (*Forwarder, error) {
 	if o.MaxReviewBytes <= 0 {
 		return nil, fmt.Errorf("forwarding: MaxReviewBytes must be positive, not %d", o.MaxReviewBytes)
 	}
-	owners, minTLS, ready, fams, log := o.Owners, o.MinTLS, o.Ready.NotReady, o.Families, o.Log
+	owners, minTLS, ready, log := o.Owners, o.MinTLS, o.Ready.NotReady, o.Log
 	cert := func() (*tls.Certificate, error) { return o.Certificates.GetCertificate(&tls.ClientHelloInfo{}) }
 	leaf := func() ([]byte, error) {
 		c, err := cert()
@@ -108,14 +103,6 @@ func New(o Options) (*Forwarder, error) {
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gpuadmit_reviews_forwarded_total",
 			Help: "Validating reviews of GPU pods sent to the replica that owns their namespace, by result: answered (by the owner), fallback (decided here instead)."},
 			[]string{"result"})}
-	for i := range fams {
-		names := fams[i].Names
-		for _, n := range []string{string(names.Count), string(names.Memory), string(names.MemoryPercentage), string(names.Cores)} {
-			if n != "" {
-				f.names = append(f.names, []byte(`"`+n+`"`))
-			}
-		}
-	}
 	f.client = &http.Client{Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{
 			MinVersion:           minTLS,
@@ -177,16 +164,12 @@ func (f *Forwarder) Wrap(local http.Handler) http.Handler {
 	})
 }
 
-// target returns the owner's address when the review is a GPU pod CREATE
-// in a namespace another replica owns.
+// target returns the owner's address when the review is a pod CREATE in
+// a namespace another replica owns. Whether the pod asks for a managed
+// resource is not asked here: the API server's matchConditions send this
+// path only such pods, and the handler that decides, here or at the owner,
+// asks it once where it decodes the review (pkg/admission).
 func (f *Forwarder) target(body []byte) (string, bool) {
-	gpu := false
-	for _, n := range f.names {
-		gpu = gpu || bytes.Contains(body, n)
-	}
-	if !gpu {
-		return "", false
-	}
 	var review struct {
 		Request struct {
 			Namespace string `json:"namespace"`

@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
-	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
 func keyPair(t *testing.T) tls.Certificate {
@@ -39,10 +38,11 @@ const (
 	gpuUpdate = `{"request":{"uid":"1","namespace":"team-a","operation":"UPDATE","object":{"spec":{"containers":[{"resources":{"limits":{"nvidia.com/gpu":"1"}}}]}}}}`
 )
 
-// TestForwarding: a GPU pod's review goes to the namespace's owner when
-// the owner serves this replica's own certificate and answers; anything
-// else (another certificate, an owner that is not ready or gone, a pod
-// without GPUs, an UPDATE, a review already forwarded) is decided here.
+// TestForwarding: a pod CREATE's review goes to the namespace's owner when
+// the owner serves this replica's own certificate and answers, whatever the
+// pod asks for (the handler that decides asks that, once); anything else
+// (another certificate, an owner that is not ready or gone, an UPDATE, a
+// review already forwarded) is decided here.
 func TestForwarding(t *testing.T) {
 	mine, other := keyPair(t), keyPair(t)
 	var ownerGot atomic.Value
@@ -69,7 +69,7 @@ func TestForwarding(t *testing.T) {
 	f, err := New(Options{Registry: prometheus.NewRegistry(),
 		Owners:       ownersFunc(func(string) (string, bool) { a := ownerOf.Load().(string); return a, a == "" }),
 		Certificates: servingFunc(func() (*tls.Certificate, error) { return &served, nil }), MinTLS: tls.VersionTLS13,
-		Ready: readiness{}, Families: []effective.Family{effective.Nvidia()}, MaxReviewBytes: 1 << 20, Log: logr.Discard()})
+		Ready: readiness{}, MaxReviewBytes: 1 << 20, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestForwarding(t *testing.T) {
 		{name: "owner not ready", body: gpuCreate, status: 503, cert: mine, owner: ownerAddr, want: `"from":"local"`},
 		{name: "owner gone", body: gpuCreate, status: 200, cert: mine, owner: "127.0.0.1:1", want: `"from":"local"`},
 		{name: "this replica owns it", body: gpuCreate, status: 200, cert: mine, owner: "", want: `"from":"local"`},
-		{name: "pod without GPUs", body: cpuCreate, status: 200, cert: mine, owner: ownerAddr, want: `"from":"local"`},
+		{name: "any pod CREATE goes to the owner (the handler there asks whether it is a GPU pod)", body: cpuCreate, status: 200, cert: mine, owner: ownerAddr, want: `"from":"owner"`},
 		{name: "UPDATE", body: gpuUpdate, status: 200, cert: mine, owner: ownerAddr, want: `"from":"local"`},
 		{name: "already forwarded", body: gpuCreate, header: true, status: 200, cert: mine, owner: ownerAddr, want: `"from":"local"`},
 	} {
@@ -131,7 +131,7 @@ func TestForwarding(t *testing.T) {
 func TestForwardedReviewRefusedWhenNotReady(t *testing.T) {
 	f, err := New(Options{Registry: prometheus.NewRegistry(), Owners: ownersFunc(func(string) (string, bool) { return "", true }),
 		Certificates: servingFunc(func() (*tls.Certificate, error) { return nil, nil }), MinTLS: tls.VersionTLS13,
-		Ready: readiness{errors.New("the Pod watches have not synced yet")}, Families: []effective.Family{effective.Nvidia()}, MaxReviewBytes: 1 << 20, Log: logr.Discard()})
+		Ready: readiness{errors.New("the Pod watches have not synced yet")}, MaxReviewBytes: 1 << 20, Log: logr.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

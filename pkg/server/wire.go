@@ -80,7 +80,7 @@ func (s *Server) handlers(dec *decision.Decider) error {
 		Gate: s, GPUPods: dec, Reserver: s.Store, Metrics: am, Events: s.events}, RecoverPanic: ptr.To(true), LogConstructor: requestLog("validate")}}
 	if s.opts.AdvertiseAddress != "" {
 		fwd, err := forward.New(forward.Options{Registry: s.opts.Registry, Owners: s.members, Certificates: s.certificate,
-			MinTLS: s.opts.TLSMinVersion, Ready: s, Families: s.Ledger.Families(), MaxReviewBytes: admission.MaxReviewBytes,
+			MinTLS: s.opts.TLSMinVersion, Ready: s, MaxReviewBytes: admission.MaxReviewBytes,
 			Log: s.opts.Log.WithName("forward")})
 		if err != nil {
 			return err
