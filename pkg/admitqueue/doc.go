@@ -36,9 +36,9 @@
 //
 // Beside the rounds, the tidying. How far every replica's pod watch got
 // comes from the replicas' progress Leases (Membership, pkg/membership):
-// renewed every second, and, while an object holds a reservation of a pod
-// a replica's watch recorded (Changed calls Membership.Hurry), within
-// 100 ms of each change of its progress, so that a reservation lasts a few
+// renewed on a period, and, while an object holds a reservation of a pod
+// a replica's watch recorded (Changed calls Membership.Hurry), soon after
+// each change of its progress (pkg/membership's intervals), so that a reservation lasts a few
 // writes rather than a second or two: a smaller object is a cheaper write,
 // for the API server and for every replica's watch. A reservation whose
 // pod the tidying replica recorded is removed at once, unmarked, when

@@ -167,8 +167,7 @@ func (s *Store) submit(ns string, add func(*queue)) {
 // drain commits the namespace's queue, batch by batch, until it has been
 // empty for Options.WorkerIdle. A worker that lives through a burst keeps
 // the stack the policy evaluation grew (a new goroutine grows its stack
-// again, copying it each time: a fifth of a review's CPU under load,
-// measured with make bench-https).
+// again, copying it each time; docs/performance.md has what that cost).
 func (s *Store) drain(ns string, q *queue) {
 	idle := s.opts.Clock.NewTimer(s.opts.WorkerIdle)
 	defer idle.Stop()

@@ -28,7 +28,7 @@ import (
 // and pod (anti-)affinity when it names other namespaces); status phase and
 // container states (running, waiting, or terminated with an exit code). A pod
 // that names no managed resource becomes a PartialObjectMetadata of its
-// identity: it is never charged, and a fifth of an empty Pod's memory for
+// identity: it is never charged, and much smaller than an empty Pod for
 // each of the many such pods (the pod feed hands it to the ledger as a pod
 // without containers).
 //
@@ -94,7 +94,7 @@ func (t *podSlimmer) slim(p *corev1.Pod) runtime.Object {
 			return out
 		}
 		// Never charged: its identity is all the ledger reads, and a
-		// PartialObjectMetadata takes a fifth of an empty Pod's memory.
+		// PartialObjectMetadata is much smaller than an empty Pod.
 		return podMeta(bookmarkMeta(&p.ObjectMeta))
 	}
 	out := t.slimGPU(p)
