@@ -217,27 +217,10 @@ func NodeHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFunc
 }
 
 // namedHandler applies the events of a cluster-scoped kind: adds and
-// updates to upsert, deletions (tombstones included) to del by name.
+// updates to upsert, deletions (tombstones included) to del by name (a
+// cluster-scoped object's key is its name, in no namespace).
 func namedHandler[T any](what string, upsert func(T), del func(name string), log logr.Logger) toolscache.ResourceEventHandlerFuncs {
-	add := func(obj any) {
-		if o, ok := obj.(T); ok {
-			upsert(o)
-			return
-		}
-		log.Error(errUnexpected, what+" handler", "type", fmt.Sprintf("%T", obj))
-	}
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    add,
-		UpdateFunc: func(_, obj any) { add(obj) },
-		DeleteFunc: func(obj any) {
-			key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-			if err != nil {
-				log.Error(err, what+" delete: no key", "type", fmt.Sprintf("%T", obj))
-				return
-			}
-			del(key)
-		},
-	}
+	return namespacedHandler(what, upsert, func(_, name string) { del(name) }, log)
 }
 
 // QuotaHandler applies ResourceQuota events to sink (tombstones included).
