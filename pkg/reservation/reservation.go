@@ -70,7 +70,7 @@ type Tally struct {
 // charging a retried re-create twice.
 func Count(pending []Reservation, ns string, rec Records) Tally {
 	var t Tally
-	shadowed := map[string]*shadow{}
+	var shadowed map[string]*shadow // rare: made when a name is held
 	var names []string
 	for _, r := range pending {
 		if r.UID == "" || rec.Recorded(r.UID) || rec.Gone(r.UID) {
@@ -79,6 +79,9 @@ func Count(pending []Reservation, ns string, rec Records) Tally {
 		if held, ok := rec.NameHolder(ns, r.Name, r.UID); ok {
 			g := shadowed[r.Name]
 			if g == nil {
+				if shadowed == nil {
+					shadowed = map[string]*shadow{}
+				}
 				g = &shadow{held: held}
 				shadowed[r.Name] = g
 				names = append(names, r.Name)
