@@ -2,10 +2,13 @@ package readme_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -52,6 +55,7 @@ func TestDocCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Run("docs/tour.md examples table", func(t *testing.T) { tourExamples(t, root, gpuadmit) })
 	for doc, minimum := range offlineMinimum {
 		raw, err := os.ReadFile(filepath.Join(root, doc))
 		if err != nil {
@@ -70,6 +74,63 @@ func TestDocCommands(t *testing.T) {
 			t.Errorf("%s: %d of its commands run offline, want at least %d", doc, ran, minimum)
 		}
 	}
+}
+
+var exampleRow = regexp.MustCompile("(?m)^\\| `([\\w.-]+\\.yaml)` \\| (\\d+|unresolved|exit 2) \\| (.*) \\|$")
+
+// tourExamples checks docs/tour.md's table of examples/pods: each file's
+// effective gpumem as the table gives it (unresolved: the memory is a
+// percentage of an unknown device; exit 2: an invalid request, with the
+// message the table quotes).
+func tourExamples(t *testing.T, root, gpuadmit string) {
+	raw, err := os.ReadFile(filepath.Join(root, "docs/tour.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := exampleRow.FindAllStringSubmatch(string(raw), -1)
+	if len(rows) < 5 {
+		t.Fatalf("docs/tour.md's examples table has %d rows, want at least 5", len(rows))
+	}
+	for _, r := range rows {
+		cmd := exec.CommandContext(t.Context(), gpuadmit, "effective", "-o", "json", "-f", filepath.Join("examples/pods", r[1]))
+		cmd.Dir = root
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if r[2] == "exit 2" {
+			quoted := regexp.MustCompile("`([^`]+); \\.\\.\\.`").FindStringSubmatch(r[3])
+			if code := exitCode(err); code != 2 || quoted == nil || !strings.Contains(stderr.String(), quoted[1]) {
+				t.Errorf("docs/tour.md: %s: exit %d, stderr %q; the table says exit 2 with %q", r[1], code, stderr.String(), r[3])
+			}
+			continue
+		}
+		var out struct {
+			Effective  struct{ Gpumem int64 }
+			Unresolved []string
+		}
+		if err != nil || json.Unmarshal(stdout.Bytes(), &out) != nil {
+			t.Errorf("docs/tour.md: %s: %v\n%s%s", r[1], err, stdout.String(), stderr.String())
+			continue
+		}
+		got := strconv.FormatInt(out.Effective.Gpumem, 10)
+		if len(out.Unresolved) > 0 {
+			got = "unresolved"
+		}
+		if got != r[2] {
+			t.Errorf("docs/tour.md: %s's effective gpumem is %s, the table says %s", r[1], got, r[2])
+		}
+	}
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
 }
 
 func runDocCommand(t *testing.T, root, gpuadmit string, c docCommand) {
