@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,7 +19,8 @@ import (
 // fact is a default a doc names in its prose: every match of re in doc
 // (its first group, read with unit) must equal the source of truth, a
 // key of the chart's values.yaml ("values:") or of gpuadmit's defaulted
-// configuration ("config:"). A regexp that matches nothing fails: the
+// configuration ("config:"), Chart.yaml ("chart:") or a variable of the
+// Makefile ("make:", its `VAR ?= value`). A regexp that matches nothing fails: the
 // sentence was reworded, and the fact must be found again.
 type fact struct {
 	doc, re, source string
@@ -71,6 +73,7 @@ var facts = []fact{
 	{"docs/policy-input.md", "`(\\w+)` \\(default\\) or `\\w+`: what to do with device requests", "config:admission.unsatisfiable", ""},
 	{"docs/dra.md", "`dra\\.networkPoolDrivers` \\(default `([^`]+)`", "config:dra.networkPoolDrivers", ""},
 	{"docs/dra.md", "\\(default (\\d+) TiB", "config:capacity.maxDeviceMemoryMiB.default", "TiB"},
+	{"docs/development.md", "`FUZZTIME`, default (\\w+)\\)", "make:FUZZTIME", ""},
 }
 
 // TestDocFacts: the defaults the docs name in prose are the chart's and
@@ -84,7 +87,7 @@ func TestDocFacts(t *testing.T) {
 			t.Fatal(err)
 		}
 		src, path, _ := strings.Cut(f.source, ":")
-		tree := map[string]any{"values": values, "config": defaults, "chart": chartFile(t)}[src]
+		tree := map[string]any{"values": values, "config": defaults, "chart": chartFile(t), "make": makeVars(t)}[src]
 		truth, ok := lookup(tree, path)
 		if !ok {
 			t.Errorf("%s: %s names no value", f.doc, f.source)
@@ -169,11 +172,80 @@ func TestValuesConfigIsTheDefaults(t *testing.T) {
 	}
 }
 
+var (
+	valuePath = regexp.MustCompile("`([a-z][A-Za-z0-9]*(?:\\.[a-z][A-Za-z0-9]*)+)`")
+	chartsOwn = regexp.MustCompile("chart's `([a-z][A-Za-z0-9]*(?:\\.[a-z][A-Za-z0-9]*)+)(?::\\s[^`]*)?`")
+	fileName  = regexp.MustCompile(`\.(txt|yaml|yml|json|md|go|rego|io|com|sh)$`)
+)
+
+// configSections are the configuration's own top-level keys: a path that
+// starts with one names a configuration key (docs/configuration.md), not
+// a chart value.
+var configSections = map[string]bool{"devices": true, "admission": true, "policy": true, "clientConnection": true, "dra": true, "audit": true, "capacity": true}
+
+// TestChartValuesNamed: every value of the chart a doc names in backticks
+// (a dotted path starting at a top-level key of values.yaml, or any path
+// after "the chart's") is a key of values.yaml: a value renamed or never
+// there sends operators to a value helm would refuse.
+func TestChartValuesNamed(t *testing.T) {
+	values := chartValues(t)
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, doc := range append(docs, "../../README.md") {
+		if otherAreas[filepath.Base(doc)] {
+			continue
+		}
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var paths []string
+		for _, m := range valuePath.FindAllStringSubmatch(string(raw), -1) {
+			first, _, _ := strings.Cut(m[1], ".")
+			if _, ok := values[first]; ok && !configSections[first] && !fileName.MatchString(m[1]) {
+				paths = append(paths, m[1])
+			}
+		}
+		for _, m := range chartsOwn.FindAllStringSubmatch(string(raw), -1) {
+			paths = append(paths, m[1])
+		}
+		for _, p := range paths {
+			checked++
+			if _, ok := lookup(values, p); !ok {
+				t.Errorf("%s names the chart value %s, which values.yaml does not have", strings.TrimPrefix(doc, "../../"), p)
+			}
+		}
+	}
+	if checked < 30 {
+		t.Errorf("%d chart values named in the docs, want at least 30", checked)
+	}
+}
+
+// otherAreas are the docs this test leaves to their own tests.
+var otherAreas = map[string]bool{"devices.md": true, "hami.md": true, "cli.md": true, "tenants.md": true, "upgrading.md": true}
+
 func chartValues(t *testing.T) map[string]any {
 	return readYAML(t, "../../charts/gpuadmit/values.yaml")
 }
 
 func chartFile(t *testing.T) map[string]any { return readYAML(t, "../../charts/gpuadmit/Chart.yaml") }
+
+// makeVars are the Makefile's defaults (VAR ?= value).
+func makeVars(t *testing.T) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]any{}
+	for _, m := range regexp.MustCompile(`(?m)^(?:export )?(\w+) \?= (.*)$`).FindAllStringSubmatch(string(raw), -1) {
+		vars[m[1]] = m[2]
+	}
+	return vars
+}
 
 func readYAML(t *testing.T, path string) map[string]any {
 	t.Helper()

@@ -9,7 +9,9 @@
 // cluster, as written, and compares its output with what the doc shows;
 // TestDocFacts, TestConfigurationDefaults and TestValuesConfigIsTheDefaults
 // compare the defaults the docs name in prose with the chart's values.yaml
-// and Chart.yaml and with the configuration's defaults (SetDefaults).
+// and Chart.yaml, the Makefile and the configuration's defaults
+// (SetDefaults); TestChartValuesNamed checks every chart value the docs
+// name exists.
 //
 // Without KUBEBUILDER_ASSETS the cluster tests (and helm template) skip,
 // unless GPUADMIT_REQUIRE_ENVTEST=1 (make integration), where they fail
