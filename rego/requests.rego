@@ -35,12 +35,26 @@ deny contains msg if {
 	some name in input.demand.unresolved
 	some c in input.demand.containers
 	c.name == name
-	msg := sprintf("namespace %q: pod %q: container %q needs %d %% of the memory of each of its %d device(s) (%s, or the whole device when no %s is set), but no GPU node it could run on announces its device memory, so the request cannot be counted in MiB against the namespace's limits; set %s in MiB or check the nodes' gpuadmit.io/gpu-devices annotations", [
+	msg := sprintf("namespace %q: pod %q: container %q needs %d %% of the memory of each of its %d device(s) (%s, or the whole device when no %s is set), but no GPU node it could run on announces its device memory, so the request cannot be counted in MiB against the namespace's limits; set %s in MiB, or %s", [
 		input.namespace, input.pod.name, c.name, c.gpumemPercent, c.gpu,
 		input.settings.resourceNames["gpumem-percentage"], input.settings.resourceNames.gpumem,
-		input.settings.resourceNames.gpumem,
+		input.settings.resourceNames.gpumem, size_advice,
 	])
 }
+
+# Where the cluster's GPU sizes come from, and so what to check: HAMi's
+# registration on a cluster whose nodes HAMi registers (its device plugin
+# is what must run on the pod's nodes), gpuadmit's node agent on one whose
+# nodes the agent announces, both where no node announces any.
+hami_register := "hami.io/node-nvidia-register"
+
+agent_annotation := "gpuadmit.io/gpu-devices"
+
+size_advice := sprintf("check that HAMi's device plugin runs on the nodes the pod may run on: it registers their GPUs in the node annotation %s", [hami_register]) if {
+	hami_register in input.capacity.sources
+} else := sprintf("check that gpuadmit's node agent runs on the nodes the pod may run on: it announces their GPUs in the node annotation %s", [agent_annotation]) if {
+	agent_annotation in input.capacity.sources
+} else := sprintf("have the GPU nodes announce their devices: HAMi's device plugin registers them in the node annotation %s, gpuadmit's node agent (the chart's agent.enabled) in %s", [hami_register, agent_annotation])
 
 # The same for every other device family: a share of a device (or a whole
 # device) of a family no node the pod could run on announces (HAMi's
@@ -54,7 +68,13 @@ deny contains msg if {
 	names.gpu != input.settings.resourceNames.gpu # the first family is above
 	some c in demand.containers
 	c.name == name
-	msg := sprintf("namespace %q: pod %q: container %q needs %d %% of the memory of each of its %d %s device(s), but no node it could run on announces the memory of its %s devices (HAMi's register annotation), so the request cannot be counted in MiB against the namespace's limits; set %s explicitly or check the nodes' device registration", [
+	msg := sprintf("namespace %q: pod %q: container %q needs %d %% of the memory of each of its %d %s device(s), but no node it could run on announces the memory of its %s devices, so the request cannot be counted in MiB against the namespace's limits; set %s explicitly%s", [
 		input.namespace, input.pod.name, c.name, c.gpumemPercent, c.gpu, names.gpu, family, names.gpumem,
+		family_advice(family),
 	])
 }
+
+family_advice(family) := sprintf(", or check that HAMi's device plugin for them runs on the nodes the pod may run on: it registers their devices in the node annotation %s", [a]) if {
+	a := input.settings.families[family].registerAnnotation
+	a != ""
+} else := " (no node annotation announces the size of these devices)"

@@ -146,7 +146,7 @@ func TestDecide(t *testing.T) {
 		{name: "percentage with no known node is unresolved", quotas: []*corev1.ResourceQuota{teamQuota},
 			pod: testpod.New("nb").NS("team-a").App("jupyter", gpu(1), pct(50)).Build(), wantEval: true,
 			want: decision.Result{Effective: nv(1, 0, 0), Denials: []string{
-				`namespace "team-a": pod "nb": container "jupyter" needs 50 % of the memory of each of its 1 device(s) (nvidia.com/gpumem-percentage, or the whole device when no nvidia.com/gpumem is set), but no GPU node it could run on announces its device memory, so the request cannot be counted in MiB against the namespace's limits; set nvidia.com/gpumem in MiB or check the nodes' gpuadmit.io/gpu-devices annotations`}}},
+				`namespace "team-a": pod "nb": container "jupyter" needs 50 % of the memory of each of its 1 device(s) (nvidia.com/gpumem-percentage, or the whole device when no nvidia.com/gpumem is set), but no GPU node it could run on announces its device memory, so the request cannot be counted in MiB against the namespace's limits; set nvidia.com/gpumem in MiB, or have the GPU nodes announce their devices: HAMi's device plugin registers them in the node annotation hami.io/node-nvidia-register, gpuadmit's node agent (the chart's agent.enabled) in gpuadmit.io/gpu-devices`}}},
 		{name: "required node affinity honoured", nodes: []*corev1.Node{a10, h100},
 			pod: withAffinity(testpod.New("train").NS("team-a").App("t", gpu(2), mem(40960), cores(50)).Build(), "gpu", "a10"), wantEval: true,
 			want: decision.Result{Effective: nv(2, 81920, 100), Denials: []string{

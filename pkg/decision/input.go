@@ -341,8 +341,12 @@ func capacityValue(v *nodeView) (ast.Value, error) {
 		shapes = append(shapes, map[string]any{"nodes": int64(s.nodes), "example": s.example, "devices": devs, "deviceCount": int64(len(devs)),
 			"smallest": map[string]any{"gpumem": small.memMiB, "gpucores": small.cores}})
 	}
+	sources := make([]any, len(v.sources))
+	for i, src := range v.sources {
+		sources[i] = src
+	}
 	doc := map[string]any{
-		"gpuNodes": int64(v.gpuNodes), "eligibleNodes": int64(v.eligible), "maxDevicesPerNode": int64(v.maxDevices),
+		"sources": sources, "gpuNodes": int64(v.gpuNodes), "eligibleNodes": int64(v.eligible), "maxDevicesPerNode": int64(v.maxDevices),
 		"maxDeviceMemMiB": v.maxMemMiB, "shapes": shapes,
 		"largestDevice": map[string]any{"node": "", "gpumem": int64(0), "gpucores": int64(0)},
 	}
@@ -369,6 +373,7 @@ func settingsValue(c *config.Configuration, fams []effective.Family) (ast.Value,
 		byName[fams[i].Name] = familySettings(&fams[i])
 	}
 	doc := familySettings(&fams[0])
+	delete(doc, "registerAnnotation") // under families only
 	doc["families"] = byName
 	doc["nearLimitPercent"] = *c.Admission.NearLimitPercent
 	doc["unsatisfiable"] = unsat
@@ -387,6 +392,7 @@ func familySettings(f *effective.Family) map[string]any {
 			"gpu": string(f.Names.Count), "gpumem": string(f.Names.Memory),
 			"gpumem-percentage": string(f.Names.MemoryPercentage), "gpucores": string(f.Names.Cores),
 		},
-		"memoryFactor": f.Factor(),
+		"memoryFactor":       f.Factor(),
+		"registerAnnotation": f.RegisterAnno,
 	}
 }

@@ -14,6 +14,10 @@ import (
 // distinct healthy-device lists ("shapes") the policies match containers
 // against. A homogeneous cluster of any size has one shape.
 type nodeView struct {
+	// sources are the annotations the GPU nodes (all of them, eligible or
+	// not) announce their devices in, sorted: where the cluster's device
+	// sizes come from (HAMi's registration, gpuadmit's node agent).
+	sources    []string
 	gpuNodes   int
 	eligible   int
 	maxMemMiB  int64
@@ -35,11 +39,24 @@ type shape struct {
 
 type device struct{ memMiB, cores int64 }
 
+// sourcesOf returns the annotations c's nodes announce their devices in,
+// distinct and sorted.
+func sourcesOf(c *ledger.Capacity) []string {
+	out := []string{}
+	for _, n := range c.Nodes {
+		if n.Source != "" && !slices.Contains(out, n.Source) {
+			out = append(out, n.Source)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // viewOf summarizes the nodes of c that match accepts (nil: every node):
 // the pod's node when it is bound, else the nodes its nodeSelector and
 // required node affinity admit (ledger.Eligible).
 func viewOf(c *ledger.Capacity, match func(*ledger.NodeCapacity) bool) *nodeView {
-	v := &nodeView{}
+	v := &nodeView{sources: []string{}}
 	if c == nil {
 		return v
 	}
@@ -77,6 +94,7 @@ func viewOf(c *ledger.Capacity, match func(*ledger.NodeCapacity) bool) *nodeView
 		}
 	}
 	slices.SortFunc(v.shapes, func(a, b *shape) int { return cmp.Compare(a.example, b.example) })
+	v.sources = sourcesOf(c)
 	return v
 }
 

@@ -4,8 +4,18 @@
 // "Try it" session through the real kubectl, and checks that each prints
 // what the README shows (the AGE column and "..." aside).
 //
-// Without KUBEBUILDER_ASSETS the suite skips, unless GPUADMIT_REQUIRE_ENVTEST=1
-// (make integration), where it fails instead.
+// Without a cluster it checks the rest of the docs stay true:
+// TestDocCommands runs every command of the README and docs/ that needs no
+// cluster, as written, and compares its output with what the doc shows;
+// TestDocFacts, TestConfigurationDefaults and TestValuesConfigIsTheDefaults
+// compare the defaults the docs name in prose with the chart's values.yaml
+// and Chart.yaml, the Makefile and the configuration's defaults
+// (SetDefaults); TestChartValuesNamed checks every chart value the docs
+// name exists.
+//
+// Without KUBEBUILDER_ASSETS the cluster tests (and helm template) skip,
+// unless GPUADMIT_REQUIRE_ENVTEST=1 (make integration), where they fail
+// instead.
 package readme_test
 
 import (
