@@ -20,6 +20,13 @@ type Devices struct {
 	// inline keys (relative to the configuration file); pkg/config reads
 	// it when it loads the configuration.
 	HAMiConfigPath *string `json:"hamiConfigPath,omitempty"`
+	// HAMiConfigMap names a ConfigMap holding HAMi's device-config.yaml
+	// (its key device-config.yaml), "namespace/name" or "name" (in the
+	// webhook's namespace), to read instead of inline keys: HAMi's chart
+	// renders it as kube-system/hami-scheduler-device. The webhook reads it
+	// through the API server when it starts (pkg/config.ReadHAMiConfigMap);
+	// excludes HAMiConfigPath.
+	HAMiConfigMap *string `json:"hamiConfigMap,omitempty"`
 	// Nvidia is the section of NVIDIA GPUs (always governed).
 	Nvidia    *NvidiaDevices    `json:"nvidia,omitempty"`
 	Cambricon *NamedDevices     `json:"cambricon,omitempty"`
@@ -121,11 +128,15 @@ func (d *Devices) decode(data []byte, path string) error {
 	for _, key := range sortedKeys(top) {
 		raw, p := top[key], join(path, key)
 		switch {
-		case key == "hamiConfigPath" && path == "":
+		case (key == "hamiConfigPath" || key == "hamiConfigMap") && path == "":
 			dec.ignore(p) // a HAMi file does not point at another
 		case key == "hamiConfigPath":
 			if err := json.Unmarshal(raw, &d.HAMiConfigPath); err != nil || d.HAMiConfigPath == nil || *d.HAMiConfigPath == "" {
 				return fmt.Errorf("%s: want a file path, got %s", p, raw)
+			}
+		case key == "hamiConfigMap":
+			if err := json.Unmarshal(raw, &d.HAMiConfigMap); err != nil || d.HAMiConfigMap == nil || *d.HAMiConfigMap == "" {
+				return fmt.Errorf("%s: want a ConfigMap as namespace/name or name, got %s", p, raw)
 			}
 		case key == "iluvatars":
 			d.Iluvatars, err = dec.iluvatars(raw, p)
