@@ -16,10 +16,10 @@ import (
 // HAMi's chart renders it (<release>-scheduler-device).
 const HAMiConfigMapKey = "device-config.yaml"
 
-// ConfigMapData returns the data of ConfigMap namespace/name, the API
+// GetConfigMap returns the data of ConfigMap namespace/name, the API
 // server's error as it is (the caller's client: the webhook's
 // ServiceAccount, or the command line's user).
-type ConfigMapData func(ctx context.Context, namespace, name string) (map[string]string, error)
+type GetConfigMap func(ctx context.Context, namespace, name string) (map[string]string, error)
 
 // HAMiConfigMapRef is the ConfigMap devices.hamiConfigMap names:
 // "namespace/name", or "name" in namespace (the webhook's). ok is false
@@ -42,7 +42,7 @@ func HAMiConfigMapRef(c *Configuration, namespace string) (ns, name string, ok b
 // returns the keys gpuadmit does not read. A ConfigMap that cannot be read,
 // lacks the key or does not decode is an error naming it: never a
 // configuration that governs only nvidia's defaults in its place.
-func ReadHAMiConfigMap(ctx context.Context, c *Configuration, namespace string, get ConfigMapData) ([]string, error) {
+func ReadHAMiConfigMap(ctx context.Context, c *Configuration, namespace string, get GetConfigMap) ([]string, error) {
 	ns, name, ok := HAMiConfigMapRef(c, namespace)
 	if !ok {
 		return nil, nil

@@ -128,16 +128,10 @@ func (d *Devices) decode(data []byte, path string) error {
 	for _, key := range sortedKeys(top) {
 		raw, p := top[key], join(path, key)
 		switch {
-		case (key == "hamiConfigPath" || key == "hamiConfigMap") && path == "":
+		case refWant(key) != "" && path == "":
 			dec.ignore(p) // a HAMi file does not point at another
-		case key == "hamiConfigPath":
-			if err := json.Unmarshal(raw, &d.HAMiConfigPath); err != nil || d.HAMiConfigPath == nil || *d.HAMiConfigPath == "" {
-				return fmt.Errorf("%s: want a file path, got %s", p, raw)
-			}
-		case key == "hamiConfigMap":
-			if err := json.Unmarshal(raw, &d.HAMiConfigMap); err != nil || d.HAMiConfigMap == nil || *d.HAMiConfigMap == "" {
-				return fmt.Errorf("%s: want a ConfigMap as namespace/name or name, got %s", p, raw)
-			}
+		case refWant(key) != "":
+			err = d.ref(key, raw, p)
 		case key == "iluvatars":
 			d.Iluvatars, err = dec.iluvatars(raw, p)
 		case key == "vnpus":
@@ -159,6 +153,30 @@ func (d *Devices) decode(data []byte, path string) error {
 	}
 	slices.Sort(dec.ignored)
 	d.Ignored = dec.ignored
+	return nil
+}
+
+// refWant is what a key naming where HAMi's device config is read instead
+// of inline keys wants ("" for any other key).
+func refWant(key string) string {
+	switch key {
+	case "hamiConfigPath":
+		return "a file path"
+	case "hamiConfigMap":
+		return "a ConfigMap as namespace/name or name"
+	}
+	return ""
+}
+
+// ref decodes hamiConfigPath or hamiConfigMap (key, at p): a non-empty string.
+func (d *Devices) ref(key string, raw []byte, p string) error {
+	dst := &d.HAMiConfigPath
+	if key == "hamiConfigMap" {
+		dst = &d.HAMiConfigMap
+	}
+	if err := json.Unmarshal(raw, dst); err != nil || *dst == nil || **dst == "" {
+		return fmt.Errorf("%s: want %s, got %s", p, refWant(key), raw)
+	}
 	return nil
 }
 
