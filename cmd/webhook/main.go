@@ -109,6 +109,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "webhook: %v\n", err)
 		return 2
 	}
+	if err := readHAMiConfigMap(ctx, opts.Config, opts.Namespace, restCfg, log); err != nil {
+		fmt.Fprintf(stderr, "webhook: %v\n", err)
+		return 2
+	}
 	withTestHooks(&opts, restCfg)
 	srv, err := server.New(restCfg, opts)
 	if err != nil {

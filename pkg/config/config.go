@@ -140,8 +140,9 @@ func decode(data, js []byte, dir string, cfg *Configuration) error {
 	return nil
 }
 
-// pathAlone: devices.hamiConfigPath excludes the inline HAMi keys (not
-// gpushare, gpuadmit's own section, which stands beside the file).
+// pathAlone: devices.hamiConfigPath (or hamiConfigMap) excludes the inline
+// HAMi keys (not gpushare, gpuadmit's own section, which stands beside the
+// file) and the other.
 func pathAlone(js []byte) error {
 	var sections struct {
 		Devices map[string]json.RawMessage `json:"devices"`
@@ -153,8 +154,15 @@ func pathAlone(js []byte) error {
 	if _, ok := sections.Devices["gpushare"]; ok {
 		inline--
 	}
-	if _, ok := sections.Devices["hamiConfigPath"]; ok && inline > 1 {
+	_, path := sections.Devices["hamiConfigPath"]
+	_, cm := sections.Devices["hamiConfigMap"]
+	switch {
+	case path && cm:
+		return errors.New("devices: hamiConfigPath and hamiConfigMap exclude each other (HAMi's device config is read from one place)")
+	case path && inline > 1:
 		return errors.New("devices: hamiConfigPath excludes inline keys (but gpushare)")
+	case cm && inline > 1:
+		return errors.New("devices: hamiConfigMap excludes inline keys (but gpushare)")
 	}
 	return nil
 }

@@ -7,8 +7,10 @@
 // defaults (SetDefaults, the one place) and
 // validate every value (Validate: field paths in the errors).
 //
-// The devices section is HAMi's device config, inline or the path of an
-// existing HAMi device-config.yaml: every backend section HAMi's chart
+// The devices section is HAMi's device config, inline, the path of an
+// existing HAMi device-config.yaml, or a ConfigMap holding it
+// (devices.hamiConfigMap: ReadHAMiConfigMap reads it through the caller's
+// API client, the webhook's at start, the command line's): every backend section HAMi's chart
 // renders is read, and a section present governs its device families
 // (Families: nvidia always, then each present section's, then gpuadmit's
 // own gpushare section). The keys a family's booking rule reads are

@@ -15,6 +15,7 @@ import (
 func Validate(c *Configuration) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateDevices(c)...)
+	errs = append(errs, validateHAMiConfigMap(c.Devices)...)
 	errs = append(errs, validateAdmission(c.Admission, field.NewPath("admission"))...)
 	errs = append(errs, validateDRA(c)...)
 	errs = append(errs, validateCapacity(c)...)

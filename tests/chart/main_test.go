@@ -28,8 +28,12 @@ import (
 const chartDir = "../../charts/gpuadmit"
 
 // minKubeVersion is the oldest Kubernetes the chart supports (Chart.yaml's
-// kubeVersion): helm template renders for it here.
-const minKubeVersion = "v1.34.0"
+// kubeVersion); renderKubeVersion is the one helm template renders for here
+// (DRA's resource.k8s.io/v1 served: dra.enabled auto governs claims).
+const (
+	minKubeVersion    = "v1.30.0"
+	renderKubeVersion = "v1.37.0"
+)
 
 // helmBin returns the helm the project builds (make integration builds it
 // beside kube-apiserver).
@@ -43,7 +47,7 @@ func helmBin(t testing.TB) string {
 }
 
 // templateHelm returns a helm that renders (template, lint) for
-// minKubeVersion: a script running helmBin with --kube-version. helm built
+// renderKubeVersion: a script running helmBin with --kube-version. helm built
 // from its Go module (tests/tools) has no Kubernetes version stamped in and
 // renders for v1.20.0 unless told, which the chart's kubeVersion refuses;
 // manifestgen (make manifests) runs the helm it is given.
@@ -51,14 +55,14 @@ func templateHelm(t testing.TB) string {
 	t.Helper()
 	h := helmBin(t)
 	script := filepath.Join(t.TempDir(), "helm")
-	body := "#!/bin/sh\nexec '" + strings.ReplaceAll(h, "'", `'\''`) + "' \"$@\" --kube-version " + minKubeVersion + "\n"
+	body := "#!/bin/sh\nexec '" + strings.ReplaceAll(h, "'", `'\''`) + "' \"$@\" --kube-version " + renderKubeVersion + "\n"
 	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	return script
 }
 
-// render runs helm template (for minKubeVersion) with args and decodes
+// render runs helm template (for renderKubeVersion) with args and decodes
 // every object.
 func render(t *testing.T, args ...string) []*unstructured.Unstructured {
 	t.Helper()

@@ -20,17 +20,20 @@ import (
 )
 
 // TestLint: helm lint passes with the default values and each values file
-// of ci/.
+// of ci/, for the oldest Kubernetes the chart supports and for the current
+// one.
 func TestLint(t *testing.T) {
-	for _, values := range []string{"", "ci/cert-manager-values.yaml", "ci/renamed-resources-values.yaml", "ci/agent-disabled-values.yaml",
-		"ci/client-auth-values.yaml", "ci/guards-values.yaml", "ci/hami-devices-values.yaml"} {
-		args := []string{"lint", chartDir, "--strict", "--kube-version", minKubeVersion}
-		if values != "" {
-			args = append(args, "-f", chartDir+"/"+values)
-		}
-		out, err := exec.Command(helmBin(t), args...).CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "0 chart(s) failed") {
-			t.Errorf("helm lint %s: %v\n%s", values, err, out)
+	for _, version := range []string{minKubeVersion, renderKubeVersion} {
+		for _, values := range []string{"", "ci/cert-manager-values.yaml", "ci/renamed-resources-values.yaml", "ci/agent-disabled-values.yaml",
+			"ci/client-auth-values.yaml", "ci/guards-values.yaml", "ci/hami-devices-values.yaml", "ci/names-values.yaml"} {
+			args := []string{"lint", chartDir, "--strict", "--kube-version", version}
+			if values != "" {
+				args = append(args, "-f", chartDir+"/"+values)
+			}
+			out, err := exec.Command(helmBin(t), args...).CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "0 chart(s) failed") {
+				t.Errorf("helm lint --kube-version %s %s: %v\n%s", version, values, err, out)
+			}
 		}
 	}
 }

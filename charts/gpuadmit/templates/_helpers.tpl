@@ -1,4 +1,49 @@
 {{/*
+Names. gpuadmit.name is the chart's name (nameOverride); gpuadmit.fullname
+prefixes every object's name (fullnameOverride, else gpuadmit.name; the
+release's name is not part of it, so that a release of any name keeps the
+names the docs use: gpuadmit-webhook, ...). The schema keeps both short
+enough for the longest suffix below (a name is at most 63 characters).
+*/}}
+{{- define "gpuadmit.name" -}}
+{{- default .Chart.Name .Values.nameOverride -}}
+{{- end }}
+
+{{- define "gpuadmit.fullname" -}}
+{{- default (include "gpuadmit.name" .) .Values.fullnameOverride -}}
+{{- end }}
+
+{{/* The webhook's Deployment, ServiceAccount, Service, RBAC, ... (and its pods' app.kubernetes.io/name). */}}
+{{- define "gpuadmit.webhookName" -}}
+{{- include "gpuadmit.fullname" . }}-webhook
+{{- end }}
+
+{{/* The NVML agent's DaemonSet, ServiceAccount and RBAC (and its pods' app.kubernetes.io/name). */}}
+{{- define "gpuadmit.agentName" -}}
+{{- include "gpuadmit.fullname" . }}-nvml-agent
+{{- end }}
+
+{{/*
+The configuration's ConfigMap: gpuadmit-config whatever the overrides, the
+name the command line reads in gpuadmit's namespace (--gpuadmit-namespace).
+*/}}
+{{- define "gpuadmit.configName" -}}gpuadmit-config{{- end }}
+
+{{/*
+The accepted policy set's ConfigMap: gpuadmit-policy-accepted whatever the
+overrides, the name the replicas read and write. With it and
+gpuadmit.configName, helm refuses a second release in the same namespace
+(the replicas of one namespace are one set: their Leases, their
+GPUReservationSets): a second release goes in its own namespace.
+*/}}
+{{- define "gpuadmit.acceptedPolicyName" -}}gpuadmit-policy-accepted{{- end }}
+
+{{/* The Secret of the self-managed CA and serving certificate (the webhook's --cert-secret). */}}
+{{- define "gpuadmit.tlsSecretName" -}}
+{{- include "gpuadmit.webhookName" . }}-tls
+{{- end }}
+
+{{/*
 Labels of every object: what the kustomize base has always carried, plus
 the chart's version.
 */}}
@@ -8,12 +53,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | quote }}
 {{- end }}
 
 {{- define "gpuadmit.webhookLabels" -}}
-app.kubernetes.io/name: gpuadmit-webhook
+app.kubernetes.io/name: {{ include "gpuadmit.webhookName" . }}
 {{ include "gpuadmit.labels" . }}
 {{- end }}
 
 {{- define "gpuadmit.agentLabels" -}}
-app.kubernetes.io/name: gpuadmit-nvml-agent
+app.kubernetes.io/name: {{ include "gpuadmit.agentName" . }}
 {{ include "gpuadmit.labels" . }}
 {{- end }}
 
@@ -53,13 +98,33 @@ app.kubernetes.io/name among them): rendering fails naming it.
 {{- end }}
 
 {{/*
+gpuadmit.draEnabled: "true" when the chart governs DRA ResourceClaims:
+dra.enabled true, or "auto" where the API server serves resource.k8s.io/v1
+and is 1.34 or later (helm's capabilities: the cluster's at install and
+upgrade; helm template assumes every API it knows is served, so its
+--kube-version decides there). Off, config.dra.deviceClasses is rendered
+empty, and neither the ResourceClaim webhook nor the RBAC on
+resource.k8s.io is rendered: a cluster without that API (Kubernetes before
+1.34) runs the rest.
+*/}}
+{{- define "gpuadmit.draEnabled" -}}
+{{- $v := toString .Values.dra.enabled -}}
+{{- if eq $v "true" -}}true
+{{- else if eq $v "auto" -}}
+{{- if and (.Capabilities.APIVersions.Has "resource.k8s.io/v1") (semverCompare ">=1.34.0-0" .Capabilities.KubeVersion.Version) }}true{{ end -}}
+{{- end -}}
+{{- end }}
+
+{{/*
 gpuadmit.deviceClassNames: the DeviceClasses config.dra governs, as a CEL
-list ("" when none).
+list ("" when none, or when DRA is off: gpuadmit.draEnabled).
 */}}
 {{- define "gpuadmit.deviceClassNames" -}}
+{{- if include "gpuadmit.draEnabled" . -}}
 {{- $quoted := list -}}
 {{- range ((.Values.config.dra | default dict).deviceClasses | default list) }}{{ $quoted = append $quoted (printf "'%s'" .name) }}{{ end -}}
 {{- if $quoted }}{{ printf "[%s]" (join ", " $quoted) }}{{ end -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -120,19 +185,55 @@ list, "" for a name left empty.
 {{- end }}
 
 {{/*
+gpuadmit.hamiConfigMapRef: the ConfigMap hami.deviceConfigMap names, as
+YAML {namespace, name} ("" when empty): "namespace/name", or "name" in the
+release namespace.
+*/}}
+{{- define "gpuadmit.hamiConfigMapRef" -}}
+{{- with .Values.hami.deviceConfigMap -}}
+{{- $parts := splitList "/" . -}}
+{{- if eq (len $parts) 2 -}}
+namespace: {{ index $parts 0 }}
+name: {{ index $parts 1 }}
+{{- else -}}
+namespace: {{ $.Release.Namespace }}
+name: {{ . }}
+{{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+gpuadmit.clusterReachable: "true" when helm renders against a cluster
+(install, upgrade, --dry-run=server): its lookup finds kube-system, which
+every cluster has. helm template and client-side dry runs find nothing.
+*/}}
+{{- define "gpuadmit.clusterReachable" -}}
+{{- if lookup "v1" "Namespace" "" "kube-system" }}true{{ end -}}
+{{- end }}
+
+{{/*
 HAMi's device config from hami.deviceConfigMap, as helm reads it at install
 and upgrade (lookup): the YAML of its device-config.yaml key, "" when
-hami.deviceConfigMap is empty or helm cannot read the ConfigMap (helm
-template, a missing ConfigMap). Rendering fails when it is not valid YAML.
+hami.deviceConfigMap is empty or helm renders without a cluster (helm
+template). Against a cluster, rendering fails when the ConfigMap or its key
+is missing (the webhook would not start) or the key is not valid YAML.
 */}}
 {{- define "gpuadmit.hamiDeviceConfig" -}}
-{{- with .Values.hami.deviceConfigMap -}}
-{{- $data := (lookup "v1" "ConfigMap" $.Release.Namespace .).data | default dict -}}
+{{- with include "gpuadmit.hamiConfigMapRef" . | fromYaml -}}
+{{- $where := printf "%s/%s" .namespace .name -}}
+{{- $cm := lookup "v1" "ConfigMap" .namespace .name -}}
+{{- $data := $cm.data | default dict -}}
+{{- if and (not $cm) (include "gpuadmit.clusterReachable" $) -}}
+{{- fail (printf "hami.deviceConfigMap: ConfigMap %s does not exist (or helm may not read it). The webhook reads HAMi's device config from it when it starts and would not start without it (with webhook.failurePolicy Fail, GPU pods would be refused). Install HAMi first (its chart renders <release>-scheduler-device in its namespace: kube-system/hami-scheduler-device for release hami in kube-system), or set hami.deviceConfigMap to the namespace/name of HAMi's ConfigMap" $where) -}}
+{{- end -}}
+{{- if and $cm (not (hasKey $data "device-config.yaml")) -}}
+{{- fail (printf "hami.deviceConfigMap: ConfigMap %s has no key device-config.yaml, where HAMi's chart writes its device config (keys: %s); the webhook would not start" $where (keys $data | sortAlpha | join ", ")) -}}
+{{- end -}}
 {{- $text := index $data "device-config.yaml" | default "" -}}
 {{- if $text -}}
 {{- $doc := $text | fromYaml -}}
 {{- if hasKey $doc "Error" -}}
-{{- fail (printf "hami.deviceConfigMap: the key device-config.yaml of ConfigMap %s/%s is not valid YAML: %s" $.Release.Namespace . $doc.Error) -}}
+{{- fail (printf "hami.deviceConfigMap: the key device-config.yaml of ConfigMap %s is not valid YAML: %s" $where $doc.Error) -}}
 {{- end -}}
 {{- $text -}}
 {{- end -}}
@@ -143,12 +244,6 @@ template, a missing ConfigMap). Rendering fails when it is not valid YAML.
 {{- define "gpuadmit.hamiDevices" -}}
 {{- with include "gpuadmit.hamiDeviceConfig" . }}{{ . | fromYaml | toYaml }}{{ end -}}
 {{- end }}
-
-{{/*
-Where the webhook reads HAMi's device config mounted from
-hami.deviceConfigMap (devices.hamiConfigPath of the rendered configuration).
-*/}}
-{{- define "gpuadmit.hamiMountPath" -}}/etc/hami{{- end }}
 
 {{/*
 The nvidia family's resource names (a YAML map), for NOTES.txt: from the
@@ -240,17 +335,17 @@ authentication is on without a CA, or with both.
 {{- else if not (contains "-----BEGIN CERTIFICATE-----" $c.caBundle) -}}
 {{- fail "webhook.clientAuth.caBundle holds no PEM certificate (-----BEGIN CERTIFICATE-----)" -}}
 {{- else -}}
-gpuadmit-client-ca
+{{ include "gpuadmit.fullname" . }}-client-ca
 {{- end -}}
 {{- end }}
 
 {{/* The Secret whose ca.crt verifies the serving certificate (of the webhook and the metrics). */}}
 {{- define "gpuadmit.servingSecret" -}}
-{{- if eq .Values.certificates.mode "cert-manager" }}gpuadmit-webhook-cert-manager{{ else }}gpuadmit-webhook-tls{{ end -}}
+{{- if eq .Values.certificates.mode "cert-manager" }}{{ include "gpuadmit.webhookName" . }}-cert-manager{{ else }}{{ include "gpuadmit.tlsSecretName" . }}{{ end -}}
 {{- end }}
 
 {{- define "gpuadmit.guardLabels" -}}
-app.kubernetes.io/name: gpuadmit-guards
+app.kubernetes.io/name: {{ include "gpuadmit.fullname" . }}-guards
 {{ include "gpuadmit.labels" . }}
 {{- end }}
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
@@ -106,6 +107,9 @@ func configOf(ctx context.Context, f Flags, kube kubernetes.Interface, stderr io
 		return Setup{}, fmt.Errorf("reading gpuadmit's configuration (no --config given): %w", err)
 	}
 	cfg, err := clusterConfig(text, where, stderr)
+	if err == nil {
+		err = clusterHAMiConfigMap(ctx, kube, f.namespace, cfg, where, stderr)
+	}
 	if err != nil {
 		return Setup{}, err
 	}
@@ -146,4 +150,25 @@ func (s Setup) Engine(ctx context.Context) (*policy.Engine, error) {
 			"which the policy ConfigMaps' gpuadmit.io/policy-status annotation names): %w", err)
 	}
 	return engine, err
+}
+
+// clusterHAMiConfigMap reads HAMi's device config from the ConfigMap that
+// the cluster's configuration names (devices.hamiConfigMap), as the
+// webhook reads it, with the user's rights: one the user cannot read is an
+// error, not other device settings than the webhook's.
+func clusterHAMiConfigMap(ctx context.Context, kube kubernetes.Interface, namespace string, cfg *config.Configuration, where string, stderr io.Writer) error {
+	ignored, err := config.ReadHAMiConfigMap(ctx, cfg, namespace, func(ctx context.Context, ns, name string) (map[string]string, error) {
+		cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return cm.Data, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w: give the configuration with its devices written out with --config", where, err)
+	}
+	if w := config.IgnoredWarning(ignored); w != "" {
+		fmt.Fprintf(stderr, "gpuadmit: warning: %s: %s\n", where, w)
+	}
+	return nil
 }

@@ -20,6 +20,13 @@ type Devices struct {
 	// inline keys (relative to the configuration file); pkg/config reads
 	// it when it loads the configuration.
 	HAMiConfigPath *string `json:"hamiConfigPath,omitempty"`
+	// HAMiConfigMap names a ConfigMap holding HAMi's device-config.yaml
+	// (its key device-config.yaml), "namespace/name" or "name" (in the
+	// webhook's namespace), to read instead of inline keys: HAMi's chart
+	// renders it as kube-system/hami-scheduler-device. The webhook reads it
+	// through the API server when it starts (pkg/config.ReadHAMiConfigMap);
+	// excludes HAMiConfigPath.
+	HAMiConfigMap *string `json:"hamiConfigMap,omitempty"`
 	// Nvidia is the section of NVIDIA GPUs (always governed).
 	Nvidia    *NvidiaDevices    `json:"nvidia,omitempty"`
 	Cambricon *NamedDevices     `json:"cambricon,omitempty"`
@@ -121,12 +128,10 @@ func (d *Devices) decode(data []byte, path string) error {
 	for _, key := range sortedKeys(top) {
 		raw, p := top[key], join(path, key)
 		switch {
-		case key == "hamiConfigPath" && path == "":
+		case refWant(key) != "" && path == "":
 			dec.ignore(p) // a HAMi file does not point at another
-		case key == "hamiConfigPath":
-			if err := json.Unmarshal(raw, &d.HAMiConfigPath); err != nil || d.HAMiConfigPath == nil || *d.HAMiConfigPath == "" {
-				return fmt.Errorf("%s: want a file path, got %s", p, raw)
-			}
+		case refWant(key) != "":
+			err = d.ref(key, raw, p)
 		case key == "iluvatars":
 			d.Iluvatars, err = dec.iluvatars(raw, p)
 		case key == "vnpus":
@@ -148,6 +153,30 @@ func (d *Devices) decode(data []byte, path string) error {
 	}
 	slices.Sort(dec.ignored)
 	d.Ignored = dec.ignored
+	return nil
+}
+
+// refWant is what a key naming where HAMi's device config is read instead
+// of inline keys wants ("" for any other key).
+func refWant(key string) string {
+	switch key {
+	case "hamiConfigPath":
+		return "a file path"
+	case "hamiConfigMap":
+		return "a ConfigMap as namespace/name or name"
+	}
+	return ""
+}
+
+// ref decodes hamiConfigPath or hamiConfigMap (key, at p): a non-empty string.
+func (d *Devices) ref(key string, raw []byte, p string) error {
+	dst := &d.HAMiConfigPath
+	if key == "hamiConfigMap" {
+		dst = &d.HAMiConfigMap
+	}
+	if err := json.Unmarshal(raw, dst); err != nil || *dst == nil || **dst == "" {
+		return fmt.Errorf("%s: want %s, got %s", p, refWant(key), raw)
+	}
 	return nil
 }
 

@@ -300,6 +300,11 @@ func (in *Devices) DeepCopyInto(out *Devices) {
 		*out = new(string)
 		**out = **in
 	}
+	if in.HAMiConfigMap != nil {
+		in, out := &in.HAMiConfigMap, &out.HAMiConfigMap
+		*out = new(string)
+		**out = **in
+	}
 	if in.Nvidia != nil {
 		in, out := &in.Nvidia, &out.Nvidia
 		*out = new(NvidiaDevices)
