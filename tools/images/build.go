@@ -72,11 +72,18 @@ func parseBuild(args []string, stderr io.Writer) (buildOptions, error) {
 }
 
 // goBuild compiles spec's binary for a: -trimpath, no VCS stamp, stripped,
-// version and commit set; static (CGO_ENABLED=0) unless spec.cgo.
+// version and commit set; static (CGO_ENABLED=0) unless spec.cgo, then with
+// Go's own resolver and user lookups (netgo, osusergo).
 func goBuild(ctx context.Context, o buildOptions, spec imageSpec, a *arch, work string, stderr io.Writer) ([]byte, error) {
 	out := filepath.Join(work, spec.name+"-"+a.name)
 	ldflags := fmt.Sprintf("-s -w -X main.version=%s -X main.commit=%s", o.version, o.revision)
-	cmd := exec.CommandContext(ctx, o.goBin, "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", out, spec.pkg)
+	args := []string{"build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", out}
+	if spec.cgo {
+		// The image's glibc has no NSS modules: names and users are
+		// resolved in Go (/etc/hosts, DNS; /etc/passwd), never by glibc.
+		args = append(args, "-tags", "netgo,osusergo")
+	}
+	cmd := exec.CommandContext(ctx, o.goBin, append(args, spec.pkg)...)
 	cmd.Dir = o.module
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+a.name, "CGO_ENABLED=0")
 	if spec.cgo {

@@ -70,13 +70,16 @@ func knownArches() map[string]*arch {
 const nonroot = 65532
 
 // baseEntries are every image's files besides its binary (and the agent's
-// glibc): the nonroot user and group, its home, /tmp.
+// glibc): the nonroot user and group, its home, /tmp, and nsswitch.conf
+// saying that host names are looked up in /etc/hosts, then DNS (what Go's
+// resolver does without it, said for any other reader).
 func baseEntries() []entry {
 	passwd := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n", nonroot, nonroot)
 	group := fmt.Sprintf("root:x:0:\nnonroot:x:%d:\n", nonroot)
 	return []entry{
 		fileEntry("/etc/passwd", 0o644, []byte(passwd)),
 		fileEntry("/etc/group", 0o644, []byte(group)),
+		fileEntry("/etc/nsswitch.conf", 0o644, []byte("hosts: files dns\n")),
 		dirEntry("/home/nonroot", 0o700, nonroot),
 		dirEntry("/root", 0o700, 0),
 		dirEntry("/tmp", 0o1777, 0),
