@@ -6,7 +6,7 @@ export GOFLAGS ?= -buildvcs=false
 # go-nvml's nvml.h declares deprecated functions; keep cgo builds quiet.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build image print-images manifests test unit policies lint fmt vet golangci-lint generate verify-generated bench fuzz demo demo-ha clean
+.PHONY: all build images push images-test manifests test unit policies lint fmt vet golangci-lint generate verify-generated bench fuzz demo demo-ha clean
 
 all: build
 
@@ -34,8 +34,8 @@ release:
 	$(GO) build -trimpath -ldflags "-s -w $(call gpuadmit_ldflags,$(GPUADMIT_RELEASE))" -o $(BIN)/release/gpuadmit ./cmd/gpuadmit
 	cp $(BIN)/release/gpuadmit $(BIN)/release/kubectl-gpuadmit
 
-## test: everything CI checks: lint, unit tests and each benchmark once (fuzz seed corpora included), the example policies, the monitoring files, the Gatekeeper comparison once, integration suites.
-test: lint unit unit-race policies monitoring peer-1x integration
+## test: everything CI checks: lint, unit tests and each benchmark once (fuzz seed corpora included), the example policies, the monitoring files, the Gatekeeper comparison once, the image builder's tests, integration suites (tests/images among them: make images).
+test: lint unit unit-race policies monitoring peer-1x images-test integration
 
 ## policies: the example policy library through the command line, as a policy author runs it.
 policies:
@@ -83,6 +83,7 @@ golangci-lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run --build-tags gpuadmit_testhooks ./cmd/webhook/... ./internal/...
 	cd tests/monitoring && $(GOLANGCI_LINT) run ./...
 	cd tests/peer && $(GOLANGCI_LINT) run ./...
+	cd tools/images && $(GOLANGCI_LINT) run ./...
 
 ## deadcode: the functions of pkg/, cmd/ and policy/ that no main in ./cmd reaches (golang.org/x/tools/cmd/deadcode,
 ## pinned in tools/deadcode), less the few hack/deadcode/allow.txt keeps, each with its reason.
@@ -152,28 +153,36 @@ demo-ha: envtest-bins
 	@$(GO) build -o $(BIN)/demo-ha ./cmd/demo-ha
 	@$(BIN)/demo-ha --assets $(ENVTEST_ASSETS) --manifests manifests/webhook --webhook $(BIN)/webhook
 
-## image: the webhook and NVML agent images (Dockerfile), with docker or podman, named as the chart's
-## values.yaml names them (image.repository/tag, agent.image.repository/tag; an empty tag is the chart's appVersion).
+## images: the webhook (static) and NVML agent (cgo, with the glibc of the build machine's Debian packages) images
+## for linux/amd64 and linux/arm64, without a container daemon (tools/images, go-containerregistry): one OCI image
+## layout in IMAGES_DIR (bin/images) holding a multi-architecture index per image, named as the chart's values.yaml
+## names them (image.repository/tag, agent.image.repository/tag; an empty tag is the chart's appVersion). Reproducible:
+## every time in them is the commit's (SOURCE_DATE_EPOCH). The arm64 agent needs aarch64-linux-gnu-gcc (Debian:
+## gcc-aarch64-linux-gnu libc6-dev-arm64-cross).
 CHART := charts/gpuadmit
 APP_VERSION := $(shell awk '$$1 == "appVersion:" { gsub(/"/, "", $$2); print $$2; exit }' $(CHART)/Chart.yaml)
-# value PATH: a two-level (image.x) or three-level (agent.image.x) key of values.yaml.
-chart_value = $(shell awk -v path='$(1)' 'BEGIN { n = split(path, k, ".") } \
-	{ match($$0, /^ */); d = RLENGTH / 2 + 1; key = $$1; sub(/:$$/, "", key) } \
-	/^ *#/ || NF == 0 { next } \
-	d <= depth { depth = d - 1 } \
-	d == depth + 1 && key == k[d] { depth = d; if (d == n) { v = $$2; gsub(/"/, "", v); print v; exit } }' $(CHART)/values.yaml)
-WEBHOOK_IMAGE := $(call chart_value,image.repository):$(or $(call chart_value,image.tag),$(APP_VERSION))
-AGENT_IMAGE := $(call chart_value,agent.image.repository):$(or $(call chart_value,agent.image.tag),$(APP_VERSION))
-IMAGE_TOOL ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
+IMAGES_DIR ?= $(BIN)/images
+IMAGE_ARCHES ?= amd64,arm64
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+GPUADMIT_REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+IMAGES_BUILDER := $(BIN)/images-builder
+$(IMAGES_BUILDER): tools/images/go.mod tools/images/go.sum $(wildcard tools/images/*.go)
+	@echo ">> building the image builder (tools/images)"
+	cd tools/images && $(GO) build -o $(IMAGES_BUILDER) .
 
-print-images:
-	@echo $(WEBHOOK_IMAGE)
-	@echo $(AGENT_IMAGE)
+images: $(IMAGES_BUILDER)
+	$(IMAGES_BUILDER) build --chart $(CHART) --out $(IMAGES_DIR) --arch $(IMAGE_ARCHES) \
+	  --version $(GPUADMIT_RELEASE) --revision $(GPUADMIT_REVISION) --source-date-epoch $(SOURCE_DATE_EPOCH)
 
-image:
-	@test -n "$(IMAGE_TOOL)" || { echo "make image: neither docker nor podman is on the PATH (set IMAGE_TOOL)"; exit 1; }
-	$(IMAGE_TOOL) build --target webhook --build-arg VERSION=$(APP_VERSION) --build-arg COMMIT=$(GPUADMIT_COMMIT) -t $(WEBHOOK_IMAGE) .
-	$(IMAGE_TOOL) build --target nvml-agent --build-arg VERSION=$(APP_VERSION) -t $(AGENT_IMAGE) .
+## push: push the images of IMAGES_DIR (make images first) to REGISTRY=host/prefix as REGISTRY/gpuadmit-webhook:TAG and
+## REGISTRY/gpuadmit-nvml-agent:TAG (both architectures), with the docker configuration's credentials.
+push: $(IMAGES_BUILDER)
+	@test -n "$(REGISTRY)" || { echo "make push: set REGISTRY=host/prefix, e.g. make push REGISTRY=ghcr.io/my-org"; exit 1; }
+	$(IMAGES_BUILDER) push --layout $(IMAGES_DIR) --registry $(REGISTRY)
+
+## images-test: the image builder's own tests (tools/images): reproducible layers, glibc, a push to an in-process registry.
+images-test:
+	cd tools/images && $(GO) test -count=1 ./...
 
 clean:
 	rm -rf $(BIN)

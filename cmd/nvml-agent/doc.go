@@ -7,6 +7,7 @@
 //
 //	nvml-agent [--node-name NAME] [--interval 1m] [--nvml real|mock:<system>]
 //	           [--nvml-library libnvidia-ml.so.1] [--wait-for-nvml] [--once] [--print]
+//	nvml-agent --version
 //
 // --once --print prints the annotation value and exits without an API
 // server (for debugging a node). Exit status: 0 done or stopped by

@@ -37,6 +37,7 @@ type options struct {
 	once        bool
 	print       bool
 	verbosity   int
+	version     bool
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
@@ -52,12 +53,15 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.BoolVar(&o.once, "once", false, "discover and sync once, then exit")
 	fs.BoolVar(&o.print, "print", false, "with --once: print the annotation value on stdout instead of writing it (no API server needed)")
 	fs.IntVar(&o.verbosity, "v", 0, "log verbosity")
+	fs.BoolVar(&o.version, "version", false, "print the version and commit, and exit")
 	if err := fs.Parse(args); err != nil {
 		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	switch {
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	case o.version:
+		return o, nil
 	case o.print && !o.once:
 		return o, fmt.Errorf("%w: --print needs --once", errUsage)
 	case !o.print && o.nodeName == "":
@@ -76,6 +80,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	if err != nil {
 		fmt.Fprintf(stderr, "nvml-agent: %v\n", err)
 		return 2
+	}
+	if o.version {
+		fmt.Fprintln(stdout, versionLine())
+		return 0
 	}
 	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(stderr, obj) }, funcr.Options{LogTimestamp: true, Verbosity: o.verbosity})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

@@ -64,6 +64,15 @@ func TestRun(t *testing.T) {
 			wantCode: 2, wantStderr: []string{"--print needs --once"},
 		},
 		{
+			// --version needs neither a node name nor NVML (the image test runs it through the image's own loader).
+			name: "version without node or NVML", args: []string{"--version", "--nvml-library", "/nonexistent/libnvidia-ml.so.1"}, getenv: noEnv,
+			wantOut: func(t *testing.T, out string) {
+				if out != "nvml-agent unknown commit unknown" {
+					t.Errorf("got %q", out)
+				}
+			},
+		},
+		{
 			name: "no node name", args: []string{"--nvml", "mock:dgxh200"}, getenv: noEnv,
 			wantCode: 2, wantStderr: []string{"--node-name (or $NODE_NAME) is required"},
 		},

@@ -35,7 +35,7 @@ var testHooks func(*flag.FlagSet) func(*server.Options, *rest.Config)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	code := run(ctx, os.Args[1:], os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
@@ -54,6 +54,7 @@ type flags struct {
 	metricsSecure                               *bool
 	drainFor                                    *time.Duration
 	verbosity                                   *int
+	version                                     *bool
 }
 
 // newFlags defines the flags on fs, their defaults server.DefaultOptions.
@@ -81,13 +82,14 @@ func newFlags(fs *flag.FlagSet) *flags {
 		metricsSecure: fs.Bool("metrics-secure", true, "serve /metrics over HTTPS to clients whose bearer token the API server authorizes for GET /metrics; false serves plain HTTP to anyone"),
 		drainFor:      fs.Duration("shutdown-delay", 5*time.Second, "on SIGTERM, fail readiness and keep serving this long before stopping, so that traffic moves to other replicas first"),
 		verbosity:     fs.Int("v", 0, "log verbosity"),
+		version:       fs.Bool("version", false, "print the version and commit, and exit"),
 	}
 }
 
 // run parses args, wires the server and runs it until ctx is done. It
 // returns the process exit code: 0 after a clean shutdown, 1 on a runtime
 // failure, 2 on bad flags or configuration.
-func run(ctx context.Context, args []string, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := newFlags(fs)
@@ -101,6 +103,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "webhook: unexpected arguments %q\n", fs.Args())
 		return 2
+	}
+	if *f.version {
+		fmt.Fprintln(stdout, versionLine())
+		return 0
 	}
 	log := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(*f.verbosity), textlogger.Output(stderr)))
 	ctrllog.SetLogger(log)

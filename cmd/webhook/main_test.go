@@ -21,7 +21,7 @@ func TestNoTestHooksInProduction(t *testing.T) {
 	}
 	for _, arg := range []string{testhooks.WatchDelay(time.Second), testhooks.ClockSkew(time.Second)} {
 		var stderr bytes.Buffer
-		if code := run(t.Context(), []string{arg}, &stderr); code != 2 {
+		if code := run(t.Context(), []string{arg}, &stderr, &stderr); code != 2 {
 			t.Errorf("webhook %s: exit %d, want 2; stderr:\n%s", arg, code, stderr.String())
 		}
 		if !strings.Contains(stderr.String(), "flag provided but not defined") {
@@ -29,7 +29,7 @@ func TestNoTestHooksInProduction(t *testing.T) {
 		}
 	}
 	var help bytes.Buffer
-	run(t.Context(), []string{"--help"}, &help)
+	run(t.Context(), []string{"--help"}, &help, &help)
 	for _, name := range []string{testhooks.WatchDelayFlag, testhooks.ClockSkewFlag} {
 		if strings.Contains(help.String(), name) {
 			t.Errorf("--help lists %s:\n%s", name, help.String())
@@ -37,5 +37,17 @@ func TestNoTestHooksInProduction(t *testing.T) {
 	}
 	if !strings.Contains(help.String(), "-shutdown-delay") {
 		t.Errorf("--help does not list the wiring flags:\n%s", help.String())
+	}
+}
+
+// TestVersion: --version prints the version and commit on stdout and exits 0
+// before it reads a configuration or reaches a cluster.
+func TestVersion(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"--version", "--config", "/nonexistent/config.yaml"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	if got := stdout.String(); got != "webhook unknown commit unknown\n" {
+		t.Errorf("stdout %q", got)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -117,8 +116,6 @@ func yamlOf(t *testing.T, o *unstructured.Unstructured) string {
 	}
 	return string(b)
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // num reads a number field (YAML decodes numbers as float64), or -1.
 func num(o *unstructured.Unstructured, fields ...string) int64 {

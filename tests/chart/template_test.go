@@ -484,46 +484,6 @@ func TestResourceNamesHaveOneSource(t *testing.T) {
 	}
 }
 
-// TestImagesHaveOnePlace: `make image` tags the images the chart deploys.
-func TestImagesHaveOnePlace(t *testing.T) {
-	out, err := exec.Command("make", "-s", "-C", "../..", "print-images").CombinedOutput()
-	if err != nil {
-		t.Fatalf("make print-images: %v\n%s", err, out)
-	}
-	objs := render(t)
-	var rendered []string
-	for _, o := range []*unstructured.Unstructured{find(objs, "Deployment", "gpuadmit-webhook"), find(objs, "DaemonSet", "gpuadmit-nvml-agent")} {
-		cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
-		rendered = append(rendered, cs[0].(map[string]any)["image"].(string))
-	}
-	if got := strings.Fields(string(out)); !slices.Equal(got, rendered) {
-		t.Errorf("make image builds %v, the chart deploys %v", got, rendered)
-	}
-}
-
-// TestImageUserMatchesTheChart: the images run as the user the chart's
-// securityContext names.
-func TestImageUserMatchesTheChart(t *testing.T) {
-	b, err := os.ReadFile("../../Dockerfile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	users := regexp.MustCompile(`(?m)^USER\s+(\S+)$`).FindAllStringSubmatch(string(b), -1)
-	if len(users) != 2 {
-		t.Fatalf("want a USER in each of the two image stages, found %v", users)
-	}
-	objs := render(t)
-	for _, o := range []*unstructured.Unstructured{find(objs, "Deployment", "gpuadmit-webhook"), find(objs, "DaemonSet", "gpuadmit-nvml-agent")} {
-		uid := num(o, "spec", "template", "spec", "securityContext", "runAsUser")
-		gid := num(o, "spec", "template", "spec", "securityContext", "runAsGroup")
-		for _, u := range users {
-			if u[1] != strings.Join([]string{itoa(uid), itoa(gid)}, ":") {
-				t.Errorf("%s runs as %d:%d, the Dockerfile says USER %s", o.GetName(), uid, gid, u[1])
-			}
-		}
-	}
-}
-
 // scrapeEndpoint returns the ServiceMonitor's one endpoint.
 func scrapeEndpoint(t *testing.T, objs []*unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
