@@ -8,24 +8,19 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// byteLike is the smallest memory value with a decimal suffix that is read
-// as bytes: 10^6 MiB (about a TiB, beyond any device's memory). Below it a
-// suffix is the API server's canonical form of a plain number ("3k" for
-// 3000), which HAMi reads as a number of units like any other.
+// byteLike is the smallest memory value with a suffix that is read as
+// bytes: 10^6 (as MiB about a TiB, beyond any device's memory; as bytes
+// about a MiB). Below it a suffix is the API server's canonical form of a
+// plain number ("3k" for 3000) or a shorthand for thousands of MiB ("16Ki"
+// for 16384), which HAMi reads as that number like any other.
 const byteLike = 1_000_000
 
 // writtenAsBytes reports whether q is a memory quantity its author meant as
-// bytes: a binary suffix ("8Gi", "8000Mi"), or a decimal suffix or exponent
-// whose value is at least byteLike ("8G", "8e9"). HAMi reads the value as a
-// number of memory units whatever the suffix, so "8Gi" is 8589934592 MiB.
+// bytes: a suffix or an exponent ("8Gi", "8000Mi", "8G", "8e9") with a value
+// of at least byteLike. HAMi reads the value as a number of memory units
+// whatever the suffix, so "8Gi" is 8589934592 MiB.
 func writtenAsBytes(q resource.Quantity) bool {
-	if !strings.ContainsFunc(q.String(), unicode.IsLetter) {
-		return false
-	}
-	if q.Format == resource.BinarySI {
-		return true
-	}
-	return q.CmpInt64(byteLike) >= 0
+	return strings.ContainsFunc(q.String(), unicode.IsLetter) && q.CmpInt64(byteLike) >= 0
 }
 
 // bytesReason is the FieldError reason for a memory quantity v (its value)

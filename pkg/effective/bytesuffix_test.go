@@ -12,8 +12,8 @@ import (
 // pkg/device/nvidia/device.go reads nvidia.com/gpumem: 8Gi as 8589934592
 // MiB), so a pod whose memory is written with a byte suffix is refused with
 // the figure to write, in every family that does not read a suffix as bytes.
-// A suffix that is only the API server's canonical form of a plain number
-// ("3k" for 3000) is read as that number.
+// A suffix with a value under 10^6 (the API server's canonical "3k" for
+// 3000, or "16Ki" for 16384) is read as that number, as HAMi reads it.
 func TestMemoryWrittenAsBytes(t *testing.T) {
 	const nvmem = "nvidia.com/gpumem"
 	for _, tc := range []struct {
@@ -30,8 +30,10 @@ func TestMemoryWrittenAsBytes(t *testing.T) {
 			err: `write 1536`}},
 		{"nvidia", famCase{name: "8e9", pod: pod(res("nvidia.com/gpu", "1"), res(nvmem, "8e9")),
 			err: `is 8000000000 MiB as HAMi reads it`}},
-		{"nvidia", famCase{name: "512Ki: under a MiB", pod: pod(res("nvidia.com/gpu", "1"), res(nvmem, "512Ki")),
-			err: `is 524288 MiB as HAMi reads it (a number without a unit is MiB, whatever the suffix); as bytes it is less than 1 MiB`}},
+		{"nvidia", famCase{name: "1M: under a MiB", pod: pod(res("nvidia.com/gpu", "1"), res(nvmem, "1M")),
+			err: `is 1000000 MiB as HAMi reads it (a number without a unit is MiB, whatever the suffix); as bytes it is less than 1 MiB`}},
+		{"nvidia", famCase{name: "1Mi", pod: pod(res("nvidia.com/gpu", "1"), res(nvmem, "1Mi")), err: `as bytes it is 1 MiB: write 1`}},
+		{"nvidia", famCase{name: "16Ki is 16384 MiB, a shorthand HAMi reads the same", pod: pod(res("nvidia.com/gpu", "1"), res(nvmem, "16Ki")), want: vec(1, 16384, 0)}},
 		{"nvidia", famCase{name: "in the requests too", pod: pod(testpod.Request(res("nvidia.com/gpu", "1"), res(nvmem, "8Gi"))),
 			err: `write 8192`}},
 		{"nvidia", famCase{name: "3k is 3000 MiB", pod: pod(res("nvidia.com/gpu", "1"), res(nvmem, "3k")), want: vec(1, 3000, 0)}},
