@@ -100,13 +100,14 @@ list, "" for a name left empty.
 {{- range $key := keys $def | sortAlpha }}{{ $names = append $names (index $s $key | default (index $def $key)) }}{{ end -}}
 {{- end -}}
 {{- end -}}
-{{- range $c := $d.iluvatars | default list -}}
+{{- $iluvatars := ternary ($d.iluvatars | default list) list (($d.iluvatar | default dict).enabled | default false) -}}
+{{- range $c := $iluvatars -}}
 {{- $chip := $c.chipName | default "" -}}
 {{- $names = append $names ($c.resourceCountName | default (printf "iluvatar.ai/%s-vgpu" $chip)) -}}
 {{- $names = append $names ($c.resourceMemoryName | default (printf "iluvatar.ai/%s.vMem" $chip)) -}}
 {{- $names = append $names ($c.resourceCoreName | default (printf "iluvatar.ai/%s.vCore" $chip)) -}}
 {{- end -}}
-{{- $vnpus := $d.vnpus | default list -}}
+{{- $vnpus := ternary ($d.vnpus | default list) list (($d.ascend | default dict).enabled | default false) -}}
 {{- if kindIs "map" $vnpus }}{{ $vnpus = $vnpus.configs | default list }}{{ end -}}
 {{- range $c := $vnpus -}}
 {{- $word := get $defaults.vnpuWords (toString ($c.chipName | default "")) -}}

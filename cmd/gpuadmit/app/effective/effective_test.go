@@ -48,7 +48,7 @@ func TestEffectiveCommand(t *testing.T) {
 			WantCode: 2, WantErrSub: `apiVersion "v1", kind "Pod": want apiVersion config.gpuadmit.io/v1alpha1, kind Configuration`},
 		// HAMi pkg/device/ascend GenerateResourceRequests: 20000 MiB rounds up to the 910B2's vir12_3c_32g template (32768).
 		{Name: "a pod of an NVIDIA GPU and an Ascend NPU is charged to both families",
-			Args:       []string{"effective", "-o", "json", "-f", "../../../../examples/pods/ascend-910b2-and-nvidia.yaml", "--config", "../../../../pkg/config/testdata/hami-chart-rendered.yaml"},
+			Args:       []string{"effective", "-o", "json", "-f", "../../../../examples/pods/ascend-910b2-and-nvidia.yaml", "--config", "../../../../pkg/config/testdata/hami-switched-on.yaml"},
 			WantErrSub: "config keys gpuadmit does not read (ignored): metax.sgpuTopologyAware, nvidia.deviceCoreScaling,",
 			WantOut: `{"effective":{"gpu":1,"gpumem":8192,"gpucores":0},"containers":[
 				{"name":"convert","role":"init","gpu":1,"gpumem":8192,"gpucores":0},
