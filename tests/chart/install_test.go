@@ -235,7 +235,8 @@ agent:
   podSecurityContext: {runAsUser: null, runAsGroup: null}
 crds: {keep: false}
 `)
-	c.helm(t, "install", "gpuadmit", chartDir, "-n", ns, "--create-namespace", "-f", pasteUnderDevices(t, hamiRendered), "-f", values)
+	c.helm(t, "install", "gpuadmit", chartDir, "-n", ns, "--create-namespace", "-f", pasteUnderDevices(t, hamiRendered), "-f", values,
+		"--set", "config.devices.ascend.enabled=true")
 	pdb, err := c.kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "gpuadmit-webhook", metav1.GetOptions{})
 	if err != nil || pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 || pdb.Spec.MinAvailable != nil {
 		t.Errorf("the budget of two replicas: %+v (%v), want maxUnavailable 1", pdb.Spec, err)
@@ -271,7 +272,8 @@ crds: {keep: false}
 	if _, err := c.kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	out := c.helm(t, "install", "gpuadmit", chartDir, "-n", ns, "--set", "hami.deviceConfigMap=hami-scheduler-device", "--set", "crds.keep=false")
+	out := c.helm(t, "install", "gpuadmit", chartDir, "-n", ns, "--set", "hami.deviceConfigMap=hami-scheduler-device", "--set", "crds.keep=false",
+		"--set", "config.devices.ascend.enabled=true", "--set", "config.devices.iluvatar.enabled=true")
 	if !strings.Contains(out, "HAMi's device config is read from ConfigMap gpuadmit-system/hami-scheduler-device") || strings.Contains(out, "helm could not read it") {
 		t.Errorf("NOTES.txt does not say where HAMi's device config is read:\n%s", out)
 	}
@@ -288,6 +290,11 @@ crds: {keep: false}
 	cfg, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, "gpuadmit-config", metav1.GetOptions{})
 	if err != nil || !strings.Contains(cfg.Data["config.yaml"], "hamiConfigPath: /etc/hami/device-config.yaml") {
 		t.Errorf("the configuration does not read HAMi's mounted file: %q (%v)", cfg.Data["config.yaml"], err)
+	}
+	for _, sw := range []string{"  ascend:\n    enabled: true", "  iluvatar:\n    enabled: true"} {
+		if !strings.Contains(cfg.Data["config.yaml"], sw) {
+			t.Errorf("the switch %q does not stand beside HAMi's file: %q", sw, cfg.Data["config.yaml"])
+		}
 	}
 	checksum := func() string {
 		d, err := c.kube.AppsV1().Deployments(ns).Get(ctx, "gpuadmit-webhook", metav1.GetOptions{})

@@ -67,15 +67,18 @@ The managed resource names, from the one place they are set: the devices
 section of the configuration. Every governed family's names: nvidia's,
 those of each HAMi section present (a name it leaves out at HAMi's default,
 as the server reads it: gpuadmit.hamiDefaultNames), gpushare's when
-present. The webhooks' matchConditions use them. With hami.deviceConfigMap
-the server reads HAMi's sections from that ConfigMap: its families' names
-are added when helm can read it (install, upgrade), to those of
+present (iluvatars' and vnpus' only with config.devices.iluvatar.enabled
+and config.devices.ascend.enabled). The webhooks' matchConditions use them.
+With hami.deviceConfigMap the server reads HAMi's sections from that
+ConfigMap (beside config.devices' gpushare and switches): its families'
+names are added when helm can read it (install, upgrade), to those of
 config.devices (all helm template sees).
 */}}
 {{- define "gpuadmit.resourceNames" -}}
 {{- $names := include "gpuadmit.deviceResourceNames" .Values.config.devices | fromJsonArray -}}
+{{- $switches := pick .Values.config.devices "ascend" "iluvatar" -}}
 {{- with include "gpuadmit.hamiDevices" . | fromYaml -}}
-{{- $names = concat $names (include "gpuadmit.deviceResourceNames" . | fromJsonArray) -}}
+{{- $names = concat $names (include "gpuadmit.deviceResourceNames" (merge $switches .) | fromJsonArray) -}}
 {{- end -}}
 {{- $quoted := list -}}
 {{- range without (uniq $names) "" }}{{ $quoted = append $quoted (printf "'%s'" .) }}{{ end -}}
