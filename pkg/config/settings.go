@@ -2,6 +2,7 @@ package config
 
 import (
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -43,6 +44,31 @@ func Families(c *Configuration) []effective.Family {
 		}
 	}
 	return out
+}
+
+// SwitchedOff names the families a defaulted configuration reads but does
+// not govern because their section's switch (devices.ascend.enabled,
+// devices.iluvatar.enabled) is off: a quota on them is not gpuadmit's.
+func SwitchedOff(c *Configuration) []string {
+	gs, _ := governedFamilies(c)
+	var out []string
+	for _, g := range gs {
+		if g.off {
+			out = append(out, g.fam.Name)
+		}
+	}
+	return out
+}
+
+// SwitchedOffWarning is the one-line warning naming SwitchedOff ("" when
+// none), for the webhook's start-up and the command line.
+func SwitchedOffWarning(c *Configuration) string {
+	off := SwitchedOff(c)
+	if len(off) == 0 {
+		return ""
+	}
+	return "families read but not governed, as HAMi does not start their backends by default " +
+		"(devices.ascend.enabled, devices.iluvatar.enabled are false; a quota on them is not enforced): " + strings.Join(off, ", ")
 }
 
 // switched marks the families of a section its switch leaves off (they

@@ -43,6 +43,10 @@ func TestBackendSwitches(t *testing.T) {
 			if got := names(fams); got != tt.want {
 				t.Errorf("families %s, want %s", got, tt.want)
 			}
+			off := config.SwitchedOff(cfg)
+			if slices.Contains(off, "iluvatar-MR-V100") == tt.charged {
+				t.Errorf("switched off %q with the Iluvatar pod charged %v", off, tt.charged)
+			}
 			ds, err := effective.ComputeAll(iluPod, fams, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -71,6 +75,16 @@ func TestBackendSwitchErrors(t *testing.T) {
 	d := config.Default().Devices
 	if d.Ascend == nil || d.Ascend.Enabled == nil || *d.Ascend.Enabled || d.Iluvatar == nil || d.Iluvatar.Enabled == nil || *d.Iluvatar.Enabled {
 		t.Errorf("defaults: ascend %+v iluvatar %+v, want both enabled: false", d.Ascend, d.Iluvatar)
+	}
+	cfg, _, err := config.Parse([]byte("iluvatars: [{chipName: MR-V100}]\nvnpus: {configs: [{chipName: 910B2}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := config.SwitchedOffWarning(cfg), "(devices.ascend.enabled, devices.iluvatar.enabled are false; a quota on them is not enforced): iluvatar-MR-V100, ascend-910B2"; !strings.HasSuffix(got, want) {
+		t.Errorf("warning %q, want it to end %q", got, want)
+	}
+	if w := config.SwitchedOffWarning(config.Default()); w != "" {
+		t.Errorf("the defaults warn %q", w)
 	}
 	_, ignored, err := config.Parse([]byte("ascend: {enabled: true, image: x}\n"))
 	if err != nil || !slices.Contains(ignored, "ascend.image") {
