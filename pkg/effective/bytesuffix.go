@@ -27,12 +27,11 @@ func writtenAsBytes(q resource.Quantity) bool {
 // written as bytes: how HAMi reads it and the figure to write, in the
 // family's memory units.
 func bytesReason(v int64, s Family) string {
-	unit, as := "MiB", "MiB"
+	unit := "MiB"
 	if f := s.Factor(); f > 1 {
 		unit = fmt.Sprintf("units of %d MiB", f)
-		as = fmt.Sprintf("a number of %d MiB units", f)
 	}
-	read := fmt.Sprintf("is %d %s as HAMi reads it (a number without a unit is %s, whatever the suffix)", v, unit, as)
+	read := fmt.Sprintf("is %d %s as HAMi reads it (the number, whatever the suffix)", v, unit)
 	if v < 1<<20 {
 		return read + "; as bytes it is less than 1 MiB"
 	}

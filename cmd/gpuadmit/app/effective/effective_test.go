@@ -69,7 +69,7 @@ func TestEffectiveCommand(t *testing.T) {
 			WantErrSub: `container "c": nvidia.com/gpu "1.5": must be a whole number; container "c": nvidia.com/gpumem "99E": does not fit in a 64-bit integer`},
 		{Name: "a memory written with a byte suffix is refused with the MiB figure to write", Args: []string{"effective", "-f", "-"}, WantCode: 2,
 			Stdin:      "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 8Gi}}}]}\n",
-			WantErrSub: `gpuadmit effective: Pod "p": invalid GPU request: container "c": nvidia.com/gpumem "8Gi": is 8589934592 MiB as HAMi reads it (a number without a unit is MiB, whatever the suffix); as bytes it is 8192 MiB: write 8192`},
+			WantErrSub: `gpuadmit effective: Pod "p": invalid GPU request: container "c": nvidia.com/gpumem "8Gi": is 8589934592 MiB as HAMi reads it (the number, whatever the suffix); as bytes it is 8192 MiB: write 8192`},
 		{Name: "the byte-suffixed value is named as written", Args: []string{"effective", "-f", "-"}, WantCode: 2,
 			Stdin:      "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 8192Mi}}}]}\n",
 			WantErrSub: `nvidia.com/gpumem "8192Mi": is 8589934592 MiB as HAMi reads it`},

@@ -74,7 +74,7 @@ func TestEvalCommand(t *testing.T) {
 			Stdin: "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: team-a}\nspec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 8Gi}}}]}\n",
 			Args:  []string{"eval", "-o", "json", "-f", "-", "--state", fixtures.State + "cluster.yaml"}, WantCode: 1,
 			WantOut: `{"allowed":false,"effective":{"gpu":0,"gpumem":0,"gpucores":0},"denials":[
-				"namespace \"team-a\": pod \"p\": container \"c\": nvidia.com/gpumem \"8Gi\": is 8589934592 MiB as HAMi reads it (a number without a unit is MiB, whatever the suffix); as bytes it is 8192 MiB: write 8192"],"warnings":[]}`},
+				"namespace \"team-a\": pod \"p\": container \"c\": nvidia.com/gpumem \"8Gi\": is 8589934592 MiB as HAMi reads it (the number, whatever the suffix); as bytes it is 8192 MiB: write 8192"],"warnings":[]}`},
 		{Name: "Enflame by memory and cores with no Enflame node known: charged as written, not denied as unresolved",
 			Stdin:      "apiVersion: v1\nkind: Pod\nmetadata: {name: e, namespace: team-a}\nspec: {containers: [{name: c, resources: {limits: {enflame.com/gcu-memory: 16, enflame.com/gcu-core: 25}}}]}\n",
 			Args:       []string{"eval", "-o", "json", "-f", "-", "--state", fixtures.State + "cluster.yaml", "--config", "../../../../pkg/config/testdata/hami-chart-v2.10.yaml"},
