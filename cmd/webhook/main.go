@@ -173,6 +173,9 @@ func (f *flags) options(log logr.Logger) (server.Options, *rest.Config, error) {
 		if w := config.IgnoredWarning(ignored); w != "" {
 			log.Info(w, "config", *f.cfgPath)
 		}
+		if w := config.SwitchedOffWarning(cfg); w != "" {
+			log.Info(w, "config", *f.cfgPath)
+		}
 	}
 	restCfg, err := ctrl.GetConfig()
 	if *f.kubeconfig != "" {

@@ -136,13 +136,14 @@ func decode(data, js []byte, dir string, cfg *Configuration) error {
 	if d.Gpushare != nil {
 		read.Gpushare = d.Gpushare
 	}
+	read.Ascend, read.Iluvatar = d.Ascend, d.Iluvatar // HAMi's scheduler flags, never in its file
 	cfg.Devices = read
 	return nil
 }
 
 // pathAlone: devices.hamiConfigPath (or hamiConfigMap) excludes the inline
-// HAMi keys (not gpushare, gpuadmit's own section, which stands beside the
-// file) and the other.
+// HAMi keys (not gpushare, gpuadmit's own section, nor the ascend and iluvatar
+// switches, HAMi's scheduler flags: they stand beside the file) and the other.
 func pathAlone(js []byte) error {
 	var sections struct {
 		Devices map[string]json.RawMessage `json:"devices"`
@@ -151,8 +152,10 @@ func pathAlone(js []byte) error {
 		return nil
 	}
 	inline := len(sections.Devices)
-	if _, ok := sections.Devices["gpushare"]; ok {
-		inline--
+	for _, own := range []string{"gpushare", "ascend", "iluvatar"} {
+		if _, ok := sections.Devices[own]; ok {
+			inline--
+		}
 	}
 	_, path := sections.Devices["hamiConfigPath"]
 	_, cm := sections.Devices["hamiConfigMap"]
@@ -160,9 +163,9 @@ func pathAlone(js []byte) error {
 	case path && cm:
 		return errors.New("devices: hamiConfigPath and hamiConfigMap exclude each other (HAMi's device config is read from one place)")
 	case path && inline > 1:
-		return errors.New("devices: hamiConfigPath excludes inline keys (but gpushare)")
+		return errors.New("devices: hamiConfigPath excludes inline keys (but gpushare, ascend and iluvatar)")
 	case cm && inline > 1:
-		return errors.New("devices: hamiConfigMap excludes inline keys (but gpushare)")
+		return errors.New("devices: hamiConfigMap excludes inline keys (but gpushare, ascend and iluvatar)")
 	}
 	return nil
 }

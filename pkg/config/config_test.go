@@ -155,13 +155,16 @@ func TestHAMiChartConfigs(t *testing.T) {
 		want     []string // some of the ignored keys
 		families int
 	}{
+		// Ascend's 7 chips and Iluvatar's 4 are not governed: HAMi's chart
+		// starts neither backend by default (TestBackendSwitches).
 		{"hami-chart-v2.10.yaml", []string{"vnpus.hamiVnpuCore", "vnpus[910A].runtimeClassName", "metax.sgpuTopologyAware",
 			"mthreads.memoryPerCard", "nvidia.runtimeClassName", "nvidia.enableNumaTopology", "nvidia.migProfileAllowlist",
-			"nvidia.preConfiguredDeviceMemory"}, len(effective.HAMiFamilies())},
-		// v2.6: the old single iluvatar section and enflame's vgcu keys are
-		// not today's HAMi's; its vnpus list is read (chip 910B unknown to
-		// HAMiFamilies, built from its keys, without a core resource).
-		{"hami-chart-v2.6.yaml", []string{"iluvatar", "enflame.resourceCountName", "nvidia.knownMigGeometries", "nvidia.gpuCorePolicy"}, 16},
+			"nvidia.preConfiguredDeviceMemory"}, len(effective.HAMiFamilies()) - 11},
+		// v2.6: the old single iluvatar section's names and enflame's vgcu
+		// keys are not today's HAMi's; its vnpus list is read (chip 910B
+		// unknown to HAMiFamilies, built from its keys, without a core
+		// resource) but not governed (Ascend off, HAMi's default).
+		{"hami-chart-v2.6.yaml", []string{"iluvatar.resourceCountName", "enflame.resourceCountName", "nvidia.knownMigGeometries", "nvidia.gpuCorePolicy"}, 11},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			cfg, ignored, err := config.Load(filepath.Join("testdata", tt.file))

@@ -9,8 +9,8 @@ import (
 
 // setDefaultsSections sets the unset keys of every present HAMi section to
 // the default of its family in effective.HAMiFamilies (a chip of vnpus or
-// iluvatars that HAMiFamilies does not know keeps its keys unset), and
-// gpushare's memory unit to GiB.
+// iluvatars that HAMiFamilies does not know keeps its keys unset),
+// gpushare's memory unit to GiB, and the Ascend and Iluvatar switches off.
 func setDefaultsSections(d *configv1alpha1.Devices) {
 	bySection := map[string]effective.Family{}
 	byName := map[string]effective.Family{}
@@ -44,6 +44,11 @@ func setDefaultsSections(d *configv1alpha1.Devices) {
 	}
 	setDefaultsNamed(d.Mthreads, byName["mthreads"])
 	setDefaultsRest(d, byName, bySection)
+	// HAMi's scheduler starts Ascend and Iluvatar only when asked
+	// (--enable-ascend, --enable-iluvatar: its chart's default is off).
+	d.Ascend, d.Iluvatar = orNew(d.Ascend), orNew(d.Iluvatar)
+	setDefault(&d.Ascend.Enabled, false)
+	setDefault(&d.Iluvatar.Enabled, false)
 }
 
 // setDefaultsRest defaults the sections after mthreads, in the chart's order.

@@ -44,6 +44,7 @@ func everySection(d *configv1alpha1.Devices) *configv1alpha1.Devices {
 		MemoryAllocatable: i(60000), MemoryCapacity: i(61440), MemoryFactor: i(2), AICore: i(20), AICPU: i(5), SuperPod: ptr.To(true),
 		Templates: []configv1alpha1.VNPUTemplate{{Name: ptr.To("t1"), Memory: i(4096), AICore: i(2), AICPU: i(1)}}}}}
 	d.Gpushare = &configv1alpha1.GpushareDevices{MemoryUnit: ptr.To(configv1alpha1.MemoryUnitMiB)}
+	d.Ascend, d.Iluvatar = &configv1alpha1.BackendSwitch{Enabled: ptr.To(true)}, &configv1alpha1.BackendSwitch{Enabled: ptr.To(true)}
 	return d
 }
 
@@ -58,12 +59,24 @@ func TestHAMiRenderedConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, ignored, err := config.Parse([]byte(head + "devices: {hamiConfigPath: " + file + "}\n"))
+	off, offIgnored, err := config.Parse([]byte(head + "devices: {hamiConfigPath: " + file + "}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(ignored, bareIgnored) || !slices.Equal(config.Families(bare), config.Families(cfg)) {
-		t.Errorf("through hamiConfigPath: ignored %q, bare %q", ignored, bareIgnored)
+	if !slices.Equal(offIgnored, bareIgnored) || !slices.Equal(config.Families(bare), config.Families(off)) {
+		t.Errorf("through hamiConfigPath: ignored %q, bare %q", offIgnored, bareIgnored)
+	}
+	// HAMi's scheduler starts Ascend and Iluvatar only when its chart
+	// enables them (devices.ascend.enabled, devices.iluvatar.enabled).
+	if n := len(config.Families(off)); n != len(effective.HAMiFamilies())-11 {
+		t.Errorf("switches off: %d families governed, want every HAMi family but the 7 Ascend and 4 Iluvatar chips", n)
+	}
+	cfg, ignored, err := config.Parse([]byte(head + "devices: {hamiConfigPath: " + file + ", ascend: {enabled: true}, iluvatar: {enabled: true}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ignored, bareIgnored) {
+		t.Errorf("switches on: ignored %q, bare %q", ignored, bareIgnored)
 	}
 	got, want := config.Families(cfg), effective.HAMiFamilies()
 	if len(got) != len(want) {
@@ -104,7 +117,7 @@ func TestFamiliesGoverned(t *testing.T) {
 	if fams := config.Families(config.Default()); len(fams) != 1 || fams[0] != effective.Nvidia() {
 		t.Errorf("the defaults govern %v, want nvidia alone", names(fams))
 	}
-	cfg, _, err := config.Parse([]byte("gpushare: {}\nvnpus: {configs: [{chipName: Ascend910}, {chipName: 910A}]}\nbiren: {}\nmetax:\nkunlun: {}\n"))
+	cfg, _, err := config.Parse([]byte("gpushare: {}\nvnpus: {configs: [{chipName: Ascend910}, {chipName: 910A}]}\nbiren: {}\nmetax:\nkunlun: {}\nascend: {enabled: true}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

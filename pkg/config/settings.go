@@ -2,6 +2,7 @@ package config
 
 import (
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -28,17 +29,55 @@ func Settings(c *Configuration) effective.Family {
 
 // Families are every device family a defaulted configuration governs: the
 // nvidia family first (the one the node agent's capacity describes), then
-// the families of every HAMi section present, in effective.HAMiFamilies'
-// order (a chip HAMiFamilies does not know after the known chips of its
+// the families of every HAMi section present (iluvatars and vnpus only
+// when devices.iluvatar.enabled and devices.ascend.enabled are true, as
+// HAMi's scheduler starts those backends only when asked), in
+// effective.HAMiFamilies' order (a chip HAMiFamilies does not know after the known chips of its
 // list), then gpushare. Each starts from its HAMiFamilies default and
 // takes the section's keys.
 func Families(c *Configuration) []effective.Family {
 	gs, _ := governedFamilies(c)
-	out := make([]effective.Family, len(gs))
-	for i, g := range gs {
-		out[i] = g.fam
+	out := make([]effective.Family, 0, len(gs))
+	for _, g := range gs {
+		if !g.off {
+			out = append(out, g.fam)
+		}
 	}
 	return out
+}
+
+// SwitchedOff names the families a defaulted configuration reads but does
+// not govern because their section's switch (devices.ascend.enabled,
+// devices.iluvatar.enabled) is off: a quota on them is not gpuadmit's.
+func SwitchedOff(c *Configuration) []string {
+	gs, _ := governedFamilies(c)
+	var out []string
+	for _, g := range gs {
+		if g.off {
+			out = append(out, g.fam.Name)
+		}
+	}
+	return out
+}
+
+// SwitchedOffWarning is the one-line warning naming SwitchedOff ("" when
+// none), for the webhook's start-up and the command line.
+func SwitchedOffWarning(c *Configuration) string {
+	off := SwitchedOff(c)
+	if len(off) == 0 {
+		return ""
+	}
+	return "families read but not governed, as HAMi does not start their backends by default " +
+		"(devices.ascend.enabled, devices.iluvatar.enabled are false; a quota on them is not enforced): " + strings.Join(off, ", ")
+}
+
+// switched marks the families of a section its switch leaves off (they
+// are checked as the others, not governed).
+func switched(gs []governed, sw *configv1alpha1.BackendSwitch) []governed {
+	for i := range gs {
+		gs[i].off = !sw.IsEnabled()
+	}
+	return gs
 }
 
 // governed is one family a configuration governs, and where it is set.
@@ -50,6 +89,9 @@ type governed struct {
 	// keys are the section's keys of the family's count, memory,
 	// memory percentage and core names ("": the family has none).
 	keys [4]string
+	// off: the section's switch (devices.ascend, devices.iluvatar) is
+	// off; the family is checked, not governed.
+	off bool
 }
 
 // nvidiaKeys are the keys of the nvidia section's names.
@@ -85,7 +127,8 @@ func (h hamiDefaults) rank(name string) int {
 	return slices.IndexFunc(h.order, func(f effective.Family) bool { return f.Name == name })
 }
 
-// governedFamilies builds every governed family; the errors are those of
+// governedFamilies builds every family of a present section (those a
+// switch leaves off marked off); the errors are those of
 // the chips it cannot build and of their list entries.
 func governedFamilies(c *Configuration) ([]governed, field.ErrorList) {
 	d, h := c.Devices, newHAMiDefaults()
@@ -119,10 +162,10 @@ func governedFamilies(c *Configuration) ([]governed, field.ErrorList) {
 		out = append(out, named(h.byName["mthreads"], "devices.mthreads", d.Mthreads))
 	}
 	ilu, errs := iluvatarFamilies(d.Iluvatars, h)
-	out = append(out, ilu...)
+	out = append(out, switched(ilu, d.Iluvatar)...)
 	out = append(out, laterFamilies(d, h)...)
 	asc, more := vnpuFamilies(d.VNPUs, h)
-	out = append(out, asc...)
+	out = append(out, switched(asc, d.Ascend)...)
 	if d.Gpushare != nil {
 		f := effective.Gpushare()
 		if u := d.Gpushare.MemoryUnit; u != nil && *u == configv1alpha1.MemoryUnitMiB {

@@ -17,12 +17,12 @@ import (
 )
 
 // TestEveryFamilyGoverned: with HAMi's chart-rendered device
-// configuration every HAMi family is governed: for each, a running pod
+// configuration, Ascend and Iluvatar switched on, every HAMi family is governed: for each, a running pod
 // asking one device is charged to that family alone, exactly what
 // effective computes for it, and a second pod in a namespace whose
 // limits.<count name> is 1 is denied with a message naming that resource.
 func TestEveryFamilyGoverned(t *testing.T) {
-	cfg, _, err := config.Load("../config/testdata/hami-chart-rendered.yaml")
+	cfg, _, err := config.Load("../config/testdata/hami-switched-on.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,13 +37,10 @@ type Container struct {
 	// core unit (Family.CoreUnits).
 	CoresPerDevice int64
 	// Unresolved is true when the memory is a percentage of an unknown
-	// device (or, under RuleProfiles, a profile not yet assigned).
+	// device.
 	Unresolved bool
 	// Total is count x per-device for every dimension, in MiB for memory.
 	Total Vector
-	// profile: the memory is the profile the scheduler picks (RuleProfiles),
-	// resolved only against the assigned device.
-	profile bool
 }
 
 // parseContainer reads one container's managed resources, limits first, then
@@ -130,7 +127,7 @@ func (r *resourceReader) readCores(s Family) (int64, bool) {
 // "4Gi"), as bytes floored to MiB (mib true); a byte count under 1 MiB is an
 // error, where HAMi would book it as 0, the whole device.
 func (r *resourceReader) readMemory(s Family) (v int64, mib, ok bool) {
-	v, ok = r.read(s.Names.Memory, 0)
+	v, ok = r.readMem(s, 0)
 	if !ok || !s.ByteMemory {
 		return v, false, ok
 	}
@@ -237,9 +234,6 @@ func (c *Container) resolve(opt Options) (int64, bool) {
 		}
 		return total, ok
 	}
-	// A profile not assigned yet (RuleProfiles) resolves like a whole
-	// device: against the largest profile of the nodes it may run on, the
-	// worst case the scheduler can pick.
 	if opt.DeviceMemoryMiB > 0 {
 		c.MemPerDeviceMiB = opt.DeviceMemoryMiB/100*c.MemPercent + opt.DeviceMemoryMiB%100*c.MemPercent/100
 		return mulInt64(c.Count, c.MemPerDeviceMiB)

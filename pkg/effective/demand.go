@@ -68,8 +68,6 @@ type Options struct {
 	// assigned to the container. A percentage is resolved against these
 	// devices (HAMi books a share of the card it chose) when the container
 	// has exactly as many as it asks for; else against DeviceMemoryMiB.
-	// Under RuleProfiles (Enflame DRS) it is the memory HAMi booked on the
-	// device (its profile's): nothing else resolves such a container.
 	AssignedMemoryMiB map[string][]int64
 	// annotations are the pod's annotations (Compute sets them): Ascend's
 	// split mode is a pod annotation (Family.SoftSplit).

@@ -129,21 +129,56 @@ func TestFamilyMthreads(t *testing.T) {
 	})
 }
 
+// TestFamilyEnflameDRS: charged as HAMi's webhook checks the quota (its
+// pkg/scheduler/webhook.go fitResourceQuota sums Memreq x Nums and
+// Coresreq x Nums of pkg/device/enflame/device.go GenerateResourceRequests
+// over the app containers): the request as written, never unresolved.
+// HAMi's scheduler (Fit) books the profile it picks instead; docs/devices.md
+// lists the difference.
 func TestFamilyEnflameDRS(t *testing.T) {
 	const drs, gmem, gcore = "enflame.com/drs-gcu", "enflame.com/gcu-memory", "enflame.com/gcu-core"
 	runFamily(t, "enflame", []famCase{
-		{name: "vgcu_use: one device, profile unknown", // HAMi examples/enflame/vgcu_use.yaml; TestGenerateResourceRequests: Nums 1, the profile size in Memreq
-			pod: pod(res(drs, "3")), want: vec(1, 0, 0), unres: true},
-		{name: "before assignment the largest profile is booked", // gpuadmit's worst case: HAMi books the profile its scheduler picks, at most the largest the node announces
-			pod: pod(res(drs, "3")), dev: 40960, want: vec(1, 40960, 0)},
-		{name: "the booked profile resolves it", // TestFit_SelectProfileByRequest: size 3 books the 3g.20gb profile, 20480 MiB
-			pod: pod(res(drs, "3")), assigned: map[string][]int64{"c": {20480}}, want: vec(1, 20480, 0)},
+		{name: "drs-gcu 4: gcu-memory 4, no cores", // GenerateResourceRequests: drs-gcu n>0 gives Nums 1, Memreq n, Coresreq 0 (enflameRequestModeDirect)
+			pod: pod(res(drs, "4")), want: vec(1, 4, 0)},
+		{name: "vgcu_use: a node known changes nothing", // HAMi examples/enflame/vgcu_use.yaml; the webhook checks the size, whatever the node's profiles
+			pod: pod(res(drs, "3")), dev: 40960, want: vec(1, 3, 0)},
+		{name: "an assigned profile changes nothing", // fitResourceQuota runs at admission, before Fit picks the 3g.20gb profile
+			pod: pod(res(drs, "3")), assigned: map[string][]int64{"c": {20480}}, want: vec(1, 3, 0)},
+		{name: "gcu-memory 16, gcu-core 25: 16 and 25", // GenerateResourceRequests by spec: Memreq 16, Coresreq 25 (enflameRequestModeBySpec)
+			pod: pod(res(gmem, "16"), res(gcore, "25")), want: vec(1, 16, 25)},
 		{name: "drs-pod-by-spec", // HAMi examples/enflame/vgcu_use.yaml drs-pod-by-spec; TestGenerateResourceRequests_ByMemoryCore: Nums 1
-			pod: pod(res(gmem, "20480"), res(gcore, "40")), want: vec(1, 0, 0), unres: true},
+			pod: pod(res(gmem, "20480"), res(gcore, "40")), want: vec(1, 20480, 40)},
+		{name: "gcu-core alone", // MutateAdmission accepts a core request without memory; Memreq 0
+			pod: pod(res(gcore, "25")), want: vec(1, 0, 25)},
+		{name: "gcu-memory alone", // Memreq as written, Coresreq 0
+			pod: pod(res(gmem, "8")), want: vec(1, 8, 0)},
+		{name: "drs-gcu wins over memory and cores", // GenerateResourceRequests returns on a positive drs-gcu before reading gcu-memory
+			pod: pod(res(drs, "2"), res(gmem, "16"), res(gcore, "50")), want: vec(1, 2, 0)},
+		{name: "two containers sum", // fitResourceQuota sums the app containers
+			pod: testpod.New("p").App("a", res(gmem, "16"), res(gcore, "25")).App("b", res(drs, "4")), want: vec(2, 20, 25)},
+		{name: "init containers: the larger of the apps' sum and the largest init", // fitResourceQuota: max(sum(apps), max(inits))
+			pod: testpod.New("p").Init("i", res(gmem, "64")).App("a", res(gmem, "16"), res(gcore, "25")), want: vec(1, 64, 25)},
 		{name: "drs-gcu 0 is an error", // MutateAdmission: "must be greater than 0"
 			pod: pod(res(drs, "0")), err: `enflame.com/drs-gcu "0": must be greater than 0`},
+		{name: "gcu-memory 0 is an error", // MutateAdmission: gcu-memory "must be greater than 0"
+			pod: pod(res(gmem, "0"), res(gcore, "25")), err: `enflame.com/gcu-memory "0": must be greater than 0`},
 		{name: "gcu-core 0 is an error", // MutateAdmission: gcu-core "must be in range (0,100]"
 			pod: pod(res(gmem, "20480"), res(gcore, "0")), err: `enflame.com/gcu-core "0": must be within 1..100`},
+		{name: "gcu-core 101 is an error", // MutateAdmission: gcu-core "must be in range (0,100]"
+			pod: pod(res(gcore, "101")), err: `enflame.com/gcu-core "101": must be within 0..100`},
+		// Attacks: where HAMi books nothing, gpuadmit refuses; nothing is read as 0.
+		{name: "drs-gcu above int32 is an error, not free", // GenerateResourceRequests: n > MaxInt32 returns an empty request (nothing checked)
+			pod: pod(res(drs, "2147483648")), err: "must be at most 2147483647"},
+		{name: "gcu-memory above int32 is an error, not free", // GenerateResourceRequests: memReq > MaxInt32 returns an empty request
+			pod: pod(res(gmem, "2147483648"), res(gcore, "25")), err: "must be at most 2147483647"},
+		{name: "a negative drs-gcu is an error", // MutateAdmission: Value() <= 0
+			pod: pod(res(drs, "-4")), err: "must not be negative"},
+		{name: "a fractional gcu-memory is an error", // HAMi's Value() rounds 1.5 up to 2; gpuadmit refuses to guess
+			pod: pod(res(gmem, "1.5")), err: "must be a whole number"},
+		{name: "a byte suffix on gcu-memory is an error with the figure to write", // HAMi reads 16Gi as 17179869184 (above int32: nothing booked)
+			pod: pod(res(gmem, "16Gi")), err: "is 17179869184 MiB as HAMi reads it"},
+		{name: "a byte suffix on gcu-core is out of range", // 1Ki cores is 1024, outside (0,100]
+			pod: pod(res(gcore, "1Ki")), err: `enflame.com/gcu-core "1Ki": must be within 0..100`},
 	})
 }
 

@@ -110,6 +110,16 @@ func TestFamilyIluvatar(t *testing.T) {
 		{name: "all resources", // HAMi Test_GenerateResourceRequests "all resources set": vMem 1000 books 256000 MiB
 			pod:  pod(res("iluvatar.ai/MR-V100-vgpu", "1"), res("iluvatar.ai/MR-V100.vMem", "1000"), res("iluvatar.ai/MR-V100.vCore", "100")),
 			want: vec(1, 256000, 100)},
+		{name: "two cards: 200 cores, the scheduler's booking", // MutateAdmission sets vCore to count*100 = 200 and fitResourceQuota multiplies by Nums again (checks 400); Fit clamps Coresreq to 100 per card and books 200 (docs/devices.md)
+			pod: pod(res("iluvatar.ai/MR-V100-vgpu", "2")), dev: card, want: vec(2, 2*card, 200)},
+		{name: "three cards, cores written: 100 each", // MutateAdmission overwrites a written vCore 50 with 300; Fit clamps it to 100 per card
+			pod: pod(res("iluvatar.ai/MR-V100-vgpu", "3"), res("iluvatar.ai/MR-V100.vCore", "50"), res("iluvatar.ai/MR-V100.vMem", "64")), want: vec(3, 3*16384, 300)},
+		{name: "one card keeps its written cores", // MutateAdmission rewrites vCore only for a count above 1
+			pod: pod(res("iluvatar.ai/MR-V100-vgpu", "1"), res("iluvatar.ai/MR-V100.vCore", "50"), res("iluvatar.ai/MR-V100.vMem", "64")), want: vec(1, 16384, 50)},
+		{name: "a huge count is an error, never wrapped", // count x cores overflows int64: refused rather than wrapped
+			pod: pod(res("iluvatar.ai/MR-V100-vgpu", "92233720368547758"), res("iluvatar.ai/MR-V100.vMem", "64")), err: "does not fit in a 64-bit integer"},
+		{name: "a negative count is an error", // the API server accepts a negative extended resource limit only for it to be refused here
+			pod: pod(res("iluvatar.ai/MR-V100-vgpu", "-2")), err: "must not be negative"},
 		{name: "another chip's resources are not this family's", // InitIluvatarDevice: one device per chip, its own resource names
 			pod: pod(res("iluvatar.ai/BI-V100-vgpu", "1")), want: vec(0, 0, 0)},
 	})

@@ -29,8 +29,12 @@ const (
 	// a single device; more devices, or no memory, book Family.Whole each
 	// (Moore Threads sGPU).
 	RuleSlices Rule = "slices"
-	// RuleProfiles books one device whose memory is the profile the
-	// scheduler picks on the node, known only once assigned (Enflame DRS).
+	// RuleProfiles books one device whose memory and cores are the
+	// request as written, as HAMi's webhook checks them (Enflame DRS): a
+	// count is a profile size, booked as that much memory and no cores;
+	// without one, the memory and the cores as named. HAMi's scheduler
+	// books the profile it picks instead (docs/devices.md says why
+	// gpuadmit does not).
 	RuleProfiles Rule = "profiles"
 	// RuleCoreSplit takes a device count or a core count; cores fill
 	// devices of Family.CoreUnits cores each (AWS Neuron).
@@ -73,9 +77,6 @@ type request struct {
 // booking is what a request books per device.
 type booking struct {
 	count, memMiB, pct, cores int64
-	// profile: the memory is the profile the scheduler picks (pct 100 of
-	// the assigned device only).
-	profile bool
 }
 
 // parseRule reads a container under s.Rule (every rule but RuleShare).
@@ -84,7 +85,7 @@ func parseRule(c *corev1.Container, role Role, s Family, opt Options) (Container
 	r := resourceReader{c: c}
 	var q request
 	q.count, q.hasCount = r.read(s.Names.Count, 0)
-	q.mem, q.hasMem = r.read(s.Names.Memory, 0)
+	q.mem, q.hasMem = r.readMem(s, 0)
 	q.cores, q.hasCores = r.read(s.Names.Cores, s.coreLimit())
 	out.Managed = r.managed
 	if !out.Managed || len(r.errs) > 0 {
@@ -112,7 +113,7 @@ func parseRule(c *corev1.Container, role Role, s Family, opt Options) (Container
 		return out, []*FieldError{fe}
 	}
 	out.Count, out.CoresPerDevice = b.count, b.cores
-	out.MemPerDeviceMiB, out.MemPercent, out.profile = b.memMiB, b.pct, b.profile
+	out.MemPerDeviceMiB, out.MemPercent = b.memMiB, b.pct
 	return out, out.setTotal(s, opt)
 }
 
@@ -215,18 +216,33 @@ func bookSlices(r *resourceReader, q request, s Family) (booking, *FieldError) {
 	return booking{}, r.fail(s.Names.Memory, fmt.Sprintf("must be one of %s (units of %d MiB)", strings.Join(legal, ", "), s.Factor()))
 }
 
-// bookProfiles: one device (the count is a profile size, not a device
-// count); its memory is the profile the scheduler picks.
+// maxInt32 is the largest request HAMi's Enflame backend reads: above it
+// GenerateResourceRequests books nothing.
+const maxInt32 = 1<<31 - 1
+
+// bookProfiles: one device; a count (a DRS profile size) books that much
+// memory and no cores, else the memory and cores as written (HAMi's
+// GenerateResourceRequests for Enflame, which its webhook sums).
 func bookProfiles(r *resourceReader, q request, s Family) (booking, *FieldError) {
 	switch {
 	case q.hasCount && q.count == 0:
 		return booking{}, r.fail(s.Names.Count, "must be greater than 0")
-	case !q.hasCount && q.hasMem && q.mem == 0:
+	case q.hasCount && q.count > maxInt32:
+		return booking{}, r.fail(s.Names.Count, fmt.Sprintf("must be at most %d (HAMi books nothing above it)", maxInt32))
+	case q.hasCount:
+		mem, fe := r.toMiB(q.count, s)
+		return booking{count: 1, memMiB: mem}, fe
+	case q.hasMem && q.mem == 0:
 		return booking{}, r.fail(s.Names.Memory, "must be greater than 0")
-	case !q.hasCount && q.hasCores && q.cores == 0:
+	case q.mem > maxInt32:
+		return booking{}, r.fail(s.Names.Memory, fmt.Sprintf("must be at most %d (HAMi books nothing above it)", maxInt32))
+	case q.hasCores && q.cores == 0:
 		return booking{}, r.fail(s.Names.Cores, "must be within 1..100")
+	case !q.hasMem && !q.hasCores:
+		return booking{}, nil
 	}
-	return booking{count: 1, pct: 100, profile: true}, nil
+	mem, fe := r.toMiB(q.mem, s)
+	return booking{count: 1, memMiB: mem, cores: q.cores}, fe
 }
 
 // bookCoreSplit: a device count books Family.CoreUnits cores per device; a

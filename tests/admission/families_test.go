@@ -18,8 +18,9 @@ import (
 )
 
 // TestFamilies: the webhook configured with HAMi's own chart-rendered
-// device configuration (every section, as HAMi's Helm chart renders it)
-// governs the Ascend and Hygon families: a pod over its namespace's
+// device configuration (every section, as HAMi's Helm chart renders it),
+// Ascend switched on (HAMi's --enable-ascend), governs the Ascend and Hygon
+// families: a pod over its namespace's
 // limits.<family memory name> is denied with a message naming that
 // resource, the admitted ones are charged to their family, and
 // `kubectl get gpuusage` shows the families in use.
@@ -29,7 +30,7 @@ func TestFamilies(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "config.yaml")
-	doc := "apiVersion: config.gpuadmit.io/v1alpha1\nkind: Configuration\ndevices:\n  hamiConfigPath: " + hami + "\n"
+	doc := "apiVersion: config.gpuadmit.io/v1alpha1\nkind: Configuration\ndevices:\n  hamiConfigPath: " + hami + "\n  ascend: {enabled: true}\n"
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 // TestEveryFamilyReachesTheWebhooks: with HAMi's whole device config pasted
 // under config.devices (ci/hami-devices-values.yaml), and with every section
 // present but empty (HAMi's default names, which the chart's helper repeats),
-// the webhooks' matchConditions name exactly the resources of the families
-// the rendered configuration governs.
+// Ascend and Iluvatar switched on, the webhooks' matchConditions name exactly
+// the resources of the families the rendered configuration governs.
 func TestEveryFamilyReachesTheWebhooks(t *testing.T) {
 	for name, args := range map[string][]string{
 		"HAMi's rendered config": {"-f", chartDir + "/ci/hami-devices-values.yaml"},
@@ -53,9 +53,11 @@ func TestEveryFamilyReachesTheWebhooks(t *testing.T) {
 }
 
 // everySectionEmpty are helm arguments setting every HAMi section and
-// gpushare to {}, and listing every chip of HAMi's chart by its name alone.
+// gpushare to {}, listing every chip of HAMi's chart by its name alone, and
+// switching Ascend and Iluvatar on.
 func everySectionEmpty() []string {
-	args := []string{"--set-json", "config.devices.gpushare={}"}
+	args := []string{"--set-json", "config.devices.gpushare={}",
+		"--set-json", `config.devices.ascend={"enabled":true}`, "--set-json", `config.devices.iluvatar={"enabled":true}`}
 	for _, s := range []string{"cambricon", "hygon", "metax", "enflame", "mthreads", "kunlun", "awsneuron", "amd", "vastai", "biren"} {
 		args = append(args, "--set-json", "config.devices."+s+"={}")
 	}

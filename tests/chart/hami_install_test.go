@@ -24,7 +24,8 @@ func TestInstallHAMiConfigMap(t *testing.T) {
 	ctx := context.Background()
 	const ns = "gpuadmit-system"
 	install := []string{"install", "gpuadmit", chartDir, "-n", ns, "--create-namespace",
-		"--set", "hami.deviceConfigMap=kube-system/hami-scheduler-device", "--set", "crds.keep=false"}
+		"--set", "hami.deviceConfigMap=kube-system/hami-scheduler-device", "--set", "crds.keep=false",
+		"--set", "config.devices.ascend.enabled=true", "--set", "config.devices.iluvatar.enabled=true"}
 
 	out, err := c.helmErr(t, install...)
 	if err == nil || !strings.Contains(out, "hami.deviceConfigMap: ConfigMap kube-system/hami-scheduler-device does not exist") ||
@@ -56,6 +57,11 @@ func TestInstallHAMiConfigMap(t *testing.T) {
 	cfg, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, "gpuadmit-config", metav1.GetOptions{})
 	if err != nil || !strings.Contains(cfg.Data["config.yaml"], "hamiConfigMap: kube-system/hami-scheduler-device") {
 		t.Errorf("the configuration does not read HAMi's ConfigMap: %q (%v)", cfg.Data["config.yaml"], err)
+	}
+	for _, sw := range []string{"  ascend:\n    enabled: true", "  iluvatar:\n    enabled: true"} {
+		if !strings.Contains(cfg.Data["config.yaml"], sw) {
+			t.Errorf("the switch %q does not stand beside HAMi's ConfigMap: %q", sw, cfg.Data["config.yaml"])
+		}
 	}
 	mwc, err := c.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "gpuadmit", metav1.GetOptions{})
 	if err != nil {

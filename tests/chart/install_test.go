@@ -239,7 +239,8 @@ agent:
   podSecurityContext: {runAsUser: null, runAsGroup: null}
 crds: {keep: false}
 `)
-	c.helm(t, "install", "gpuadmit", chartDir, "-n", ns, "--create-namespace", "-f", pasteUnderDevices(t, hamiRendered), "-f", values)
+	c.helm(t, "install", "gpuadmit", chartDir, "-n", ns, "--create-namespace", "-f", pasteUnderDevices(t, hamiRendered), "-f", values,
+		"--set", "config.devices.ascend.enabled=true")
 	pdb, err := c.kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "gpuadmit-webhook", metav1.GetOptions{})
 	if err != nil || pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 || pdb.Spec.MinAvailable != nil {
 		t.Errorf("the budget of two replicas: %+v (%v), want maxUnavailable 1", pdb.Spec, err)

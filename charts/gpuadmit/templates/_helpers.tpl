@@ -132,15 +132,18 @@ The managed resource names, from the one place they are set: the devices
 section of the configuration. Every governed family's names: nvidia's,
 those of each HAMi section present (a name it leaves out at HAMi's default,
 as the server reads it: gpuadmit.hamiDefaultNames), gpushare's when
-present. The webhooks' matchConditions use them. With hami.deviceConfigMap
-the server reads HAMi's sections from that ConfigMap: its families' names
-are added when helm can read it (install, upgrade), to those of
+present (iluvatars' and vnpus' only with config.devices.iluvatar.enabled
+and config.devices.ascend.enabled). The webhooks' matchConditions use them.
+With hami.deviceConfigMap the server reads HAMi's sections from that
+ConfigMap (beside config.devices' gpushare and switches): its families'
+names are added when helm can read it (install, upgrade), to those of
 config.devices (all helm template sees).
 */}}
 {{- define "gpuadmit.resourceNames" -}}
 {{- $names := include "gpuadmit.deviceResourceNames" .Values.config.devices | fromJsonArray -}}
+{{- $switches := pick .Values.config.devices "ascend" "iluvatar" -}}
 {{- with include "gpuadmit.hamiDevices" . | fromYaml -}}
-{{- $names = concat $names (include "gpuadmit.deviceResourceNames" . | fromJsonArray) -}}
+{{- $names = concat $names (include "gpuadmit.deviceResourceNames" (merge $switches .) | fromJsonArray) -}}
 {{- end -}}
 {{- $quoted := list -}}
 {{- range without (uniq $names) "" }}{{ $quoted = append $quoted (printf "'%s'" .) }}{{ end -}}
@@ -165,13 +168,14 @@ list, "" for a name left empty.
 {{- range $key := keys $def | sortAlpha }}{{ $names = append $names (index $s $key | default (index $def $key)) }}{{ end -}}
 {{- end -}}
 {{- end -}}
-{{- range $c := $d.iluvatars | default list -}}
+{{- $iluvatars := ternary ($d.iluvatars | default list) list (($d.iluvatar | default dict).enabled | default false) -}}
+{{- range $c := $iluvatars -}}
 {{- $chip := $c.chipName | default "" -}}
 {{- $names = append $names ($c.resourceCountName | default (printf "iluvatar.ai/%s-vgpu" $chip)) -}}
 {{- $names = append $names ($c.resourceMemoryName | default (printf "iluvatar.ai/%s.vMem" $chip)) -}}
 {{- $names = append $names ($c.resourceCoreName | default (printf "iluvatar.ai/%s.vCore" $chip)) -}}
 {{- end -}}
-{{- $vnpus := $d.vnpus | default list -}}
+{{- $vnpus := ternary ($d.vnpus | default list) list (($d.ascend | default dict).enabled | default false) -}}
 {{- if kindIs "map" $vnpus }}{{ $vnpus = $vnpus.configs | default list }}{{ end -}}
 {{- range $c := $vnpus -}}
 {{- $word := get $defaults.vnpuWords (toString ($c.chipName | default "")) -}}

@@ -70,6 +70,20 @@ func TestEvalCommand(t *testing.T) {
 			WantOut: `{"allowed":false,"effective":{"gpu":0,"gpumem":0,"gpucores":0},"denials":[
 				"namespace \"team-a\": pod \"broken\": container \"app\": nvidia.com/gpucores \"150\": must be within 0..100",
 				"namespace \"team-a\": pod \"broken\": container \"app\": nvidia.com/gpumem \"1500m\": must be a whole number"],"warnings":[]}`},
+		{Name: "a memory written with a byte suffix is denied with the MiB figure to write, as the webhook denies it",
+			Stdin: "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: team-a}\nspec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 8Gi}}}]}\n",
+			Args:  []string{"eval", "-o", "json", "-f", "-", "--state", fixtures.State + "cluster.yaml"}, WantCode: 1,
+			WantOut: `{"allowed":false,"effective":{"gpu":0,"gpumem":0,"gpucores":0},"denials":[
+				"namespace \"team-a\": pod \"p\": container \"c\": nvidia.com/gpumem \"8Gi\": is 8589934592 MiB as HAMi reads it (the number, whatever the suffix); as bytes it is 8192 MiB: write 8192"],"warnings":[]}`},
+		{Name: "Enflame by memory and cores with no Enflame node known: charged as written, not denied as unresolved",
+			Stdin:      "apiVersion: v1\nkind: Pod\nmetadata: {name: e, namespace: team-a}\nspec: {containers: [{name: c, resources: {limits: {enflame.com/gcu-memory: 16, enflame.com/gcu-core: 25}}}]}\n",
+			Args:       []string{"eval", "-o", "json", "-f", "-", "--state", fixtures.State + "cluster.yaml", "--config", "../../../../pkg/config/testdata/hami-chart-v2.10.yaml"},
+			WantErrSub: "config keys gpuadmit does not read (ignored)",
+			WantTextSub: []string{`"allowed": true`, `"denials": []`, `"enflame": {
+      "effective": {
+        "gpu": 1,
+        "gpumem": 16,
+        "gpucores": 25`}},
 		{Name: "--policy adds an operator policy", Stdin: fiveGPUs,
 			Args: []string{"eval", "-o", "json", "-f", "-", "--state", fixtures.State + "idle-a10-quota24g.yaml", "--policy", "../../../../examples/policy"}, WantCode: 1,
 			WantOut: `{"allowed":false,"effective":{"gpu":5,"gpumem":5120,"gpucores":0},"denials":[

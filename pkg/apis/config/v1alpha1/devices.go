@@ -41,6 +41,13 @@ type Devices struct {
 	Vastai    *CountDevices     `json:"vastai,omitempty"`
 	Biren     *CountDevices     `json:"biren,omitempty"`
 	VNPUs     *VNPUDevices      `json:"vnpus,omitempty"`
+	// Ascend and Iluvatar switch on the families of vnpus and iluvatars:
+	// HAMi's scheduler starts those backends only with --enable-ascend and
+	// --enable-iluvatar (its chart's devices.ascend.enabled and
+	// devices.iluvatar.enabled, false by default), so gpuadmit governs
+	// them only when enabled is true here (default false).
+	Ascend   *BackendSwitch `json:"ascend,omitempty"`
+	Iluvatar *BackendSwitch `json:"iluvatar,omitempty"`
 	// Gpushare is gpuadmit's own section (strict): Aliyun's gpushare.
 	Gpushare *GpushareDevices `json:"gpushare,omitempty"`
 
@@ -115,6 +122,12 @@ func (d *Devices) section(key string) fields {
 	case "biren":
 		d.Biren = &CountDevices{}
 		return d.Biren.fields()
+	case "ascend":
+		d.Ascend = &BackendSwitch{}
+		return d.Ascend.fields()
+	case "iluvatar":
+		d.Iluvatar = &BackendSwitch{}
+		return d.Iluvatar.fields()
 	}
 	return nil
 }

@@ -48,6 +48,8 @@ func (a *AWSNeuronDevices) fields() fields {
 	return fields{"resourceCountName": &a.ResourceCountName, "resourceCoreName": &a.ResourceCoreName}
 }
 
+func (b *BackendSwitch) fields() fields { return fields{"enabled": &b.Enabled} }
+
 func (i *IluvatarDevices) fields() fields {
 	return fields{"chipName": &i.ChipName, "commonWord": &i.CommonWord, "resourceCountName": &i.ResourceCountName,
 		"resourceMemoryName": &i.ResourceMemoryName, "resourceCoreName": &i.ResourceCoreName}

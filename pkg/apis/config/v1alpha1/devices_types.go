@@ -57,6 +57,18 @@ type KunlunDevices struct {
 	ResourceVMemoryName *string `json:"resourceVMemoryName,omitempty"`
 }
 
+// BackendSwitch switches on a HAMi backend its scheduler starts only on
+// request. Enabled is read strictly (true or false); the other keys of
+// HAMi's chart values there (image, customresources, ...) and of an older
+// HAMi release's single iluvatar section are ignored and reported.
+type BackendSwitch struct {
+	// Enabled governs the backend's families (default false, HAMi's).
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// IsEnabled reports whether s switches its backend on (nil: off).
+func (s *BackendSwitch) IsEnabled() bool { return s != nil && s.Enabled != nil && *s.Enabled }
+
 // AWSNeuronDevices are HAMi's awsneuron section.
 type AWSNeuronDevices struct {
 	ResourceCountName *string `json:"resourceCountName,omitempty"`
