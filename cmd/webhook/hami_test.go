@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,7 +44,7 @@ func TestMissingHAMiConfigMapStopsStart(t *testing.T) {
 			t.Fatal(err)
 		}
 		var stderr bytes.Buffer
-		code := run(context.Background(), []string{"--config=" + cfg, "--kubeconfig=" + kubeconfig, "--namespace=gpuadmit-system"}, &stderr)
+		code := run(context.Background(), []string{"--config=" + cfg, "--kubeconfig=" + kubeconfig, "--namespace=gpuadmit-system"}, io.Discard, &stderr)
 		ns, name, _ := strings.Cut(strings.TrimPrefix(want, "GET /api/v1/namespaces/"), "/configmaps/")
 		if code != 2 || !strings.Contains(stderr.String(), "webhook: devices.hamiConfigMap: ConfigMap "+ns+"/"+name+" (HAMi's device config): configmaps \"hami-scheduler-device\" not found") {
 			t.Errorf("%s: exit %d, stderr %q; want 2 naming the missing ConfigMap", ref, code, stderr.String())
