@@ -41,7 +41,7 @@ team-a      nvidia.com/gpumem   10240   0          8192    gpu-quota
 			WantCode: 1, WantText: "team-a team-a"},
 		{Name: "a quota value that is not whole is a warning, shown as written, enforced rounded down: over it",
 			Args: []string{"audit", "--state", "-"}, WantCode: 1,
-			Stdin: fixtures.StateOf(fixtures.QuotaDoc("ns", "q", `limits.nvidia.com/gpu: "1.5"`), fixtures.PodDoc("ns", "p", "", 2, 1, 0)),
+			Stdin:       fixtures.StateOf(fixtures.QuotaDoc("ns", "q", `limits.nvidia.com/gpu: "1.5"`), fixtures.PodDoc("ns", "p", "", 2, 1, 0)),
 			WantTextSub: []string{"ns          nvidia.com/gpu   2      0          1       q\n"},
 			WantErrSub:  `gpuadmit audit: warning: quota ns/q: limits.nvidia.com/gpu "1.5": not a whole number: enforced as 1 (rounded down, never more than written)`},
 		{Name: "no wide table", Args: []string{"audit", "--state", fixtures.TopSeed, "-o", "wide"}, WantCode: 2,
