@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -359,12 +358,6 @@ func showLimits(m map[string]Limits) map[string]limitsShown {
 }
 
 func equalShown(a, b map[string]limitsShown) bool { return maps.Equal(a, b) }
-
-// canonical is a quantity as the API server stores it ("1.5" is "1500m").
-func canonical(s string) string {
-	q := resource.MustParse(s)
-	return q.String()
-}
 
 // TestFeedOfTwoFamilies: the informers slim pods and quotas with every
 // family of the sink, so the Ascend requests and limits reach the ledger.
