@@ -43,7 +43,12 @@ func TestRead(t *testing.T) {
 		{value: "100M", memory: true, factor: 1 << 40, invalid: true, written: "100000000", problem: "does not fit"},
 	} {
 		t.Run(tt.value, func(t *testing.T) {
-			r := quotacheck.Read(resource.MustParse(tt.value), tt.memory, tt.factor)
+			q := resource.MustParse(tt.value)
+			wire, err := q.MarshalJSON() // what the API server stores and a webhook decodes
+			if err != nil || q.UnmarshalJSON(wire) != nil {
+				t.Fatal(err)
+			}
+			r := quotacheck.Read(q, tt.memory, tt.factor)
 			if r.Value != tt.want || r.Invalid != tt.invalid || r.Written != tt.written {
 				t.Errorf("Read = %+v, want value %d invalid %v written %q", r, tt.want, tt.invalid, tt.written)
 			}
@@ -51,6 +56,19 @@ func TestRead(t *testing.T) {
 				t.Errorf("problem %q, want %q", r.Problem, tt.problem)
 			}
 		})
+	}
+}
+
+// TestReadByTheWrittenForm: a quantity a client made in binary format
+// whose value has no binary suffix is written as a number, and read as
+// MiB; one that has is written with it, and read as bytes, as a user
+// reading the object would.
+func TestReadByTheWrittenForm(t *testing.T) {
+	if r := quotacheck.Read(*resource.NewQuantity(1000, resource.BinarySI), true, 1); r.Value != 1000 || r.Problem != "" || r.Written != "1000" {
+		t.Errorf("1000 in binary format: %+v, want 1000 MiB as written", r)
+	}
+	if r := quotacheck.Read(*resource.NewQuantity(24576, resource.BinarySI), true, 1); r.Value != 0 || r.Written != "24Ki" || r.Problem == "" {
+		t.Errorf("24576 in binary format, written 24Ki: %+v, want 24 KiB, 0 MiB, reported", r)
 	}
 }
 

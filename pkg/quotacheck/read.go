@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"strings"
 
 	"gopkg.in/inf.v0"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -82,9 +83,18 @@ func readBytes(q resource.Quantity, factor int64, r Reading) Reading {
 }
 
 // Bytes reports whether a memory limit q is read as bytes: written with a
-// binary suffix (Ki, Mi, Gi, ...), or 10^9 or more.
+// binary suffix (Ki, Mi, Gi, ...), or 10^9 or more. The suffix is that of
+// q as the API server writes it (what a webhook decodes, what kubectl
+// shows), not its in-memory format: a client's NewQuantity(1000,
+// BinarySI) is written "1000".
 func Bytes(q resource.Quantity) bool {
-	return q.Format == resource.BinarySI || q.Cmp(byteThreshold) >= 0
+	return binary(q) || q.Cmp(byteThreshold) >= 0
+}
+
+// binary reports whether q is written with a binary suffix.
+func binary(q resource.Quantity) bool {
+	s := q.String()
+	return len(s) > 2 && s[len(s)-1] == 'i' && strings.ContainsRune("KMGTPE", rune(s[len(s)-2]))
 }
 
 // Written is q as a user reads it: a whole number under 10^9 in digits
@@ -93,7 +103,7 @@ func Bytes(q resource.Quantity) bool {
 // not "1500m").
 func Written(q resource.Quantity) string {
 	if whole(q) {
-		if v, ok := q.AsInt64(); ok && q.Format != resource.BinarySI && q.Cmp(byteThreshold) < 0 {
+		if v, ok := q.AsInt64(); ok && !binary(q) && q.Cmp(byteThreshold) < 0 {
 			return strconv.FormatInt(v, 10)
 		}
 		return q.String()
