@@ -1,12 +1,14 @@
 package ledger
 
 import (
+	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
@@ -136,19 +138,21 @@ func (q *quota) parseFamily(rq *corev1.ResourceQuota, f *effective.Family) Limit
 	return lim
 }
 
-// QuotaValue parses a quota value as a non-negative whole number and
-// multiplies it by factor (memory units to MiB: the family's memoryFactor
-// for its memory resource, 1 otherwise), reporting overflow. The command
-// line reads a limit given by hand (top --what-if) with it, as a quota's.
-func QuotaValue(s string, factor int64) (int64, error) {
-	v, err := effective.ParseQuantity(s)
+// QuotaValue reads a limit given by hand (top --what-if) as a quota's
+// value is read (quotacheck.Read: memory says it is a family's memory
+// resource, in units of factor MiB), and refuses one a quota would not
+// enforce as written (bytes on a memory resource, not whole, negative):
+// typed by hand, it is typed again as meant.
+func QuotaValue(s string, memory bool, factor int64) (int64, error) {
+	q, err := resource.ParseQuantity(strings.TrimSpace(s))
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("not a quantity: %w", err)
 	}
-	if factor > 1 && v > math.MaxInt64/factor {
-		return 0, fmt.Errorf("times memoryFactor %d does not fit in a 64-bit integer", factor)
+	r := quotacheck.Read(q, memory, factor)
+	if r.Problem != "" {
+		return 0, errors.New(r.Problem)
 	}
-	return v * factor, nil
+	return r.Value, nil
 }
 
 // limits returns, per family, the tightest limit per dimension over the
