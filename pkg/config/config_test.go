@@ -103,20 +103,6 @@ cambricon:
 			})},
 		{name: "unknown nvidia key far from any key gpuadmit reads is ignored, and named", in: "nvidia:\n  vendorNote: 2\n", ignored: []string{"nvidia.vendorNote"}},
 		{name: "unknown top-level key far from any section is ignored, and named", in: "nvlink:\n  memoryFactor: 2\n", ignored: []string{"nvlink"}},
-		// A key within two edits of a key gpuadmit reads is its misspelling:
-		// an error naming the key meant (memoryFactr: 1024 ignored would
-		// charge a 20 GiB pod 20 MiB).
-		{name: "memoryFactr: did you mean memoryFactor", in: "nvidia:\n  memoryFactr: 1024\n",
-			wantErr: `nvidia.memoryFactr: unknown key "memoryFactr": did you mean memoryFactor?`},
-		{name: "a transposition: memroyFactor", in: "nvidia:\n  memroyFactor: 1024\n", wantErr: "did you mean memoryFactor?"},
-		{name: "the case: memoryfactor", in: "nvidia:\n  memoryfactor: 1024\n", wantErr: "did you mean memoryFactor?"},
-		{name: "two edits: defaultMemry", in: "nvidia:\n  defaultMemry: 1\n", wantErr: "did you mean defaultMemory?"},
-		{name: "hygon's memoryFactor", in: "hygon:\n  memoryFactr: 4\n", wantErr: `hygon.memoryFactr: unknown key "memoryFactr": did you mean memoryFactor?`},
-		{name: "a section: nvida", in: "nvida:\n  memoryFactor: 2\n", wantErr: `nvida: unknown key "nvida": did you mean nvidia?`},
-		{name: "a list entry's key: chipNme", in: "iluvatars:\n  - {chipNme: MR-V50}\n", wantErr: "iluvatars[0].chipNme: unknown key \"chipNme\": did you mean chipName?"},
-		{name: "a template's key: memroy", in: "vnpus:\n  configs:\n  - chipName: 910B2\n    templates: [{name: vir, memroy: 8192}]\n", wantErr: "did you mean memory?"},
-		{name: "gpushare's own: memoryUnt", in: "gpushare:\n  memoryUnt: MiB\n", wantErr: `gpushare.memoryUnt: unknown key "memoryUnt": did you mean memoryUnit?`},
-		{name: "HAMi's own keys near one gpuadmit reads stay ignored: iluvatar beside iluvatars", in: "iluvatar:\n  resourceCountName: iluvatar.ai/vgpu\n", ignored: []string{"iluvatar"}},
 		{name: "exclusive cores switched off", in: "nvidia:\n  exclusiveCores: false\n",
 			want: settings(func(n *configv1alpha1.NvidiaDevices) { n.ExclusiveCores = ptr.To(false) })},
 		{name: "exclusive cores not a bool", in: "nvidia:\n  exclusiveCores: 1\n", wantErr: "nvidia.exclusiveCores: want true or false, got 1"},
