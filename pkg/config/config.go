@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -170,15 +172,48 @@ func pathAlone(js []byte) error {
 	return nil
 }
 
-// keyed rewords the strict decoder's errors to name the key.
+// keyed rewords the strict decoder's errors to name the key, and the key
+// meant when one of the configuration's is within two edits of it.
 func keyed(err error) error {
 	if !runtime.IsStrictDecodingError(err) {
 		return err
 	}
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "strict decoding error: ")
-	msg = strings.ReplaceAll(msg, "unknown field ", "unknown key ")
+	msg = unknownField.ReplaceAllStringFunc(msg, func(m string) string {
+		path := unknownField.FindStringSubmatch(m)[1]
+		if meant, ok := nearestPath(path); ok {
+			return fmt.Sprintf("unknown key %q: did you mean %s?", path, meant)
+		}
+		return fmt.Sprintf("unknown key %q", path)
+	})
 	return fmt.Errorf("%s (see docs/configuration.md)", msg)
+}
+
+// unknownField matches the strict decoder's words for an unknown key.
+var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
+
+// nearestPath is the key of the configuration (dotted) nearest to path, a
+// key it does not have, at the same place: the keys beside its last part.
+func nearestPath(path string) (string, bool) {
+	parent, last := "", path
+	if i := strings.LastIndex(path, "."); i >= 0 {
+		parent, last = path[:i+1], path[i+1:]
+	}
+	var beside []string
+	for _, k := range Keys() {
+		rest, ok := strings.CutPrefix(k, parent)
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(rest, ".")
+		name, _, _ = strings.Cut(name, "[]")
+		if !slices.Contains(beside, name) {
+			beside = append(beside, name)
+		}
+	}
+	meant, ok := configv1alpha1.Nearest(last, beside)
+	return parent + meant, ok
 }
 
 // IgnoredWarning is the one-line warning for the keys a configuration file

@@ -101,8 +101,8 @@ cambricon:
 				n.ResourceCountName, n.ResourceMemoryName = ptr.To("example.com/vgpu"), ptr.To("example.com/vmem")
 				n.DefaultMemory, n.DefaultCores, n.DefaultGPUNum = ptr.To[int64](4096), ptr.To[int64](20), ptr.To[int64](2)
 			})},
-		{name: "unknown nvidia key is ignored, and named", in: "nvidia:\n  memoryFactr: 2\n", ignored: []string{"nvidia.memoryFactr"}},
-		{name: "unknown top-level key is ignored, and named", in: "nvida:\n  memoryFactor: 2\n", ignored: []string{"nvida"}},
+		{name: "unknown nvidia key far from any key gpuadmit reads is ignored, and named", in: "nvidia:\n  vendorNote: 2\n", ignored: []string{"nvidia.vendorNote"}},
+		{name: "unknown top-level key far from any section is ignored, and named", in: "nvlink:\n  memoryFactor: 2\n", ignored: []string{"nvlink"}},
 		{name: "exclusive cores switched off", in: "nvidia:\n  exclusiveCores: false\n",
 			want: settings(func(n *configv1alpha1.NvidiaDevices) { n.ExclusiveCores = ptr.To(false) })},
 		{name: "exclusive cores not a bool", in: "nvidia:\n  exclusiveCores: 1\n", wantErr: "nvidia.exclusiveCores: want true or false, got 1"},

@@ -95,6 +95,13 @@ func (e *Recorder) Denied(ctx context.Context, regarding corev1.ObjectReference,
 	e.recorder.WithLogger(log).Event(&regarding, corev1.EventTypeWarning, reason, message)
 }
 
+// Warn records a Warning Event about regarding that is not a denial (a
+// ResourceQuota gpuadmit does not enforce as written: pkg/summary), as
+// Denied does.
+func (e *Recorder) Warn(ctx context.Context, regarding corev1.ObjectReference, reason, message string) {
+	e.Denied(ctx, regarding, reason, message)
+}
+
 // Start starts the broadcaster and its sink (once).
 func (e *Recorder) Start() {
 	e.mu.Lock()

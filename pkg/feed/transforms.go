@@ -2,7 +2,6 @@ package feed
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/podwire"
+	"github.com/gpuadmit/gpuadmit/pkg/quotacheck"
 )
 
 // The informers' transforms of the kinds other than pods and claims (pods:
@@ -32,8 +32,9 @@ func NodeTransform(obj any) (any, error) {
 }
 
 // QuotaTransform slims ResourceQuotas to their identity, the spec.hard
-// keys limits.<managed> and requests.<managed>, and their scopes and
-// scopeSelector.
+// keys limits.<managed> and requests.<managed>, every limits. key of an
+// extended resource (reported when no family governs it: quotacheck), and
+// their scopes and scopeSelector.
 func QuotaTransform(fams []effective.Family) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		switch q := obj.(type) {
@@ -41,11 +42,7 @@ func QuotaTransform(fams []effective.Family) toolscache.TransformFunc {
 			out := &corev1.ResourceQuota{ObjectMeta: podwire.Identity(&q.ObjectMeta, false)}
 			out.Spec.Scopes, out.Spec.ScopeSelector = q.Spec.Scopes, q.Spec.ScopeSelector // scope.go
 			for name, v := range q.Spec.Hard {
-				rest, ok := strings.CutPrefix(string(name), "limits.")
-				if !ok {
-					rest, ok = strings.CutPrefix(string(name), "requests.")
-				}
-				if _, managed := effective.ManagedBy(fams, corev1.ResourceName(rest)); ok && managed {
+				if quotacheck.Kept(name, fams) {
 					if out.Spec.Hard == nil {
 						out.Spec.Hard = corev1.ResourceList{}
 					}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -230,27 +229,30 @@ func TestQuotaLimitsOfTwoFamilies(t *testing.T) {
 }
 
 // TestInvalidQuotaOfTheSecondFamily: an Ascend quota value that is not a
-// non-negative whole number is reported and blocks its dimension, an
-// invalid limit winning over a valid one; nvidia's limits are untouched.
+// whole number is reported as written and enforced rounded down (never
+// more than written); a negative one blocks its dimension, an invalid
+// limit winning over a valid one; nvidia's limits are untouched.
 func TestInvalidQuotaOfTheSecondFamily(t *testing.T) {
-	for _, value := range []string{"1.5", "100m"} {
-		t.Run(value, func(t *testing.T) {
+	for _, tt := range []struct{ value, written, enforced string }{
+		{"1.5", "1.5", "1"}, {"100m", "0.1", "0"}, {"-1", "-1", "invalid"},
+	} {
+		t.Run(tt.value, func(t *testing.T) {
 			l := newTwoFamilyLedger(t)
-			l.UpsertQuota(testquota.New("ns", "bad", map[string]string{"limits." + string(ascendMem): value, "limits.nvidia.com/gpu": "2"}))
+			l.UpsertQuota(testquota.New("ns", "bad", map[string]string{"limits." + string(ascendMem): tt.value, "limits.nvidia.com/gpu": "2"}))
 			l.UpsertQuota(testquota.New("ns", "good", map[string]string{"limits." + string(ascendMem): "65536"}))
 			s := l.Namespace("ns", nil)
 			if len(s.Problems) != 1 {
 				t.Fatalf("problems %v, want the invalid Ascend value", s.Problems)
 			}
 			p := s.Problems[0]
-			if p.Kind != ProblemQuota || p.Namespace != "ns" || p.Name != "bad" || p.Key != "limits."+string(ascendMem) || p.Value != canonical(value) || p.Message == "" {
-				t.Errorf("problem %+v must name the quota, the Ascend key and the value", p)
+			if p.Kind != ProblemQuota || p.Namespace != "ns" || p.Name != "bad" || p.Key != "limits."+string(ascendMem) || p.Value != tt.written || p.Message == "" {
+				t.Errorf("problem %+v must name the quota, the Ascend key and the value as written", p)
 			}
 			if got := showLimits(s.Limits); !equalShown(got, map[string]limitsShown{
 				nvidia:     {gpu: "2/bad/limits.nvidia.com/gpu"},
-				ascendName: {mem: "invalid/bad/limits." + string(ascendMem)},
+				ascendName: {mem: tt.enforced + "/bad/limits." + string(ascendMem)},
 			}) {
-				t.Errorf("limits %v: the invalid value must block Ascend memory, nvidia untouched", got)
+				t.Errorf("limits %v: Ascend memory must be %s (never more than written), nvidia untouched", got, tt.enforced)
 			}
 			if all := l.Snapshot(nil).Problems; len(all) != 1 || all[0] != p {
 				t.Errorf("snapshot problems %v", all)
@@ -356,12 +358,6 @@ func showLimits(m map[string]Limits) map[string]limitsShown {
 }
 
 func equalShown(a, b map[string]limitsShown) bool { return maps.Equal(a, b) }
-
-// canonical is a quantity as the API server stores it ("1.5" is "1500m").
-func canonical(s string) string {
-	q := resource.MustParse(s)
-	return q.String()
-}
 
 // TestFeedOfTwoFamilies: the informers slim pods and quotas with every
 // family of the sink, so the Ascend requests and limits reach the ledger.

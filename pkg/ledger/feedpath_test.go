@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,10 +154,21 @@ func TestTransformKeepsWhatTheLedgerReads(t *testing.T) {
 	if n := out.(*corev1.Node); err != nil || n.Labels["zone"] != "a" || len(n.Annotations) != 1 || n.Status.Images != nil {
 		t.Errorf("node transform: %+v, %v", n, err)
 	}
-	q := testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1", "requests.nvidia.com/gpu": "2", "limits.cpu": "3", "pods": "9"})
+	// The transform keeps the governed keys and every limits. key of an
+	// extended resource (a hygon quota without a hygon section): the
+	// ledger reports what no family enforces, as it does without it.
+	q := testquota.New("ns", "q", map[string]string{"limits.nvidia.com/gpumem": "1", "requests.nvidia.com/gpu": "2", "limits.cpu": "3", "pods": "9",
+		"limits.hygon.com/dcumem": "8000", "requests.hygon.com/dcumem": "8000"})
 	out, err = feed.QuotaTransform([]effective.Family{effective.Nvidia()})(q)
-	if qq := out.(*corev1.ResourceQuota); err != nil || len(qq.Spec.Hard) != 2 {
+	qq := out.(*corev1.ResourceQuota)
+	if _, kept := qq.Spec.Hard["limits.hygon.com/dcumem"]; err != nil || len(qq.Spec.Hard) != 3 || !kept {
 		t.Errorf("quota transform kept %v, %v", qq.Spec.Hard, err)
+	}
+	full, slim := New(Options{Families: []effective.Family{effective.Nvidia()}}), New(Options{Families: []effective.Family{effective.Nvidia()}})
+	full.UpsertQuota(q)
+	slim.UpsertQuota(qq)
+	if a, b := full.Namespace("ns", nil).Problems, slim.Namespace("ns", nil).Problems; len(a) != 1 || !slices.Equal(a, b) {
+		t.Errorf("problems of the quota %v, of the slimmed quota %v: want the ungoverned hygon key in both", a, b)
 	}
 	tomb := toolscache.DeletedFinalStateUnknown{Key: "ns/p"}
 	if out, err := tr(tomb); err != nil || out != any(tomb) {

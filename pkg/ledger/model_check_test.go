@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/reservation"
@@ -141,7 +143,8 @@ func (m *model) check() error {
 }
 
 // checkLimits compares the limits of ns, per family, with the tightest
-// value per dimension over the world's quotas of ns (an invalid value
+// value per dimension over the world's quotas of ns (a value that is not
+// whole rounded down, a memory value in bytes in MiB, an invalid value
 // blocks: 0); a family without any limit is absent.
 func (m *model) checkLimits(ns string, got map[string]Limits) error {
 	fams := m.l.Families()
@@ -161,8 +164,11 @@ func (m *model) checkLimits(ns string, got map[string]Limits) error {
 				if !ok {
 					continue
 				}
-				n, whole := v.AsInt64()
-				if !whole || n < 0 {
+				n := int64(math.Floor(v.AsApproximateFloat64())) // not whole: rounded down
+				if i == 1 && v.Format == resource.BinarySI {
+					n >>= 20 // a memory limit in bytes: MiB, rounded down
+				}
+				if n < 0 {
 					n = 0 // invalid blocks
 				}
 				if want[i] == nil || n < *want[i] {

@@ -177,7 +177,7 @@ func (m *model) quota() {
 		case 0:
 			hard[k] = fmt.Sprint(m.r.IntN(100000))
 		case 1:
-			hard[k] = []string{"0", "1.5", "100m"}[m.r.IntN(3)]
+			hard[k] = []string{"0", "1.5", "100m", "24Gi", "1536Mi"}[m.r.IntN(5)]
 		}
 	}
 	q := testquota.New(ns, name, hard)

@@ -1,15 +1,18 @@
 package ledger
 
 import (
+	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/quotacheck"
 )
 
 // quota is what one ResourceQuota says about the managed resources.
@@ -28,9 +31,12 @@ type quota struct {
 
 // UpsertQuota records the limits a ResourceQuota sets on managed resources:
 // spec.hard keys limits.<count name>, limits.<memory name> (memory units,
-// converted to MiB with memoryFactor) and limits.<cores name>. A value that is
-// not a non-negative whole number is reported as a problem and blocks its
-// dimension (an invalid limit is never read as "unlimited"). Every quota of a
+// converted to MiB with memoryFactor) and limits.<cores name>. A memory
+// value in bytes ("24Gi") and a value that is not whole are enforced
+// rounded down and reported; a negative or overflowing value is reported
+// and blocks its dimension (an invalid limit is never read as
+// "unlimited"); a limits. key of a resource no governed family has is
+// reported (quotacheck). Every quota of a
 // namespace is kept on its own, so deleting one leaves the others in force.
 func (l *Ledger) UpsertQuota(rq *corev1.ResourceQuota) {
 	q := l.parseQuota(rq)
@@ -42,7 +48,7 @@ func (l *Ledger) UpsertQuota(rq *corev1.ResourceQuota) {
 	}
 	if !slices.Equal(before, q.problems) { // log changes, not every status update of the quota
 		for _, p := range q.problems {
-			l.log.Info("ResourceQuota value not usable: the dimension is blocked", "quota", klog.KObj(rq),
+			l.log.Info("ResourceQuota key not enforced as written", "quota", klog.KObj(rq),
 				"key", p.Key, "value", p.Value, "problem", p.Message)
 		}
 	}
@@ -87,6 +93,10 @@ func (l *Ledger) parseQuota(rq *corev1.ResourceQuota) *quota {
 			}
 		}
 	}
+	for _, u := range quotacheck.Ungoverned(rq.Spec.Hard, l.families) {
+		q.problems = append(q.problems, Problem{Kind: ProblemUngoverned, Namespace: rq.Namespace, Name: rq.Name, UID: rq.UID,
+			Key: u.Key, Value: u.Value, Message: u.Message})
+	}
 	if len(q.limits) > 0 || len(q.native) > 0 || len(q.problems) > 0 {
 		var problems []Problem
 		q.scope, problems = parseScope(rq)
@@ -95,17 +105,19 @@ func (l *Ledger) parseQuota(rq *corev1.ResourceQuota) *quota {
 	return q
 }
 
-// parseFamily reads the limits.<name> keys of one family.
+// parseFamily reads the limits.<name> keys of one family
+// (quotacheck.Read: a memory limit in bytes, or a value that is not whole,
+// is enforced rounded down and reported; an unusable one blocks).
 func (q *quota) parseFamily(rq *corev1.ResourceQuota, f *effective.Family) Limits {
 	var lim Limits
 	dims := []struct {
 		res    corev1.ResourceName
-		factor int64
+		memory bool
 		dst    **Limit
 	}{
-		{f.Names.Count, 1, &lim.GPU},
-		{f.Names.Memory, f.Factor(), &lim.MemMiB},
-		{f.Names.Cores, 1, &lim.Cores},
+		{f.Names.Count, false, &lim.GPU},
+		{f.Names.Memory, true, &lim.MemMiB},
+		{f.Names.Cores, false, &lim.Cores},
 	}
 	for _, d := range dims {
 		if d.res == "" {
@@ -116,31 +128,31 @@ func (q *quota) parseFamily(rq *corev1.ResourceQuota, f *effective.Family) Limit
 		if !ok {
 			continue
 		}
-		v, err := QuotaValue(val.String(), d.factor)
-		if err != nil {
-			q.problems = append(q.problems, Problem{Kind: ProblemQuota, Namespace: rq.Namespace, Name: rq.Name,
-				Key: key, Value: val.String(), Message: err.Error() + "; the limit blocks until it is fixed"})
-			*d.dst = &Limit{Quota: rq.Name, Key: key, Invalid: true}
-			continue
+		r := quotacheck.Read(val, d.memory, f.Factor())
+		if r.Problem != "" {
+			q.problems = append(q.problems, Problem{Kind: ProblemQuota, Namespace: rq.Namespace, Name: rq.Name, UID: rq.UID,
+				Key: key, Value: r.Written, Message: r.Problem})
 		}
-		*d.dst = &Limit{Value: v, Quota: rq.Name, Key: key}
+		*d.dst = &Limit{Value: r.Value, Quota: rq.Name, Key: key, Invalid: r.Invalid}
 	}
 	return lim
 }
 
-// QuotaValue parses a quota value as a non-negative whole number and
-// multiplies it by factor (memory units to MiB: the family's memoryFactor
-// for its memory resource, 1 otherwise), reporting overflow. The command
-// line reads a limit given by hand (top --what-if) with it, as a quota's.
-func QuotaValue(s string, factor int64) (int64, error) {
-	v, err := effective.ParseQuantity(s)
+// QuotaValue reads a limit given by hand (top --what-if) as a quota's
+// value is read (quotacheck.Read: memory says it is a family's memory
+// resource, in units of factor MiB), and refuses one a quota would not
+// enforce as written (bytes on a memory resource, not whole, negative):
+// typed by hand, it is typed again as meant.
+func QuotaValue(s string, memory bool, factor int64) (int64, error) {
+	q, err := resource.ParseQuantity(strings.TrimSpace(s))
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("not a quantity: %w", err)
 	}
-	if factor > 1 && v > math.MaxInt64/factor {
-		return 0, fmt.Errorf("times memoryFactor %d does not fit in a 64-bit integer", factor)
+	r := quotacheck.Read(q, memory, factor)
+	if r.Problem != "" {
+		return 0, errors.New(r.Problem)
 	}
-	return v * factor, nil
+	return r.Value, nil
 }
 
 // limits returns, per family, the tightest limit per dimension over the

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
@@ -144,9 +146,15 @@ type ProblemKind string
 
 // Problem kinds.
 const (
-	ProblemQuota ProblemKind = "quota" // a ResourceQuota value that is not a non-negative whole number
-	ProblemPod   ProblemKind = "pod"   // an invalid GPU request, or an unreadable device assignment
-	ProblemNode  ProblemKind = "node"  // a malformed device annotation
+	// ProblemQuota: a ResourceQuota value not enforced as written (bytes on
+	// a memory key, not a whole number: rounded down) or not usable
+	// (negative: the dimension blocks).
+	ProblemQuota ProblemKind = "quota"
+	// ProblemUngoverned: a ResourceQuota limits. key of a resource no
+	// governed family has: nothing enforces it.
+	ProblemUngoverned ProblemKind = "ungoverned"
+	ProblemPod        ProblemKind = "pod"  // an invalid GPU request, or an unreadable device assignment
+	ProblemNode       ProblemKind = "node" // a malformed device annotation
 	// ProblemCharge: a pod charged above what its inputs now say (an
 	// annotation edited after binding, node capacity dropped): a charge
 	// goes down only through the pod's lifecycle.
@@ -161,9 +169,11 @@ type Problem struct {
 	Kind      ProblemKind `json:"kind"`
 	Namespace string      `json:"namespace,omitempty"`
 	Name      string      `json:"name"`
-	Key       string      `json:"key,omitempty"`
-	Value     string      `json:"value,omitempty"`
-	Message   string      `json:"message"`
+	// UID is the object's (a ResourceQuota's: its Events name it).
+	UID     types.UID `json:"-"`
+	Key     string    `json:"key,omitempty"`
+	Value   string    `json:"value,omitempty"`
+	Message string    `json:"message"`
 }
 
 func (p Problem) String() string {

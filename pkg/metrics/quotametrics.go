@@ -14,7 +14,8 @@ import (
 const (
 	problemUnresolvedPod = "unresolved-pod"        // memory is a percentage of a device of unknown size
 	problemInvalidPod    = "invalid-pod"           // invalid GPU request, or an unreadable device assignment
-	problemInvalidQuota  = "invalid-quota"         // a ResourceQuota value that is not a non-negative whole number
+	problemInvalidQuota  = "invalid-quota"         // a ResourceQuota value not enforced as written (bytes, not whole: rounded down) or negative
+	problemUngoverned    = "ungoverned-quota"      // a ResourceQuota limits. key of a resource no governed family has: nothing enforces it
 	problemInvalidNode   = "invalid-node"          // a malformed device annotation (no namespace)
 	problemInvalidSlice  = "invalid-resourceslice" // a ResourceSlice's pool or device refused (no namespace)
 	problemInvalidClass  = "invalid-deviceclass"   // a DeviceClass outside the governed list that can select governed devices (no namespace)
@@ -83,6 +84,7 @@ func (c *namespaceCollector) Collect(ch chan<- prometheus.Metric) {
 		c.gauge(ch, c.problems, int64(len(s.Unresolved)), ns, problemUnresolvedPod)
 		c.gauge(ch, c.problems, distinct(s.Problems, ledger.ProblemPod), ns, problemInvalidPod)
 		c.gauge(ch, c.problems, distinct(s.Problems, ledger.ProblemQuota), ns, problemInvalidQuota)
+		c.gauge(ch, c.problems, distinct(s.Problems, ledger.ProblemUngoverned), ns, problemUngoverned)
 		c.gauge(ch, c.problems, distinct(s.Problems, ledger.ProblemCharge), ns, problemHeldCharge)
 		c.showback.namespace(ch, fams, ns, s)
 	}

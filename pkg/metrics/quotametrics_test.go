@@ -172,7 +172,7 @@ func TestResourceQuotaMetric(t *testing.T) {
 				rq("b", "team", coresRes, "hard"): 200, rq("b", "team", coresRes, "used"): 0, rq("b", "team", coresRes, "reserved"): 0,
 			}},
 		{name: "an invalid value blocks: hard 0",
-			world: world{quotas: []*corev1.ResourceQuota{testquota.New("c", "broken", map[string]string{"limits.nvidia.com/gpumem": "1.5"})}},
+			world: world{quotas: []*corev1.ResourceQuota{testquota.New("c", "broken", map[string]string{"limits.nvidia.com/gpumem": "-1"})}},
 			want: map[string]float64{
 				rq("c", "broken", memRes, "hard"): 0, rq("c", "broken", memRes, "used"): 0, rq("c", "broken", memRes, "reserved"): 0,
 			}},
@@ -210,12 +210,12 @@ func TestLedgerProblemsMetric(t *testing.T) {
 		{name: "a known namespace without problems has zero series",
 			world: world{quotas: []*corev1.ResourceQuota{testquota.New("a", "q", map[string]string{"limits.nvidia.com/gpu": "1"})}},
 			want: with(cluster(0, 0, 0), map[string]float64{problem("a", "unresolved-pod"): 0, problem("a", "invalid-pod"): 0,
-				problem("a", "invalid-quota"): 0, problem("a", "held-charge"): 0})},
+				problem("a", "invalid-quota"): 0, problem("a", "ungoverned-quota"): 0, problem("a", "held-charge"): 0})},
 		{name: "unresolved percentages, invalid pods, invalid quotas (once per object) and malformed nodes",
 			world: world{
 				nodes: []*corev1.Node{malformed},
 				quotas: []*corev1.ResourceQuota{
-					testquota.New("a", "both-bad", map[string]string{"limits.nvidia.com/gpu": "0.5", "limits.nvidia.com/gpumem": "-1"}),
+					testquota.New("a", "both-bad", map[string]string{"limits.nvidia.com/gpu": "0.5", "limits.nvidia.com/gpumem": "-1"}), // rounded down, blocked
 					testquota.New("a", "fine", map[string]string{"limits.nvidia.com/gpucores": "100"}),
 				},
 				pods: []*testpod.Builder{
@@ -225,10 +225,14 @@ func TestLedgerProblemsMetric(t *testing.T) {
 				},
 			},
 			want: map[string]float64{
-				problem("a", "unresolved-pod"): 2, problem("a", "invalid-pod"): 0, problem("a", "invalid-quota"): 1, problem("a", "held-charge"): 0,
-				problem("b", "unresolved-pod"): 0, problem("b", "invalid-pod"): 1, problem("b", "invalid-quota"): 0, problem("b", "held-charge"): 0,
+				problem("a", "unresolved-pod"): 2, problem("a", "invalid-pod"): 0, problem("a", "invalid-quota"): 1, problem("a", "ungoverned-quota"): 0, problem("a", "held-charge"): 0,
+				problem("b", "unresolved-pod"): 0, problem("b", "invalid-pod"): 1, problem("b", "invalid-quota"): 0, problem("b", "ungoverned-quota"): 0, problem("b", "held-charge"): 0,
 				problem("", "invalid-node"): 1, problem("", "invalid-resourceslice"): 0, problem("", "invalid-deviceclass"): 0,
 			}},
+		{name: "a quota of a family not governed: one ungoverned quota, read as written",
+			world: world{quotas: []*corev1.ResourceQuota{testquota.New("d", "dcu", map[string]string{"limits.hygon.com/dcumem": "8000", "limits.hygon.com/dcunum": "2"})}},
+			want: with(cluster(0, 0, 0), map[string]float64{problem("d", "unresolved-pod"): 0, problem("d", "invalid-pod"): 0,
+				problem("d", "invalid-quota"): 0, problem("d", "ungoverned-quota"): 1, problem("d", "held-charge"): 0})},
 		{name: "a pod whose node's capacity dropped under its charge",
 			world: world{
 				nodes: []*corev1.Node{testnode.WithGPUs("n1", nil, 81920)},
@@ -236,7 +240,7 @@ func TestLedgerProblemsMetric(t *testing.T) {
 				after: []*corev1.Node{testnode.WithGPUs("n1", nil, 16384)},
 			},
 			want: map[string]float64{
-				problem("c", "unresolved-pod"): 0, problem("c", "invalid-pod"): 0, problem("c", "invalid-quota"): 0, problem("c", "held-charge"): 1,
+				problem("c", "unresolved-pod"): 0, problem("c", "invalid-pod"): 0, problem("c", "invalid-quota"): 0, problem("c", "ungoverned-quota"): 0, problem("c", "held-charge"): 1,
 				problem("", "invalid-node"): 0, problem("", "invalid-resourceslice"): 0, problem("", "invalid-deviceclass"): 0,
 			}},
 	} {
@@ -321,7 +325,7 @@ func deviceClass(name, driver string) *resourcev1.DeviceClass {
 }
 
 // TestNamespaceCollectorBounds checks the documented cardinality bound
-// (namespaces with limits × 3 resources × 3 types, plus namespaces × 4
+// (namespaces with limits × 3 resources × 3 types, plus namespaces × 5
 // problem kinds + 3) and the exposition's conventions (promlint).
 func TestNamespaceCollectorBounds(t *testing.T) {
 	var w world
@@ -335,8 +339,8 @@ func TestNamespaceCollectorBounds(t *testing.T) {
 	if n := testutil.CollectAndCount(c, "gpuadmit_resourcequota"); n != 3*3*3 {
 		t.Errorf("gpuadmit_resourcequota has %d series, want 27 (3 limited namespaces × 3 resources × 3 types)", n)
 	}
-	if n := testutil.CollectAndCount(c, "gpuadmit_ledger_problems"); n != 4*4+3 {
-		t.Errorf("gpuadmit_ledger_problems has %d series, want 19 (4 namespaces × 4 kinds + 3)", n)
+	if n := testutil.CollectAndCount(c, "gpuadmit_ledger_problems"); n != 4*5+3 {
+		t.Errorf("gpuadmit_ledger_problems has %d series, want 23 (4 namespaces × 5 kinds + 3)", n)
 	}
 	problems, err := testutil.CollectAndLint(c)
 	if err != nil {

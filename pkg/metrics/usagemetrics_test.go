@@ -158,7 +158,7 @@ func TestOverLimitMetric(t *testing.T) {
 			}, pods: []*testpod.Builder{running("p", "c", 1, 1024, 0)}},
 			want: map[string]float64{over("c", "project", gpuRes): 1}},
 		{name: "an invalid value blocks but is a problem, not an overage",
-			world: world{quotas: lowered("d", map[string]string{"limits.nvidia.com/gpu": "0.5"}),
+			world: world{quotas: lowered("d", map[string]string{"limits.nvidia.com/gpu": "-1"}),
 				pods: []*testpod.Builder{running("p", "d", 1, 1024, 0)}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,7 +212,7 @@ func TestShowbackBounds(t *testing.T) {
 		{"gpuadmit_namespace_over_limit", 2},          // a: gpu and gpumem
 		{"gpuadmit_resource_info", 3},                 // one family
 		{"gpuadmit_resourcequota", 2*3 + 1*3},         // unchanged: a (2 limits), idle (1)
-		{"gpuadmit_ledger_problems", 6*4 + 3},         // every namespace known, and the 3 cluster-wide
+		{"gpuadmit_ledger_problems", 6*5 + 3},         // every namespace known, and the 3 cluster-wide
 	} {
 		if n := testutil.CollectAndCount(c, tc.name); n != tc.want {
 			t.Errorf("%s has %d series, want %d", tc.name, n, tc.want)

@@ -160,7 +160,7 @@ func TestWriterPutsRightWhatOthersDid(t *testing.T) {
 	if err := h.c.Create(ctx, forged); err != nil {
 		t.Fatal(err)
 	}
-	h.l.UpsertQuota(testquota.New("team-b", "gpu", map[string]string{"limits.nvidia.com/gpu": "1.5"}))
+	h.l.UpsertQuota(testquota.New("team-b", "gpu", map[string]string{"limits.nvidia.com/gpu": "-1"}))
 	r = h.round("team-b")
 	if r.Summary != (reportsv1alpha1.ReportSummary{Error: 1}) || r.Labels[ManagedBy] != managedBy ||
 		results(r)["nvidia.com/gpu"].Result != resultError {

@@ -42,16 +42,20 @@ type Summarizer struct {
 	Clock clock.WithTicker
 	// OnWrite, when set, counts the status writes.
 	OnWrite func()
-	Log     logr.Logger
+	// Events, when set, records a Warning Event on a ResourceQuota that
+	// gpuadmit does not enforce as written, once per problem and term.
+	Events Recorder
+	Log    logr.Logger
 
-	last map[string]time.Time
+	last     map[string]time.Time
+	reported map[ledger.Problem]bool
 }
 
 // Start compares and writes until ctx ends; the server runs it on the
 // elected replica only, and again each time that replica is elected.
 func (s *Summarizer) Start(ctx context.Context) error {
 	s.defaults()
-	s.last = map[string]time.Time{}
+	s.last, s.reported = map[string]time.Time{}, nil
 	s.Log.Info("elected: writing the GPUUsage summaries")
 	t := s.Clock.NewTicker(s.Every)
 	defer t.Stop()
@@ -100,6 +104,7 @@ func (s *Summarizer) Round(ctx context.Context) int {
 		return 0
 	}
 	snap := s.Ledger.Snapshot(pending)
+	s.quotaEvents(ctx, snap)
 	for ns := range existing { // nothing left in the ledger: zeros
 		if _, ok := snap.Namespaces[ns]; !ok {
 			snap.Namespaces[ns] = ledger.NamespaceSnapshot{Namespace: ns}
@@ -184,17 +189,7 @@ func summarize(n ledger.NamespaceSnapshot, fams []effective.Family, conds []meta
 	st.Summary.Families = strings.Join(others, "; ")
 	st.Summary.Claims = int32(min(n.Claims, math.MaxInt32))
 	st.Conditions = append([]metav1.Condition(nil), conds...)
-	var quotas, pods, held []string
-	for _, p := range n.Problems {
-		switch p.Kind {
-		case ledger.ProblemQuota:
-			quotas = append(quotas, p.String())
-		case ledger.ProblemPod, ledger.ProblemClaim:
-			pods = append(pods, p.String())
-		case ledger.ProblemCharge:
-			held = append(held, p.String())
-		}
-	}
+	quotas, ungoverned, pods, held := problemLists(n.Problems)
 	var unresolved []string
 	for _, u := range n.Unresolved {
 		unresolved = append(unresolved, fmt.Sprintf("%s (containers %s)", u.Pod, strings.Join(u.Containers, ", ")))
@@ -206,8 +201,11 @@ func summarize(n ledger.NamespaceSnapshot, fams []effective.Family, conds []meta
 		}
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
-	set(gpuadmitv1.ConditionQuotasValid, "InvalidQuotaValue", "ResourceQuota values gpuadmit cannot use: ",
+	set(gpuadmitv1.ConditionQuotasValid, "InvalidQuotaValue", "ResourceQuota values not enforced as written: ",
 		quotas, "every GPU limit is a whole non-negative number")
+	set(gpuadmitv1.ConditionQuotasEnforced, ReasonUngovernedQuotaKey,
+		"ResourceQuota limits nothing enforces (no device family gpuadmit governs has the resource): ", ungoverned,
+		"every GPU limit of the namespace's ResourceQuotas is enforced")
 	set(gpuadmitv1.ConditionDemandResolved, "UnresolvedPercentage",
 		"pods whose memory is a percentage of a device of unknown size (their memory is not counted): ", unresolved,
 		"every pod's demand is resolved")
@@ -224,6 +222,24 @@ func summarize(n ledger.NamespaceSnapshot, fams []effective.Family, conds []meta
 		"usage passes a limit lowered under it (admission refuses more until it is back within; nothing is evicted): ", over,
 		"usage is within every GPU limit")
 	return st
+}
+
+// problemLists sorts a namespace's problems into those of quota values,
+// of ungoverned quota keys, of pods (and claims) and of held charges.
+func problemLists(ps []ledger.Problem) (quotas, ungoverned, pods, held []string) {
+	for _, p := range ps {
+		switch p.Kind {
+		case ledger.ProblemQuota:
+			quotas = append(quotas, p.String())
+		case ledger.ProblemUngoverned:
+			ungoverned = append(ungoverned, p.String())
+		case ledger.ProblemPod, ledger.ProblemClaim:
+			pods = append(pods, p.String())
+		case ledger.ProblemCharge:
+			held = append(held, p.String())
+		}
+	}
+	return quotas, ungoverned, pods, held
 }
 
 // familyResources appends one family's resources to st.Resources and

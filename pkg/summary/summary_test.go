@@ -43,14 +43,14 @@ func TestSummarize(t *testing.T) {
 	now := time.Unix(1000, 0)
 	st := summarize(l.Namespace("ns", pending), []effective.Family{effective.Nvidia()}, nil, now)
 
-	if st.Summary != (gpuadmitv1.Summary{GPU: "2/4", GPUMem: "20480/24576", GPUCores: "0/0"}) {
+	if st.Summary != (gpuadmitv1.Summary{GPU: "2/4", GPUMem: "20480/24576", GPUCores: "0/1"}) {
 		t.Errorf("summary %+v", st.Summary)
 	}
 	mem := st.Resources[1]
 	if mem.Resource != "nvidia.com/gpumem" || mem.Used != 20480 || mem.Reserved != 1024 || mem.Hard == nil || *mem.Hard != 24576 || mem.ResourceQuota != "gpu-quota" {
 		t.Errorf("gpumem %+v", mem)
 	}
-	if c := condition(st, gpuadmitv1.ConditionQuotasValid); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "broken") || !strings.Contains(c.Message, "1500m") {
+	if c := condition(st, gpuadmitv1.ConditionQuotasValid); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "broken") || !strings.Contains(c.Message, `"1.5"`) || strings.Contains(c.Message, "1500m") {
 		t.Errorf("QuotasValid %+v", c)
 	}
 	if c := condition(st, gpuadmitv1.ConditionDemandResolved); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "pct (containers c)") {

@@ -85,7 +85,7 @@ func TestOutputFormats(t *testing.T) {
 			Args: []string{"usage", "--state", state + "cluster.yaml", "-o", "wide"},
 			WantText: `NAMESPACE   PODS   GPU   GPUMEM(MiB)   GPUCORES   QUOTAS                UNRESOLVED
 team-a      3      3/4   49152/65536   50/300     gpu-large,gpu-small   0
-team-b      0      0/0   0/-           0/0        no-gpus               0
+team-b      0      0/0   0/-           0/1        no-gpus               0
 
 NODE     DEVICE   GPU   GPUMEM(MiB)   GPUCORES   FREE-GPUMEM(MiB)   FREE-GPUCORES
 node-a   GPU-a1   1     30720/40960   50/100     10240              50

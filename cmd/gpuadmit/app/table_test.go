@@ -12,7 +12,7 @@ func TestTables(t *testing.T) {
 			Args: []string{"usage", "--state", state + "cluster.yaml", "-o", "table"},
 			WantText: `NAMESPACE   PODS   GPU   GPUMEM(MiB)   GPUCORES
 team-a      3      3/4   49152/65536   50/300
-team-b      0      0/0   0/-           0/0
+team-b      0      0/0   0/-           0/1
 
 NODE     DEVICE   GPU   GPUMEM(MiB)   GPUCORES
 node-a   GPU-a1   1     30720/40960   50/100

@@ -22,11 +22,14 @@ type auditOptions struct {
 }
 
 // auditOutput is `gpuadmit audit`'s JSON (docs/cli.md): every limit a
-// namespace's used + reserved passes, by namespace, and how many
-// namespaces were checked.
+// namespace's used + reserved passes, by namespace, how many namespaces
+// were checked, and the ResourceQuota keys not enforced as written.
 type auditOutput struct {
 	Over       []top.OverLimit `json:"over"`
 	Namespaces int             `json:"namespaces"`
+	// NotEnforced are the ResourceQuota keys gpuadmit does not enforce as
+	// written (ledger.ProblemQuota) or at all (ledger.ProblemUngoverned).
+	NotEnforced []ledger.Problem `json:"notEnforced,omitempty"`
 	// only is the namespace of -n ("" for every one).
 	only string
 }
@@ -44,9 +47,13 @@ now: a quota lowered (or created) under usage already admitted. Admission
 never passes a limit, but nothing evicts what a lowered limit no longer
 covers. Each line names the namespace, the resource, what is used and
 reserved (memory in MiB), the limit and the ResourceQuota that sets it.
+Then the ResourceQuota keys not enforced as written: a limit nothing
+enforces (a resource no governed device family has), a memory limit in
+bytes or a value that is not whole (enforced rounded down).
 
 Every namespace unless -n (with or without --state). Exit 1 when a
-namespace is over, 0 when none is (the table then says so).`,
+namespace is over or a ResourceQuota key is not enforced as written, 0
+otherwise (the table then says so).`,
 		Example: `  # every namespace of the cluster of the current context
   gpuadmit audit
 
@@ -79,7 +86,7 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o auditOptions, out output.Output) 
 	if err := out.Write(c.Stdout, a, func(bool) error { return printAudit(c.Stdout, a) }); err != nil {
 		return err
 	}
-	if len(a.Over) > 0 {
+	if len(a.Over) > 0 || len(a.NotEnforced) > 0 {
 		return cmdline.ExitCode(1)
 	}
 	return nil
@@ -95,12 +102,38 @@ func auditReport(s ledger.Snapshot, fams []effective.Family, only string) auditO
 				Reserved: o.Reserved, Charged: o.Charged(), Limit: o.Limit, Quota: o.Quota, Key: o.Key})
 		}
 	}
+	for _, p := range s.Problems {
+		if p.Kind == ledger.ProblemQuota || p.Kind == ledger.ProblemUngoverned {
+			a.NotEnforced = append(a.NotEnforced, p)
+		}
+	}
 	return a
 }
 
 // printAudit writes `audit -o table`: a row per limit passed, or a line
-// saying none is.
+// saying none is, then a line per ResourceQuota key not enforced as
+// written.
 func printAudit(w io.Writer, a auditOutput) error {
+	if err := printOver(w, a); err != nil {
+		return err
+	}
+	if len(a.NotEnforced) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintln(w, "\nResourceQuota keys not enforced as written:"); err != nil {
+		return err
+	}
+	for _, p := range a.NotEnforced {
+		if _, err := fmt.Fprintf(w, "  %s\n", p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printOver writes the rows of the limits passed, or a line saying none
+// is.
+func printOver(w io.Writer, a auditOutput) error {
 	if len(a.Over) == 0 {
 		var err error
 		if a.only != "" {

@@ -60,11 +60,13 @@ func TestEvalCommand(t *testing.T) {
 		{Name: "--namespace moves the pod to team-b, where GPUs are blocked",
 			Args: []string{"eval", "-o", "json", "-f", fixtures.Pods + "scenario2-init20-app10.yaml", "--state", fixtures.State + "cluster.yaml", "--namespace", "team-b"}, WantCode: 1,
 			WantOut: `{"allowed":false,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"denials":[
-				"namespace \"team-b\": nvidia.com/gpu: pod needs 1, 0 used + 0 reserved, limit 0 (ResourceQuota \"no-gpus\" limits.nvidia.com/gpu)"],"warnings":[]}`},
+				"namespace \"team-b\": nvidia.com/gpu: pod needs 1, 0 used + 0 reserved, limit 0 (ResourceQuota \"no-gpus\" limits.nvidia.com/gpu)"],"warnings":[]}`,
+			WantErrSub: `gpuadmit eval: warning: quota team-b/no-gpus: limits.nvidia.com/gpucores "1.5": not a whole number: enforced as 1`},
 		{Name: "-n is --namespace",
 			Args: []string{"eval", "-o", "json", "-f", fixtures.Pods + "scenario2-init20-app10.yaml", "--state", fixtures.State + "cluster.yaml", "-n", "team-b"}, WantCode: 1,
 			WantOut: `{"allowed":false,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"denials":[
-				"namespace \"team-b\": nvidia.com/gpu: pod needs 1, 0 used + 0 reserved, limit 0 (ResourceQuota \"no-gpus\" limits.nvidia.com/gpu)"],"warnings":[]}`},
+				"namespace \"team-b\": nvidia.com/gpu: pod needs 1, 0 used + 0 reserved, limit 0 (ResourceQuota \"no-gpus\" limits.nvidia.com/gpu)"],"warnings":[]}`,
+			WantErrSub: `gpuadmit eval: warning: quota team-b/no-gpus: limits.nvidia.com/gpucores "1.5": not a whole number: enforced as 1`},
 		{Name: "invalid request names container, resource and value",
 			Args: []string{"eval", "-o", "json", "-f", fixtures.Pods + "invalid.yaml", "--state", fixtures.State + "cluster.yaml"}, WantCode: 1,
 			WantOut: `{"allowed":false,"effective":{"gpu":0,"gpumem":0,"gpucores":0},"denials":[

@@ -108,6 +108,11 @@ func (e *Evaluation) loadState(ctx context.Context, objs *manifest.Objects) erro
 			e.Warn(fmt.Sprintf("namespace %q is not in the state: the policies see no namespace labels", ns))
 			e.ledger.UpsertNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 		}
+		for _, p := range e.ledger.Namespace(ns, nil).Problems { // its ResourceQuota keys not enforced as written
+			if p.Kind == ledger.ProblemQuota || p.Kind == ledger.ProblemUngoverned {
+				e.Warn(p.String())
+			}
+		}
 	}
 	return nil
 }

@@ -88,7 +88,7 @@ func (w *whatIf) resolve(fams []effective.Family) error {
 			if d == effective.DimensionMemory {
 				factor = f.Factor()
 			}
-			v, err := ledger.QuotaValue(w.value, factor)
+			v, err := ledger.QuotaValue(w.value, d == effective.DimensionMemory, factor)
 			if err != nil {
 				return cmdline.UsageErrorf("--what-if %q: limit %q of %s: %w", w.arg, w.value, w.resource, err)
 			}

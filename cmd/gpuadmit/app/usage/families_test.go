@@ -59,11 +59,17 @@ team-b      ascend-910B2   0      0/1   0/-           0/-        npus           
 		t.Errorf("wide\n%s\nwant\n%s", table.String(), wantWide)
 	}
 
-	// With nvidia alone configured the NPUs are not read: the output is
-	// what it was before families.
+	// With nvidia alone configured the NPUs are not read, and their quota
+	// keys are reported: nothing enforces them.
 	out = usageReport(source.LedgerOf(objs, source.Charging{Families: []effective.Family{effective.Nvidia()}}, logr.Discard()).Snapshot(nil), "team-a", "nvidia")
+	ungoverned := func(q, key, v string) string {
+		return `"ungoverned team-a/` + q + `: ` + key + ` \"` + v + `\": a resource of the ascend-910B2 device family, which gpuadmit does not govern` +
+			` (no vnpus section in its configuration, or HAMi's enabled: false): not enforced by gpuadmit (nor by Kubernetes, which limits only requests. of an extended resource)"`
+	}
 	want = `{"namespaces":{"team-a":{"used":{"gpu":1,"gpumem":1024,"gpucores":0},"limits":{"gpu":2,"gpumem":8192},"pods":1,` +
-		`"quotas":{"q-both":{"gpu":2},"q-nv":{"gpumem":8192}}}},"nodes":{}}`
+		`"quotas":{"q-both":{"gpu":2},"q-npu":{},"q-nv":{"gpumem":8192}}}},"nodes":{},"problems":[` +
+		ungoverned("q-both", "limits.huawei.com/Ascend910B2", "8") + "," + ungoverned("q-npu", "limits.huawei.com/Ascend910B2", "4") + "," +
+		ungoverned("q-npu", "limits.huawei.com/Ascend910B2-memory", "16384") + `]}`
 	if got := fixtures.Compact(t, out); got != want {
 		t.Errorf("nvidia alone: got\n%s\nwant\n%s", got, want)
 	}

@@ -29,7 +29,7 @@ func TestUsageCommand(t *testing.T) {
 			WantOut: `{"namespaces":{
 				"team-a":{"used":{"gpu":3,"gpumem":49152,"gpucores":50},"limits":{"gpu":4,"gpumem":65536,"gpucores":300},"pods":3,
 					"quotas":{"gpu-large":{"gpu":8,"gpumem":131072,"gpucores":300},"gpu-small":{"gpu":4,"gpumem":65536}}},
-				"team-b":{"used":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{"gpu":0,"gpucores":0},"pods":0,"quotas":{"no-gpus":{"gpu":0,"gpucores":0}}}},
+				"team-b":{"used":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{"gpu":0,"gpucores":1},"pods":0,"quotas":{"no-gpus":{"gpu":0,"gpucores":1}}}},
 			"nodes":{
 				"node-a":{"devices":{
 					"GPU-a1":{"capacity":{"gpumem":40960,"gpucores":100},"used":{"gpu":1,"gpumem":30720,"gpucores":50}},
@@ -38,7 +38,7 @@ func TestUsageCommand(t *testing.T) {
 			"problems":[
 				"node node-x: gpuadmit.io/gpu-devices \"[{\\\"uuid\\\":\\\"GPU-x1\\\",\\\"memoryMiB\\\":\": node has no known GPU devices: gpuadmit.io/gpu-devices: not a JSON array of objects: unexpected EOF",
 				"pod team-b/broken: invalid GPU request: container \"app\": nvidia.com/gpu \"1500m\": must be a whole number",
-				"quota team-b/no-gpus: limits.nvidia.com/gpucores \"1500m\": must be a whole number; the limit blocks until it is fixed"]}`,
+				"quota team-b/no-gpus: limits.nvidia.com/gpucores \"1.5\": not a whole number: enforced as 1 (rounded down, never more than written); write a whole number"]}`,
 			WantErrSub: "gpuadmit usage: warning: pod team-b/broken: invalid GPU request"},
 		{Name: "standard input, memory factor applied once to requests and quota",
 			Args:  []string{"usage", "-o", "json", "--state", "-", "--config", "../../../../examples/config/memory-factor-1024.yaml"},
@@ -52,7 +52,7 @@ func TestUsageCommand(t *testing.T) {
 		{Name: "-n: that namespace alone, its problems and the nodes'",
 			Args: []string{"usage", "-o", "json", "--state", "../../../../examples/state/cluster.yaml", "-n", "team-b"},
 			WantOut: `{"namespaces":{
-				"team-b":{"used":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{"gpu":0,"gpucores":0},"pods":0,"quotas":{"no-gpus":{"gpu":0,"gpucores":0}}}},
+				"team-b":{"used":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{"gpu":0,"gpucores":1},"pods":0,"quotas":{"no-gpus":{"gpu":0,"gpucores":1}}}},
 			"nodes":{
 				"node-a":{"devices":{
 					"GPU-a1":{"capacity":{"gpumem":40960,"gpucores":100},"used":{"gpu":1,"gpumem":30720,"gpucores":50}},
@@ -61,7 +61,7 @@ func TestUsageCommand(t *testing.T) {
 			"problems":[
 				"node node-x: gpuadmit.io/gpu-devices \"[{\\\"uuid\\\":\\\"GPU-x1\\\",\\\"memoryMiB\\\":\": node has no known GPU devices: gpuadmit.io/gpu-devices: not a JSON array of objects: unexpected EOF",
 				"pod team-b/broken: invalid GPU request: container \"app\": nvidia.com/gpu \"1500m\": must be a whole number",
-				"quota team-b/no-gpus: limits.nvidia.com/gpucores \"1500m\": must be a whole number; the limit blocks until it is fixed"]}`,
+				"quota team-b/no-gpus: limits.nvidia.com/gpucores \"1.5\": not a whole number: enforced as 1 (rounded down, never more than written); write a whole number"]}`,
 			WantErrSub: "gpuadmit usage: warning: pod team-b/broken: invalid GPU request"},
 		{Name: "--namespace of a namespace without GPU pods or quotas: zero, no limits",
 			Args: []string{"usage", "-o", "json", "--state", "../../../../examples/state/cluster.yaml", "--namespace", "team-c"},

@@ -156,7 +156,7 @@ func (d *Devices) decode(data []byte, path string) error {
 		default:
 			if f := d.section(key); f != nil {
 				err = dec.keys(raw, p, f)
-			} else {
+			} else if err = misspelt(p, key, sectionKeys()); err == nil {
 				dec.ignore(p)
 			}
 		}
@@ -215,6 +215,9 @@ func (dec *decoder) keysOf(m map[string]json.RawMessage, path string, fs fields)
 	for _, key := range sortedKeys(m) {
 		dst, ok := fs[key]
 		if !ok {
+			if err := misspelt(join(path, key), key, keysOf(fs)); err != nil {
+				return err
+			}
 			dec.ignore(join(path, key))
 			continue
 		}
@@ -233,6 +236,9 @@ func (dec *decoder) strict(raw json.RawMessage, path string, fs fields) error {
 	}
 	for _, key := range sortedKeys(m) {
 		if _, ok := fs[key]; !ok {
+			if err := misspelt(join(path, key), key, keysOf(fs)); err != nil {
+				return err
+			}
 			return fmt.Errorf("%s: unknown key (gpuadmit's own section, see docs/configuration.md)", join(path, key))
 		}
 	}

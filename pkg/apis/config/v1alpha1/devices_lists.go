@@ -94,9 +94,13 @@ func (dec *decoder) vnpus(raw json.RawMessage, path string) ([]VNPUConfig, error
 			return nil, fmt.Errorf("%s: want a mapping with a configs list (or the list)", path)
 		}
 		for _, key := range sortedKeys(m) {
-			if key != "configs" {
-				dec.ignore(join(path, key))
+			if key == "configs" {
+				continue
 			}
+			if err := misspelt(join(path, key), key, []string{"configs"}); err != nil {
+				return nil, err
+			}
+			dec.ignore(join(path, key))
 		}
 		raw = m["configs"]
 		if raw == nil {

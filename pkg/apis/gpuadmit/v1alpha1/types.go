@@ -72,7 +72,10 @@ type GPUUsageStatus struct {
 	// +optional
 	Summary Summary `json:"summary,omitempty"`
 	// Conditions report input gpuadmit cannot use: QuotasValid (a
-	// ResourceQuota value that is not a whole non-negative number),
+	// ResourceQuota value not enforced as written: a memory limit in bytes
+	// or a value that is not whole, enforced rounded down, or a negative
+	// one, which blocks), QuotasEnforced (a ResourceQuota limits. key of a
+	// resource no governed device family has: nothing enforces it),
 	// DemandResolved (pods whose memory percentage cannot be resolved:
 	// their memory is not counted), PodsValid (pods with invalid GPU
 	// requests), InputsTrusted (pods charged what their admission resolved,
@@ -120,7 +123,10 @@ type Summary struct {
 
 // Condition types of a GPUUsage.
 const (
-	ConditionQuotasValid    = "QuotasValid"
+	ConditionQuotasValid = "QuotasValid"
+	// ConditionQuotasEnforced is False while a ResourceQuota of the
+	// namespace limits a resource gpuadmit does not govern.
+	ConditionQuotasEnforced = "QuotasEnforced"
 	ConditionDemandResolved = "DemandResolved"
 	ConditionPodsValid      = "PodsValid"
 	ConditionInputsTrusted  = "InputsTrusted"
