@@ -62,6 +62,9 @@ type Objects struct {
 	Objects []evalObject `json:"objects"`
 	// primary is the family at the first level of each object's demand.
 	primary string
+	// decidedBy says which source decided: locally, or the webhook by a
+	// server dry run (and why).
+	decidedBy string
 }
 
 type evalObject struct {
@@ -203,6 +206,9 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o evalOptions, format output.Output
 	out, single, err := e.Run(ctx, o.in, c.Stdin)
 	if err != nil {
 		return err
+	}
+	if o.state == "" {
+		fmt.Fprintf(c.Stderr, "%s: %s\n", cmd.CommandPath(), out.decidedBy)
 	}
 	var doc any = out
 	if single {

@@ -59,13 +59,28 @@ type Setup struct {
 	// cfgInCluster: cfg is the cluster's; clusterPolicies: policies are
 	// the cluster's ConfigMaps.
 	cfgInCluster, clusterPolicies bool
+	// forbidden names the reads of gpuadmit's configuration and policies
+	// the user was refused ("get configmap gpuadmit-system/gpuadmit-config"):
+	// cfg or policies are the defaults in their stead.
+	forbidden []string
+	// given: --config or --policy names what to decide with.
+	given bool
 }
+
+// Forbidden names the reads of the cluster's configuration and policies
+// the user was refused: the setup decides without them.
+func (s Setup) Forbidden() []string { return s.forbidden }
+
+// Given reports that --config or --policy names what to decide with, not
+// the cluster's setup.
+func (s Setup) Given() bool { return s.given }
 
 // New finds the configuration and, with policies, the policy sources:
 // those of the flags where given, else, with kube (no --state), the
 // cluster's, else the defaults.
 func New(ctx context.Context, f Flags, kube kubernetes.Interface, policies bool, stderr io.Writer) (Setup, error) {
 	s, err := configOf(ctx, f, kube, stderr)
+	s.given = f.config != "" || f.policy != ""
 	if err != nil || !policies {
 		return s, err
 	}
@@ -101,7 +116,8 @@ func configOf(ctx context.Context, f Flags, kube kubernetes.Interface, stderr io
 	case apierrors.IsNotFound(err):
 		return Setup{Cfg: config.Default(), cfgFrom: fmt.Sprintf("configuration: the defaults (no %s; is gpuadmit installed in another namespace? --gpuadmit-namespace)", where)}, nil
 	case apierrors.IsForbidden(err):
-		return Setup{Cfg: config.Default(), cfgFrom: fmt.Sprintf("configuration: the defaults (cannot read %s: %v)", where, err)}, nil
+		return Setup{Cfg: config.Default(), cfgFrom: fmt.Sprintf("configuration: the defaults (cannot read %s: %v)", where, err),
+			forbidden: []string{"get configmap " + f.namespace + "/" + clusterstate.ConfigMapName}}, nil
 	case err != nil:
 		return Setup{}, fmt.Errorf("reading gpuadmit's configuration (no --config given): %w", err)
 	}
