@@ -176,7 +176,7 @@ func refusal(v *Verdict, resource, ns string, err error) error {
 	return fmt.Errorf("server dry run of the create gave no verdict: %w", err)
 }
 
-// DryRunForbiddenError: the user may not create Resource in Namespace, so
+// DryRunForbiddenError says the user may not create Resource in Namespace, so
 // not dry-run it either.
 type DryRunForbiddenError struct {
 	Resource, Namespace string
