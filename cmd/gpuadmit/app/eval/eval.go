@@ -108,6 +108,16 @@ policy.configMapSelector selects there), loaded as the webhook loads them;
 configuration and policies were used (with --state, only when --config or
 --policy is given).
 
+Live, eval decides locally only when it may read everything the webhook
+reads. When a read is refused (a namespace user may not list nodes or
+every namespace's pods, nor read gpuadmit's ConfigMaps), the webhook
+decides: each object is created with dryRun=All (a workload's pod from its
+template, under a generated name), which stores, reserves and records
+nothing; this needs create on pods in the namespace. A last line on stderr
+says which decided ("decided locally", or "decided by the webhook (server
+dry run)" and the reads refused). Without that right either, eval fails
+naming them.
+
 -n sets the namespace of the request (default: the pod's, else the
 context's namespace, or "default" with --state). The policies see the
 namespace's labels (a Namespace object in --state, or the cluster's) and
