@@ -102,6 +102,7 @@ func (e *Evaluation) dryRunObject(ctx context.Context, w *manifest.Workload, r d
 	o := evalObject{ObjectRef: effectivecmd.RefOf(w), evaluatedIn: e.namespaceOf(w.Namespace)}
 	var v source.Verdict
 	var err error
+	var notConsulted []string
 	if w.Claim != nil {
 		c := w.Claim.DeepCopy()
 		c.Namespace = o.evaluatedIn
@@ -109,12 +110,14 @@ func (e *Evaluation) dryRunObject(ctx context.Context, w *manifest.Workload, r d
 	} else {
 		pod := w.Pod.DeepCopy()
 		pod.Namespace = o.evaluatedIn
-		v, err = r.DryRunPod(ctx, pod)
+		if v, err = r.DryRunPod(ctx, pod); err == nil {
+			notConsulted, err = e.notConsulted(ctx, pod) // the API server answered without gpuadmit
+		}
 	}
 	if err != nil {
 		return o, err
 	}
-	o.Allowed, o.Denials, o.Warnings = v.Allowed, v.Denials, v.Warnings
+	o.Allowed, o.Denials, o.Warnings = v.Allowed, v.Denials, append(v.Warnings, notConsulted...)
 	if o.Effective, o.Families, err = annotated(v.Effective); err != nil {
 		return o, err
 	}
