@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -117,7 +118,8 @@ func (e *Evaluation) dryRunObject(ctx context.Context, w *manifest.Workload, r d
 	if err != nil {
 		return o, err
 	}
-	o.Allowed, o.Denials, o.Warnings = v.Allowed, v.Denials, append(v.Warnings, notConsulted...)
+	o.Allowed, o.Denials = v.Allowed, v.Denials
+	o.Warnings = append(slices.Clone(v.Warnings), notConsulted...)
 	if o.Effective, o.Families, err = annotated(v.Effective); err != nil {
 		return o, err
 	}
