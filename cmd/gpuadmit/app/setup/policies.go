@@ -25,8 +25,9 @@ func (s *Setup) findPolicies(ctx context.Context, f Flags, kube kubernetes.Inter
 	dir := *s.Cfg.Policy.Directory
 	if s.cfgInCluster && dir != "" {
 		if f.policy == "" {
-			return fmt.Errorf("the cluster's configuration loads policy.directory %q, a directory of the webhook's pod, which gpuadmit cannot read: "+
-				"give its modules with --policy DIR", dir)
+			return &podFileError{what: "read policy.directory (a directory of the webhook's pod)",
+				err: fmt.Errorf("the cluster's configuration loads policy.directory %q, a directory of the webhook's pod, which gpuadmit cannot read: "+
+					"give its modules with --policy DIR", dir)}
 		}
 		dir = "" // --policy stands for the webhook's operator policies
 	}

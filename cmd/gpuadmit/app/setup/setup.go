@@ -78,14 +78,38 @@ func (s Setup) Given() bool { return s.given }
 // New finds the configuration and, with policies, the policy sources:
 // those of the flags where given, else, with kube (no --state), the
 // cluster's, else the defaults.
+//
+// With policies (eval), neither --config nor --policy given, a
+// configuration or policy directory that names a file of the webhook's pod
+// is no error: what cannot be read is named in Forbidden, and eval asks
+// the webhook instead of deciding without it.
 func New(ctx context.Context, f Flags, kube kubernetes.Interface, policies bool, stderr io.Writer) (Setup, error) {
+	webhookDecides := policies && f.config == "" && f.policy == ""
+	var pf *podFileError
 	s, err := configOf(ctx, f, kube, stderr)
+	if webhookDecides && errors.As(err, &pf) {
+		s, err = Setup{Cfg: config.Default(), cfgFrom: "configuration: the defaults (" + err.Error() + ")", forbidden: []string{pf.what}}, nil
+	}
 	s.given = f.config != "" || f.policy != ""
 	if err != nil || !policies {
 		return s, err
 	}
-	return s, s.findPolicies(ctx, f, kube)
+	err = s.findPolicies(ctx, f, kube)
+	if webhookDecides && errors.As(err, &pf) {
+		s.policiesFrom, s.forbidden, err = "policies: built-in ("+err.Error()+")", append(s.forbidden, pf.what), nil
+	}
+	return s, err
 }
+
+// podFileError: the cluster's configuration names a file or directory of
+// the webhook's pod, which the command line cannot read.
+type podFileError struct {
+	// what names it as eval's "as you may not ..." line does.
+	what string
+	err  error
+}
+
+func (e *podFileError) Error() string { return e.err.Error() }
 
 // Say prints, on stderr, the line saying what cmd decides with: always
 // when reading the cluster, else only when --config or --policy was given.
@@ -139,8 +163,9 @@ func clusterConfig(text, where string, stderr io.Writer) (*config.Configuration,
 	}
 	if err := yaml.Unmarshal([]byte(text), &refs); err == nil && refs.APIVersion != "" {
 		if _, ok := refs.Devices["hamiConfigPath"]; ok {
-			return nil, fmt.Errorf("%s: devices.hamiConfigPath names a file of the webhook's pod, which gpuadmit cannot read: "+
-				"give the configuration with its devices written out with --config", where)
+			return nil, &podFileError{what: "read devices.hamiConfigPath (a file of the webhook's pod)",
+				err: fmt.Errorf("%s: devices.hamiConfigPath names a file of the webhook's pod, which gpuadmit cannot read: "+
+					"give the configuration with its devices written out with --config", where)}
 		}
 	}
 	cfg, ignored, err := config.Parse([]byte(text))

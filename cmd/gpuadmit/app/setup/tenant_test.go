@@ -43,7 +43,9 @@ func TestTenantSetup(t *testing.T) {
 	}
 	accepted := configMap(gs, policysource.AcceptedConfigMap, nil, data)
 	for _, tt := range []struct {
-		name          string
+		name string
+		// cfg is the configuration's text (factor2 when empty).
+		cfg           string
 		react         func(*fake.Clientset)
 		flags         Flags
 		wantFactor    int64
@@ -64,9 +66,19 @@ func TestTenantSetup(t *testing.T) {
 			wantFactor: 1024, wantGiven: true,
 			wantPol:       `policies: built-in (cannot list the ConfigMaps of gpuadmit-system: configmaps "gpuadmit-config" is forbidden: no)`,
 			wantForbidden: []string{"list configmaps in namespace gpuadmit-system"}},
+		{name: "a HAMi file of the webhook's pod: named, the defaults meanwhile", cfg: "apiVersion: config.gpuadmit.io/v1alpha1\nkind: Configuration\ndevices:\n  hamiConfigPath: /etc/hami/device-config.yaml\n",
+			react: tenantReads("gpuadmit-config"), wantPol: `policies: built-in (cannot list the ConfigMaps of gpuadmit-system: configmaps "gpuadmit-config" is forbidden: no)`,
+			wantForbidden: []string{"read devices.hamiConfigPath (a file of the webhook's pod)", "list configmaps in namespace gpuadmit-system"}},
+		{name: "a policy directory of the webhook's pod: named", cfg: factor2 + "policy:\n  directory: /etc/policies\n", react: tenantReads("gpuadmit-config"), wantFactor: 2,
+			wantPol:       `policies: built-in (the cluster's configuration loads policy.directory "/etc/policies", a directory of the webhook's pod, which gpuadmit cannot read: give its modules with --policy DIR)`,
+			wantForbidden: []string{"read policy.directory (a directory of the webhook's pod)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			kc := fake.NewClientset(gpuadmitConfig(gs, factor2), policyConfigMap("gpuadmit-policy", map[string]string{"frozen.rego": operatorRule}), accepted)
+			cfg := tt.cfg
+			if cfg == "" {
+				cfg = factor2
+			}
+			kc := fake.NewClientset(gpuadmitConfig(gs, cfg), policyConfigMap("gpuadmit-policy", map[string]string{"frozen.rego": operatorRule}), accepted)
 			tt.react(kc)
 			f := tt.flags
 			f.namespace = gs
