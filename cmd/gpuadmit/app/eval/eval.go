@@ -110,8 +110,9 @@ configuration and policies were used (with --state, only when --config or
 
 Live, eval decides locally only when it may read everything the webhook
 reads. When a read is refused (a namespace user may not list nodes or
-every namespace's pods, nor read gpuadmit's ConfigMaps), the webhook
-decides: each object is created with dryRun=All (a workload's pod from its
+every namespace's pods, nor read gpuadmit's ConfigMaps), or the
+configuration names a file of the webhook's pod (devices.hamiConfigPath,
+policy.directory), the webhook decides: each object is created with dryRun=All (a workload's pod from its
 template, under a generated name), which stores, reserves and records
 nothing; this needs create on pods in the namespace. A last line on stderr
 says which decided ("decided locally", or "decided by the webhook (server
