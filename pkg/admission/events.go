@@ -50,12 +50,12 @@ func recordDenial(ctx context.Context, rec Recorder, s subject, dryRun bool, res
 	if rec == nil || dryRun || s.meta == nil || s.meta.GetNamespace() == "" {
 		return
 	}
-	reason := EventReasonPolicyDenied
+	reason, hint := EventReasonPolicyDenied, ""
 	if len(res.Exceeded) > 0 {
-		reason = EventReasonQuotaExceeded
+		reason, hint = EventReasonQuotaExceeded, usageHint(s.meta.GetNamespace())
 	}
 	ref := regarding(s.meta, s.meta.GetNamespace())
-	message := bounded(s.String()+" denied: "+msg, MaxEventMessage)
+	message := bounded(s.String()+" denied: "+msg, MaxEventMessage-len(hint)) + hint
 	ctx = context.WithoutCancel(ctx) // the review is answered meanwhile; its logger stays
 	go func() {
 		defer func() {
@@ -66,6 +66,13 @@ func recordDenial(ctx context.Context, rec Recorder, s subject, dryRun bool, res
 		}()
 		rec.Denied(ctx, ref, reason, message)
 	}()
+}
+
+// usageHint ends a quota denial's Event: where the namespace's users read
+// its GPU usage against its limits (the GPUUsage summary, which the
+// ResourceQuota's own status does not show for GPU memory and cores).
+func usageHint(ns string) string {
+	return "; the namespace's GPU usage against its limits: kubectl get gpuusage -n " + ns
 }
 
 // regarding is the object a denial's Event is about: the subject's

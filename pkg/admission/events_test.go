@@ -63,6 +63,9 @@ var (
 	teamA        = corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: "team-a", Namespace: "team-a"}
 )
 
+// quotaHint ends a quota denial's Event in team-a.
+const quotaHint = "; the namespace's GPU usage against its limits: kubectl get gpuusage -n team-a"
+
 // TestDenialEvents: a denial (not of a dry run) is recorded once, about
 // the pod's controller in the pod's namespace, else about the namespace,
 // with the reason of the denial and a message naming the pod; an allowed
@@ -76,7 +79,7 @@ func TestDenialEvents(t *testing.T) {
 	notController.Controller = nil
 	forged := rs
 	forged.Name = strings.Repeat("n", 300)
-	const quotaMsg = "namespace team-a over its nvidia.com/gpumem limit"
+	const quotaMsg = "namespace team-a over its nvidia.com/gpumem limit" + quotaHint
 	for _, tc := range []struct {
 		name         string
 		owners       []metav1.OwnerReference
@@ -145,9 +148,9 @@ func TestDenialEventsOfClaims(t *testing.T) {
 	}{
 		{name: "generated for a pod: on the pod", owners: []metav1.OwnerReference{pod},
 			want: []recorded{{corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Name: "trainer", UID: "pod-uid", Namespace: "team-a"},
-				EventReasonQuotaExceeded, "ResourceClaim team-a/c denied: namespace team-a over its nvidia.com/gpumem limit"}}},
+				EventReasonQuotaExceeded, "ResourceClaim team-a/c denied: namespace team-a over its nvidia.com/gpumem limit" + quotaHint}}},
 		{name: "no owner: on the namespace",
-			want: []recorded{{teamA, EventReasonQuotaExceeded, "ResourceClaim team-a/c denied: namespace team-a over its nvidia.com/gpumem limit"}}},
+			want: []recorded{{teamA, EventReasonQuotaExceeded, "ResourceClaim team-a/c denied: namespace team-a over its nvidia.com/gpumem limit" + quotaHint}}},
 		{name: "dry run: nothing", owners: []metav1.OwnerReference{pod}, dryRun: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -238,6 +241,28 @@ func TestDenialEventMessageBounded(t *testing.T) {
 		m := got[0].message
 		if len(m) > MaxEventMessage || !utf8.ValidString(m) || !strings.HasPrefix(m, "pod team-a/p denied: éé") || !strings.HasSuffix(m, "...") {
 			t.Errorf("message of %d bytes (valid UTF-8 %v): %.40q...%q", len(m), utf8.ValidString(m), m, m[max(0, len(m)-10):])
+		}
+	})
+}
+
+// TestQuotaDenialEventSendsToGPUUsage: a quota denial's Event, however long
+// its message, ends by naming where the namespace's users read its GPU
+// usage against its limits, within MaxEventMessage.
+func TestQuotaDenialEventSendsToGPUUsage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &fakeRecorder{}
+		long := quotaDenial
+		long.Denials = []string{strings.Repeat("x", 5000)}
+		v := &Validator{GPUPods: &quotaDecider{}, Reserver: fixedReserver{verdict: long}, Events: rec}
+		pod := testpod.New("p").NS("team-a").UID("uid-1").App("c", testpod.GPU(1), testpod.Mem(1)).Build()
+		v.Handle(t.Context(), review(t, admissionv1.Create, pod, false))
+		synctest.Wait()
+		got := rec.calls()
+		if len(got) != 1 {
+			t.Fatalf("recorded %d events, want 1", len(got))
+		}
+		if m := got[0].message; len(m) > MaxEventMessage || !strings.HasSuffix(m, "...; the namespace's GPU usage against its limits: kubectl get gpuusage -n team-a") {
+			t.Errorf("message of %d bytes ends %q", len(m), m[max(0, len(m)-90):])
 		}
 	})
 }

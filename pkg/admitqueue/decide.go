@@ -37,7 +37,9 @@ func (s *Store) decideInOrder(ns string, reviews []*review, st *gpuadmitv1.GPURe
 		r.outcome, r.err = s.decideOne(ns, r, st, held)
 		switch r.outcome {
 		case waiting:
-			held = append(held, heldFor(r))
+			if !r.req.DryRun { // a dry run is never admitted: it holds no room for itself
+				held = append(held, heldFor(r))
+			}
 		case reserving:
 			n++
 		}

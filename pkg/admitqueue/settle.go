@@ -35,12 +35,15 @@ import (
 // Several reviews may wait at once. Each holds the room it waits for: the
 // reviews after it are decided counting its demand as an unconfirmed
 // reservation, so that no later review (a forged one included) takes that
-// room, while one that fits beside it is decided at once. When room frees,
-// the reviews that waited are decided again smallest first: a stream of
-// forged whole-quota reviews, each waiting for the one before, would
-// otherwise stay ahead of every genuine create that fits (each forged
-// reservation holds the room for confirmAfter, longer than a review that
-// queued behind it can wait).
+// room, while one that fits beside it is decided at once. A dry run (a
+// tenant's `gpuadmit eval`, kubectl create --dry-run=server) waits as a
+// create would, to answer what a create would get, but holds nothing: it
+// is never admitted, so the room it would hold would only deny genuine
+// creates. When room frees, the reviews that waited are decided again
+// smallest first: a stream of forged whole-quota reviews, each waiting for
+// the one before, would otherwise stay ahead of every genuine create that
+// fits (each forged reservation holds the room for confirmAfter, longer
+// than a review that queued behind it can wait).
 
 // smallestWaitingFirst orders the reviews that waited in the last round
 // (at the front of the batch, in the order they arrived) by their demand,

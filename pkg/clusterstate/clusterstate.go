@@ -25,6 +25,9 @@ type State struct {
 	PodsResourceVersion string
 	// Warnings say what could not be read and what that leaves out.
 	Warnings []string
+	// Forbidden names each read the user was refused ("list nodes"): what
+	// the state lacks that the webhook reads.
+	Forbidden []string
 	// progress, when set, is told the number of pods listed so far after
 	// each page.
 	progress func(pods int)
@@ -65,6 +68,9 @@ func (st *State) readNamespace(ctx context.Context, c kubernetes.Interface, name
 	switch {
 	case apierrors.IsForbidden(err), apierrors.IsNotFound(err):
 		st.Warnings = append(st.Warnings, fmt.Sprintf("cannot read namespace %q (%v): the policies see no namespace labels", name, err))
+		if apierrors.IsForbidden(err) {
+			st.Forbidden = append(st.Forbidden, "get namespace "+name)
+		}
 		return nil
 	case err != nil:
 		return fmt.Errorf("reading namespace %q: %w", name, err)
@@ -86,6 +92,7 @@ func (st *State) readNodes(ctx context.Context, c kubernetes.Interface) error {
 	})
 	if apierrors.IsForbidden(err) {
 		st.Warnings = append(st.Warnings, fmt.Sprintf("cannot list nodes (%v): no device capacity or device usage is known", err))
+		st.Forbidden = append(st.Forbidden, "list nodes")
 		return nil
 	}
 	if err != nil {
@@ -124,6 +131,7 @@ func (st *State) readPods(ctx context.Context, c kubernetes.Interface, namespace
 	}
 	st.Warnings = append(st.Warnings, fmt.Sprintf(
 		"cannot list pods in all namespaces (%v): reading namespace %q only; device usage on nodes counts its pods only", err, namespaces))
+	st.Forbidden = append(st.Forbidden, "list pods in all namespaces")
 	st.Objects.Pods = nil
 	rvs := make([]string, 0, len(namespaces))
 	for _, ns := range namespaces {

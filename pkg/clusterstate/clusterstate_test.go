@@ -66,7 +66,10 @@ func TestRead(t *testing.T) {
 		// wantNamespaces are the Namespace objects read (those named).
 		wantNamespaces []string
 		wantWarn       string
-		wantErr        string
+		// wantForbidden are the reads refused (what the webhook reads and
+		// the state lacks).
+		wantForbidden []string
+		wantErr       string
 	}{
 		{name: "every namespace",
 			wantNodes: []string{"node1"}, wantQuotas: []string{"team-a/gpu-quota", "team-b/gpu-quota"}, wantPods: []string{"team-a/a", "team-b/b"}},
@@ -80,7 +83,7 @@ func TestRead(t *testing.T) {
 		{name: "pods of every namespace forbidden: the namespace's",
 			namespaces: []string{"team-a"}, forbidden: [][2]string{{"pods", ""}},
 			wantNodes: []string{"node1"}, wantQuotas: []string{"team-a/gpu-quota"}, wantPods: []string{"team-a/a"}, wantNamespaces: []string{"team-a"},
-			wantWarn: `reading namespace ["team-a"] only; device usage on nodes counts its pods only`},
+			wantWarn: `reading namespace ["team-a"] only; device usage on nodes counts its pods only`, wantForbidden: []string{"list pods in all namespaces"}},
 		{name: "pods of every namespace forbidden, and no namespace named",
 			forbidden: [][2]string{{"pods", ""}}, wantErr: "listing pods in all namespaces: pods is forbidden"},
 		{name: "pods of the namespace forbidden too",
@@ -89,7 +92,7 @@ func TestRead(t *testing.T) {
 		{name: "nodes forbidden: none",
 			forbidden:  [][2]string{{"nodes", ""}},
 			wantQuotas: []string{"team-a/gpu-quota", "team-b/gpu-quota"}, wantPods: []string{"team-a/a", "team-b/b"},
-			wantWarn: "cannot list nodes"},
+			wantWarn: "cannot list nodes", wantForbidden: []string{"list nodes"}},
 		{name: "quotas forbidden: an error",
 			namespaces: []string{"team-a"}, forbidden: [][2]string{{"resourcequotas", "team-a"}},
 			wantErr: "listing resourcequotas in namespace team-a: resourcequotas is forbidden"},
@@ -122,6 +125,9 @@ func TestRead(t *testing.T) {
 				if !slices.Equal(got.got, got.want) && len(got.got)+len(got.want) > 0 {
 					t.Errorf("%s %q, want %q", got.what, got.got, got.want)
 				}
+			}
+			if !slices.Equal(st.Forbidden, tt.wantForbidden) {
+				t.Errorf("forbidden %q, want %q", st.Forbidden, tt.wantForbidden)
 			}
 			warnings := strings.Join(st.Warnings, "\n")
 			if tt.wantWarn == "" && warnings != "" || !strings.Contains(warnings, tt.wantWarn) {

@@ -53,7 +53,7 @@ func testDenialEvents(t *testing.T, c *local.Cluster) {
 		t.Logf("Event %s/%s: %s %s about %s/%s: %s", e.Namespace, e.Name, e.Type, e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
 		want := corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: ns, Namespace: ns}
 		checkEvent(t, e, want, 1, "pod events-one/too-big denied: ", `namespace "events-one": nvidia.com/gpumem: pod needs 30720 MiB`,
-			"limit 24576 MiB")
+			"limit 24576 MiB", "; the namespace's GPU usage against its limits: kubectl get gpuusage -n events-one")
 		if n := len(gpuadmitEvents(t, c, ns)); n != 1 {
 			t.Errorf("%d Events for one denial, want 1", n)
 		}

@@ -28,6 +28,7 @@ func TestCLI(t *testing.T) {
 	t.Run("kubectl gpuadmit usage -n team-a -o table", s.testKubectlPluginTable)
 	t.Run("kubectl gpuadmit eval gives the webhook's verdict", s.testEvalIsTheWebhook)
 	t.Run("a namespace's user (--as) reads what it may", s.testNamespaceUser)
+	t.Run("a tenant with namespace edit only gets the webhook's verdict from eval", s.testTenantGetsTheWebhooksVerdict)
 	t.Run("eval decides with the cluster's configuration and policies, as the webhook", s.testEvalClusterConfig)
 	// It lowers team-a's quota under its usage, and sets it back.
 	t.Run("kubectl gpuadmit top and audit", s.testTopAndAudit)
@@ -281,13 +282,22 @@ func (s *suite) testNamespaceUser(t *testing.T) {
 	if d, ok := u.Nodes[local.NodeName].Devices["GPU-0"]; len(u.Nodes) != 1 || !ok || d.Capacity != nil || d.Used.GPUMem != 22528 {
 		t.Errorf("usage --as alice: nodes %+v, want node1's GPU-0 alone, 22528 MiB used, capacity unknown", u.Nodes)
 	}
+	// alice may neither read what the webhook reads nor create pods (the
+	// server dry run): no verdict, an error naming both.
 	file := podFile(t, testpod.New("too-big").NS("").App("app", testpod.GPU(1), testpod.Mem(4096)).Build())
 	eval := s.kubectl(t, nil, "gpuadmit", "eval", "-f", file, "-n", local.TeamA, "--as", "alice")
-	if eval.code != 1 || !strings.Contains(eval.stdout, `pod needs 4096 MiB, 22528 MiB used + 0 MiB reserved, limit 24576 MiB`) {
-		t.Errorf("eval --as alice: exit %d, stderr %q\n%s", eval.code, eval.stderr, eval.stdout)
+	if eval.code != 2 || eval.stdout != "" {
+		t.Errorf("eval --as alice: exit %d, stderr %q\n%s; want exit 2, no verdict", eval.code, eval.stderr, eval.stdout)
 	}
-	if want := `policies: built-in (cannot list the ConfigMaps of gpuadmit-system: configmaps is forbidden: User "alice" cannot list resource "configmaps"`; !strings.Contains(eval.stderr, want) {
-		t.Errorf("eval --as alice: stderr %q lacks %q", eval.stderr, want)
+	for _, want := range []string{
+		`policies: built-in (cannot list the ConfigMaps of gpuadmit-system: configmaps is forbidden: User "alice" cannot list resource "configmaps"`,
+		"cannot decide as the webhook does: you may not list nodes, get namespace team-a, list pods in all namespaces, ",
+		`get configmap gpuadmit-system/gpuadmit-config, list configmaps in namespace gpuadmit-system, which the webhook reads, ` +
+			`and a server dry run needs create on pods in namespace team-a: pods is forbidden: User "alice" cannot create resource "pods"`,
+	} {
+		if !strings.Contains(eval.stderr, want) {
+			t.Errorf("eval --as alice: stderr %q lacks %q", eval.stderr, want)
+		}
 	}
 }
 

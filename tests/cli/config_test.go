@@ -29,7 +29,10 @@ const (
 	noPolicies = "policies: built-in (no ConfigMap of gpuadmit-system matches gpuadmit.io/policy=true)"
 	// usageLine and evalLine are the whole lines, as kubectl gpuadmit.
 	usageLine = "kubectl gpuadmit usage: " + noConfig + "\n"
-	evalLine  = "kubectl gpuadmit eval: " + noConfig + "; " + noPolicies + "\n"
+	evalLine  = "kubectl gpuadmit eval: " + noConfig + "; " + noPolicies + "\n" + decidedLocally
+	// decidedLocally is eval's line when it read everything the webhook
+	// reads (the suite's admin).
+	decidedLocally = "kubectl gpuadmit eval: decided locally\n"
 )
 
 // factor2 is the webhook's configuration in its versioned form, with
@@ -67,7 +70,7 @@ test_10_denied if count(admission.deny) == 1 with input as {"pod": {"name": "p"}
 
 // clusterLine is what eval says with factor2 and perPodCap installed.
 const clusterLine = "kubectl gpuadmit eval: configuration from ConfigMap gpuadmit-system/gpuadmit-config; " +
-	"policies: built-in + ConfigMap gpuadmit-system/gpuadmit-policy (2 modules)\n"
+	"policies: built-in + ConfigMap gpuadmit-system/gpuadmit-policy (2 modules)\n" + decidedLocally
 
 // evalWithEffective is eval's JSON for one pod, with its effective gpumem.
 type evalWithEffective struct {
@@ -189,15 +192,15 @@ func (s *suite) testFlagsWin(t *testing.T) {
 		wantLine    string
 	}{
 		{name: "--config and --policy", args: []string{"--config", cfgFile, "--policy", policyDir}, wantAllowed: true, wantGPUMem: 3000,
-			wantLine: "kubectl gpuadmit eval: configuration from --config " + cfgFile + "; policies: built-in + --policy " + policyDir + "\n"},
+			wantLine: "kubectl gpuadmit eval: configuration from --config " + cfgFile + "; policies: built-in + --policy " + policyDir + "\n" + decidedLocally},
 		{name: "--policy alone: the cluster's memoryFactor, not its policy", args: []string{"--policy", policyDir}, wantAllowed: true, wantGPUMem: 6000,
-			wantLine: "kubectl gpuadmit eval: configuration from ConfigMap gpuadmit-system/gpuadmit-config; policies: built-in + --policy " + policyDir + "\n"},
+			wantLine: "kubectl gpuadmit eval: configuration from ConfigMap gpuadmit-system/gpuadmit-config; policies: built-in + --policy " + policyDir + "\n" + decidedLocally},
 		{name: "--config alone: the cluster's policy, not its memoryFactor", args: []string{"--config", cfgFile}, wantAllowed: true, wantGPUMem: 3000,
 			wantLine: "kubectl gpuadmit eval: configuration from --config " + cfgFile +
-				"; policies: built-in + ConfigMap gpuadmit-system/gpuadmit-policy (2 modules)\n"},
+				"; policies: built-in + ConfigMap gpuadmit-system/gpuadmit-policy (2 modules)\n" + decidedLocally},
 		{name: "--gpuadmit-namespace where gpuadmit is not", args: []string{"--gpuadmit-namespace", "elsewhere"}, wantAllowed: true, wantGPUMem: 3000,
 			wantLine: "kubectl gpuadmit eval: configuration: the defaults (no ConfigMap elsewhere/gpuadmit-config; is gpuadmit installed in another namespace? --gpuadmit-namespace); " +
-				"policies: built-in (no ConfigMap of elsewhere matches gpuadmit.io/policy=true)\n"},
+				"policies: built-in (no ConfigMap of elsewhere matches gpuadmit.io/policy=true)\n" + decidedLocally},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

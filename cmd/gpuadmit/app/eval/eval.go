@@ -62,6 +62,9 @@ type Objects struct {
 	Objects []evalObject `json:"objects"`
 	// primary is the family at the first level of each object's demand.
 	primary string
+	// decidedBy says which source decided: locally, or the webhook by a
+	// server dry run (and why).
+	decidedBy string
 }
 
 type evalObject struct {
@@ -104,6 +107,17 @@ policy.configMapSelector selects there), loaded as the webhook loads them;
 --config and --policy replace them. A line on stderr says which
 configuration and policies were used (with --state, only when --config or
 --policy is given).
+
+Live, eval decides locally only when it may read everything the webhook
+reads. When a read is refused (a namespace user may not list nodes or
+every namespace's pods, nor read gpuadmit's ConfigMaps), or the
+configuration names a file of the webhook's pod (devices.hamiConfigPath,
+policy.directory), the webhook decides: each object is created with dryRun=All (a workload's pod from its
+template, under a generated name), which stores, reserves and records
+nothing; this needs create on pods in the namespace. A last line on stderr
+says which decided ("decided locally", or "decided by the webhook (server
+dry run)" and the reads refused). Without that right either, eval fails
+naming them.
 
 -n sets the namespace of the request (default: the pod's, else the
 context's namespace, or "default" with --state). The policies see the
@@ -203,6 +217,9 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o evalOptions, format output.Output
 	out, single, err := e.Run(ctx, o.in, c.Stdin)
 	if err != nil {
 		return err
+	}
+	if o.state == "" {
+		fmt.Fprintf(c.Stderr, "%s: %s\n", cmd.CommandPath(), out.decidedBy)
 	}
 	var doc any = out
 	if single {

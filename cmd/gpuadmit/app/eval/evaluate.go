@@ -67,7 +67,11 @@ func (e *Evaluation) Run(ctx context.Context, in cmdline.ManifestFlags, stdin io
 	if err := e.prepare(ctx); err != nil {
 		return Objects{}, false, err
 	}
-	out := Objects{Allowed: true, primary: e.decider.Families()[0].Name}
+	if r, missing := e.webhookDecides(); r != nil {
+		out, err := e.byWebhook(ctx, objs, r, missing)
+		return out, effectivecmd.OnePod(objs), err
+	}
+	out := Objects{Allowed: true, primary: e.decider.Families()[0].Name, decidedBy: decidedLocally}
 	for _, w := range objs.Workloads {
 		o, err := e.object(ctx, w)
 		if err != nil {

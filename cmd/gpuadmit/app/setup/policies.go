@@ -2,11 +2,13 @@ package setup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
@@ -23,8 +25,9 @@ func (s *Setup) findPolicies(ctx context.Context, f Flags, kube kubernetes.Inter
 	dir := *s.Cfg.Policy.Directory
 	if s.cfgInCluster && dir != "" {
 		if f.policy == "" {
-			return fmt.Errorf("the cluster's configuration loads policy.directory %q, a directory of the webhook's pod, which gpuadmit cannot read: "+
-				"give its modules with --policy DIR", dir)
+			return &podFileError{what: "read policy.directory (a directory of the webhook's pod)",
+				err: fmt.Errorf("the cluster's configuration loads policy.directory %q, a directory of the webhook's pod, which gpuadmit cannot read: "+
+					"give its modules with --policy DIR", dir)}
 		}
 		dir = "" // --policy stands for the webhook's operator policies
 	}
@@ -43,6 +46,13 @@ func (s *Setup) findPolicies(ctx context.Context, f Flags, kube kubernetes.Inter
 		return nil
 	}
 	cms, why, err := policyConfigMaps(ctx, kube, f.namespace, *s.Cfg.Policy.ConfigMapSelector)
+	if errors.Is(err, errListForbidden) {
+		if s.acceptedSet(ctx, kube, f.namespace, from) {
+			return nil
+		}
+		s.forbidden = append(s.forbidden, "list configmaps in namespace "+f.namespace)
+		err = nil
+	}
 	if err != nil {
 		return err
 	}
@@ -65,13 +75,36 @@ func policyConfigMaps(ctx context.Context, kube kubernetes.Interface, namespace,
 	cms, err = clusterstate.PolicyConfigMaps(ctx, kube, namespace, sel)
 	switch {
 	case apierrors.IsForbidden(err):
-		return nil, fmt.Sprintf("cannot list the ConfigMaps of %s: %v", namespace, err), nil
+		return nil, fmt.Sprintf("cannot list the ConfigMaps of %s: %v", namespace, err), fmt.Errorf("%w: %w", errListForbidden, err)
 	case err != nil:
 		return nil, "", fmt.Errorf("listing the policy ConfigMaps of %s: %w", namespace, err)
 	case len(cms) == 0:
 		return nil, fmt.Sprintf("no ConfigMap of %s matches %s", namespace, selector), nil
 	}
 	return cms, "", nil
+}
+
+// errListForbidden: the user may not list the policy ConfigMaps.
+var errListForbidden = errors.New("listing the policy ConfigMaps is forbidden")
+
+// acceptedSet sets the operator policy sources to the accepted set (the
+// set a replica last activated, which the replicas run: ConfigMap
+// gpuadmit-policy-accepted in namespace) when the user may not list the
+// policy ConfigMaps but may get that one (the chart's
+// rbac.tenantReadAccess); false when it cannot be read or holds no set.
+func (s *Setup) acceptedSet(ctx context.Context, kube kubernetes.Interface, namespace string, from []string) bool {
+	cm, err := kube.CoreV1().ConfigMaps(namespace).Get(ctx, policysource.AcceptedConfigMap, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	snap, err := policysource.Accepted(cm)
+	if err != nil {
+		return false
+	}
+	s.policies, s.clusterPolicies = snap.PolicySources("accepted "), true
+	s.policiesFrom = fmt.Sprintf("policies: %s + the set the webhook runs (ConfigMap %s/%s, revision %s)",
+		strings.Join(from, " + "), namespace, policysource.AcceptedConfigMap, cm.Data[policysource.AcceptedRevisionKey])
+	return true
 }
 
 // configMapList names the ConfigMaps (sorted) and their modules:

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
@@ -60,18 +61,58 @@ type Setup struct {
 	// cfgInCluster: cfg is the cluster's; clusterPolicies: policies are
 	// the cluster's ConfigMaps.
 	cfgInCluster, clusterPolicies bool
+	// forbidden names the reads of gpuadmit's configuration and policies
+	// the user was refused ("get configmap gpuadmit-system/gpuadmit-config"):
+	// cfg or policies are the defaults in their stead.
+	forbidden []string
+	// given: --config or --policy names what to decide with.
+	given bool
 }
+
+// Forbidden names the reads of the cluster's configuration and policies
+// the user was refused: the setup decides without them.
+func (s Setup) Forbidden() []string { return s.forbidden }
+
+// Given reports that --config or --policy names what to decide with, not
+// the cluster's setup.
+func (s Setup) Given() bool { return s.given }
 
 // New finds the configuration and, with policies, the policy sources:
 // those of the flags where given, else, with kube (no --state), the
 // cluster's, else the defaults.
+//
+// With policies (eval), neither --config nor --policy given, a
+// configuration or policy directory that names a file of the webhook's pod
+// is no error: what cannot be read is named in Forbidden, and eval asks
+// the webhook instead of deciding without it.
 func New(ctx context.Context, f Flags, kube kubernetes.Interface, policies bool, stderr io.Writer) (Setup, error) {
+	webhookDecides := policies && f.config == "" && f.policy == ""
+	var pf *podFileError
 	s, err := configOf(ctx, f, kube, stderr)
+	if webhookDecides && errors.As(err, &pf) {
+		s, err = Setup{Cfg: config.Default(), cfgFrom: "configuration: the defaults (" + err.Error() + ")", forbidden: []string{pf.what}}, nil
+	}
+	s.given = f.config != "" || f.policy != ""
 	if err != nil || !policies {
 		return s, err
 	}
-	return s, s.findPolicies(ctx, f, kube)
+	err = s.findPolicies(ctx, f, kube)
+	if webhookDecides && errors.As(err, &pf) {
+		s.policiesFrom, s.forbidden, err = "policies: built-in ("+err.Error()+")", append(s.forbidden, pf.what), nil
+	}
+	return s, err
 }
+
+// podFileError: the cluster's configuration names what the command line
+// cannot read: a file or directory of the webhook's pod, or HAMi's
+// ConfigMap (devices.hamiConfigMap) the user may not get.
+type podFileError struct {
+	// what names it as eval's "as you may not ..." line does.
+	what string
+	err  error
+}
+
+func (e *podFileError) Error() string { return e.err.Error() }
 
 // Say prints, on stderr, the line saying what cmd decides with: always
 // when reading the cluster, else only when --config or --policy was given.
@@ -102,7 +143,8 @@ func configOf(ctx context.Context, f Flags, kube kubernetes.Interface, stderr io
 	case apierrors.IsNotFound(err):
 		return Setup{Cfg: config.Default(), cfgFrom: fmt.Sprintf("configuration: the defaults (no %s; is gpuadmit installed in another namespace? --gpuadmit-namespace)", where)}, nil
 	case apierrors.IsForbidden(err):
-		return Setup{Cfg: config.Default(), cfgFrom: fmt.Sprintf("configuration: the defaults (cannot read %s: %v)", where, err)}, nil
+		return Setup{Cfg: config.Default(), cfgFrom: fmt.Sprintf("configuration: the defaults (cannot read %s: %v)", where, err),
+			forbidden: []string{"get configmap " + f.namespace + "/" + clusterstate.ConfigMapName}}, nil
 	case err != nil:
 		return Setup{}, fmt.Errorf("reading gpuadmit's configuration (no --config given): %w", err)
 	}
@@ -127,8 +169,9 @@ func clusterConfig(text, where string, stderr io.Writer) (*config.Configuration,
 	}
 	if err := yaml.Unmarshal([]byte(text), &refs); err == nil && refs.APIVersion != "" {
 		if _, ok := refs.Devices["hamiConfigPath"]; ok {
-			return nil, fmt.Errorf("%s: devices.hamiConfigPath names a file of the webhook's pod, which gpuadmit cannot read: "+
-				"give the configuration with its devices written out with --config", where)
+			return nil, &podFileError{what: "read devices.hamiConfigPath (a file of the webhook's pod)",
+				err: fmt.Errorf("%s: devices.hamiConfigPath names a file of the webhook's pod, which gpuadmit cannot read: "+
+					"give the configuration with its devices written out with --config", where)}
 		}
 	}
 	cfg, ignored, err := config.Parse([]byte(text))
@@ -165,7 +208,13 @@ func clusterHAMiConfigMap(ctx context.Context, kube kubernetes.Interface, namesp
 		return cm.Data, nil
 	})
 	if err != nil {
-		return fmt.Errorf("%s: %w: give the configuration with its devices written out with --config", where, err)
+		err = fmt.Errorf("%s: %w: give the configuration with its devices written out with --config", where, err)
+	}
+	if apierrors.IsForbidden(err) {
+		return &podFileError{what: "get configmap " + ptr.Deref(cfg.Devices.HAMiConfigMap, ""), err: err}
+	}
+	if err != nil {
+		return err
 	}
 	if w := config.IgnoredWarning(ignored); w != "" {
 		fmt.Fprintf(stderr, "gpuadmit: warning: %s: %s\n", where, w)

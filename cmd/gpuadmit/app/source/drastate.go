@@ -35,8 +35,9 @@ type draList struct {
 // ResourceClaimTemplates of namespaces (nil: every namespace), to objs. A
 // server that does not serve resource.k8s.io/v1 has none: warn says so,
 // once, and nothing more is read. A list that is forbidden is warned about
-// and left out.
-func readDRA(ctx context.Context, kc kubernetes.Interface, namespaces []string, objs *manifest.Objects, warn func(string)) error {
+// and left out, and named in forbidden ("list resourceclaims in namespace
+// team-a").
+func readDRA(ctx context.Context, kc kubernetes.Interface, namespaces []string, objs *manifest.Objects, warn func(string)) (forbidden []string, _ error) {
 	r := draReader{api: kc.ResourceV1(), objs: objs}
 	lists := []draList{{what: "resourceslices", list: r.slices}}
 	scope := namespaces
@@ -56,14 +57,15 @@ func readDRA(ctx context.Context, kc kubernetes.Interface, namespaces []string, 
 		case apierrors.IsNotFound(err):
 			warn(fmt.Sprintf("the server does not serve %s/v1 (%v): no ResourceClaim, ResourceClaimTemplate or ResourceSlice is read, so no claim is counted",
 				resourcev1.GroupName, err))
-			return nil
+			return forbidden, nil
 		case apierrors.IsForbidden(err):
 			warn(fmt.Sprintf("cannot list %s%s (%v): %s", l.what, l.where, err, leftOut(l.what)))
+			forbidden = append(forbidden, "list "+l.what+l.where)
 		case err != nil:
-			return fmt.Errorf("listing %s%s: %w", l.what, l.where, err)
+			return forbidden, fmt.Errorf("listing %s%s: %w", l.what, l.where, err)
 		}
 	}
-	return nil
+	return forbidden, nil
 }
 
 // leftOut says what a forbidden list leaves out.

@@ -85,7 +85,7 @@ func TestReadDRA(t *testing.T) {
 			}
 			objs := &manifest.Objects{}
 			var warnings []string
-			err := readDRA(t.Context(), c, tt.namespaces, objs, func(w string) { warnings = append(warnings, w) })
+			_, err := readDRA(t.Context(), c, tt.namespaces, objs, func(w string) { warnings = append(warnings, w) })
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)

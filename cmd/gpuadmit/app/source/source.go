@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -53,7 +54,7 @@ func Of(c *cmdline.CLI, path string, warn func(string)) Source {
 	if path != "" {
 		return Dump{Path: path, stdin: c.Stdin, kube: c.Kube}
 	}
-	return live{kube: c.Kube, userAgent: c.UserAgent(), warn: warn, progress: func() *progress { return startProgress(c) }}
+	return live{kube: c.Kube, userAgent: c.UserAgent(), warn: warn, progress: func() *progress { return startProgress(c) }, gaps: &gaps{}}
 }
 
 // Dump is a 'kubectl get -o yaml' dump of Pods, Nodes, ResourceQuotas (and
@@ -157,6 +158,8 @@ type live struct {
 	// progress, when set, starts the lines that tell a slow read's
 	// progress.
 	progress func() *progress
+	// gaps are the reads the user was refused (nil: not kept).
+	gaps *gaps
 }
 
 // Namespace is kubectl's: -n, else the context's, else "default".
@@ -221,6 +224,9 @@ func (l live) Ledger(ctx context.Context, ch Charging, namespaces []string, rese
 	for _, ns := range namespaces {
 		rs, err := clusterstate.Reservations(ctx, dc, ns, st.PodsResourceVersion)
 		if err != nil {
+			if apierrors.IsForbidden(err) {
+				l.gaps.add("get gpureservationsets in namespace " + ns)
+			}
 			l.warn(fmt.Sprintf("%v: its reservations are not counted", err))
 			continue
 		}
@@ -245,10 +251,13 @@ func (l live) Read(ctx context.Context, kc kubernetes.Interface, ch Charging, na
 	for _, w := range st.Warnings {
 		l.warn(w)
 	}
+	l.gaps.add(st.Forbidden...)
 	if ch.governs() {
-		if err := readDRA(ctx, kc, namespaces, st.Objects, l.warn); err != nil {
+		forbidden, err := readDRA(ctx, kc, namespaces, st.Objects, l.warn)
+		if err != nil {
 			return nil, fmt.Errorf("reading the cluster (no --state given): %w", err)
 		}
+		l.gaps.add(forbidden...)
 	}
 	return st, nil
 }
