@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,7 @@ func TestStartRefusesAMisspeltKey(t *testing.T) {
 				t.Fatal(err)
 			}
 			var stderr bytes.Buffer
-			if code := run(t.Context(), []string{"--config", path}, &stderr); code != 2 {
+			if code := run(t.Context(), []string{"--config", path}, io.Discard, &stderr); code != 2 {
 				t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr.String())
 			}
 			if got := stderr.String(); !strings.HasPrefix(got, "webhook: config "+path+": ") || !strings.Contains(got, tt.want) {

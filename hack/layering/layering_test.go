@@ -78,6 +78,8 @@ var rules = []rule{
 		why: "a claim's demand: pure translation beside pkg/effective"},
 	{pkg: "pkg/devices", mayNot: project, but: []string{"pkg/effective"},
 		why: "the annotation codecs: translation beside pkg/effective"},
+	{pkg: "pkg/quotacheck", mayNot: project, but: []string{"pkg/effective"},
+		why: "reading a ResourceQuota's GPU limits as written: pure, beside pkg/effective"},
 	{pkg: "pkg/config", mayNot: requestPath,
 		why: "the configuration sits below the ledger: every layer reads it"},
 	// The request path, bottom up.
