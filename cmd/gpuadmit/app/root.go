@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -37,10 +36,9 @@ print a table unless -o json, yaml, wide or jsonpath=TEMPLATE. Exit codes:
 		Args:          cmdline.UnknownCommand,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		// With no command: the usage on stderr, exit 2.
+		// With no command: the help on stdout, exit 0, as kubectl.
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprint(c.Stderr, cmd.UsageString())
-			return cmdline.ExitCode(2)
+			return cmd.Help()
 		},
 	}
 	root.SetIn(c.Stdin)

@@ -62,6 +62,9 @@ type Objects struct {
 	Objects []evalObject `json:"objects"`
 	// primary is the family at the first level of each object's demand.
 	primary string
+	// Failed are the files and objects that could not be decided: each
+	// is said on stderr after the others are printed (exit code 2).
+	Failed []error `json:"-"`
 }
 
 type evalObject struct {
@@ -199,7 +202,7 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o evalOptions, format output.Output
 		return err
 	}
 	st.Say(cmd, o.setup, kube != nil, true, c.Stderr)
-	e := Evaluation{Namespace: *c.Kube.Namespace, Source: src, Warn: warn, explain: o.explain, Setup: st}
+	e := Evaluation{Namespace: *c.Kube.Namespace, Strict: true, Source: src, Warn: warn, explain: o.explain, Setup: st}
 	out, single, err := e.Run(ctx, o.in, c.Stdin)
 	if err != nil {
 		return err
@@ -210,6 +213,9 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o evalOptions, format output.Output
 	}
 	if err := format.Write(c.Stdout, doc, func(wide bool) error { return printEval(c.Stdout, out, wide) }); err != nil {
 		return err
+	}
+	if len(out.Failed) > 0 {
+		return cmdline.Failed(cmd, c.Stderr, out.Failed)
 	}
 	if !out.Allowed {
 		return cmdline.ExitCode(1)

@@ -67,9 +67,8 @@ team-a      Pod    small   -       full    1     4096          0
 		{Name: "a namespace with no limit is never over, still listed with its usage",
 			Args: []string{"top", "--state", "-", "--fail-over", "-A"}, Stdin: fixtures.PodDoc("free", "p", "", 8, 1<<20, 100),
 			WantTextSub: []string{"free        1      8/-   -      8388608/-     -         800/-      -           -\n"}},
-		{Name: "-n of a namespace the state lacks: zero, no limits, no charges",
-			Args:    []string{"top", "--state", fixtures.TopSeed, "-n", "team-z", "-o", "json"},
-			WantOut: `{"namespaces":[{"name":"team-z","pods":0,"used":{"gpu":0,"gpumem":0,"gpucores":0},"reserved":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{},"percent":{},"charges":[]}],"overNamespaces":[]}`},
+		{Name: "-n of a namespace the state lacks: an error",
+			Args: []string{"top", "--state", fixtures.TopSeed, "-n", "team-z", "-o", "json"}, WantCode: 2, WantErrSub: `gpuadmit top: namespace "team-z" not found`},
 		{Name: "a template's claim not made yet: nothing charged (the claim is decided and charged once created)",
 			Args: []string{"top", "--state", "-"}, Stdin: fixtures.StateOf(fixtures.MustRead(t, fixtures.DraData+"dra-state.yaml"), fixtures.MustRead(t, fixtures.DraData+"template-pod.yaml")),
 			WantText: `NAMESPACE   PODS   CLAIMS   GPU   GPU%   GPUMEM(MiB)   GPUMEM%   GPUCORES   GPUCORES%   OVER

@@ -1,0 +1,90 @@
+package app_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
+	"github.com/gpuadmit/gpuadmit/internal/clitest/fixtures"
+)
+
+// TestAsKubectl: the command line answers as kubectl's does: a mistyped
+// command is suggested whatever its flags, bare gpuadmit is its help,
+// directories are read wherever a file is, an error names its file and
+// document and fails its row alone, a namespace that does not exist is an
+// error, and -n against a manifest's own namespace is refused.
+func TestAsKubectl(t *testing.T) {
+	mixed := t.TempDir()
+	copyFile(t, pods+"scenario4-app12.yaml", filepath.Join(mixed, "a-pod.yaml"))
+	copyFile(t, "../../../README.md", filepath.Join(mixed, "b-readme.yaml"))
+	stateDir := t.TempDir()
+	copyFile(t, state+"cluster.yaml", filepath.Join(stateDir, "cluster.yaml"))
+	suiteDir := "../../../examples/policy/" // suite.yaml, and README.md and Rego files that are not suites
+	tests := []apptest.Case{
+		{Name: "a mistyped command with flags of the command: the suggestion", Args: []string{"efective", "-f", "x"}, WantCode: 2,
+			WantErr: "gpuadmit: unknown command \"efective\" for \"gpuadmit\"\n\nDid you mean this?\n\teffective\n\nSee 'gpuadmit --help' for usage.\n"},
+		{Name: "after a global flag and its value", Args: []string{"--kubeconfig", "k", "-n", "team-a", "usag", "-A"}, WantCode: 2,
+			WantErrSub: "unknown command \"usag\" for \"gpuadmit\"\n\nDid you mean this?\n\tusage\n"},
+		{Name: "a mistyped subcommand of policy with its flags", Args: []string{"policy", "tst", "--run", "x"}, WantCode: 2,
+			WantErrSub: "gpuadmit policy: unknown command \"tst\" for \"gpuadmit policy\"\n\nDid you mean this?\n\ttest\n"},
+		{Name: "bare gpuadmit: the help on stdout, exit 0", Args: nil,
+			WantTextSub: []string{"Usage:\n  gpuadmit [flags]\n  gpuadmit [command]", "Available Commands:"}},
+		{Name: "-f README.md: not a Kubernetes object, named", Args: []string{"effective", "-f", "../../../README.md"}, WantCode: 2,
+			WantErr: "gpuadmit effective: ../../../README.md: not a Kubernetes object (document 1): a text, not an object with apiVersion, kind and metadata (is it a Kubernetes manifest?)\n"},
+		{Name: "one bad file of a directory: one failed row, the others printed", Args: []string{"effective", "-f", mixed}, WantCode: 2,
+			WantTextSub: []string{"Pod    team-a      small-job   1          1     12288"},
+			WantErr:     "gpuadmit effective: " + filepath.Join(mixed, "b-readme.yaml") + ": not a Kubernetes object (document 1): a text, not an object with apiVersion, kind and metadata (is it a Kubernetes manifest?)\n"},
+		{Name: "eval: one bad file, one failed row", Args: []string{"eval", "-f", mixed, "--state", state + "cluster.yaml"},
+			WantCode: 2, WantTextSub: []string{"Pod    team-a      small-job   true"},
+			WantErrSub: "gpuadmit eval: " + filepath.Join(mixed, "b-readme.yaml") + ": not a Kubernetes object (document 1)"},
+		{Name: "an invalid pod among the examples: its file, document, namespace and name; the others printed", Args: []string{"effective", "-f", pods},
+			WantCode: 2, WantTextSub: []string{"convert-then-serve", "small-job"},
+			WantErrSub: "gpuadmit effective: " + pods + "invalid.yaml (document 1): Pod team-a/broken: invalid GPU request"},
+		{Name: "--state DIR", Args: []string{"usage", "--state", stateDir, "-n", "team-a", "-o", "jsonpath={.namespaces.team-a.used.gpumem}"},
+			WantText: "49152", WantErrSub: "warning: node node-x"},
+		{Name: "eval --state DIR", Args: []string{"eval", "-f", pods + "scenario4-app12.yaml", "--state", stateDir, "-o", "jsonpath={.allowed}"},
+			WantText: "true"},
+		{Name: "policy verify DIR: its suites", Args: []string{"policy", "verify", suiteDir},
+			WantTextSub: []string{"PASS  " + suiteDir + "suite.yaml: ", "31 passed, 0 failed\n"}},
+		{Name: "policy verify DIR without a suite", Args: []string{"policy", "verify", stateDir}, WantCode: 2,
+			WantErrSub: stateDir + ": no policy suite (kind PolicySuite) in the directory"},
+		{Name: "audit -n of a namespace not in the state: an error", Args: []string{"audit", "--state", state + "cluster.yaml", "-n", "tema-a"}, WantCode: 2,
+			WantErrSub: "gpuadmit audit: namespace \"tema-a\" not found: " + state + "cluster.yaml holds no Namespace, Pod, ResourceQuota or ResourceClaim of it\n\nDid you mean this?\n\tteam-a\n"},
+		{Name: "usage -n of a namespace not in the state", Args: []string{"usage", "--state", state + "cluster.yaml", "-n", "nope"}, WantCode: 2,
+			WantErrSub: `gpuadmit usage: namespace "nope" not found`},
+		{Name: "-n against the manifest's namespace: refused as kubectl", Args: []string{"eval", "-n", "team-b", "-f", pods + "scenario4-app12.yaml", "--state", state + "cluster.yaml"},
+			WantCode: 2, WantErrSub: `Pod team-a/small-job: the namespace from the provided object "team-a" does not match the namespace "team-b". You must pass '--namespace=team-a' to perform this operation.`},
+		{Name: "-n equal to the manifest's namespace", Args: []string{"eval", "-n", "team-a", "-f", pods + "scenario4-app12.yaml", "--state", state + "cluster.yaml", "-o", "jsonpath={.allowed}"},
+			WantText: "true"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.Name, tt.Check)
+	}
+}
+
+// TestLiveNamespaceNotFound: reading the cluster, a namespace the API
+// server says does not exist is an error; one it has is read.
+func TestLiveNamespaceNotFound(t *testing.T) {
+	kc := fixtures.StartFakeAPI(t, &fixtures.FakeAPI{Namespaces: []string{"team-a"}}, "")
+	tests := []apptest.Case{
+		{Name: "audit -n of a namespace the cluster lacks", Args: []string{"audit", "--kubeconfig", kc, "-n", "tema-a"}, WantCode: 2,
+			WantErrSub: "gpuadmit audit: namespace \"tema-a\" not found in the cluster\n"},
+		{Name: "audit -n of one it has", Args: []string{"audit", "--kubeconfig", kc, "-n", "team-a"},
+			WantText: "namespace team-a is within its GPU limits\n", WantErrSub: "configuration: the defaults"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.Name, tt.Check)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
