@@ -88,3 +88,36 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// TestOutputRows: --no-headers, -o name and -o custom-columns on the
+// commands that print tables, as kubectl's.
+func TestOutputRows(t *testing.T) {
+	cluster := state + "cluster.yaml"
+	warn := "warning: node node-x"
+	tests := []apptest.Case{
+		{Name: "usage --no-headers", Args: []string{"usage", "--state", cluster, "--no-headers"}, WantErrSub: warn,
+			WantText: "team-a   3     3/4   49152/65536   50/300\nteam-b   0     0/0   0/-           0/0\n\n" +
+				"node-a   GPU-a1   1     30720/40960   50/100\nnode-a   GPU-a2   1     20480/40960   30/100\nnode-h   GPU-h1   1     8192/16384    0/100\n"},
+		{Name: "usage -o name", Args: []string{"usage", "--state", cluster, "-o", "name"}, WantErrSub: warn, WantText: "namespace/team-a\nnamespace/team-b\n"},
+		{Name: "usage -o custom-columns, a path with or without braces, <none> for a missing one",
+			Args: []string{"usage", "--state", cluster, "-o", "custom-columns=NAME:.name,USED:{.used.gpumem},LIMIT:.limits.gpumem"}, WantErrSub: warn,
+			WantText: "NAME     USED    LIMIT\nteam-a   49152   65536\nteam-b   0       <none>\n"},
+		{Name: "custom-columns --no-headers", Args: []string{"top", "--state", cluster, "-o", "custom-columns=NAME:.name,PODS:.pods", "--no-headers"}, WantErrSub: warn,
+			WantText: "team-a   3\nteam-b   0\n"},
+		{Name: "top -o name", Args: []string{"top", "--state", cluster, "-o", "name"}, WantErrSub: warn, WantText: "namespace/team-a\nnamespace/team-b\n"},
+		{Name: "audit -o name: the namespaces over a limit", Args: []string{"audit", "--state", cluster, "-o", "name"}, WantErrSub: warn},
+		{Name: "eval -o name of one pod", Args: []string{"eval", "-f", pods + "scenario4-app12.yaml", "--state", cluster, "-o", "name"}, WantText: "pod/small-job\n"},
+		{Name: "effective -o custom-columns of one pod", Args: []string{"effective", "-f", pods + "scenario4-app12.yaml", "-o", "custom-columns=NAME:.name,MEM:.effective.gpumem", "--no-headers"},
+			WantText: "small-job   12288\n"},
+		{Name: "--no-headers with -o json: refused", Args: []string{"usage", "--state", cluster, "-o", "json", "--no-headers"}, WantCode: 2,
+			WantErrSub: "--no-headers is for the tables (-o table, wide, custom-columns), not -o json"},
+		{Name: "custom-columns without a path", Args: []string{"usage", "--state", cluster, "-o", "custom-columns=NAME"}, WantCode: 2,
+			WantErrSub: `--output custom-columns: "NAME" is not HEADER:PATH`},
+		{Name: "one JSON shape: usage's namespaces by name", Args: []string{"usage", "--state", cluster, "-o", "jsonpath={.namespaces.team-a.pods}"}, WantErrSub: warn, WantText: "3"},
+		{Name: "one JSON shape: top's namespaces by name", Args: []string{"top", "--state", cluster, "-o", "jsonpath={.namespaces.team-a.pods}"}, WantErrSub: warn, WantText: "3"},
+		{Name: "one JSON shape: audit's namespaces by name", Args: []string{"audit", "--state", cluster, "-o", "jsonpath={.namespaces.team-a.over}"}, WantErrSub: warn, WantText: "[]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.Name, tt.Check)
+	}
+}

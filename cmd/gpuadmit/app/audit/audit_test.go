@@ -29,10 +29,13 @@ team-a      nvidia.com/gpumem   10240   0          8192    gpu-quota
 			WantOut: `{"over":[
 				{"namespace":"team-a","family":"nvidia","resource":"nvidia.com/gpu","used":2,"reserved":0,"charged":2,"limit":1,"quota":"gpu-quota","key":"limits.nvidia.com/gpu"},
 				{"namespace":"team-a","family":"nvidia","resource":"nvidia.com/gpumem","used":10240,"reserved":0,"charged":10240,"limit":8192,"quota":"gpu-quota","key":"limits.nvidia.com/gpumem"}],
-				"namespaces":3}`},
+				"namespaces":{"free":{"over":[]},"team-a":{"over":[
+				{"namespace":"team-a","family":"nvidia","resource":"nvidia.com/gpu","used":2,"reserved":0,"charged":2,"limit":1,"quota":"gpu-quota","key":"limits.nvidia.com/gpu"},
+				{"namespace":"team-a","family":"nvidia","resource":"nvidia.com/gpumem","used":10240,"reserved":0,"charged":10240,"limit":8192,"quota":"gpu-quota","key":"limits.nvidia.com/gpumem"}]},
+				"team-b":{"over":[]}}}`},
 		{Name: "-o json, none over: an empty list, exit 0",
-			Args: []string{"audit", "--state", fixtures.TopSeed, "-o", "json"}, WantOut: `{"over":[],"namespaces":1}`},
-		{Name: "-o yaml", Args: []string{"audit", "--state", fixtures.TopSeed, "-o", "yaml"}, WantText: "namespaces: 1\nover: []\n"},
+			Args: []string{"audit", "--state", fixtures.TopSeed, "-o", "json"}, WantOut: `{"over":[],"namespaces":{"team-a":{"over":[]}}}`},
+		{Name: "-o yaml", Args: []string{"audit", "--state", fixtures.TopSeed, "-o", "yaml"}, WantText: "namespaces:\n  team-a:\n    over: []\nover: []\n"},
 		{Name: "-n: that namespace alone", Args: []string{"audit", "--state", "-", "-n", "team-b"}, Stdin: lowered,
 			WantText: "namespace team-b is within its GPU limits\n"},
 		{Name: "-n of a namespace the state lacks: an error, not within its limits", Args: []string{"audit", "--state", fixtures.TopSeed, "-n", "tema-a"},

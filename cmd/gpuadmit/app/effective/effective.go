@@ -3,6 +3,7 @@ package effective
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -94,7 +95,7 @@ device family the configuration governs and the pod asks for is under
 			if o.devMem < 0 {
 				return cmdline.UsageErrorf("--device-memory must be >= 0, got %d", o.devMem)
 			}
-			out, err := output.Parse(o.output, output.TableFormats)
+			out, err := output.ParseCmd(cmd, o.output, output.TableFormats)
 			if err != nil {
 				return err
 			}
@@ -137,10 +138,10 @@ func run(cmd *cobra.Command, c *cmdline.CLI, in cmdline.ManifestFlags, cfgPath s
 		return errors.Join(errs...)
 	}
 	var doc any = out
-	if OnePod(objs) {
+	if OnePod(objs) && !format.Listed() {
 		doc = out.Objects[0].effectiveOutput
 	}
-	if err := format.Write(c.Stdout, doc, func(wide bool) error { return printEffective(c.Stdout, out, wide) }); err != nil {
+	if err := format.Write(c.Stdout, doc, func(w io.Writer, wide bool) error { return printEffective(w, out, wide) }); err != nil {
 		return err
 	}
 	if len(errs) > 0 {
@@ -245,4 +246,13 @@ func familyReport(d *effective.Demand, other bool) familyEffective {
 		}
 	}
 	return out
+}
+
+// Rows are the objects (-o name, custom-columns).
+func (e effectiveObjects) Rows() []output.Row {
+	rows := make([]output.Row, len(e.Objects))
+	for i, o := range e.Objects {
+		rows[i] = output.Row{Kind: o.Kind, Name: o.Name, Object: o}
+	}
+	return rows
 }

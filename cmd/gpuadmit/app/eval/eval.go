@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -180,7 +181,7 @@ func (o evalOptions) Check(cmd *cobra.Command) (output.Output, error) {
 	if o.in.Stdin() && o.state == "-" {
 		return output.Output{}, cmdline.UsageErrorf("-f and --state cannot both read standard input")
 	}
-	out, err := output.Parse(o.output, output.TableFormats)
+	out, err := output.ParseCmd(cmd, o.output, output.TableFormats)
 	if err != nil {
 		return output.Output{}, err
 	}
@@ -208,10 +209,10 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o evalOptions, format output.Output
 		return err
 	}
 	var doc any = out
-	if single {
+	if single && !format.Listed() {
 		doc = out.Objects[0].evalOutput
 	}
-	if err := format.Write(c.Stdout, doc, func(wide bool) error { return printEval(c.Stdout, out, wide) }); err != nil {
+	if err := format.Write(c.Stdout, doc, func(w io.Writer, wide bool) error { return printEval(w, out, wide) }); err != nil {
 		return err
 	}
 	if len(out.Failed) > 0 {
@@ -221,4 +222,13 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o evalOptions, format output.Output
 		return cmdline.ExitCode(1)
 	}
 	return nil
+}
+
+// Rows are the objects decided (-o name, custom-columns).
+func (o Objects) Rows() []output.Row {
+	rows := make([]output.Row, len(o.Objects))
+	for i, obj := range o.Objects {
+		rows[i] = output.Row{Kind: obj.Kind, Name: obj.Name, Object: obj}
+	}
+	return rows
 }
