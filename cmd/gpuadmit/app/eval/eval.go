@@ -109,8 +109,10 @@ policy.configMapSelector selects there), loaded as the webhook loads them;
 configuration and policies were used (with --state, only when --config or
 --policy is given).
 
--n sets the namespace of the request (default: the pod's, else the
-context's namespace, or "default" with --state). The policies see the
+-n sets the namespace of the request of an object whose manifest names
+none (default: the context's namespace, or "default" with --state); an
+object whose manifest names another is refused, as kubectl refuses it,
+and the others decided (exit 2 at the end). The policies see the
 namespace's labels (a Namespace object in --state, or the cluster's) and
 the requesting user: --as and --as-group as kubectl takes them (the API
 server adds system:authenticated), else the kubeconfig's user when reading
