@@ -109,12 +109,19 @@ func (e *Evaluation) mismatched(objs *manifest.Objects) []error {
 		if w.Namespace == "" || w.Namespace == e.Namespace {
 			return false
 		}
-		errs = append(errs, effectivecmd.ObjectError(w, fmt.Errorf(
-			"the namespace from the provided object %q does not match the namespace %q. You must pass '--namespace=%s' to perform this operation.",
-			w.Namespace, e.Namespace, w.Namespace)))
+		errs = append(errs, effectivecmd.ObjectError(w, namespaceMismatch{object: w.Namespace, flag: e.Namespace}))
 		return true
 	})
 	return errs
+}
+
+// namespaceMismatch is an object whose namespace is not -n's: kubectl's
+// error, word for word.
+type namespaceMismatch struct{ object, flag string }
+
+func (m namespaceMismatch) Error() string {
+	return fmt.Sprintf("the namespace from the provided object %q does not match the namespace %q. You must pass '--namespace=%s' to perform this operation.",
+		m.object, m.flag, m.object)
 }
 
 // loadState reads the source's ledger and reservations for the namespaces

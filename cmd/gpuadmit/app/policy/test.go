@@ -29,8 +29,35 @@ func NewCmd(c *cmdline.CLI) *cobra.Command {
 		Short: "Work with the Rego policies",
 		Args:  cmdline.UnknownCommand,
 	}
+	var schemaFormat string
+	test := testCmd(c)
+	schema := &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schema of the policies' input document",
+		Long: `Print the JSON Schema every policy set is type-checked against
+(docs/policy-input.md), for editors and other tools.`,
+		Args: cmdline.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			o, err := output.Parse(schemaFormat, output.DataFormats)
+			if err != nil {
+				return err
+			}
+			return o.WriteData(c.Stdout, policy.InputSchema())
+		},
+	}
+	output.Flag(schema, &schemaFormat, output.FormatJSON, output.DataFormats)
+	verify := verifyCmd(c)
+	policyCmd.AddCommand(test, verify, schema)
+	policyCmd.RunE = func(*cobra.Command, []string) error {
+		return cmdline.UsageErrorf("usage: %s; %s; %s", test.UseLine(), verify.UseLine(), schema.UseLine())
+	}
+	return policyCmd
+}
+
+// testCmd is `gpuadmit policy test`.
+func testCmd(c *cmdline.CLI) *cobra.Command {
 	var to testOptions
-	var schemaFormat, testFormat string
+	var testFormat string
 	test := &cobra.Command{
 		Use:   "test [DIR] [--run REGEX] [--coverage] [--explain] [-o json|yaml|jsonpath=TEMPLATE]",
 		Short: "Run the Rego unit tests of the policies",
@@ -73,27 +100,7 @@ test with the expression that failed, a passing one without a trace
 	test.Flags().StringVar(&to.run, "run", "", "run only the tests whose name (data.PACKAGE.TEST) this regular expression matches, as 'opa test --run'")
 	test.Flags().BoolVar(&to.explain, "explain", false, "give passing tests too the last expression that failed in them (their trace), as failing tests have it")
 	output.Flag(test, &testFormat, "", output.DataFormats)
-	schema := &cobra.Command{
-		Use:   "schema",
-		Short: "Print the JSON Schema of the policies' input document",
-		Long: `Print the JSON Schema every policy set is type-checked against
-(docs/policy-input.md), for editors and other tools.`,
-		Args: cmdline.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			o, err := output.Parse(schemaFormat, output.DataFormats)
-			if err != nil {
-				return err
-			}
-			return o.WriteData(c.Stdout, policy.InputSchema())
-		},
-	}
-	output.Flag(schema, &schemaFormat, output.FormatJSON, output.DataFormats)
-	verify := verifyCmd(c)
-	policyCmd.AddCommand(test, verify, schema)
-	policyCmd.RunE = func(*cobra.Command, []string) error {
-		return cmdline.UsageErrorf("usage: %s; %s; %s", test.UseLine(), verify.UseLine(), schema.UseLine())
-	}
-	return policyCmd
+	return test
 }
 
 // policyTest runs `gpuadmit policy test [DIR]`: the Rego unit tests of the
