@@ -149,6 +149,13 @@ func (e *Evaluation) loadState(ctx context.Context, objs *manifest.Objects) erro
 		e.ledger.UpsertTemplate(t)
 	}
 	for _, ns := range namespaces {
+		if _, dump := e.Source.(source.Dump); !dump {
+			// Live, a namespace the API server does not have is an error, as
+			// the API server refuses a pod there (a dump's is a warning).
+			if err := source.NamespaceExists(ctx, e.Source, e.ledger, ns); err != nil {
+				return err
+			}
+		}
 		if !e.ledger.Namespace(ns, nil).LabelsKnown {
 			e.Warn(fmt.Sprintf("namespace %q is not in the state: the policies see no namespace labels", ns))
 			e.ledger.UpsertNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
