@@ -71,7 +71,7 @@ func TestLiveNamespaceNotFound(t *testing.T) {
 		{Name: "audit -n of a namespace the cluster lacks", Args: []string{"audit", "--kubeconfig", kc, "-n", "tema-a"}, WantCode: 2,
 			WantErrSub: "gpuadmit audit: namespace \"tema-a\" not found in the cluster\n"},
 		{Name: "eval of a pod in a namespace the cluster lacks", Args: []string{"eval", "--kubeconfig", kc, "-f", "-"},
-			Stdin: "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: tema-a}\nspec:\n  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]\n",
+			Stdin:    "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: tema-a}\nspec:\n  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]\n",
 			WantCode: 2, WantErrSub: "gpuadmit eval: namespace \"tema-a\" not found in the cluster\n"},
 		{Name: "audit -n of one it has", Args: []string{"audit", "--kubeconfig", kc, "-n", "team-a"},
 			WantText: "namespace team-a is within its GPU limits\n", WantErrSub: "configuration: the defaults"},
