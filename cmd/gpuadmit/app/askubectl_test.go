@@ -21,6 +21,11 @@ func TestAsKubectl(t *testing.T) {
 	stateDir := t.TempDir()
 	copyFile(t, state+"cluster.yaml", filepath.Join(stateDir, "cluster.yaml"))
 	suiteDir := "../../../examples/policy/" // suite.yaml, and README.md and Rego files that are not suites
+	badSuites := t.TempDir()
+	copyFile(t, pods+"scenario4-app12.yaml", filepath.Join(badSuites, "a-pod.yaml")) // not a suite: not run
+	if err := os.WriteFile(filepath.Join(badSuites, "b-suite.yaml"), []byte("apiVersion: gpuadmit.io/v1alpha1\nkind: PolicySuite\nbogus: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []apptest.Case{
 		{Name: "a mistyped command with flags of the command: the suggestion", Args: []string{"efective", "-f", "x"}, WantCode: 2,
 			WantErr: "gpuadmit: unknown command \"efective\" for \"gpuadmit\"\n\nDid you mean this?\n\teffective\n\nSee 'gpuadmit --help' for usage.\n"},
@@ -47,6 +52,8 @@ func TestAsKubectl(t *testing.T) {
 			WantText: "true"},
 		{Name: "policy verify DIR: its suites", Args: []string{"policy", "verify", suiteDir},
 			WantTextSub: []string{"PASS  " + suiteDir + "suite.yaml: ", "31 passed, 0 failed\n"}},
+		{Name: "policy verify DIR with a suite that cannot be read: a failed row, exit 2", Args: []string{"policy", "verify", badSuites}, WantCode: 2,
+			WantTextSub: []string{"FAIL  " + filepath.Join(badSuites, "b-suite.yaml") + ": " + filepath.Join(badSuites, "b-suite.yaml") + ": error unmarshaling JSON", "0 passed, 1 failed\n"}},
 		{Name: "policy verify DIR without a suite", Args: []string{"policy", "verify", stateDir}, WantCode: 2,
 			WantErrSub: stateDir + ": no policy suite (kind PolicySuite) in the directory"},
 		{Name: "audit -n of a namespace not in the state: an error", Args: []string{"audit", "--state", state + "cluster.yaml", "-n", "tema-a"}, WantCode: 2,
