@@ -125,6 +125,9 @@ type testRun struct {
 	// which lines the tests evaluated.
 	trace    bool
 	coverage bool
+	// filter, when set, is the regular expression of the tests run (as
+	// 'opa test --run'), matched against data.PACKAGE.TEST.
+	filter string
 }
 
 // runTests runs the test rules of mods (all modules compiled together) and
@@ -136,6 +139,9 @@ func runTests(ctx context.Context, mods []*module, run testRun) (*TestReport, er
 	}
 	r := tester.NewRunner().SetCompiler(compilerFor(run.caps, run.schemas)).SetModules(parsed).SetTimeout(run.timeout).
 		SetDefaultRegoVersion(ast.RegoV1).CapturePrintOutput(true).RaiseBuiltinErrors(true).EnableTracing(run.trace)
+	if run.filter != "" {
+		r = r.Filter(run.filter)
+	}
 	var cov *cover.Cover
 	if run.coverage {
 		cov = cover.New()

@@ -209,6 +209,9 @@ type TestOptions struct {
 	// Coverage reports which lines of the policies (not the tests) the
 	// tests evaluated, as `opa test --coverage` does.
 	Coverage bool
+	// Run is the regular expression of the tests run, as 'opa test
+	// --run': matched against data.PACKAGE.TEST; "" runs every test.
+	Run string
 }
 
 // TestReport is what Test found.
@@ -235,7 +238,9 @@ func (e *Engine) Test(ctx context.Context, opts TestOptions, overrides ...Source
 	if err := parse(mods, e.caps); err != nil {
 		return nil, err
 	}
-	return runTests(ctx, mods, e.testRun(true, opts.Coverage))
+	run := e.testRun(true, opts.Coverage)
+	run.filter = opts.Run
+	return runTests(ctx, mods, run)
 }
 
 // Eval evaluates the active policy set on input (a PolicyInput document).

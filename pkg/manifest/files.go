@@ -29,7 +29,7 @@ func ReadFiles(paths []string, recursive bool, stdin io.Reader) (*Objects, error
 		if err != nil {
 			return nil, err
 		}
-		out.append(objs)
+		out.Append(objs)
 	}
 	return out, nil
 }
@@ -88,8 +88,8 @@ func noManifests(recursive bool) string {
 	return "a directory without .json, .yaml or .yml files (-R reads its subdirectories too)"
 }
 
-// append adds the objects of more after those of o.
-func (o *Objects) append(more *Objects) {
+// Append adds the objects of more after those of o.
+func (o *Objects) Append(more *Objects) {
 	o.Pods = append(o.Pods, more.Pods...)
 	o.Nodes = append(o.Nodes, more.Nodes...)
 	o.Quotas = append(o.Quotas, more.Quotas...)

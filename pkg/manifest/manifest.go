@@ -44,17 +44,29 @@ type Objects struct {
 
 // ReadFile reads a manifest file; "-" reads standard input.
 func ReadFile(path string, stdin io.Reader) (*Objects, error) {
+	var (
+		objs *Objects
+		err  error
+		name = path
+	)
 	if path == "-" {
-		return Read(stdin)
+		name = "standard input"
+		objs, err = Read(stdin)
+	} else {
+		var f *os.File
+		if f, err = os.Open(path); err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if objs, err = Read(f); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
-	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	objs, err := Read(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	for _, w := range objs.Workloads {
+		w.Source = fmt.Sprintf("%s (%s)", name, w.Source)
 	}
 	return objs, nil
 }
@@ -95,18 +107,39 @@ func Read(r io.Reader) (*Objects, error) {
 func (o *Objects) add(raw json.RawMessage, where string) error {
 	var h header
 	if err := json.Unmarshal(raw, &h); err != nil {
-		return fmt.Errorf("%s: not a Kubernetes object: %w", where, err)
+		return fmt.Errorf("not a Kubernetes object (%s): %s", where, notAnObject(raw, err))
 	}
 	if h.Kind == "" {
-		return fmt.Errorf("%s: not a Kubernetes object: missing \"kind\"", where)
+		return fmt.Errorf("not a Kubernetes object (%s): missing \"kind\"", where)
 	}
 	if strings.HasSuffix(h.Kind, "List") && h.Items != nil {
 		return o.addItems(h, where)
 	}
+	n := len(o.Workloads)
 	if err := o.addObject(raw, h); err != nil {
 		return fmt.Errorf("%s (%s %s): %w", where, h.Kind, name(h.Metadata.Namespace, h.Metadata.Name), err)
 	}
+	for _, w := range o.Workloads[n:] {
+		w.Source = where
+	}
 	return nil
+}
+
+// notAnObject says what raw, which does not decode as an object with a
+// kind, is instead: a text, a list, a number, or what decoding says.
+func notAnObject(raw json.RawMessage, err error) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return err.Error()
+	}
+	what := map[byte]string{'"': "a text", '[': "a list", 't': "a boolean", 'f': "a boolean"}[raw[0]]
+	if what == "" && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+		what = "a number"
+	}
+	if what == "" {
+		return err.Error()
+	}
+	return what + ", not an object with apiVersion, kind and metadata (is it a Kubernetes manifest?)"
 }
 
 // addItems adds every item of the List h, read at where.

@@ -45,11 +45,13 @@ items:
 		{name: "empty input", in: ""},
 		{name: "bad quantity names container and resource", in: strings.Replace(podYAML, `"2048"`, `"lots"`, 1),
 			wantErrSub: `document 1 (Pod a/p1): container "c": resources.limits["nvidia.com/gpumem"] "lots": not a quantity`},
-		{name: "missing kind", in: "metadata: {name: x}\n", wantErrSub: `document 1: not a Kubernetes object: missing "kind"`},
+		{name: "missing kind", in: "metadata: {name: x}\n", wantErrSub: `not a Kubernetes object (document 1): missing "kind"`},
+		{name: "prose", in: "# Title\n\nSome text.\n", wantErrSub: `not a Kubernetes object (document 1): a text, not an object with apiVersion, kind and metadata`},
+		{name: "a list", in: "- a\n- b\n", wantErrSub: `not a Kubernetes object (document 1): a list, not an object`},
 		{name: "broken YAML", in: "apiVersion: v1\nkind: Pod\nmetadata: [\n", wantErrSub: "document 1: not valid YAML or JSON"},
 		{name: "wrong field type", in: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: 3}\n", wantErrSub: "document 1 (Pod p): json: cannot unmarshal number"},
 		{name: "error in a list item", in: `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"}},{"metadata":{}}]}`,
-			wantErrSub: `document 1, List item 1: not a Kubernetes object: missing "kind"`},
+			wantErrSub: `not a Kubernetes object (document 1, List item 1): missing "kind"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

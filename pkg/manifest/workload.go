@@ -28,6 +28,9 @@ type Workload struct {
 	// Claim is the ResourceClaim of a workload of kind ResourceClaim (nil
 	// for the others): its CREATE is what is decided.
 	Claim *resourcev1.ResourceClaim
+	// Source is where the object was read: its file and document
+	// ("pods.yaml (document 2)"; "standard input (document 1)").
+	Source string
 	// written are the container quantities as the manifest wrote them.
 	written map[quantityKey]string
 }

@@ -154,7 +154,7 @@ func (s *suite) testKubectlPluginTable(t *testing.T) {
 	if err := os.Symlink("kubectl-gpuadmit", filepath.Join(s.bin, "kubectl_complete-gpuadmit")); err != nil {
 		t.Fatal(err)
 	}
-	if comp := s.kubectl(t, nil, "__complete", "gpuadmit", "usage", "-o", ""); comp.code != 0 || comp.stdout != "table\nwide\njson\nyaml\njsonpath=\n:4\n" {
+	if comp := s.kubectl(t, nil, "__complete", "gpuadmit", "usage", "-o", ""); comp.code != 0 || comp.stdout != "table\nwide\njson\nyaml\njsonpath=\nname\ncustom-columns=\n:4\n" {
 		t.Errorf("kubectl __complete gpuadmit usage -o '': exit %d, stdout %q, want the formats", comp.code, comp.stdout)
 	}
 	// -n completes the cluster's namespaces.

@@ -19,10 +19,10 @@ const (
 	auditLine = "kubectl gpuadmit audit: " + noConfig + "\n"
 )
 
-// topJSON is the part of `gpuadmit top`'s JSON the suite checks.
+// topJSON is the part of `gpuadmit top`'s JSON the suite checks: its
+// namespaces by name, as usage's and audit's.
 type topJSON struct {
-	Namespaces []struct {
-		Name string
+	Namespaces map[string]struct {
 		Used struct{ GPU, GPUMem int64 }
 		Over []struct {
 			Resource       string
@@ -72,11 +72,11 @@ func (s *suite) testTopAndAudit(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != 0 {
 		t.Fatalf("top --what-if: exit %d, stderr %q: %v\n%s", r.code, r.stderr, err, r.stdout)
 	}
-	if o := got.Namespaces[0].Over; len(o) != 1 || o[0].Resource != "nvidia.com/gpumem" || o[0].Charged != 22528 || o[0].Limit != 20000 || !o[0].WhatIf ||
+	if o := got.Namespaces[local.TeamA].Over; len(o) != 1 || o[0].Resource != "nvidia.com/gpumem" || o[0].Charged != 22528 || o[0].Limit != 20000 || !o[0].WhatIf ||
 		!slices.Equal(got.OverNamespaces, []string{local.TeamA}) {
 		t.Errorf("top --what-if team-a=nvidia.com/gpumem=20000: over %+v, namespaces over %q; want gpumem 22528 of 20000 (what-if)", o, got.OverNamespaces)
 	}
-	if c := got.Namespaces[0].Charges; len(c) != 2 || c[0].Name != "small-job" || c[0].Node != local.NodeName || c[0].Used.GPUMem != 12288 {
+	if c := got.Namespaces[local.TeamA].Charges; len(c) != 2 || c[0].Name != "small-job" || c[0].Node != local.NodeName || c[0].Used.GPUMem != 12288 {
 		t.Errorf("top --what-if: charges %+v, want small-job's 12288 MiB on node1 first", c)
 	}
 	if r = s.kubectl(t, nil, append(whatIf, "--fail-over")...); r.code != 1 {

@@ -93,8 +93,8 @@ func TestRepeatedFilename(t *testing.T) {
 			WantErrSub: "-f and --state cannot both read standard input"},
 		{Name: "a directory without manifests", Args: []string{"eval", "-f", first, "-f", filepath.Join(dir, "empty"), "--state", idle}, WantCode: 2,
 			WantErrSub: "empty: a directory without .json, .yaml or .yml files (-R reads its subdirectories too)"},
-		{Name: "a missing file among others", Args: []string{"effective", "-f", first, "-f", "nope.yaml"}, WantCode: 2,
-			WantErrSub: "open nope.yaml: no such file"},
+		{Name: "a missing file among others: the others printed, then the error", Args: []string{"effective", "-f", first, "-f", "nope.yaml"}, WantCode: 2,
+			WantTextSub: []string{"Pod    team-a      first"}, WantErrSub: "open nope.yaml: no such file"},
 		{Name: "no pod in any of them", Args: []string{"effective", "-f", filepath.Join(files, "node.yaml"), "-f", idle}, WantCode: 2,
 			WantErrSub: "node.yaml, ../../../examples/state/idle-a10-quota24g.yaml: no Pod, workload"},
 	}

@@ -38,7 +38,7 @@ func TestAllNamespaces(t *testing.T) {
 // TestUsageLiveNamespace: reading the cluster, usage shows the kubeconfig
 // context's namespace without -n, as kubectl get, and every one with -A.
 func TestUsageLiveNamespace(t *testing.T) {
-	api := &fixtures.FakeAPI{}
+	api := &fixtures.FakeAPI{Namespaces: []string{"team-x"}}
 	kc := fixtures.StartFakeAPI(t, api, "team-x")
 	noConfig := "gpuadmit usage: configuration: the defaults (no ConfigMap gpuadmit-system/gpuadmit-config; " +
 		"is gpuadmit installed in another namespace? --gpuadmit-namespace)\n"
@@ -230,7 +230,7 @@ func TestWrongFileKinds(t *testing.T) {
 func TestProgressOnTerminal(t *testing.T) {
 	for _, tty := range []bool{true, false} {
 		listing, release := make(chan struct{}, 1), make(chan struct{})
-		kc := fixtures.StartFakeAPI(t, &fixtures.FakeAPI{ListingPods: listing, Release: release}, "team-x")
+		kc := fixtures.StartFakeAPI(t, &fixtures.FakeAPI{Namespaces: []string{"team-x"}, ListingPods: listing, Release: release}, "team-x")
 		clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 		var out fixtures.SyncBuffer
 		errOut := fixtures.SyncBuffer{Lines: make(chan string, 64)}

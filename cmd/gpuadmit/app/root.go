@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -29,18 +28,19 @@ webhook's decision for a new pod, from manifests and a 'kubectl get -o yaml'
 dump (--state) or from the cluster of the current kubeconfig context.
 
 Manifests may be YAML or JSON, a single object, a List or a multi-document
-stream ("-" reads standard input). usage, top, audit, eval and effective
-print a table unless -o json, yaml, wide or jsonpath=TEMPLATE. Exit codes:
-0 ok, 1 a pod denied, a policy test failed or a namespace over a limit
-(audit, top --fail-over), 2 bad input or error.`,
+stream ("-" reads standard input), in files or directories. usage, top,
+audit, eval and effective print a table unless -o json, yaml, wide,
+jsonpath=TEMPLATE, name or custom-columns=HEADER:PATH,... (--no-headers
+leaves the header out). Exit codes: 0 ok, 1 a pod denied, a policy test
+failed or a namespace over a limit (audit, top --fail-over), 2 bad input
+or error (a file or object that failed, after the others are printed).`,
 		Version:       version.Line(c.Build),
 		Args:          cmdline.UnknownCommand,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		// With no command: the usage on stderr, exit 2.
+		// With no command: the help on stdout, exit 0, as kubectl.
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprint(c.Stderr, cmd.UsageString())
-			return cmdline.ExitCode(2)
+			return cmd.Help()
 		},
 	}
 	root.SetIn(c.Stdin)

@@ -27,7 +27,7 @@ func TestCommandLine(t *testing.T) {
 		{Name: "zsh completion", Args: []string{"completion", "zsh"}, WantTextSub: []string{"#compdef gpuadmit"}},
 		{Name: "fish completion", Args: []string{"completion", "fish"}, WantTextSub: []string{"complete -c gpuadmit"}},
 		{Name: "powershell completion", Args: []string{"completion", "powershell"}, WantTextSub: []string{"Register-ArgumentCompleter"}},
-		{Name: "completion of -o values", Args: []string{"__complete", "usage", "-o", ""}, WantTextSub: []string{"table\nwide\njson\nyaml\njsonpath=\n:4\n"},
+		{Name: "completion of -o values", Args: []string{"__complete", "usage", "-o", ""}, WantTextSub: []string{"table\nwide\njson\nyaml\njsonpath=\nname\ncustom-columns=\n:4\n"},
 			WantErrSub: "Completion ended with directive: ShellCompDirectiveNoFileComp"},
 		{Name: "completion of a shell that does not exist", Args: []string{"completion", "tcsh"}, WantCode: 2,
 			WantErrSub: `gpuadmit completion: unknown shell "tcsh": bash, zsh, fish or powershell`},

@@ -27,8 +27,14 @@ func Execute(ctx context.Context, c *cmdline.CLI, name string, args []string) in
 	if args == nil {
 		args = []string{} // cobra reads os.Args when given nil
 	}
-	root.SetArgs(goStyleFlags(root, args))
-	cmd, err := root.ExecuteContextC(ctx)
+	args = goStyleFlags(root, args)
+	root.SetArgs(args)
+	cmd, err := root, cmdline.MistypedCommand(root, args)
+	if err == nil {
+		cmd, err = root.ExecuteContextC(ctx)
+	} else if c, _, ferr := root.Find(args); ferr == nil {
+		cmd = c
+	}
 	var code cmdline.ExitCode
 	switch {
 	case err == nil:

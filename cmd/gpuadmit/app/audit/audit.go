@@ -22,11 +22,12 @@ type auditOptions struct {
 }
 
 // auditOutput is `gpuadmit audit`'s JSON (docs/cli.md): every limit a
-// namespace's used + reserved passes, by namespace, how many namespaces
-// were checked, and the ResourceQuota keys not enforced as written.
+// namespace's used + reserved passes, every namespace checked, by name
+// (as usage's and top's), with the limits it passes, and the ResourceQuota
+// keys not enforced as written.
 type auditOutput struct {
-	Over       []top.OverLimit `json:"over"`
-	Namespaces int             `json:"namespaces"`
+	Over       []top.OverLimit           `json:"over"`
+	Namespaces map[string]auditNamespace `json:"namespaces"`
 	// NotEnforced are the ResourceQuota keys gpuadmit does not enforce as
 	// written (ledger.ProblemQuota) or at all (ledger.ProblemUngoverned).
 	NotEnforced []ledger.Problem `json:"notEnforced,omitempty"`
@@ -34,10 +35,26 @@ type auditOutput struct {
 	only string
 }
 
+// auditNamespace is one namespace checked: the limits it passes (none:
+// within its limits).
+type auditNamespace struct {
+	Over []top.OverLimit `json:"over"`
+}
+
+// Rows are the limits passed, a row each, named by namespace (-o name
+// lists the namespaces over a limit).
+func (a auditOutput) Rows() []output.Row {
+	rows := make([]output.Row, len(a.Over))
+	for i, o := range a.Over {
+		rows[i] = output.Row{Kind: "namespace", Name: o.Namespace, Object: o}
+	}
+	return rows
+}
+
 // NewCmd is the `gpuadmit audit` command, run with c's streams and flags.
 func NewCmd(c *cmdline.CLI) *cobra.Command {
 	var o auditOptions
-	formats := []string{output.FormatTable, output.FormatJSON, output.FormatYAML, output.FormatJSONPath}
+	formats := []string{output.FormatTable, output.FormatJSON, output.FormatYAML, output.FormatJSONPath, output.FormatName, output.FormatColumns}
 	cmd := &cobra.Command{
 		Use:   "audit [--state STATE.yaml] [-n NAMESPACE | -A] [-o table|json|yaml|jsonpath=TEMPLATE]",
 		Short: "List the namespaces whose GPU usage is over a limit (exit 1 when any is)",
@@ -62,7 +79,7 @@ otherwise (the table then says so).`,
 		Annotations: map[string]string{source.ReadsCluster: "true"},
 		Args:        cmdline.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out, err := output.Parse(o.output, formats)
+			out, err := output.ParseCmd(cmd, o.output, formats)
 			if err != nil {
 				return err
 			}
@@ -83,7 +100,7 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o auditOptions, out output.Output) 
 	s := v.Snapshot()
 	v.WarnProblems(s)
 	a := auditReport(s, v.Ch.Families, v.Ns)
-	if err := out.Write(c.Stdout, a, func(bool) error { return printAudit(c.Stdout, a) }); err != nil {
+	if err := out.Write(c.Stdout, a, func(w io.Writer, _ bool) error { return printAudit(w, a) }); err != nil {
 		return err
 	}
 	if len(a.Over) > 0 || len(a.NotEnforced) > 0 {
@@ -95,12 +112,15 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o auditOptions, out output.Output) 
 // auditReport lists the limits each namespace of s passes, namespaces by
 // name.
 func auditReport(s ledger.Snapshot, fams []effective.Family, only string) auditOutput {
-	a := auditOutput{Over: []top.OverLimit{}, Namespaces: len(s.Namespaces), only: only}
+	a := auditOutput{Over: []top.OverLimit{}, Namespaces: map[string]auditNamespace{}, only: only}
 	for _, name := range source.SortedNamespaces(s) {
+		an := auditNamespace{Over: []top.OverLimit{}}
 		for _, o := range ledger.OverLimits(s.Namespaces[name], fams) {
-			a.Over = append(a.Over, top.OverLimit{Namespace: name, Family: o.Family, Resource: o.Resource, Used: o.Used,
+			an.Over = append(an.Over, top.OverLimit{Namespace: name, Family: o.Family, Resource: o.Resource, Used: o.Used,
 				Reserved: o.Reserved, Charged: o.Charged(), Limit: o.Limit, Quota: o.Quota, Key: o.Key})
 		}
+		a.Over = append(a.Over, an.Over...)
+		a.Namespaces[name] = an
 	}
 	for _, p := range s.Problems {
 		if p.Kind == ledger.ProblemQuota || p.Kind == ledger.ProblemUngoverned {
@@ -139,7 +159,7 @@ func printOver(w io.Writer, a auditOutput) error {
 		if a.only != "" {
 			_, err = fmt.Fprintf(w, "namespace %s is within its GPU limits\n", a.only)
 		} else {
-			_, err = fmt.Fprintf(w, "no namespace is over its GPU limits (%d checked)\n", a.Namespaces)
+			_, err = fmt.Fprintf(w, "no namespace is over its GPU limits (%d checked)\n", len(a.Namespaces))
 		}
 		return err
 	}

@@ -29,14 +29,18 @@ team-a      nvidia.com/gpumem   10240   0          8192    gpu-quota
 			WantOut: `{"over":[
 				{"namespace":"team-a","family":"nvidia","resource":"nvidia.com/gpu","used":2,"reserved":0,"charged":2,"limit":1,"quota":"gpu-quota","key":"limits.nvidia.com/gpu"},
 				{"namespace":"team-a","family":"nvidia","resource":"nvidia.com/gpumem","used":10240,"reserved":0,"charged":10240,"limit":8192,"quota":"gpu-quota","key":"limits.nvidia.com/gpumem"}],
-				"namespaces":3}`},
+				"namespaces":{"free":{"over":[]},"team-a":{"over":[
+				{"namespace":"team-a","family":"nvidia","resource":"nvidia.com/gpu","used":2,"reserved":0,"charged":2,"limit":1,"quota":"gpu-quota","key":"limits.nvidia.com/gpu"},
+				{"namespace":"team-a","family":"nvidia","resource":"nvidia.com/gpumem","used":10240,"reserved":0,"charged":10240,"limit":8192,"quota":"gpu-quota","key":"limits.nvidia.com/gpumem"}]},
+				"team-b":{"over":[]}}}`},
 		{Name: "-o json, none over: an empty list, exit 0",
-			Args: []string{"audit", "--state", fixtures.TopSeed, "-o", "json"}, WantOut: `{"over":[],"namespaces":1}`},
-		{Name: "-o yaml", Args: []string{"audit", "--state", fixtures.TopSeed, "-o", "yaml"}, WantText: "namespaces: 1\nover: []\n"},
+			Args: []string{"audit", "--state", fixtures.TopSeed, "-o", "json"}, WantOut: `{"over":[],"namespaces":{"team-a":{"over":[]}}}`},
+		{Name: "-o yaml", Args: []string{"audit", "--state", fixtures.TopSeed, "-o", "yaml"}, WantText: "namespaces:\n  team-a:\n    over: []\nover: []\n"},
 		{Name: "-n: that namespace alone", Args: []string{"audit", "--state", "-", "-n", "team-b"}, Stdin: lowered,
 			WantText: "namespace team-b is within its GPU limits\n"},
-		{Name: "-n of a namespace the state lacks: within", Args: []string{"audit", "--state", fixtures.TopSeed, "-n", "nope"},
-			WantText: "namespace nope is within its GPU limits\n"},
+		{Name: "-n of a namespace the state lacks: an error, not within its limits", Args: []string{"audit", "--state", fixtures.TopSeed, "-n", "tema-a"},
+			WantCode: 2, WantErrSub: `gpuadmit audit: namespace "tema-a" not found: ` + fixtures.TopSeed +
+				" holds no Namespace, Pod, ResourceQuota or ResourceClaim of it\n\nDid you mean this?\n\tteam-a\n"},
 		{Name: "-A wins over -n", Args: []string{"audit", "--state", "-", "-n", "team-b", "-A", "-o", "jsonpath={.over[*].namespace}"}, Stdin: lowered,
 			WantCode: 1, WantText: "team-a team-a"},
 		{Name: "a quota value that is not whole is a warning, shown as written, enforced rounded down: over it",
@@ -76,7 +80,7 @@ func reservingAPI(f *fixtures.FakeAPI) http.Handler {
 // TestReservationsLive: reading the cluster, top and audit count the
 // GPUReservationSet reservations of the namespaces shown, every namespace's too.
 func TestReservationsLive(t *testing.T) {
-	srv := httptest.NewServer(reservingAPI(&fixtures.FakeAPI{}))
+	srv := httptest.NewServer(reservingAPI(&fixtures.FakeAPI{Namespaces: []string{"team-a"}}))
 	t.Cleanup(srv.Close)
 	kc := fixtures.Kubeconfig(t, srv.URL, "team-a")
 	line := "configuration: the defaults (no ConfigMap gpuadmit-system/gpuadmit-config; is gpuadmit installed in another namespace? --gpuadmit-namespace)\n"

@@ -55,6 +55,10 @@ func NotASuite(path string, data []byte) error {
 		path, strings.Join(kinds, ", "), SuiteKind, SuiteAPIVersion)
 }
 
+// IsSuite reports whether data holds a policy suite (an object of kind
+// PolicySuite).
+func IsSuite(data []byte) bool { return slices.Contains(kindsIn(data), SuiteKind) }
+
 // KindsHint says, for manifests in which a command found nothing it
 // reads, what they hold: that one is a policy suite (to run with policy
 // verify), or the kinds they hold ("" when none could be read). stdin is

@@ -84,3 +84,65 @@ func levenshtein(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// MistypedCommand is the error of a command line whose command is not
+// one of root's (or of the command group it names, as policy), whatever
+// flags come with it: cobra parses the flags of the group first, and a
+// flag of the mistyped command would hide the name (`gpuadmit efective -f
+// x` says "unknown shorthand flag" otherwise). nil when the command line
+// names a command, or none.
+func MistypedCommand(root *cobra.Command, args []string) error {
+	cmd, rest, err := root.Find(args)
+	if err != nil || !cmd.HasSubCommands() || cmd.Name() == "completion" {
+		return nil
+	}
+	name := firstPositional(cmd, rest)
+	if name == "" || name == "help" || strings.HasPrefix(name, cobra.ShellCompRequestCmd) {
+		return nil
+	}
+	for _, sub := range cmd.Commands() {
+		if sub.Name() == name || sub.HasAlias(name) {
+			return nil
+		}
+	}
+	return UnknownCommand(cmd, []string{name})
+}
+
+// firstPositional is the first argument of args that is neither a flag
+// nor the value of one of cmd's flags ("" when none); an unknown flag is
+// taken to have no value.
+func firstPositional(cmd *cobra.Command, args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return ""
+		case !strings.HasPrefix(a, "-") || a == "-":
+			return a
+		case strings.Contains(a, "="):
+			continue
+		}
+		var f *pflag.Flag
+		if name, long := strings.CutPrefix(a, "--"); long {
+			f = cmd.Flags().Lookup(name)
+		} else if len(a) == 2 {
+			f = cmd.Flags().ShorthandLookup(a[1:])
+		}
+		if f != nil && f.NoOptDefVal == "" {
+			i++ // its value
+		}
+	}
+	return ""
+}
+
+// DidYouMeanOf is the suggestion text for name among candidates (those
+// within suggestionDistance), "" for none.
+func DidYouMeanOf(name string, candidates []string) string {
+	var near []string
+	for _, c := range candidates {
+		if c != name && levenshtein(strings.ToLower(name), strings.ToLower(c)) <= suggestionDistance {
+			near = append(near, c)
+		}
+	}
+	return didYouMean(near)
+}

@@ -1,9 +1,9 @@
 package effective
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -95,11 +95,11 @@ device family the configuration governs and the pod asks for is under
 			if o.devMem < 0 {
 				return cmdline.UsageErrorf("--device-memory must be >= 0, got %d", o.devMem)
 			}
-			out, err := output.Parse(o.output, output.TableFormats)
+			out, err := output.ParseCmd(cmd, o.output, output.TableFormats)
 			if err != nil {
 				return err
 			}
-			return run(cmd.Context(), c, o.in, o.config, o.devMem, out)
+			return run(cmd, c, o.in, o.config, o.devMem, out)
 		},
 	}
 	cmdline.FilenameFlag(cmd, &o.in, "pod, workload or ResourceClaim manifests")
@@ -110,38 +110,57 @@ device family the configuration governs and the pod asks for is under
 }
 
 // run reads the manifests and prints each object's effective demand.
-func run(ctx context.Context, c *cmdline.CLI, in cmdline.ManifestFlags, cfgPath string, devMem int64, format output.Output) error {
+func run(cmd *cobra.Command, c *cmdline.CLI, in cmdline.ManifestFlags, cfgPath string, devMem int64, format output.Output) error {
 	cfg, err := setup.LoadConfig(cfgPath, c.Stderr)
 	if err != nil {
 		return err
 	}
-	objs, err := in.Read(c.Stdin)
-	if err != nil {
-		return err
+	objs, readErr := in.Read(c.Stdin)
+	if objs == nil {
+		return readErr
 	}
 	ch, err := source.ChargingOf(cfg)
 	if err != nil {
 		return err
 	}
-	d := demander{ctx: ctx, Charging: ch, devMem: devMem, templates: objs.ClaimTemplates, inv: ch.Claims.NewInventory(objs.Slices)}
+	d := demander{ctx: cmd.Context(), Charging: ch, devMem: devMem, templates: objs.ClaimTemplates, inv: ch.Claims.NewInventory(objs.Slices)}
 	out := effectiveObjects{primary: ch.Families[0].Name}
-	var errs []error
+	errs := cmdline.Unwrapped(readErr)
 	for _, w := range objs.Workloads {
 		o, err := d.effective(w)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s %q: %w", w.Kind, w.Name, err))
+			errs = append(errs, ObjectError(w, err))
 			continue
 		}
 		out.Objects = append(out.Objects, effectiveObject{ObjectRef: RefOf(w), effectiveOutput: o})
 	}
-	if len(errs) > 0 {
+	if len(out.Objects) == 0 {
 		return errors.Join(errs...)
 	}
 	var doc any = out
-	if OnePod(objs) {
+	if OnePod(objs) && !format.Listed() {
 		doc = out.Objects[0].effectiveOutput
 	}
-	return format.Write(c.Stdout, doc, func(wide bool) error { return printEffective(c.Stdout, out, wide) })
+	if err := format.Write(c.Stdout, doc, func(w io.Writer, wide bool) error { return printEffective(w, out, wide) }); err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return cmdline.Failed(cmd, c.Stderr, errs)
+	}
+	return nil
+}
+
+// ObjectError is err of w's object, naming its file, document, kind,
+// namespace and name.
+func ObjectError(w *manifest.Workload, err error) error {
+	name := w.Name
+	if w.Namespace != "" {
+		name = w.Namespace + "/" + name
+	}
+	if w.Source == "" {
+		return fmt.Errorf("%s %s: %w", w.Kind, name, err)
+	}
+	return fmt.Errorf("%s: %s %s: %w", w.Source, w.Kind, name, err)
 }
 
 // OnePod reports whether the manifest is exactly one Pod: its output keeps
@@ -227,4 +246,13 @@ func familyReport(d *effective.Demand, other bool) familyEffective {
 		}
 	}
 	return out
+}
+
+// Rows are the objects (-o name, custom-columns).
+func (e effectiveObjects) Rows() []output.Row {
+	rows := make([]output.Row, len(e.Objects))
+	for i, o := range e.Objects {
+		rows[i] = output.Row{Kind: o.Kind, Name: o.Name, Object: o}
+	}
+	return rows
 }

@@ -39,7 +39,7 @@ func TestEffectiveCommand(t *testing.T) {
 				{"kind":"Pod","name":"first","replicas":1,"effective":{"gpu":1,"gpumem":100,"gpucores":0},"containers":[{"name":"c","role":"app","gpu":1,"gpumem":100,"gpucores":0}],"unresolved":[]},
 				{"kind":"Pod","name":"second","replicas":1,"effective":{"gpu":1,"gpumem":999,"gpucores":0},"containers":[{"name":"c","role":"app","gpu":1,"gpumem":999,"gpucores":0}],"unresolved":[]}]}`},
 		{Name: "invalid request", Args: []string{"effective", "-f", "../../../../examples/pods/invalid.yaml"}, WantCode: 2,
-			WantErrSub: `gpuadmit effective: Pod "broken": invalid GPU request: container "app": nvidia.com/gpumem "1500m": must be a whole number; container "app": nvidia.com/gpucores "150": must be within 0..100`},
+			WantErrSub: `gpuadmit effective: ../../../../examples/pods/invalid.yaml (document 1): Pod team-a/broken: invalid GPU request: container "app": nvidia.com/gpumem "1500m": must be a whole number; container "app": nvidia.com/gpucores "150": must be within 0..100`},
 		{Name: "missing file", Args: []string{"effective", "-f", "nope.yaml"}, WantCode: 2, WantErrSub: "open nope.yaml: no such file"},
 		{Name: "no pod in input", Args: []string{"effective", "-f", "-"}, Stdin: "apiVersion: v1\nkind: Node\nmetadata: {name: node1}\n",
 			WantCode: 2, WantErrSub: "-: no Pod, workload (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob) or ResourceClaim found"},
@@ -69,7 +69,7 @@ func TestEffectiveCommand(t *testing.T) {
 			WantErrSub: `container "c": nvidia.com/gpu "1.5": must be a whole number; container "c": nvidia.com/gpumem "99E": does not fit in a 64-bit integer`},
 		{Name: "a memory written with a byte suffix is refused with the MiB figure to write", Args: []string{"effective", "-f", "-"}, WantCode: 2,
 			Stdin:      "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 8Gi}}}]}\n",
-			WantErrSub: `gpuadmit effective: Pod "p": invalid GPU request: container "c": nvidia.com/gpumem "8Gi": is 8589934592 MiB as HAMi reads it (the number, whatever the suffix); as bytes it is 8192 MiB: write 8192`},
+			WantErrSub: `gpuadmit effective: standard input (document 1): Pod p: invalid GPU request: container "c": nvidia.com/gpumem "8Gi": is 8589934592 MiB as HAMi reads it (the number, whatever the suffix); as bytes it is 8192 MiB: write 8192`},
 		{Name: "the byte-suffixed value is named as written", Args: []string{"effective", "-f", "-"}, WantCode: 2,
 			Stdin:      "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 8192Mi}}}]}\n",
 			WantErrSub: `nvidia.com/gpumem "8192Mi": is 8589934592 MiB as HAMi reads it`},
@@ -96,7 +96,7 @@ func TestEffectiveCommand(t *testing.T) {
 		{Name: "negative device memory", Args: []string{"effective", "-f", "x", "--device-memory", "-1"}, WantCode: 2, WantErrSub: "--device-memory must be >= 0"},
 		{Name: "unknown flag", Args: []string{"effective", "--bogus"}, WantCode: 2, WantErrSub: "gpuadmit effective: unknown flag: --bogus"},
 		{Name: "unknown command", Args: []string{"effectiv"}, WantCode: 2, WantErrSub: `unknown command "effectiv"`},
-		{Name: "no command", Args: nil, WantCode: 2, WantErrSub: "Usage:"},
+		{Name: "no command: the help on stdout, as kubectl", Args: nil, WantTextSub: []string{"Usage:\n  gpuadmit [flags]\n  gpuadmit [command]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.Name, tt.Check)

@@ -64,8 +64,9 @@ func TestEvalClaims(t *testing.T) {
 			Args: []string{"eval", "-f", fixtures.DraData + "hami-claim.yaml", "--state", state, "--explain", "-o", "table"}, WantCode: 1,
 			WantTextSub: []string{"ResourceClaim team-a/hami-infer-app explained:",
 				`limit nvidia.com/gpumem: 12288 used + 0 reserved + 8192 this claim = 20480 of 16384 (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem): EXCEEDED`}},
-		{Name: "-n moves the claim to a namespace without a quota", Args: []string{"eval", "-o", "json", "-f", fixtures.DraData + "hami-claim.yaml", "--state", state, "-n", "team-b"},
-			WantObjects: []string{"ResourceClaim team-a/hami-infer-app allowed"}, // the object as written, decided in team-b
+		{Name: "-n puts a claim that names no namespace in one without a quota", Stdin: strings.Replace(fixtures.MustRead(t, fixtures.DraData+"hami-claim.yaml"), ", namespace: team-a", "", 1),
+			Args:        []string{"eval", "-o", "json", "-f", "-", "--state", state, "-n", "team-b"},
+			WantObjects: []string{"ResourceClaim /hami-infer-app allowed"}, // the object as written, decided in team-b
 			WantErrSub:  `gpuadmit eval: warning: namespace "team-b" is not in the state`},
 		{Name: "a configuration governing no class: the HAMi-DRA claim is not decided",
 			Args:        []string{"eval", "-o", "json", "-f", fixtures.DraData + "hami-claim.yaml", "--state", state, "--config", noClasses},
@@ -106,7 +107,7 @@ func TestEffectiveClaims(t *testing.T) {
 			Args:    []string{"effective", "-o", "json", "-f", fixtures.DraData + "template-pod.yaml"},
 			WantOut: `{"effective":{"gpu":0,"gpumem":0,"gpucores":0},"containers":[{"name":"app","role":"app","gpu":0,"gpumem":0,"gpucores":0}],"unresolved":[]}`},
 		{Name: "an invalid request names the claim and request", Stdin: strings.Replace(fixtures.MustRead(t, fixtures.DraData+"hami-claim.yaml"), "count: 1", "count: -1", 1),
-			Args: []string{"effective", "-f", "-"}, WantCode: 2, WantErrSub: `gpuadmit effective: ResourceClaim "hami-infer-app": invalid GPU request: `},
+			Args: []string{"effective", "-f", "-"}, WantCode: 2, WantErrSub: `gpuadmit effective: standard input (document 1): ResourceClaim team-a/hami-infer-app: invalid GPU request: `},
 	}
 	for _, tt := range tests {
 		t.Run(tt.Name, tt.Check)

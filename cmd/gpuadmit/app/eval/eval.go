@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -65,6 +66,9 @@ type Objects struct {
 	// decidedBy says which source decided: locally, or the webhook by a
 	// server dry run (and why).
 	decidedBy string
+	// Failed are the files and objects that could not be decided: each
+	// is said on stderr after the others are printed (exit code 2).
+	Failed []error `json:"-"`
 }
 
 type evalObject struct {
@@ -119,8 +123,10 @@ says which decided ("decided locally", or "decided by the webhook (server
 dry run)" and the reads refused). Without that right either, eval fails
 naming them.
 
--n sets the namespace of the request (default: the pod's, else the
-context's namespace, or "default" with --state). The policies see the
+-n sets the namespace of the request of an object whose manifest names
+none (default: the context's namespace, or "default" with --state); an
+object whose manifest names another is refused, as kubectl refuses it,
+and the others decided (exit 2 at the end). The policies see the
 namespace's labels (a Namespace object in --state, or the cluster's) and
 the requesting user: --as and --as-group as kubectl takes them (the API
 server adds system:authenticated), else the kubeconfig's user when reading
@@ -191,7 +197,7 @@ func (o evalOptions) Check(cmd *cobra.Command) (output.Output, error) {
 	if o.in.Stdin() && o.state == "-" {
 		return output.Output{}, cmdline.UsageErrorf("-f and --state cannot both read standard input")
 	}
-	out, err := output.Parse(o.output, output.TableFormats)
+	out, err := output.ParseCmd(cmd, o.output, output.TableFormats)
 	if err != nil {
 		return output.Output{}, err
 	}
@@ -213,7 +219,7 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o evalOptions, format output.Output
 		return err
 	}
 	st.Say(cmd, o.setup, kube != nil, true, c.Stderr)
-	e := Evaluation{Namespace: *c.Kube.Namespace, Source: src, Warn: warn, explain: o.explain, Setup: st}
+	e := Evaluation{Namespace: *c.Kube.Namespace, Strict: true, Source: src, Warn: warn, explain: o.explain, Setup: st}
 	out, single, err := e.Run(ctx, o.in, c.Stdin)
 	if err != nil {
 		return err
@@ -222,14 +228,26 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o evalOptions, format output.Output
 		fmt.Fprintf(c.Stderr, "%s: %s\n", cmd.CommandPath(), out.decidedBy)
 	}
 	var doc any = out
-	if single {
+	if single && !format.Listed() {
 		doc = out.Objects[0].evalOutput
 	}
-	if err := format.Write(c.Stdout, doc, func(wide bool) error { return printEval(c.Stdout, out, wide) }); err != nil {
+	if err := format.Write(c.Stdout, doc, func(w io.Writer, wide bool) error { return printEval(w, out, wide) }); err != nil {
 		return err
+	}
+	if len(out.Failed) > 0 {
+		return cmdline.Failed(cmd, c.Stderr, out.Failed)
 	}
 	if !out.Allowed {
 		return cmdline.ExitCode(1)
 	}
 	return nil
+}
+
+// Rows are the objects decided (-o name, custom-columns).
+func (o Objects) Rows() []output.Row {
+	rows := make([]output.Row, len(o.Objects))
+	for i, obj := range o.Objects {
+		rows[i] = output.Row{Kind: obj.Kind, Name: obj.Name, Object: obj}
+	}
+	return rows
 }

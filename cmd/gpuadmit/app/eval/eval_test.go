@@ -3,6 +3,7 @@ package eval_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
@@ -57,13 +58,17 @@ func TestEvalCommand(t *testing.T) {
 			WantOut: `{"allowed":false,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"denials":[
 				"namespace \"team-a\": nvidia.com/gpumem: pod needs 20480 MiB, 49152 MiB used + 0 MiB reserved, limit 65536 MiB (ResourceQuota \"gpu-small\" limits.nvidia.com/gpumem); container \"notebook\" takes 50 % of a device: 1 x 20480 MiB"],"warnings":[
 				"namespace \"team-a\": nvidia.com/gpu will be at 100 % of its limit after this pod (4 of 4, ResourceQuota \"gpu-small\")"]}`},
-		{Name: "--namespace moves the pod to team-b, where GPUs are blocked",
-			Args: []string{"eval", "-o", "json", "-f", fixtures.Pods + "scenario2-init20-app10.yaml", "--state", fixtures.State + "cluster.yaml", "--namespace", "team-b"}, WantCode: 1,
+		{Name: "--namespace against the manifest's own namespace: refused, as kubectl",
+			Args: []string{"eval", "-o", "json", "-f", fixtures.Pods + "scenario2-init20-app10.yaml", "--state", fixtures.State + "cluster.yaml", "--namespace", "team-b"}, WantCode: 2,
+			WantErrSub: "gpuadmit eval: " + fixtures.Pods + "scenario2-init20-app10.yaml (document 1): Pod team-a/llm-server: " +
+				`the namespace from the provided object "team-a" does not match the namespace "team-b". You must pass '--namespace=team-a' to perform this operation.`},
+		{Name: "--namespace puts a pod that names none in team-b, where GPUs are blocked", Stdin: strings.Replace(fixtures.MustRead(t, fixtures.Pods+"scenario2-init20-app10.yaml"), "namespace: team-a", "", 1),
+			Args: []string{"eval", "-o", "json", "-f", "-", "--state", fixtures.State + "cluster.yaml", "--namespace", "team-b"}, WantCode: 1,
 			WantOut: `{"allowed":false,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"denials":[
 				"namespace \"team-b\": nvidia.com/gpu: pod needs 1, 0 used + 0 reserved, limit 0 (ResourceQuota \"no-gpus\" limits.nvidia.com/gpu)"],"warnings":[]}`,
 			WantErrSub: `gpuadmit eval: warning: quota team-b/no-gpus: limits.nvidia.com/gpucores "1.5": not a whole number: enforced as 1`},
-		{Name: "-n is --namespace",
-			Args: []string{"eval", "-o", "json", "-f", fixtures.Pods + "scenario2-init20-app10.yaml", "--state", fixtures.State + "cluster.yaml", "-n", "team-b"}, WantCode: 1,
+		{Name: "-n is --namespace", Stdin: strings.Replace(fixtures.MustRead(t, fixtures.Pods+"scenario2-init20-app10.yaml"), "namespace: team-a", "", 1),
+			Args: []string{"eval", "-o", "json", "-f", "-", "--state", fixtures.State + "cluster.yaml", "-n", "team-b"}, WantCode: 1,
 			WantOut: `{"allowed":false,"effective":{"gpu":1,"gpumem":20480,"gpucores":0},"denials":[
 				"namespace \"team-b\": nvidia.com/gpu: pod needs 1, 0 used + 0 reserved, limit 0 (ResourceQuota \"no-gpus\" limits.nvidia.com/gpu)"],"warnings":[]}`,
 			WantErrSub: `gpuadmit eval: warning: quota team-b/no-gpus: limits.nvidia.com/gpucores "1.5": not a whole number: enforced as 1`},

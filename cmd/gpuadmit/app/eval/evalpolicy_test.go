@@ -1,6 +1,7 @@
 package eval_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
@@ -64,7 +65,7 @@ func TestEvalPolicyInputs(t *testing.T) {
 			Args: []string{"eval", "-f", "-", "--state", fixtures.State + "idle-a10-quota24g.yaml", "--explain", "-o", "table"}, WantCode: 1,
 			WantTextSub: []string{"    by  data.gpuadmit.builtin.deny at embedded/limits.rego:15\n",
 				`  limit nvidia.com/gpumem: 0 used + 0 reserved + 30720 this pod = 30720 of 24576 (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem): EXCEEDED`}},
-		{Name: "a namespace missing from the state is a warning", Stdin: twoGPUs, Args: eval(twoGPUs, "-n", "team-z"),
+		{Name: "a namespace missing from the state is a warning", Stdin: strings.Replace(twoGPUs, "bronze-ns", "team-z", 1), Args: eval(twoGPUs),
 			WantCode: 0, WantTextSub: []string{`"allowed": true`}, WantErrSub: `warning: namespace "team-z" is not in the state: the policies see no namespace labels`},
 	}
 	for _, tt := range tests {

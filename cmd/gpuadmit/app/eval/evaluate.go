@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -34,6 +35,10 @@ type Evaluation struct {
 	Source   source.Source
 	// warn reports what the state leaves out.
 	Warn func(string)
+	// Strict refuses an object whose own namespace is not Namespace, as
+	// kubectl does (a policy suite's case sets the namespace of its pods
+	// instead).
+	Strict bool
 	// explain asks the decider which rules produced each message.
 	explain bool
 	// user is who asks; set, it is not read from the source.
@@ -50,11 +55,21 @@ type Evaluation struct {
 }
 
 // Run evaluates every object of the manifests against the source's
-// state; single reports that they are exactly one Pod.
+// state; single reports that they are exactly one Pod. A file that cannot
+// be read, an object that cannot be decided and (strict) one whose
+// namespace is not -n's are each one error of the result's Failed, the
+// others decided; none decided is an error.
 func (e *Evaluation) Run(ctx context.Context, in cmdline.ManifestFlags, stdin io.Reader) (Objects, bool, error) {
 	objs, err := in.Read(stdin)
-	if err != nil {
+	if objs == nil {
 		return Objects{}, false, err
+	}
+	failed := cmdline.Unwrapped(err)
+	if e.Strict {
+		failed = append(failed, e.mismatched(objs)...)
+		if len(objs.Workloads) == 0 {
+			return Objects{}, false, errors.Join(failed...)
+		}
 	}
 	if e.Namespace == "" {
 		if e.fallback, err = e.Source.Namespace(); err != nil {
@@ -69,18 +84,49 @@ func (e *Evaluation) Run(ctx context.Context, in cmdline.ManifestFlags, stdin io
 	}
 	if r, missing := e.webhookDecides(); r != nil {
 		out, err := e.byWebhook(ctx, objs, r, missing)
-		return out, effectivecmd.OnePod(objs), err
+		out.Failed = failed
+		return out, effectivecmd.OnePod(objs) && len(failed) == 0, err
 	}
-	out := Objects{Allowed: true, primary: e.decider.Families()[0].Name, decidedBy: decidedLocally}
+	out := Objects{Allowed: true, primary: e.decider.Families()[0].Name, decidedBy: decidedLocally, Failed: failed}
 	for _, w := range objs.Workloads {
 		o, err := e.object(ctx, w)
 		if err != nil {
-			return Objects{}, false, fmt.Errorf("%s %q: %w", w.Kind, w.Name, err)
+			out.Failed = append(out.Failed, effectivecmd.ObjectError(w, err))
+			continue
 		}
 		out.Allowed = out.Allowed && o.Allowed
 		out.Objects = append(out.Objects, o)
 	}
-	return out, effectivecmd.OnePod(objs), nil
+	if len(out.Objects) == 0 {
+		return Objects{}, false, errors.Join(out.Failed...)
+	}
+	return out, effectivecmd.OnePod(objs) && len(out.Failed) == 0, nil
+}
+
+// mismatched takes out of objs the objects whose own namespace is not
+// -n's and returns their errors, as kubectl refuses them.
+func (e *Evaluation) mismatched(objs *manifest.Objects) []error {
+	if e.Namespace == "" {
+		return nil
+	}
+	var errs []error
+	objs.Workloads = slices.DeleteFunc(objs.Workloads, func(w *manifest.Workload) bool {
+		if w.Namespace == "" || w.Namespace == e.Namespace {
+			return false
+		}
+		errs = append(errs, effectivecmd.ObjectError(w, namespaceMismatch{object: w.Namespace, flag: e.Namespace}))
+		return true
+	})
+	return errs
+}
+
+// namespaceMismatch is an object whose namespace is not -n's: kubectl's
+// error, word for word.
+type namespaceMismatch struct{ object, flag string }
+
+func (m namespaceMismatch) Error() string {
+	return fmt.Sprintf("the namespace from the provided object %q does not match the namespace %q. You must pass '--namespace=%s' to perform this operation.",
+		m.object, m.flag, m.object)
 }
 
 // loadState reads the source's ledger and reservations for the namespaces
@@ -108,6 +154,13 @@ func (e *Evaluation) loadState(ctx context.Context, objs *manifest.Objects) erro
 		e.ledger.UpsertTemplate(t)
 	}
 	for _, ns := range namespaces {
+		if _, dump := e.Source.(source.Dump); !dump {
+			// Live, a namespace the API server does not have is an error, as
+			// the API server refuses a pod there (a dump's is a warning).
+			if err := source.NamespaceExists(ctx, e.Source, e.ledger, ns); err != nil {
+				return err
+			}
+		}
 		if !e.ledger.Namespace(ns, nil).LabelsKnown {
 			e.Warn(fmt.Sprintf("namespace %q is not in the state: the policies see no namespace labels", ns))
 			e.ledger.UpsertNamespace(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})

@@ -22,13 +22,17 @@ const (
 	FormatJSON     = "json"
 	FormatYAML     = "yaml"
 	FormatJSONPath = "jsonpath"
+	// FormatName prints KIND/NAME of each row; FormatColumns, written
+	// custom-columns=HEADER:PATH,..., a column for each JSONPath of a row.
+	FormatName    = "name"
+	FormatColumns = "custom-columns"
 )
 
 // Which -o formats a command takes: tableFormats where kubectl prints a
 // table (usage, eval, effective; table by default), dataFormats where the
 // output is a document only (version, policy schema).
 var (
-	TableFormats = []string{FormatTable, formatWide, FormatJSON, FormatYAML, FormatJSONPath}
+	TableFormats = []string{FormatTable, formatWide, FormatJSON, FormatYAML, FormatJSONPath, FormatName, FormatColumns}
 	DataFormats  = []string{FormatJSON, FormatYAML, FormatJSONPath}
 )
 
@@ -36,6 +40,9 @@ var (
 type Output struct {
 	Format   string
 	template *jsonpath.JSONPath
+	// columns are custom-columns'; noHeaders is --no-headers.
+	columns   []column
+	noHeaders bool
 }
 
 // Flag adds -o/--output to cmd: the formats it takes, dflt when
@@ -46,9 +53,14 @@ func Flag(cmd *cobra.Command, out *string, dflt string, formats []string) {
 		usage += "; default: text"
 	}
 	cmd.Flags().StringVarP(out, "output", "o", dflt, usage)
+	if slices.Contains(formats, FormatTable) {
+		cmd.Flags().Bool(noHeadersFlag, false, "print the tables (and custom-columns) without their header, as kubectl")
+	}
 	completions := slices.Clone(formats)
-	if i := slices.Index(completions, FormatJSONPath); i >= 0 {
-		completions[i] = FormatJSONPath + "="
+	for i, f := range completions {
+		if f == FormatJSONPath || f == FormatColumns {
+			completions[i] = f + "="
+		}
 	}
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(completions, cobra.ShellCompDirectiveNoFileComp))
 }
@@ -58,8 +70,11 @@ func formatList(formats []string) string {
 	names := make([]string, len(formats))
 	for i, f := range formats {
 		names[i] = f
-		if f == FormatJSONPath {
+		switch f {
+		case FormatJSONPath:
 			names[i] = "jsonpath=TEMPLATE"
+		case FormatColumns:
+			names[i] = "custom-columns=HEADER:PATH,..."
 		}
 	}
 	return strings.Join(names, ", ")
@@ -80,7 +95,14 @@ func Parse(s string, formats []string) (Output, error) {
 		}
 		return Output{Format: FormatJSONPath, template: j}, nil
 	}
-	if s == FormatJSONPath || !slices.Contains(formats, s) {
+	if spec, ok := strings.CutPrefix(s, FormatColumns+"="); ok && slices.Contains(formats, FormatColumns) {
+		cols, err := parseColumns(spec)
+		if err != nil {
+			return Output{}, err
+		}
+		return Output{Format: FormatColumns, columns: cols}, nil
+	}
+	if s == FormatJSONPath || s == FormatColumns || !slices.Contains(formats, s) {
 		return Output{}, cmdline.UsageErrorf("--output %q is not a format this command prints: allowed formats are %s", s, formatList(formats))
 	}
 	return Output{Format: s}, nil
@@ -95,9 +117,15 @@ func (o Output) wide() bool { return o.Format == formatWide }
 // Write prints doc: as a table (table, wide: printTable), or its JSON
 // (writeJSON's, byte for byte as before -o had other formats), that JSON
 // as YAML, or the jsonpath template over it.
-func (o Output) Write(w io.Writer, doc any, printTable func(wide bool) error) error {
+func (o Output) Write(w io.Writer, doc any, printTable func(w io.Writer, wide bool) error) error {
 	if o.Table() {
-		return printTable(o.wide())
+		if o.noHeaders {
+			w = headless{w} // the tables NewTable makes on it leave their headers out
+		}
+		return printTable(w, o.wide())
+	}
+	if o.Listed() {
+		return o.writeRows(w, doc)
 	}
 	var buf bytes.Buffer
 	if err := WriteJSON(&buf, doc); err != nil {

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,11 +11,48 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
-// NewTable is a writer of kubectl-style columns (kubectl's tabwriter
-// settings).
-func NewTable(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
+// Table is a writer of kubectl-style columns: its first line is the
+// header, left out under --no-headers (its widths too).
+type Table struct {
+	tw *tabwriter.Writer
+	// skipping drops what is written up to the first newline.
+	skipping bool
 }
+
+// NewTable is a table on w (kubectl's tabwriter settings); without its
+// header when w is what Write hands a table under --no-headers.
+func NewTable(w io.Writer) *Table {
+	h, headless := w.(headless)
+	if headless {
+		w = h.w
+	}
+	return &Table{tw: tabwriter.NewWriter(w, 6, 4, 3, ' ', 0), skipping: headless}
+}
+
+// Write writes p, less the header under --no-headers.
+func (t *Table) Write(p []byte) (int, error) {
+	n := len(p)
+	if t.skipping {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			return n, nil
+		}
+		t.skipping, p = false, p[i+1:]
+	}
+	if _, err := t.tw.Write(p); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// Flush writes the rows, aligned.
+func (t *Table) Flush() error { return t.tw.Flush() }
+
+// headless is the writer a table is printed on under --no-headers: each
+// table NewTable makes on it leaves its header out.
+type headless struct{ w io.Writer }
+
+func (h headless) Write(p []byte) (int, error) { return h.w.Write(p) }
 
 // OfLimit is "used/limit", the limit "-" when there is none.
 func OfLimit(used int64, limit *int64) string {

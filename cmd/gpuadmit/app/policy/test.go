@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,38 +29,8 @@ func NewCmd(c *cmdline.CLI) *cobra.Command {
 		Short: "Work with the Rego policies",
 		Args:  cmdline.UnknownCommand,
 	}
-	var coverage bool
-	var schemaFormat, testFormat string
-	test := &cobra.Command{
-		Use:   "test [DIR] [--coverage]",
-		Short: "Run the Rego unit tests of the policies",
-		Long: `Run the Rego unit tests of the embedded policies, plus DIR's modules loaded
-as the webhook loads them (a file of the same name replaces an embedded
-one, others are added). Exits 1 when a test fails. --coverage then reports,
-per policy file, the share of its lines the tests evaluated and the lines
-they never reached (as 'opa test --coverage').`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 1 {
-				return cmdline.UsageErrorf("usage: %s", cmd.UseLine())
-			}
-			return nil
-		},
-		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			return nil, cobra.ShellCompDirectiveFilterDirs
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o, err := output.TextOr(testFormat, output.DataFormats)
-			if err != nil {
-				return err
-			}
-			if coverage && o.Format != "" {
-				return cmdline.UsageErrorf("--coverage reports in text: use it without -o")
-			}
-			return policyTest(cmd.Context(), c, args, coverage, o)
-		},
-	}
-	test.Flags().BoolVar(&coverage, "coverage", false, "report which lines of the policies the tests evaluated")
-	output.Flag(test, &testFormat, "", output.DataFormats)
+	var schemaFormat string
+	test := testCmd(c)
 	schema := &cobra.Command{
 		Use:   "schema",
 		Short: "Print the JSON Schema of the policies' input document",
@@ -83,27 +54,83 @@ they never reached (as 'opa test --coverage').`,
 	return policyCmd
 }
 
+// testCmd is `gpuadmit policy test`.
+func testCmd(c *cmdline.CLI) *cobra.Command {
+	var to testOptions
+	var testFormat string
+	test := &cobra.Command{
+		Use:   "test [DIR] [--run REGEX] [--coverage] [--explain] [-o json|yaml|jsonpath=TEMPLATE]",
+		Short: "Run the Rego unit tests of the policies",
+		Long: `Run the Rego unit tests of the embedded policies, plus DIR's modules loaded
+as the webhook loads them (a file of the same name replaces an embedded
+one, others are added). Exits 1 when a test fails. --coverage then reports,
+per policy file, the share of its lines the tests evaluated and the lines
+they never reached (as 'opa test --coverage'). --run runs only the tests
+whose name (data.PACKAGE.TEST) the regular expression matches, as 'opa
+test --run'. -o json prints 'opa test --format=json''s report: a failing
+test with the expression that failed, a passing one without a trace
+(--explain: with the last expression that failed in it too).`,
+		Example: `  gpuadmit policy test
+  gpuadmit policy test examples/policy --run 'gpu_tier'
+  gpuadmit policy test examples/policy -o json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return cmdline.UsageErrorf("usage: %s", cmd.UseLine())
+			}
+			return nil
+		},
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return nil, cobra.ShellCompDirectiveFilterDirs
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, err := output.TextOr(testFormat, output.DataFormats)
+			if err != nil {
+				return err
+			}
+			if to.coverage && o.Format != "" {
+				return cmdline.UsageErrorf("--coverage reports in text: use it without -o")
+			}
+			if _, err := regexp.Compile(to.run); err != nil {
+				return cmdline.UsageErrorf("--run %q: %v", to.run, err)
+			}
+			return policyTest(cmd.Context(), c, args, to, o)
+		},
+	}
+	test.Flags().BoolVar(&to.coverage, "coverage", false, "report which lines of the policies the tests evaluated")
+	test.Flags().StringVar(&to.run, "run", "", "run only the tests whose name (data.PACKAGE.TEST) this regular expression matches, as 'opa test --run'")
+	test.Flags().BoolVar(&to.explain, "explain", false, "give passing tests too the last expression that failed in them (their trace), as failing tests have it")
+	output.Flag(test, &testFormat, "", output.DataFormats)
+	return test
+}
+
 // policyTest runs `gpuadmit policy test [DIR]`: the Rego unit tests of the
 // embedded policies, plus DIR's modules loaded as the engine loads them
 // (same file name replaces, others are added). Exit 0 all pass, 1 a test
 // failed, 2 the policies could not be read or compiled.
-func policyTest(ctx context.Context, c *cmdline.CLI, args []string, coverage bool, o output.Output) error {
+func policyTest(ctx context.Context, c *cmdline.CLI, args []string, to testOptions, o output.Output) error {
 	var overrides []policy.Source
 	if len(args) == 1 {
 		overrides = append(overrides, policy.Dir(args[0]))
 	}
 	ctx, cancel := context.WithTimeout(ctx, eval.Timeout)
 	defer cancel()
-	rep, err := policy.New(policy.Options{}).Test(ctx, policy.TestOptions{Coverage: coverage}, overrides...)
+	rep, err := policy.New(policy.Options{}).Test(ctx, policy.TestOptions{Coverage: to.coverage, Run: to.run}, overrides...)
 	if err != nil {
 		return err
 	}
 	results := rep.Results
+	if len(results) == 0 && to.run != "" {
+		return fmt.Errorf("no test matches --run %q", to.run)
+	}
 	ch := make(chan *tester.Result, len(results))
 	ok := true
 	for _, r := range results {
 		ok = ok && r.Pass()
-		r.Trace = failingEvent(r.Trace)
+		if r.Pass() && !to.explain {
+			r.Trace = nil
+		} else {
+			r.Trace = failingEvent(r.Trace)
+		}
 		ch <- r
 	}
 	close(ch)
@@ -117,6 +144,13 @@ func policyTest(ctx context.Context, c *cmdline.CLI, args []string, coverage boo
 		return cmdline.ExitCode(1)
 	}
 	return nil
+}
+
+// testOptions are policy test's flags.
+type testOptions struct {
+	coverage, explain bool
+	// run is --run's regular expression ("" for every test).
+	run string
 }
 
 // reportTests prints the results as 'opa test' does: its verbose text by

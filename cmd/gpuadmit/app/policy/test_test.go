@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -80,6 +81,10 @@ func TestPolicyTestCommand(t *testing.T) {
 		{name: "schema", args: []string{"policy", "schema"}, wantOut: []string{`"title": "gpuadmit PolicyInput gpuadmit.io/v1alpha1"`, `"namespaceLabels": {`}},
 		{name: "missing directory", args: []string{"policy", "test", "nope"}, wantCode: 2, wantErr: "no such file"},
 		{name: "no subcommand", args: []string{"policy"}, wantCode: 2, wantErr: policyUsage},
+		{name: "--run: the matching tests alone, as opa test --run", args: []string{"policy", "test", "../../../../examples/policy", "--run", "gpu_tier_cap_test"},
+			wantOut: []string{"data.gpuadmit.examples.gpu_tier_cap_test.test_update_not_checked: PASS", "PASS: 7/7"}},
+		{name: "--run matching no test", args: []string{"policy", "test", "--run", "^nothing$"}, wantCode: 2, wantErr: `no test matches --run "^nothing$"`},
+		{name: "--run not a regular expression", args: []string{"policy", "test", "--run", "("}, wantCode: 2, wantErr: `--run "(": error parsing regexp`},
 		{name: "two directories", args: []string{"policy", "test", "a", "b"}, wantCode: 2, wantErr: policyUsage},
 	}
 	for _, tt := range tests {
@@ -101,5 +106,49 @@ func TestPolicyTestCommand(t *testing.T) {
 				t.Errorf("unexpected stderr: %s", errOut.String())
 			}
 		})
+	}
+}
+
+// TestPolicyTestJSON: -o json gives a failing test the expression that
+// failed and a passing one no trace (--explain: every test its own).
+func TestPolicyTestJSON(t *testing.T) {
+	d := t.TempDir()
+	if err := os.WriteFile(filepath.Join(d, "mine_test.rego"), []byte("package gpuadmit.admission_test\n\ntest_wrong if {\n\t1 == 2\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args         []string
+		passingTrace bool
+	}{
+		{args: []string{"policy", "test", d, "-o", "json"}},
+		{args: []string{"policy", "test", d, "-o", "json", "--explain"}, passingTrace: true},
+	} {
+		var out, errOut bytes.Buffer
+		if code := apptest.Run(tt.args, strings.NewReader(""), &out, &errOut); code != 1 {
+			t.Fatalf("%q: exit code %d, want 1; stderr: %s", tt.args, code, errOut.String())
+		}
+		var results []struct {
+			Name  string            `json:"name"`
+			Fail  bool              `json:"fail"`
+			Trace []json.RawMessage `json:"trace"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &results); err != nil {
+			t.Fatalf("%q: not JSON: %v", tt.args, err)
+		}
+		traced := 0
+		for _, r := range results {
+			switch {
+			case r.Fail && len(r.Trace) != 1:
+				t.Errorf("%q: failing %s has %d trace events, want the one that failed", tt.args, r.Name, len(r.Trace))
+			case !r.Fail && len(r.Trace) > 0:
+				traced++
+			}
+		}
+		if tt.passingTrace != (traced > 0) {
+			t.Errorf("%q: %d passing tests with a trace of %d (%d bytes)", tt.args, traced, len(results), out.Len())
+		}
+		if !tt.passingTrace && out.Len() > 64<<10 {
+			t.Errorf("%q: %d bytes, want a lean report", tt.args, out.Len())
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,21 +19,25 @@ import (
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/output"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/setup"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
+	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
 func verifyCmd(c *cmdline.CLI) *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
-		Use:   "verify SUITE.yaml",
+		Use:   "verify SUITE.yaml|DIR",
 		Short: "Decide the cases of a policy suite and compare with what they expect",
 		Long: `Load each test's policies on top of the built-in ones (their Rego tests
 run first, as the webhook runs them), decide each case's pod against the
 case's cluster state as 'gpuadmit eval' does, and compare with the case's
 expectation: allowed or denied, and substrings of the denials and warnings.
-Prints a line per case and 'N passed, N failed'; exits 1 when a case fails,
-2 when the suite cannot be read (docs/policy-verify.md).`,
-		Example: `  gpuadmit policy verify examples/policy/suite.yaml`,
+A directory runs each of its files of kind PolicySuite (.yaml, .yml,
+.json), each case named after its file. Prints a line per case and 'N
+passed, N failed'; exits 1 when a case fails, 2 when a suite cannot be
+read (docs/policy-verify.md).`,
+		Example: `  gpuadmit policy verify examples/policy/suite.yaml
+  gpuadmit policy verify examples/policy/`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return cmdline.UsageErrorf("usage: %s", cmd.UseLine())
@@ -65,9 +70,12 @@ type verifyReport struct {
 	Failed int            `json:"failed"`
 }
 
-// policyVerify runs `gpuadmit policy verify SUITE`.
+// policyVerify runs `gpuadmit policy verify SUITE|DIR`: a directory's
+// suites are its .yaml, .yml and .json files of kind PolicySuite, each
+// case named after its file then; one that cannot be read is a failed
+// row, the others run (exit code 2 at the end).
 func policyVerify(ctx context.Context, c *cmdline.CLI, path string, o output.Output) error {
-	suite, err := readSuite(path)
+	files, dir, err := suiteFiles(path)
 	if err != nil {
 		return err
 	}
@@ -89,6 +97,58 @@ func policyVerify(ctx context.Context, c *cmdline.CLI, path string, o output.Out
 		}
 		fmt.Fprintf(c.Stdout, "FAIL  %s: %s\n", name, why)
 	}
+	var unread []error
+	for _, f := range files {
+		suite, err := readSuite(f)
+		if err != nil && !dir {
+			return err
+		}
+		if err != nil {
+			unread = append(unread, err)
+			report(false, f, err.Error())
+			continue
+		}
+		prefix := ""
+		if dir {
+			prefix = f + ": "
+		}
+		verifySuite(ctx, c, suite, func(ok bool, name, why string) { report(ok, prefix+name, why) })
+	}
+	if err := verifySummary(c, rep, o); err != nil {
+		return err
+	}
+	switch {
+	case len(unread) > 0:
+		return cmdline.ExitCode(2)
+	case rep.Failed > 0:
+		return cmdline.ExitCode(1)
+	}
+	return nil
+}
+
+// suiteFiles are the suites path names: itself, or a directory's files of
+// kind PolicySuite (dir set); a directory without any is an error.
+func suiteFiles(path string) (files []string, dir bool, err error) {
+	if st, err := os.Stat(path); err != nil || !st.IsDir() {
+		return []string{path}, false, nil // reading it says what is wrong
+	}
+	all, err := manifest.Files([]string{path}, false)
+	if err != nil {
+		return nil, true, err
+	}
+	for _, f := range all {
+		if data, err := os.ReadFile(f); err != nil || cmdline.IsSuite(data) {
+			files = append(files, f)
+		}
+	}
+	if len(files) == 0 {
+		return nil, true, fmt.Errorf("%s: no policy suite (kind %s) in the directory", path, cmdline.SuiteKind)
+	}
+	return files, true, nil
+}
+
+// verifySuite decides every case of suite and reports each.
+func verifySuite(ctx context.Context, c *cmdline.CLI, suite *policySuite, report func(ok bool, name, why string)) {
 	for _, t := range suite.Tests {
 		engine, err := suiteEngine(ctx, c, suite, t)
 		if err != nil {
@@ -102,13 +162,6 @@ func policyVerify(ctx context.Context, c *cmdline.CLI, path string, o output.Out
 			report(why == "", t.Name+"/"+cs.Name, why)
 		}
 	}
-	if err := verifySummary(c, rep, o); err != nil {
-		return err
-	}
-	if rep.Failed > 0 {
-		return cmdline.ExitCode(1)
-	}
-	return nil
 }
 
 // verifySummary prints the totals (text), or the whole report (-o).
@@ -182,6 +235,9 @@ func verifyCase(ctx context.Context, c *cmdline.CLI, suite *policySuite, t suite
 		Engine: engine,
 	}
 	out, _, err := e.Run(ctx, cmdline.ManifestFlags{Files: []string{file}}, stdin)
+	if err == nil && len(out.Failed) > 0 {
+		err = errors.Join(out.Failed...)
+	}
 	if err != nil {
 		return err.Error()
 	}

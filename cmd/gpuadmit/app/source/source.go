@@ -27,7 +27,7 @@ import (
 
 // StateUsage is the help of --state.
 const StateUsage = "dump of the cluster's Pods, Nodes, ResourceQuotas, ResourceClaims, ResourceClaimTemplates and ResourceSlices, " +
-	"as 'kubectl get -o yaml' prints them (- for standard input); default: read the cluster"
+	"as 'kubectl get -o yaml' prints them: a file, a directory of .json, .yaml and .yml files, or - for standard input; default: read the cluster"
 
 // Source is where usage and eval read the cluster's state: a dump
 // (--state) or the cluster of the kubeconfig.
@@ -82,7 +82,7 @@ func (d Dump) Ledger(_ context.Context, ch Charging, _ []string, _ bool) (*ledge
 // ResourceQuotas, ...) and builds the usage ledger from it.
 func loadState(path string, stdin io.Reader, ch Charging, log logr.Logger) (*ledger.Ledger, error) {
 	stdin, seen := cmdline.TeeStdin([]string{path}, stdin)
-	objs, err := manifest.ReadFile(path, stdin)
+	objs, err := manifest.ReadFiles([]string{path}, false, stdin) // a file, or a directory's
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package top
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -41,12 +42,15 @@ type topOptions struct {
 }
 
 // topOutput is `gpuadmit top`'s JSON (docs/cli.md): the namespaces shown,
-// in --sort-by order, and the names of those over a limit.
+// by name (as usage's and audit's), and the names of those over a limit,
+// in --sort-by order.
 type topOutput struct {
-	Namespaces     []topNamespace `json:"namespaces"`
-	OverNamespaces []string       `json:"overNamespaces"`
-	WhatIf         []whatIfShown  `json:"whatIf,omitempty"`
-	Problems       []string       `json:"problems,omitempty"`
+	// Namespaces are in --sort-by order (the table's and -o name's).
+	Namespaces     []topNamespace          `json:"-"`
+	ByName         map[string]topNamespace `json:"namespaces"`
+	OverNamespaces []string                `json:"overNamespaces"`
+	WhatIf         []whatIfShown           `json:"whatIf,omitempty"`
+	Problems       []string                `json:"problems,omitempty"`
 	primary        string
 }
 
@@ -54,7 +58,7 @@ type topOutput struct {
 // level, every other family's under families, the limits its charge
 // passes, and what each of its objects is charged.
 type topNamespace struct {
-	Name   string `json:"name"`
+	Name   string `json:"-"`
 	Pods   int    `json:"pods"`
 	Claims int    `json:"claims,omitempty"`
 	topUsage
@@ -135,7 +139,7 @@ OVER (its "over" list in JSON); --fail-over exits 1 when any is.`,
 		Annotations: map[string]string{source.ReadsCluster: "true"},
 		Args:        cmdline.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out, err := output.Parse(o.output, output.TableFormats)
+			out, err := output.ParseCmd(cmd, o.output, output.TableFormats)
 			if err != nil {
 				return err
 			}
@@ -180,7 +184,7 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o topOptions, ws []whatIf, out outp
 			}
 		}
 	}
-	if err := out.Write(c.Stdout, t, func(wide bool) error { return printTop(c.Stdout, t, wide) }); err != nil {
+	if err := out.Write(c.Stdout, t, func(w io.Writer, wide bool) error { return printTop(w, t, wide) }); err != nil {
 		return err
 	}
 	if o.failOver && len(t.OverNamespaces) > 0 {
@@ -198,7 +202,7 @@ func topReport(s ledger.Snapshot, charges func(string) []ledger.Charge, fams []e
 		return topOutput{}, err
 	}
 	primary := fams[0].Name
-	out := topOutput{Namespaces: []topNamespace{}, OverNamespaces: []string{}, WhatIf: shown, primary: primary}
+	out := topOutput{Namespaces: []topNamespace{}, ByName: map[string]topNamespace{}, OverNamespaces: []string{}, WhatIf: shown, primary: primary}
 	for _, name := range source.SortedNamespaces(s) {
 		ns := s.Namespaces[name]
 		n := topNamespace{Name: name, Pods: ns.Pods, Claims: ns.Claims, topUsage: topUsageOf(ns, primary),
@@ -223,8 +227,10 @@ func topReport(s ledger.Snapshot, charges func(string) []ledger.Charge, fams []e
 		}
 		sortCharges(n, sortBy, primary)
 		out.Namespaces = append(out.Namespaces, n)
+		out.ByName[name] = n
 	}
 	sortNamespaces(out.Namespaces, sortBy, primary)
+	sortOver(out.OverNamespaces, out.Namespaces)
 	for _, p := range s.Problems {
 		out.Problems = append(out.Problems, p.String())
 	}
@@ -323,4 +329,23 @@ func sortKey(by string, charged map[string]effective.Vector, limits map[string]u
 		return []int64{total.GPU, total.MemMiB, total.Cores}
 	}
 	return nil
+}
+
+// sortOver puts the names of the namespaces over a limit in the order of
+// shown (--sort-by's).
+func sortOver(over []string, shown []topNamespace) {
+	slices.SortStableFunc(over, func(a, b string) int {
+		return slices.IndexFunc(shown, func(n topNamespace) bool { return n.Name == a }) -
+			slices.IndexFunc(shown, func(n topNamespace) bool { return n.Name == b })
+	})
+}
+
+// Rows are the namespaces shown, in --sort-by order (-o name,
+// custom-columns).
+func (t topOutput) Rows() []output.Row {
+	rows := make([]output.Row, len(t.Namespaces))
+	for i, n := range t.Namespaces {
+		rows[i] = output.Row{Kind: "namespace", Name: n.Name, Object: n}
+	}
+	return rows
 }

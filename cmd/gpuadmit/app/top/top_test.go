@@ -1,7 +1,9 @@
 package top_test
 
 import (
+	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gpuadmit/gpuadmit/internal/clitest/apptest"
@@ -25,9 +27,9 @@ team-a      Pod    llm-server   node1   full    1     20480         0
 			WantTextSub: []string{"OVER   QUOTAS      UNRESOLVED\n", "-      gpu-quota   0\n"}},
 		{Name: "-o json: the stable shape",
 			Args: []string{"top", "--state", fixtures.TopSeed, "-o", "json"},
-			WantOut: `{"namespaces":[{"name":"team-a","pods":1,"used":{"gpu":1,"gpumem":20480,"gpucores":0},"reserved":{"gpu":0,"gpumem":0,"gpucores":0},
+			WantOut: `{"namespaces":{"team-a":{"pods":1,"used":{"gpu":1,"gpumem":20480,"gpucores":0},"reserved":{"gpu":0,"gpumem":0,"gpucores":0},
 				"limits":{"gpumem":24576},"percent":{"gpumem":83},"quotas":["gpu-quota"],
-				"charges":[{"kind":"Pod","name":"llm-server","node":"node1","state":"full","used":{"gpu":1,"gpumem":20480,"gpucores":0}}]}],
+				"charges":[{"kind":"Pod","name":"llm-server","node":"node1","state":"full","used":{"gpu":1,"gpumem":20480,"gpucores":0}}]}},
 				"overNamespaces":[]}`},
 		{Name: "a what-if under the usage marks the namespace over; exit 0 without --fail-over",
 			Args: []string{"top", "--state", fixtures.TopSeed, "--what-if", "team-a=nvidia.com/gpumem=8192"},
@@ -40,18 +42,18 @@ team-a      Pod    llm-server   node1   full    1     20480         0
 what-if: namespace team-a, nvidia.com/gpumem: limit 8192 instead of 24576
 `},
 		{Name: "--fail-over: exit 1, the over list in JSON",
-			Args:     []string{"top", "--state", fixtures.TopSeed, "--what-if", "team-a=nvidia.com/gpumem=8192", "--fail-over", "-o", "jsonpath={.overNamespaces} {.namespaces[0].over}"},
+			Args:     []string{"top", "--state", fixtures.TopSeed, "--what-if", "team-a=nvidia.com/gpumem=8192", "--fail-over", "-o", "jsonpath={.overNamespaces} {.namespaces.team-a.over}"},
 			WantCode: 1,
 			WantText: `["team-a"] [{"charged":20480,"family":"nvidia","key":"limits.nvidia.com/gpumem","limit":8192,"reserved":0,"resource":"nvidia.com/gpumem","used":20480,"whatIf":true}]`},
 		{Name: "a what-if with the limits. prefix raising the limit: within, --fail-over exits 0",
-			Args:     []string{"top", "--state", fixtures.TopSeed, "--what-if", "team-a=limits.nvidia.com/gpumem=20480", "--fail-over", "-o", "jsonpath={.overNamespaces} {.namespaces[0].percent.gpumem}"},
+			Args:     []string{"top", "--state", fixtures.TopSeed, "--what-if", "team-a=limits.nvidia.com/gpumem=20480", "--fail-over", "-o", "jsonpath={.overNamespaces} {.namespaces.team-a.percent.gpumem}"},
 			WantText: "[] 100"},
 		{Name: "a what-if on a resource the namespace has no limit of adds one",
-			Args:     []string{"top", "--state", fixtures.TopSeed, "--what-if", "team-a=nvidia.com/gpu=0", "-o", "jsonpath={.namespaces[0].over[0].resource} {.whatIf}"},
+			Args:     []string{"top", "--state", fixtures.TopSeed, "--what-if", "team-a=nvidia.com/gpu=0", "-o", "jsonpath={.namespaces.team-a.over[0].resource} {.whatIf}"},
 			WantText: `nvidia.com/gpu [{"limit":0,"namespace":"team-a","resource":"nvidia.com/gpu"}]`},
 		{Name: "memory in the resource's unit, times memoryFactor as a quota's",
 			Args: []string{"top", "--state", "-", "--config", "../../../../examples/config/memory-factor-1024.yaml",
-				"--what-if", "ns=nvidia.com/gpumem=2", "-o", "jsonpath={.whatIf[0].limit} {.namespaces[0].used.gpumem} {.overNamespaces}"},
+				"--what-if", "ns=nvidia.com/gpumem=2", "-o", "jsonpath={.whatIf[0].limit} {.namespaces.ns.used.gpumem} {.overNamespaces}"},
 			Stdin:    fixtures.PodDoc("ns", "p", "", 1, 3, 0),
 			WantText: `2048 3072 ["ns"]`, WantErrSub: "gpuadmit top: configuration from --config"},
 		{Name: "over the actual limit (a quota lowered under use): marked without a what-if",
@@ -67,9 +69,8 @@ team-a      Pod    small   -       full    1     4096          0
 		{Name: "a namespace with no limit is never over, still listed with its usage",
 			Args: []string{"top", "--state", "-", "--fail-over", "-A"}, Stdin: fixtures.PodDoc("free", "p", "", 8, 1<<20, 100),
 			WantTextSub: []string{"free        1      8/-   -      8388608/-     -         800/-      -           -\n"}},
-		{Name: "-n of a namespace the state lacks: zero, no limits, no charges",
-			Args:    []string{"top", "--state", fixtures.TopSeed, "-n", "team-z", "-o", "json"},
-			WantOut: `{"namespaces":[{"name":"team-z","pods":0,"used":{"gpu":0,"gpumem":0,"gpucores":0},"reserved":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{},"percent":{},"charges":[]}],"overNamespaces":[]}`},
+		{Name: "-n of a namespace the state lacks: an error",
+			Args: []string{"top", "--state", fixtures.TopSeed, "-n", "team-z", "-o", "json"}, WantCode: 2, WantErrSub: `gpuadmit top: namespace "team-z" not found`},
 		{Name: "a template's claim not made yet: nothing charged (the claim is decided and charged once created)",
 			Args: []string{"top", "--state", "-"}, Stdin: fixtures.StateOf(fixtures.MustRead(t, fixtures.DraData+"dra-state.yaml"), fixtures.MustRead(t, fixtures.DraData+"template-pod.yaml")),
 			WantText: `NAMESPACE   PODS   CLAIMS   GPU   GPU%   GPUMEM(MiB)   GPUMEM%   GPUCORES   GPUCORES%   OVER
@@ -79,7 +80,7 @@ NAMESPACE   KIND            NAME      NODE   STATE   GPU   GPUMEM(MiB)   GPUCORE
 team-a      ResourceClaim   train-a   -      -       1     12288         0
 `},
 		{Name: "a limit of 0 passed: no percentage, over",
-			Args:  []string{"top", "--state", "-", "-o", "jsonpath={.namespaces[0].percent} {.overNamespaces}"},
+			Args:  []string{"top", "--state", "-", "-o", "jsonpath={.namespaces.ns.percent} {.overNamespaces}"},
 			Stdin: fixtures.StateOf(fixtures.QuotaDoc("ns", "q", `limits.nvidia.com/gpu: "0"`), fixtures.PodDoc("ns", "p", "", 1, 1, 0)), WantText: `{} ["ns"]`},
 	}
 	for _, tt := range tests {
@@ -93,7 +94,8 @@ func TestTopSortBy(t *testing.T) {
 	st := fixtures.StateOf(fixtures.QuotaDoc("a", "q", `limits.nvidia.com/gpumem: "100000"`), fixtures.QuotaDoc("b", "q", `limits.nvidia.com/gpu: "4"`),
 		fixtures.PodDoc("a", "a-mem", "", 1, 40000, 10), fixtures.PodDoc("a", "a-cores", "", 1, 1000, 90),
 		fixtures.PodDoc("b", "b-gpus", "", 3, 100, 0), fixtures.PodDoc("c", "c-none", "", 1, 2000, 0))
-	names := "{.namespaces[*].name} / {.namespaces[0].charges[*].name}"
+	// The rows of -o custom-columns, as the table's, in --sort-by order.
+	names := "custom-columns=NS:.name,CHARGES:.charges[*].name"
 	tests := []struct{ by, want string }{
 		{"used", "b a c / b-gpus"},
 		{"gpu", "b a c / b-gpus"},
@@ -103,7 +105,25 @@ func TestTopSortBy(t *testing.T) {
 		{"name", "a b c / a-cores a-mem"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.by, (apptest.Case{Args: []string{"top", "--state", "-", "-A", "--sort-by", tt.by, "-o", "jsonpath=" + names}, Stdin: st, WantText: tt.want}).Check)
+		t.Run(tt.by, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			args := []string{"top", "--state", "-", "-A", "--sort-by", tt.by, "-o", names, "--no-headers"}
+			if code := apptest.Run(args, strings.NewReader(st), &out, &errOut); code != 0 {
+				t.Fatalf("exit code %d: %s", code, errOut.String())
+			}
+			var ns []string
+			var first string
+			for i, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+				f := strings.Fields(line)
+				ns = append(ns, f[0])
+				if i == 0 {
+					first = strings.Join(f[1:], " ")
+				}
+			}
+			if got := strings.Join(ns, " ") + " / " + first; got != tt.want {
+				t.Errorf("%s, want %s", got, tt.want)
+			}
+		})
 	}
 }
 
@@ -174,7 +194,7 @@ func TestTopAuditCommandLine(t *testing.T) {
 		{Name: "--sort-by completes", Args: []string{"__complete", "top", "--sort-by", ""},
 			WantTextSub: []string{"used\nmemory\ngpu\ncores\npercent\nname\n:4\n"}, WantErrSub: "ShellCompDirectiveNoFileComp"},
 		{Name: "audit's -o completes its formats", Args: []string{"__complete", "audit", "-o", ""},
-			WantTextSub: []string{"table\njson\nyaml\njsonpath=\n:4\n"}, WantErrSub: "ShellCompDirectiveNoFileComp"},
+			WantTextSub: []string{"table\njson\nyaml\njsonpath=\nname\ncustom-columns=\n:4\n"}, WantErrSub: "ShellCompDirectiveNoFileComp"},
 		{Name: "commands complete", Args: []string{"__complete", "a"}, WantTextSub: []string{"audit\t"}, WantErrSub: "ShellCompDirective"},
 		{Name: "top: no cluster answers", Args: []string{"top", "--kubeconfig", dead}, WantCode: 2,
 			WantErrSub: `gpuadmit top: no cluster answers: the cluster of context "dead" at https://127.0.0.1:1 is not reachable`},

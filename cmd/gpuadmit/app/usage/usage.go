@@ -2,6 +2,7 @@ package usage
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 
@@ -120,7 +121,7 @@ unless --config names one, and says on stderr which it used.`,
 		Annotations: map[string]string{source.ReadsCluster: "true"},
 		Args:        cmdline.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out, err := output.Parse(o.output, output.TableFormats)
+			out, err := output.ParseCmd(cmd, o.output, output.TableFormats)
 			if err != nil {
 				return err
 			}
@@ -150,7 +151,7 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o usageOptions, out output.Output) 
 			}
 		}
 	}
-	return out.Write(c.Stdout, u, func(wide bool) error { return printUsage(c.Stdout, u, wide) })
+	return out.Write(c.Stdout, u, func(w io.Writer, wide bool) error { return printUsage(w, u, wide) })
 }
 
 // usageReport renders a ledger snapshot in the command-line contract's
@@ -258,4 +259,13 @@ func LimitsOf(l ledger.Limits) Limits {
 		return &n
 	}
 	return Limits{GPU: v(l.GPU), MemMiB: v(l.MemMiB), Cores: v(l.Cores)}
+}
+
+// Rows are the namespaces, by name (-o name, custom-columns).
+func (u usageOutput) Rows() []output.Row {
+	var rows []output.Row
+	for _, name := range slices.Sorted(maps.Keys(u.Namespaces)) {
+		rows = append(rows, output.Row{Kind: "namespace", Name: name, Object: u.Namespaces[name]})
+	}
+	return rows
 }

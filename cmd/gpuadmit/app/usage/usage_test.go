@@ -64,8 +64,8 @@ func TestUsageCommand(t *testing.T) {
 				"quota team-b/no-gpus: limits.nvidia.com/gpucores \"1.5\": not a whole number: enforced as 1 (rounded down, never more than written); write a whole number"]}`,
 			WantErrSub: "gpuadmit usage: warning: pod team-b/broken: invalid GPU request"},
 		{Name: "--namespace of a namespace without GPU pods or quotas: zero, no limits",
-			Args: []string{"usage", "-o", "json", "--state", "../../../../examples/state/cluster.yaml", "--namespace", "team-c"},
-			WantOut: `{"namespaces":{"team-c":{"used":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{},"pods":0}},
+			Args: []string{"usage", "-o", "json", "--state", "../../../../examples/state/cluster.yaml", "--namespace", "default"},
+			WantOut: `{"namespaces":{"default":{"used":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{},"pods":0}},
 			"nodes":{
 				"node-a":{"devices":{
 					"GPU-a1":{"capacity":{"gpumem":40960,"gpucores":100},"used":{"gpu":1,"gpumem":30720,"gpucores":50}},

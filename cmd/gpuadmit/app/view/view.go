@@ -80,8 +80,10 @@ func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve b
 	if v.Ns != "" {
 		scope = []string{v.Ns}
 	}
-	v.Ledger, v.reserved, err = src.Ledger(cmd.Context(), v.Ch, scope, reserve)
-	return v, err
+	if v.Ledger, v.reserved, err = src.Ledger(cmd.Context(), v.Ch, scope, reserve); err != nil || v.Ns == "" {
+		return v, err
+	}
+	return v, source.NamespaceExists(cmd.Context(), src, v.Ledger, v.Ns)
 }
 
 // shownNamespace is the namespace a report shows ("" for every one).
