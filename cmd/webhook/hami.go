@@ -46,6 +46,9 @@ func readHAMiConfigMap(ctx context.Context, cfg *config.Configuration, namespace
 	if w := config.IgnoredWarning(ignored); w != "" {
 		log.Info(w, "configMap", ns+"/"+name)
 	}
+	if w := config.SwitchedOffWarning(cfg); w != "" {
+		log.Info(w, "configMap", ns+"/"+name)
+	}
 	log.Info("read HAMi's device config", "configMap", ns+"/"+name)
 	return nil
 }

@@ -65,6 +65,7 @@ func ReadHAMiConfigMap(ctx context.Context, c *Configuration, namespace string, 
 		return nil, fmt.Errorf("%s, key %s: %w", where, HAMiConfigMapKey, err)
 	}
 	read.HAMiConfigMap, read.Gpushare = c.Devices.HAMiConfigMap, c.Devices.Gpushare
+	read.Ascend, read.Iluvatar = c.Devices.Ascend, c.Devices.Iluvatar
 	c.Devices = read
 	SetDefaults(c)
 	if errs := Validate(c); len(errs) > 0 {

@@ -3,6 +3,7 @@ package config_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -141,4 +142,52 @@ func mustParse(t *testing.T, text string) *config.Configuration {
 		t.Fatalf("%v\n%s", err, text)
 	}
 	return cfg
+}
+
+// TestReadHAMiConfigMapKeepsTheSwitches: the ascend and iluvatar switches
+// written beside devices.hamiConfigMap (as the chart renders them) govern
+// HAMi's vnpus and iluvatars sections read from the ConfigMap exactly as
+// they do beside devices.hamiConfigPath: reading the ConfigMap must not
+// switch them back off (a red-team finding: the chart sent Ascend's pods to
+// the webhook, which then charged them nothing).
+func TestReadHAMiConfigMapKeepsTheSwitches(t *testing.T) {
+	hami, err := os.ReadFile("testdata/hami-chart-rendered.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs("testdata/hami-chart-rendered.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(head+"devices: {hamiConfigPath: "+abs+", ascend: {enabled: true}, iluvatar: {enabled: true}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	byPath, _, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := mustParse(t, head+"devices: {hamiConfigMap: kube-system/hami-scheduler-device, ascend: {enabled: true}, iluvatar: {enabled: true}}\n")
+	cms := &configMaps{data: map[string]map[string]string{"kube-system/hami-scheduler-device": {"device-config.yaml": string(hami)}}}
+	if _, err := config.ReadHAMiConfigMap(context.Background(), cfg, "gpuadmit-system", cms.get); err != nil {
+		t.Fatal(err)
+	}
+	names := func(c *config.Configuration) (out []string) {
+		for _, f := range config.Families(c) {
+			out = append(out, f.Name)
+		}
+		return out
+	}
+	got, want := names(cfg), names(byPath)
+	for _, prefix := range []string{"ascend", "iluvatar"} {
+		if !slices.ContainsFunc(got, func(n string) bool { return strings.HasPrefix(n, prefix) }) {
+			t.Errorf("switched on beside the ConfigMap, no %s family is governed: %v", prefix, got)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("families from the ConfigMap %v, from the file %v", got, want)
+	}
+	if w := config.SwitchedOffWarning(cfg); w != "" {
+		t.Errorf("switched on, yet warned: %s", w)
+	}
 }

@@ -22,12 +22,15 @@ func TestTenantReadAccess(t *testing.T) {
 	for _, tt := range []struct {
 		args       []string
 		wantGroups []string
+		// fullname is the release's names' prefix (fullnameOverride).
+		fullname string
 	}{
-		{[]string{"--set", "rbac.tenantReadAccess=true"}, []string{"system:authenticated"}},
-		{[]string{"--set", "rbac.tenantReadAccess=true", "--set", "rbac.tenantReadGroups={ml-users,ml-leads}"}, []string{"ml-users", "ml-leads"}},
+		{[]string{"--set", "rbac.tenantReadAccess=true"}, []string{"system:authenticated"}, "gpuadmit"},
+		{[]string{"--set", "rbac.tenantReadAccess=true", "--set", "rbac.tenantReadGroups={ml-users,ml-leads}"}, []string{"ml-users", "ml-leads"}, "gpuadmit"},
+		{[]string{"--set", "rbac.tenantReadAccess=true", "--set", "fullnameOverride=gpuadmit-staging"}, []string{"system:authenticated"}, "gpuadmit-staging"},
 	} {
 		objs := render(t, append(tt.args, "--namespace", "gpu-system")...)
-		role, binding := find(objs, "Role", "gpuadmit-tenant-read"), find(objs, "RoleBinding", "gpuadmit-tenant-read")
+		role, binding := find(objs, "Role", tt.fullname+"-tenant-read"), find(objs, "RoleBinding", tt.fullname+"-tenant-read")
 		if role == nil || binding == nil {
 			t.Fatalf("%q: no Role or RoleBinding gpuadmit-tenant-read", tt.args)
 		}
@@ -43,13 +46,13 @@ func TestTenantReadAccess(t *testing.T) {
 		resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
 		verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
 		names, _, _ := unstructured.NestedStringSlice(rule, "resourceNames")
-		wantNames := []string{clusterstate.ConfigMapName, "gpuadmit-policy", policysource.AcceptedConfigMap}
+		wantNames := []string{clusterstate.ConfigMapName, tt.fullname + "-policy", policysource.AcceptedConfigMap}
 		if !slices.Equal(groups, []string{""}) || !slices.Equal(resources, []string{"configmaps"}) || !slices.Equal(verbs, []string{"get"}) ||
 			!slices.Equal(names, wantNames) {
 			t.Errorf("%q: rule %v, want get on configmaps %q alone", tt.args, rule, wantNames)
 		}
-		if find(objs, "ConfigMap", "gpuadmit-policy") == nil {
-			t.Errorf("the chart renders no ConfigMap gpuadmit-policy")
+		if find(objs, "ConfigMap", tt.fullname+"-policy") == nil {
+			t.Errorf("%q: the chart renders no ConfigMap %s-policy, which the Role names", tt.args, tt.fullname)
 		}
 		subjects, _, _ := unstructured.NestedSlice(binding.Object, "subjects")
 		var got []string

@@ -17,6 +17,7 @@ every key it does not list would refuse the keys a later HAMi adds.
   "cambricon" $named "mthreads" $named "amd" $named
   "hygon" (append $named "memoryFactor")
   "vastai" (list "resourceCountName") "biren" (list "resourceCountName")
+  "ascend" (list "enabled") "iluvatar" (list "enabled")
   "metax" (list "resourceCountName" "resourceVCountName" "resourceVMemoryName" "resourceVCoreName")
   "enflame" (list "resourceNameGCU" "resourceNameDRSGCU" "resourceNameGCUMemory" "resourceNameGCUCore")
   "kunlun" (list "resourceCountName" "resourceVCountName" "resourceVMemoryName")

@@ -219,5 +219,8 @@ func clusterHAMiConfigMap(ctx context.Context, kube kubernetes.Interface, namesp
 	if w := config.IgnoredWarning(ignored); w != "" {
 		fmt.Fprintf(stderr, "gpuadmit: warning: %s: %s\n", where, w)
 	}
+	if w := config.SwitchedOffWarning(cfg); w != "" {
+		fmt.Fprintf(stderr, "gpuadmit: warning: %s: %s\n", where, w)
+	}
 	return nil
 }

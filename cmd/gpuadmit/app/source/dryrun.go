@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -109,9 +110,14 @@ func (l live) DryRunClaim(ctx context.Context, claim *resourcev1.ResourceClaim) 
 
 // dryRunMeta is the metadata a dry run creates: the manifest's namespace,
 // labels and annotations, under a name generated from its own (a pod of
-// that name may exist).
+// that name may exist). The manifest's own gpuadmit.io/effective (a pod
+// copied from `kubectl get -o yaml`) is dropped: the mutating webhook
+// leaves one it does not rewrite (a pod it does not govern, a demand it
+// refuses), and the verdict must show only what the webhook wrote.
 func dryRunMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	out := metav1.ObjectMeta{Namespace: m.Namespace, Labels: m.Labels, Annotations: m.Annotations, GenerateName: m.GenerateName,
+	annotations := maps.Clone(m.Annotations)
+	delete(annotations, effectiveAnnotation)
+	out := metav1.ObjectMeta{Namespace: m.Namespace, Labels: m.Labels, Annotations: annotations, GenerateName: m.GenerateName,
 		OwnerReferences: m.OwnerReferences}
 	if m.Name != "" {
 		out.GenerateName = m.Name + "-"

@@ -79,4 +79,13 @@ func TestDryRunMeta(t *testing.T) {
 	if m := dryRunMeta(metav1.ObjectMeta{Namespace: "team-a"}); m.GenerateName != "gpuadmit-eval-" {
 		t.Errorf("unnamed: %+v", m)
 	}
+	// A pod copied from `kubectl get -o yaml` carries the mutating
+	// webhook's old answer: it must not stand in for the webhook's
+	// answer to this dry run (which may write none), nor leave the
+	// manifest's own map changed.
+	stale := map[string]string{effectiveAnnotation: `{"gpu":1,"gpumem":1024}`, "c": "d"}
+	if m := dryRunMeta(metav1.ObjectMeta{Name: "copied", Annotations: stale}); m.Annotations[effectiveAnnotation] != "" || m.Annotations["c"] != "d" ||
+		stale[effectiveAnnotation] == "" {
+		t.Errorf("a manifest's own %s: %+v (manifest's %v)", effectiveAnnotation, m.Annotations, stale)
+	}
 }

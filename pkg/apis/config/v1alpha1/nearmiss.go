@@ -58,7 +58,7 @@ func Nearest(key string, read []string) (string, bool) {
 
 // sectionKeys are the top-level keys of the devices section gpuadmit reads.
 func sectionKeys() []string {
-	return []string{"hamiConfigPath", "nvidia", "cambricon", "hygon", "metax", "enflame", "mthreads", "iluvatars", "kunlun",
+	return []string{"hamiConfigPath", "hamiConfigMap", "ascend", "nvidia", "cambricon", "hygon", "metax", "enflame", "mthreads", "iluvatars", "kunlun",
 		"awsneuron", "amd", "vastai", "biren", "vnpus", "gpushare"}
 }
 
