@@ -39,7 +39,7 @@ func BenchmarkCreateLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	const ns = "latency"
-	seed(b, c, ns, 1<<40)
+	seed(b, c, ns, 1<<29)
 	run := 0
 	creates := func(b *testing.B, serving []int) {
 		for b.Loop() {

@@ -42,7 +42,7 @@ func TestCertificateRenewalAcrossReplicas(t *testing.T) {
 			t.Fatalf("%s serves a certificate of another CA: the replicas did not converge on one bundle", c.Replicas[i].Name)
 		}
 	}
-	seed(t, c, "renew", 1<<40)
+	seed(t, c, "renew", 1<<29)
 	k := fastClient(t, c)
 	var tl creates.Tally
 	stop := make(chan struct{})

@@ -51,7 +51,7 @@ func TestPoolHijackAcrossReplicas(t *testing.T) {
 	k := fastClient(t, c)
 	const ns, canaryNS, limit = "hijacked", "canary", heldCharge + canaryMiB
 	seed(t, c, ns, limit)
-	seed(t, c, canaryNS, 1<<30)
+	seed(t, c, canaryNS, 1<<29)
 	createSlice(t, k, gpuSlice("node-b-gpus", "node-b", "node-b", 1, bigGPUMiB))
 	admitClaim(t, k, ns, "held")
 	allocate(t, k, ns, "held", "node-b", "node-b")

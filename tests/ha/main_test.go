@@ -86,6 +86,10 @@ func fastClient(t *testing.T, c *replicas.Cluster) kubernetes.Interface {
 // seed creates ns with a gpumem quota.
 func seed(t testing.TB, c *replicas.Cluster, ns string, limitMiB int64) {
 	t.Helper()
+	if limitMiB >= 1e9 {
+		// A memory limit of 10^9 or more is read as bytes (pkg/quotacheck): 1<<30 would be 1024 MiB.
+		t.Fatalf("seed %s: a limit of %d MiB would be read as bytes; write one under 10^9 MiB", ns, limitMiB)
+	}
 	if err := c.Seed(t.Context(), ns, fmt.Sprint(limitMiB)); err != nil {
 		t.Fatal(err)
 	}

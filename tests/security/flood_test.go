@@ -48,7 +48,7 @@ func TestForgedReviewFloodIsBounded(t *testing.T) {
 		return &o
 	})
 	ctx := t.Context()
-	seed(t, c, "bulk", 1<<30)
+	seed(t, c, "bulk", 1<<29)
 	var held, biggest atomic.Int64 // the most reservations and bytes the object held
 	sampling, stopSampling := context.WithCancel(ctx)
 	var sampler sync.WaitGroup

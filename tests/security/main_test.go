@@ -145,6 +145,10 @@ func reserved(u *gpuadmitv1.GPUReservationSet, uid string) bool {
 // seed creates ns with a gpumem limit of mem MiB and the 24 GiB node.
 func seed(t *testing.T, c *local.Cluster, ns string, mem int64) {
 	t.Helper()
+	if mem >= 1e9 {
+		// A memory limit of 10^9 or more is read as bytes (pkg/quotacheck): 1<<30 would be 1024 MiB.
+		t.Fatalf("seed %s: a limit of %d MiB would be read as bytes; write one under 10^9 MiB", ns, mem)
+	}
 	if err := c.Seed(t.Context(), ns, fmt.Sprint(mem)); err != nil {
 		t.Fatal(err)
 	}
