@@ -77,7 +77,7 @@ func ungoverned(res corev1.ResourceName, governed []effective.Family) string {
 		}
 	}
 	if f := known(res); f != nil {
-		return fmt.Sprintf("a resource of the %s device family, which gpuadmit does not govern (no %s section in its configuration, or HAMi's enabled: false): %s",
+		return fmt.Sprintf("a resource of the %s device family, which gpuadmit does not govern (no %s section in its configuration, or its section switched off: devices.ascend.enabled, devices.iluvatar.enabled): %s",
 			f.Name, section(f), not)
 	}
 	if f := vendor(res, governed); f != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -78,9 +77,17 @@ func TestQuotaProblems(t *testing.T) {
 		"limits.nvidia.com/gpumem": "QuotaValueNotAsWritten", "limits.hygon.com/dcumem": "UngovernedQuotaKey",
 	}
 	poll(t, "one Warning Event per problem on the ResourceQuota", func() string { return quotaEvents(ctx, c, qns, want) })
-	time.Sleep(2 * time.Second) // 8 rounds of the summaries: no Event again
-	if last := quotaEvents(ctx, c, qns, want); last != "" {
-		t.Fatal(last)
+	// Two more rounds of the summaries, each shown by a GPUUsage written
+	// with the namespace's new usage (the Events are recorded in the same
+	// round): the problems last, and no Event is recorded again.
+	for i, used := range []int64{21024, 22048} {
+		if err := c.CreatePod(ctx, testpod.New(fmt.Sprint("more-", i)).NS(qns).App("main", testpod.GPU(1), testpod.Mem(1024)).Build()); err != nil {
+			t.Fatalf("a 1024 MiB pod beside 20000 MiB under a 24Gi limit: %v", err)
+		}
+		poll(t, fmt.Sprintf("GPUUsage with %d MiB used", used), func() string { return usedMiB(ctx, cl, qns, used) })
+		if last := quotaEvents(ctx, c, qns, want); last != "" {
+			t.Fatal(last)
+		}
 	}
 	out, stderr, err = c.Kubectl(ctx, nil, "get", "events", "-n", qns, "--field-selector", "involvedObject.kind=ResourceQuota,involvedObject.name=gpu")
 	if err != nil {
@@ -113,4 +120,19 @@ func quotaEvents(ctx context.Context, c *local.Cluster, ns string, want map[stri
 		}
 	}
 	return ""
+}
+
+// usedMiB says how the GPU memory used in ns's GPUUsage differs from want
+// ("": it does not).
+func usedMiB(ctx context.Context, cl client.Client, ns string, want int64) string {
+	var u gpuadmitv1.GPUUsage
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: gpuadmitv1.ObjectName}, &u); err != nil {
+		return err.Error()
+	}
+	for _, r := range u.Status.Resources {
+		if r.Resource == "nvidia.com/gpumem" && r.Used == want {
+			return ""
+		}
+	}
+	return fmt.Sprintf("resources %+v", u.Status.Resources)
 }

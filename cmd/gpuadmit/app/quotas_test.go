@@ -23,7 +23,7 @@ func TestQuotaProblems(t *testing.T) {
 		bytesWarn = `warning: quota team-a/gpu-quota: limits.nvidia.com/gpumem "24Gi": a memory limit in bytes: enforced as 24576 MiB ` +
 			`(bytes rounded down to MiB); HAMi reads it as 25769803776 MiB (the number of bytes as memory units: effectively no limit): write "24576"`
 		hygonWarn = `warning: ungoverned team-a/dcu: limits.hygon.com/dcumem "8000": a resource of the hygon device family, which gpuadmit ` +
-			`does not govern (no hygon section in its configuration, or HAMi's enabled: false): not enforced by gpuadmit`
+			`does not govern (no hygon section in its configuration, or its section switched off: devices.ascend.enabled, devices.iluvatar.enabled): not enforced by gpuadmit`
 		fracWarn = `warning: quota team-a/gpu-quota: limits.nvidia.com/gpu "1.5": not a whole number: enforced as 1 (rounded down, never more than written)`
 	)
 	bytes := fixtures.WriteTemp(t, "bytes.yaml", fixtures.QuotaDoc("team-a", "gpu-quota", `limits.nvidia.com/gpumem: "24Gi"`))

@@ -64,7 +64,7 @@ team-b      ascend-910B2   0      0/1   0/-           0/-        npus           
 	out = usageReport(source.LedgerOf(objs, source.Charging{Families: []effective.Family{effective.Nvidia()}}, logr.Discard()).Snapshot(nil), "team-a", "nvidia")
 	ungoverned := func(q, key, v string) string {
 		return `"ungoverned team-a/` + q + `: ` + key + ` \"` + v + `\": a resource of the ascend-910B2 device family, which gpuadmit does not govern` +
-			` (no vnpus section in its configuration, or HAMi's enabled: false): not enforced by gpuadmit (nor by Kubernetes, which limits only requests. of an extended resource)"`
+			` (no vnpus section in its configuration, or its section switched off: devices.ascend.enabled, devices.iluvatar.enabled): not enforced by gpuadmit (nor by Kubernetes, which limits only requests. of an extended resource)"`
 	}
 	want = `{"namespaces":{"team-a":{"used":{"gpu":1,"gpumem":1024,"gpucores":0},"limits":{"gpu":2,"gpumem":8192},"pods":1,` +
 		`"quotas":{"q-both":{"gpu":2},"q-npu":{},"q-nv":{"gpumem":8192}}}},"nodes":{},"problems":[` +
