@@ -90,6 +90,7 @@ func StartWith(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("certificate dir: %w", err)
 	}
 	c.env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
+	servePodGroups(c.env.ControlPlane.APIServer)
 	if c.Port, err = freePort(); err != nil {
 		_ = os.RemoveAll(c.dir)
 		return nil, err
@@ -110,6 +111,16 @@ func StartWith(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, errors.Join(err, c.Stop())
 	}
 	return c, nil
+}
+
+// servePodGroups makes the API server serve the PodGroup API
+// (scheduling.k8s.io/v1beta1, beta and off by default in Kubernetes 1.37)
+// and keep pods' spec.schedulingGroup, both behind the GenericWorkload
+// feature gate, as a cluster running gang scheduling does.
+func servePodGroups(api *envtest.APIServer) {
+	args := api.Configure()
+	args.Set("runtime-config", "scheduling.k8s.io/v1beta1=true")
+	args.Set("feature-gates", "GenericWorkload=true")
 }
 
 func (c *Cluster) setUp(ctx context.Context) error {
