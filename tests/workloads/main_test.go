@@ -2,11 +2,15 @@
 // on a real kube-apiserver and etcd with the real kube-controller-manager
 // (all three built from source, driven by envtest through
 // internal/cluster/local) and gpuadmit's webhook server wired by pkg/server
-// exactly as cmd/webhook wires it: the PodGroup API served, Deployments and
-// Jobs whose pods the real ReplicaSet and Job controllers create through the
-// pod webhook, and never more admitted than the quota while a controller
-// retries the pods it was refused. The suite plays the scheduler and the
-// kubelet (binding, container statuses) where a check needs running pods.
+// exactly as cmd/webhook wires it: the PodGroup API served; Deployments
+// and Jobs whose pods the real ReplicaSet and Job controllers create
+// through the pod webhook, as their own ServiceAccounts; never more
+// admitted than the quota while a controller retries the pods it was
+// refused; a rolling update of a full namespace stalled on its surge pod
+// without touching the running pods. The suite plays the scheduler and
+// the kubelet (binding, container statuses) where a check needs running
+// pods. Each test ends by checking the namespace's ledger against a
+// recount of what the API server holds.
 //
 // Without KUBEBUILDER_ASSETS the suite skips, unless GPUADMIT_REQUIRE_ENVTEST=1
 // (make integration), where it fails instead.
@@ -24,12 +28,23 @@ import (
 	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 )
 
-// TestPodGroupAPI checks that the test API server serves PodGroups
+// TestWorkloads runs every scenario on one control plane with the
+// controller manager (each in its own namespace).
+func TestWorkloads(t *testing.T) {
+	c := local.ForTestWith(t, local.Config{Manifests: "../../manifests/webhook", ControllerManager: true}, local.DefaultWebhook)
+
+	t.Run("the PodGroup API is served", func(t *testing.T) { testPodGroupAPI(t, c) })
+	t.Run("controllers act as their ServiceAccounts", func(t *testing.T) { testControllerIdentity(t, c) })
+	t.Run("a Deployment past the headroom: never over the quota while its ReplicaSet retries",
+		func(t *testing.T) { testReplicaSetRetries(t, c) })
+	t.Run("a rolling update of a full namespace stalls on its surge pod", func(t *testing.T) { testRolloutStalls(t, c) })
+}
+
+// testPodGroupAPI checks that the test API server serves PodGroups
 // (scheduling.k8s.io/v1beta1) and keeps a pod's spec.schedulingGroup: the
 // API the gang checks read. Without the GenericWorkload gate the create
 // fails (no such resource) and the pod's field is dropped.
-func TestPodGroupAPI(t *testing.T) {
-	c := local.ForTest(t, "../../manifests/webhook", local.DefaultWebhook)
+func testPodGroupAPI(t *testing.T, c *local.Cluster) {
 	ctx := t.Context()
 	if err := c.CreateNamespace(ctx, "pg", nil); err != nil {
 		t.Fatal(err)
