@@ -66,6 +66,7 @@ func SetDefaults(c *Configuration) {
 	setDefaultsDRA(c)
 	setDefaultsAudit(c)
 	setDefaultsCapacity(c)
+	setDefaultsWorkloads(c)
 }
 
 // setDefaultsNvidia sets HAMi's own defaults (effective.DefaultSettings:

@@ -68,7 +68,7 @@ func (s *Server) handlers(dec *decision.Decider) error {
 		return err
 	}
 	hooks := s.mgr.GetWebhookServer()
-	requestLog := func(name string) func(logr.Logger, *ctrladmission.Request) logr.Logger {
+	requestLog := func(name string) ctrlLog {
 		return func(_ logr.Logger, req *ctrladmission.Request) logr.Logger {
 			return ctrladmission.DefaultLogConstructor(s.opts.Log.WithName(name), req)
 		}
@@ -91,7 +91,7 @@ func (s *Server) handlers(dec *decision.Decider) error {
 	claims := &ctrladmission.Webhook{Handler: &admission.ClaimValidator{Gate: s, Claims: dec, Reserver: s.Store, Metrics: am, Events: s.events},
 		RecoverPanic: ptr.To(true), LogConstructor: requestLog("validate-claims")}
 	hooks.Register(ValidateClaimsPath, s.draining(detached(claims, s.opts.Config.Admission.ReviewTimeout.Duration)))
-	return nil
+	return s.workloads(dec, am, requestLog)
 }
 
 // runnables adds what runs on every replica (the watches, the membership,
