@@ -19,7 +19,8 @@ import (
 )
 
 // testReplicaSetRetries: a Deployment of 4 x 8 GiB in a namespace of
-// 40 GiB where another pod holds 16 GiB. The real ReplicaSet controller
+// 40 GiB where another pod holds 16 GiB: admitted at apply with a warning
+// that one pod will wait. The real ReplicaSet controller
 // creates its pods through the webhook: three are admitted, the fourth is
 // refused, and the controller keeps retrying it. The attack: while it
 // retries (eight refusals, over a second of the controller's backoff),
@@ -33,9 +34,8 @@ func testReplicaSetRetries(t *testing.T, c *local.Cluster) {
 	if err := c.CreatePod(ctx, creates.GPUPod(ns, "other", "", 16384)); err != nil {
 		t.Fatalf("the other pod: %v", err)
 	}
-	if _, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, deployment(ns, "train", 4, 8192), metav1.CreateOptions{}); err != nil {
-		t.Fatalf("the Deployment: %v", err)
-	}
+	local.MustContain(t, "kubectl apply of 4 x 8 GiB with 24 GiB free", apply(t, c, deployment(ns, "train", 4, 8192)),
+		"Warning:", "Deployment retries/train: 1 of 4 pods will wait")
 	refusals := watchRetries(t, c, ns, "train", limit, 8)
 	local.MustContain(t, "the ReplicaSet's FailedCreate Event", refusals, "gpuadmit", "limit 40960 MiB")
 	if got := countPods(t, c, ns, "train"); got != 3 {
@@ -57,7 +57,8 @@ func testReplicaSetRetries(t *testing.T, c *local.Cluster) {
 
 // testRolloutStalls: a Deployment of 3 x 8 GiB fills a namespace of
 // 24 GiB; a new image starts a rolling update whose surge pod (maxSurge 1,
-// maxUnavailable 0) does not fit. The attack: the surge pod is refused at
+// maxUnavailable 0) does not fit, which kubectl apply warns of. The
+// attack: the surge pod is refused at
 // the new ReplicaSet, the three running pods stay as they are and the
 // namespace never holds more than its limit.
 func testRolloutStalls(t *testing.T, c *local.Cluster) {
@@ -72,7 +73,8 @@ func testRolloutStalls(t *testing.T, c *local.Cluster) {
 		runPod(t, c, ns, p)
 	}
 	d.Spec.Template.Spec.Containers[0].Image = "registry.example/app:2"
-	apply(t, c, d)
+	local.MustContain(t, "kubectl apply of a new image", apply(t, c, d),
+		"Warning:", "Deployment rollout/serve: the rollout will stall: its 1 surge pod(s) need 8192 MiB of nvidia.com/gpumem")
 	refusals := watchRetries(t, c, ns, "serve", limit, 8)
 	local.MustContain(t, "the new ReplicaSet's FailedCreate Event", refusals, "gpuadmit", "limit 24576 MiB")
 	if now := awaitPods(t, c, ns, "serve", 3); strings.Join(now, ",") != strings.Join(running, ",") {

@@ -1,16 +1,21 @@
 // Package workloads_test is the integration suite of workloads as a whole,
 // on a real kube-apiserver and etcd with the real kube-controller-manager
 // (all three built from source, driven by envtest through
-// internal/cluster/local) and gpuadmit's webhook server wired by pkg/server
-// exactly as cmd/webhook wires it: the PodGroup API served; Deployments
-// and Jobs whose pods the real ReplicaSet and Job controllers create
-// through the pod webhook, as their own ServiceAccounts; never more
-// admitted than the quota while a controller retries the pods it was
-// refused; a rolling update of a full namespace stalled on its surge pod
-// without touching the running pods. The suite plays the scheduler and
-// the kubelet (binding, container statuses) where a check needs running
-// pods. Each test ends by checking the namespace's ledger against a
-// recount of what the API server holds.
+// internal/cluster/local), gpuadmit's webhook server wired by pkg/server
+// exactly as cmd/webhook wires it, and the kubectl built from source: the
+// PodGroup API served; a Deployment's pods created by the ReplicaSet
+// controller as its own ServiceAccount; a Deployment of 4 x 8 GiB into
+// 24 GiB refused at apply and by a server-side dry run, 3 x 8 GiB admitted
+// and its pods created through the pod webhook, `kubectl scale
+// --replicas=4` refused and scaling down never; a Job of 8 x 1 GPU and a
+// CronJob of 8 (through its jobTemplate) against a limit of 5 refused; a
+// full namespace's rolling update warned at apply and stalled on its surge
+// pod, the running pods untouched; a Deployment past the headroom (and,
+// under enforcement Warn, one past the limit) never over the quota while
+// its ReplicaSet retries. The suite plays the scheduler and the kubelet
+// (binding, container statuses) where a check needs running pods. The
+// tests end by checking the namespace's ledger against a recount of what
+// the API server holds.
 //
 // Without KUBEBUILDER_ASSETS the suite skips, unless GPUADMIT_REQUIRE_ENVTEST=1
 // (make integration), where it fails instead.
@@ -37,7 +42,10 @@ func TestWorkloads(t *testing.T) {
 	t.Run("controllers act as their ServiceAccounts", func(t *testing.T) { testControllerIdentity(t, c) })
 	t.Run("a Deployment past the headroom: never over the quota while its ReplicaSet retries",
 		func(t *testing.T) { testReplicaSetRetries(t, c) })
-	t.Run("a rolling update of a full namespace stalls on its surge pod", func(t *testing.T) { testRolloutStalls(t, c) })
+	t.Run("a rolling update of a full namespace: warned at apply, stalled on its surge pod", func(t *testing.T) { testRolloutStalls(t, c) })
+	t.Run("a Deployment that can never run whole is refused at apply and at scale", func(t *testing.T) { testDeploymentWhole(t, c) })
+	t.Run("Jobs and CronJobs past the GPU count", func(t *testing.T) { testJobs(t, c) })
+	t.Run("under enforcement Warn the pods are still capped", func(t *testing.T) { testWarnStillCapped(t, c) })
 }
 
 // testPodGroupAPI checks that the test API server serves PodGroups
