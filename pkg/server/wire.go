@@ -67,6 +67,7 @@ func (s *Server) handlers(dec *decision.Decider) error {
 	if s.events, err = events.NewForConfig(s.mgr.GetConfig(), s.opts.Replica, s.opts.Log.WithName("events")); err != nil {
 		return err
 	}
+	s.events.WithOwners(s.mgr.GetAPIReader(), s.opts.Clock) // a denied pod's Deployment or CronJob
 	hooks := s.mgr.GetWebhookServer()
 	requestLog := func(name string) func(logr.Logger, *ctrladmission.Request) logr.Logger {
 		return func(_ logr.Logger, req *ctrladmission.Request) logr.Logger {
