@@ -110,10 +110,14 @@ func (o *owners) read(ctx context.Context, first corev1.ObjectReference) (worklo
 	switch first.Kind {
 	case "ReplicaSet":
 		rs := &appsv1.ReplicaSet{}
-		obj, via = rs, func() string { return fmt.Sprintf("ReplicaSet %s (%d replicas)", rs.Name, replicasOf(rs.Spec.Replicas)) }
+		obj, via = rs, func() string {
+			return fmt.Sprintf("ReplicaSet %s (%d replicas)", rs.Name, replicasOf(rs.Spec.Replicas))
+		}
 	default:
 		job := &batchv1.Job{}
-		obj, via = job, func() string { return fmt.Sprintf("Job %s (%d in parallel)", job.Name, replicasOf(job.Spec.Parallelism)) }
+		obj, via = job, func() string {
+			return fmt.Sprintf("Job %s (%d in parallel)", job.Name, replicasOf(job.Spec.Parallelism))
+		}
 		wantKind, wantAPI = "CronJob", "batch/v1"
 	}
 	if err := o.reader.Get(ctx, client.ObjectKey{Namespace: first.Namespace, Name: first.Name}, obj); err != nil {

@@ -75,7 +75,7 @@ func TestDenialEventsOnTheWorkload(t *testing.T) {
 			"Job/nightly-1":   "GPUQuotaExceeded|" + msg + "|CronJob/nightly",
 			"CronJob/nightly": "GPUQuotaExceeded|Job nightly-1 (8 in parallel): " + msg + "|"}},
 		{name: "forged: the pod names another UID than the ReplicaSet's", objs: []client.Object{ofDeployment},
-			ref: corev1.ObjectReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9f", UID: "forged", Namespace: "team-a"},
+			ref:  corev1.ObjectReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9f", UID: "forged", Namespace: "team-a"},
 			want: map[string]string{"ReplicaSet/web-7d9f": "GPUQuotaExceeded|" + msg + "|"}},
 		{name: "owner of another kind", ref: rsRef,
 			objs: []client.Object{replicaSet("web-7d9f", "rs-uid", 4, controllerRef("example.com/v1", "Deployment", "web", "dep-uid"))},
