@@ -61,7 +61,7 @@ func TestDeniedWorkloads(t *testing.T) {
 		denialEvent("Deployment", "web", 3, time.Minute, "ReplicaSet web-7d9f (4 replicas): pod team-a/web-7d9f-a denied: older"),
 		denialEvent("Deployment", "web", 2, 2*time.Minute, "ReplicaSet web-8e0a (4 replicas): pod team-a/web-8e0a-b denied: latest"),
 		denialEvent("StatefulSet", "train", 1, 30*time.Second, "pod team-a/train-3 denied: policy"),
-		denialEvent("CronJob", "nightly", 1, -2 * time.Hour, "too old"),
+		denialEvent("CronJob", "nightly", 1, -2*time.Hour, "too old"),
 		denialEvent("Namespace", "team-a", 5, 0, "a bare pod"),
 		denialEvent("Pod", "p", 5, 0, "a claim"),
 		other, otherReason,
@@ -154,4 +154,3 @@ func TestDeniedWorkloadsAgeOut(t *testing.T) {
 		t.Fatalf("after the window, still %+v", got)
 	}
 }
-
