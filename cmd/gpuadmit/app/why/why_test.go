@@ -182,7 +182,7 @@ func TestExplainJobs(t *testing.T) {
 		return j
 	}
 	cron := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
-		Spec: batchv1.CronJobSpec{JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: template(8192, nil)}}},
+		Spec:   batchv1.CronJobSpec{JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: template(8192, nil)}}},
 		Status: batchv1.CronJobStatus{Active: []corev1.ObjectReference{{Name: "nightly-1"}, {Name: "nightly-gone"}}}}
 	kc := kubefake.NewClientset(job("train", "j1", 8, 8, 6, false), job("done", "j2", 4, 4, 4, true),
 		job("nightly-1", "j3", 3, 10, 0, false), cron)
