@@ -67,6 +67,7 @@ func (s *Server) handlers(dec *decision.Decider) error {
 	if s.events, err = events.NewForConfig(s.mgr.GetConfig(), s.opts.Replica, s.opts.Log.WithName("events")); err != nil {
 		return err
 	}
+	s.events.WithOwners(s.mgr.GetAPIReader(), s.opts.Clock) // a denied pod's Deployment or CronJob
 	hooks := s.mgr.GetWebhookServer()
 	requestLog := func(name string) ctrlLog {
 		return func(_ logr.Logger, req *ctrladmission.Request) logr.Logger {
@@ -131,7 +132,7 @@ func (s *Server) runnables(kube kubernetes.Interface) error {
 	// The summaries users read (kubectl get gpuusage) have one writer: the
 	// replica elected through the Lease gpuadmit-usage-status.
 	summaries := &summary.Summarizer{Client: s.mgr.GetClient(), Ledger: s.Ledger, Reservations: s.Store, Clock: s.opts.Clock,
-		OnWrite: s.counters.SummaryWritten, Events: s.events, Log: s.opts.Log.WithName("summary")}
+		OnWrite: s.counters.SummaryWritten, Events: s.events, DeniedFrom: kube, Log: s.opts.Log.WithName("summary")}
 	run := summaries.Start
 	if s.opts.Config.OpenReportsEnabled() {
 		reports := &openreports.Writer{Client: s.mgr.GetClient(), Reader: s.mgr.GetAPIReader(), Ledger: s.Ledger,
