@@ -124,11 +124,16 @@ func (c *Cluster) stopControllerManager() error {
 	if err := km.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("stopping kube-controller-manager: %w", err)
 	}
+	var exit error
 	select {
-	case <-km.done:
+	case exit = <-km.done:
 	case <-time.After(10 * time.Second):
 		_ = km.cmd.Process.Kill()
-		<-km.done
+		exit = <-km.done
+	}
+	// An exit status (the signal's) is how it stops; anything else is not.
+	if ee := (*exec.ExitError)(nil); exit != nil && !errors.As(exit, &ee) {
+		return fmt.Errorf("waiting for kube-controller-manager: %w", exit)
 	}
 	return nil
 }

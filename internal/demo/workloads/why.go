@@ -38,28 +38,15 @@ func (p *play) explained(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("kubectl apply -f %s was refused: %s", d.file, strings.TrimSpace(stderr))
 	}
-	warning := ""
-	for line := range strings.Lines(stderr) {
-		if w, ok := strings.CutPrefix(strings.TrimSpace(line), "Warning: "); ok && strings.Contains(w, "will wait") {
-			warning = w
-		}
-	}
+	warning := waitingWarning(stderr)
 	if warning == "" {
 		return fmt.Errorf("kubectl apply -f %s warned of no waiting pod: %q", d.file, stderr)
 	}
 	fmt.Fprintf(out, "scenario 5: allowed deployment %s (%d x %d MiB) with a warning: %s\n", d.name(), d.replicas(), d.perPod, warning)
 	target := "deployment/" + d.name()
-	var r whyReport
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		stdout, _, _ := p.why(ctx, target, "-o", "json")
-		r = whyReport{}
-		if json.Unmarshal([]byte(stdout), &r) != nil {
-			return false, nil
-		}
-		return r.LastDenial != nil && r.Missing == int32(d.replicas()) && len(r.Short) > 0, nil
-	})
+	r, err := p.awaitRefused(ctx, d, target)
 	if err != nil {
-		return fmt.Errorf("gpuadmit why %s -o json never showed the refused pod: %+v: %w", target, r, err)
+		return err
 	}
 	if s := r.Short[0]; s.Resource != "nvidia.com/gpumem" || s.Needed != d.replicas()*d.perPod || s.Short <= 0 || s.Quota == "" {
 		return fmt.Errorf("gpuadmit why %s: short %+v, want %d MiB of nvidia.com/gpumem under a quota", target, s, d.replicas()*d.perPod)
@@ -70,6 +57,35 @@ func (p *play) explained(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "$ gpuadmit why %s -n %s\n%s", target, TeamB, table)
 	return nil
+}
+
+// waitingWarning is kubectl's warning (on stderr) that pods will wait ("":
+// none).
+func waitingWarning(stderr string) string {
+	for line := range strings.Lines(stderr) {
+		if w, ok := strings.CutPrefix(strings.TrimSpace(line), "Warning: "); ok && strings.Contains(w, "will wait") {
+			return w
+		}
+	}
+	return ""
+}
+
+// awaitRefused runs `gpuadmit why target -o json` until it shows d's pods
+// missing, a denial recorded and a limit they are short of.
+func (p *play) awaitRefused(ctx context.Context, d *deployment, target string) (whyReport, error) {
+	var r whyReport
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		stdout, _, _ := p.why(ctx, target, "-o", "json")
+		r = whyReport{}
+		if json.Unmarshal([]byte(stdout), &r) != nil {
+			return false, nil
+		}
+		return r.LastDenial != nil && r.Missing == int32(d.replicas()) && len(r.Short) > 0, nil
+	})
+	if err != nil {
+		return r, fmt.Errorf("gpuadmit why %s -o json never showed the refused pod: %+v: %w", target, r, err)
+	}
+	return r, nil
 }
 
 // why runs `gpuadmit why` in process against the cluster, in team-b, and

@@ -128,10 +128,10 @@ func (p *play) refusedWhole(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("kubectl apply -f %s failed, not as a whole: %s", d.file, strings.TrimSpace(stderr))
 	}
 	if _, err := p.c.Kube.AppsV1().Deployments(TeamB).Get(ctx, d.name(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		return fmt.Errorf("the refused Deployment %s exists (or cannot be read: %v)", d.name(), err)
+		return fmt.Errorf("the refused Deployment %s exists (or cannot be read: %w)", d.name(), err)
 	}
 	if n, err := p.pods(ctx, d); err != nil || n != 0 {
-		return fmt.Errorf("%d pods of the refused Deployment %s (%v)", n, d.name(), err)
+		return fmt.Errorf("%d pods of the refused Deployment %s (%w)", n, d.name(), err)
 	}
 	fmt.Fprintf(out, "scenario 5: denied deployment %s (%d x %d MiB = %d MiB) at apply, before any pod exists: %s\n",
 		d.name(), d.replicas(), d.perPod, whole, strings.TrimSpace(stderr[i+len(marker):]))
@@ -154,7 +154,7 @@ func (p *play) scaledWithin(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("the Deployment at %d replicas: %w", n, err)
 	}
 	if _, stderr, err := p.c.Kubectl(ctx, data, "apply", "-f", "-"); err != nil || stderr != "" {
-		return fmt.Errorf("kubectl apply of %s at %d replicas: %v: %s", d.name(), n, err, strings.TrimSpace(stderr))
+		return fmt.Errorf("kubectl apply of %s at %d replicas: %w: %s", d.name(), n, err, strings.TrimSpace(stderr))
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		got, err := p.pods(ctx, d)
