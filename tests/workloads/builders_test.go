@@ -61,3 +61,14 @@ func manifest(t testing.TB, obj any) []byte {
 	}
 	return data
 }
+
+// statefulSet is a StatefulSet of replicas pods of one device with mem
+// MiB, started all at once (podManagementPolicy Parallel: no pod waits for
+// the one before it to be ready, which no kubelet here makes).
+func statefulSet(ns, name string, replicas int32, mem int64) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(replicas), PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: gpuTemplate(name, mem)}}
+}

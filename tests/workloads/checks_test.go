@@ -2,6 +2,7 @@ package workloads_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -158,5 +159,36 @@ func restartWebhook(t *testing.T, c *local.Cluster, e configv1alpha1.WorkloadEnf
 	o.Config.Workloads.Enforcement = ptr.To(e)
 	if err := c.StartWebhook(context.WithoutCancel(t.Context()), o); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// testStatefulSet: the same rules for a StatefulSet, whose pods the real
+// StatefulSet controller creates by name. The attack: 4 x 8 GiB into
+// 24 GiB refused at apply, 3 admitted and created, `kubectl scale
+// --replicas=4` refused with the three pods kept.
+func testStatefulSet(t *testing.T, c *local.Cluster) {
+	ctx := t.Context()
+	const ns, limit = "sts", 24576
+	seed(t, c, ns, limit)
+	stdout, stderr, err := c.Kubectl(ctx, manifest(t, statefulSet(ns, "db", 4, 8192)), "apply", "-f", "-")
+	if err == nil {
+		t.Fatalf("a StatefulSet of 4 x 8 GiB into 24 GiB was admitted: %s", stdout)
+	}
+	local.MustContain(t, "kubectl apply", stderr, "StatefulSet sts/db can never run whole", "4 pods x 8192 MiB")
+	mustNotExist(t, c, ns, "statefulsets", func(ctx context.Context) error {
+		_, err := c.Kube.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
+		return err
+	})
+	apply(t, c, statefulSet(ns, "db", 3, 8192))
+	if got := awaitPods(t, c, ns, "db", 3); strings.Join(got, ",") != "db-0,db-1,db-2" {
+		t.Errorf("the StatefulSet's pods are %v, want db-0, db-1 and db-2", got)
+	}
+	_, stderr, err = c.Kubectl(ctx, nil, "scale", "-n", ns, "statefulset/db", "--replicas=4")
+	if err == nil {
+		t.Fatal("kubectl scale statefulset/db --replicas=4 was admitted")
+	}
+	local.MustContain(t, "kubectl scale", stderr, "can never run whole")
+	if s := awaitRecount(t, c, ns); s.Used.Of("nvidia").MemMiB != limit || s.Pods != 3 {
+		t.Errorf("used %d MiB by %d pods, want %d by 3", s.Used.Of("nvidia").MemMiB, s.Pods, limit)
 	}
 }

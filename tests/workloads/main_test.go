@@ -7,7 +7,8 @@
 // controller as its own ServiceAccount; a Deployment of 4 x 8 GiB into
 // 24 GiB refused at apply and by a server-side dry run, 3 x 8 GiB admitted
 // and its pods created through the pod webhook, `kubectl scale
-// --replicas=4` refused and scaling down never; a Job of 8 x 1 GPU and a
+// --replicas=4` refused and scaling down never; the same for a
+// StatefulSet, whose pods its controller creates by name; a Job of 8 x 1 GPU and a
 // CronJob of 8 (through its jobTemplate) against a limit of 5 refused; a
 // full namespace's rolling update warned at apply and stalled on its surge
 // pod, the running pods untouched; a Deployment past the headroom (and,
@@ -44,6 +45,7 @@ func TestWorkloads(t *testing.T) {
 		func(t *testing.T) { testReplicaSetRetries(t, c) })
 	t.Run("a rolling update of a full namespace: warned at apply, stalled on its surge pod", func(t *testing.T) { testRolloutStalls(t, c) })
 	t.Run("a Deployment that can never run whole is refused at apply and at scale", func(t *testing.T) { testDeploymentWhole(t, c) })
+	t.Run("a StatefulSet that can never run whole is refused at apply and at scale", func(t *testing.T) { testStatefulSet(t, c) })
 	t.Run("Jobs and CronJobs past the GPU count", func(t *testing.T) { testJobs(t, c) })
 	t.Run("under enforcement Warn the pods are still capped", func(t *testing.T) { testWarnStillCapped(t, c) })
 }
