@@ -24,7 +24,9 @@ const replicaSetController = "system:serviceaccount:kube-system:replicaset-contr
 // ValidatingAdmissionPolicy refusing every pod of the namespace names the
 // creating user in its message, which the ReplicaSet controller's
 // FailedCreate Event carries. Without --use-service-account-credentials
-// the user is kube-controller-manager's own.
+// every controller would act as system:kube-controller-manager, whose
+// bootstrap RBAC role creates no ReplicaSet: the cluster does not start
+// (checked: the readiness probe's Deployment never gets one).
 func testControllerIdentity(t *testing.T, c *local.Cluster) {
 	ctx := t.Context()
 	const ns = "ident"
