@@ -88,7 +88,9 @@ func TestWorkloadsValidation(t *testing.T) {
 		mod  func(*config.Configuration)
 		want string
 	}{
-		{"enforcement", func(c *config.Configuration) { c.Workloads.Enforcement = ptr.To[configv1alpha1.WorkloadEnforcement]("Block") }, "workloads.enforcement"},
+		{"enforcement", func(c *config.Configuration) {
+			c.Workloads.Enforcement = ptr.To[configv1alpha1.WorkloadEnforcement]("Block")
+		}, "workloads.enforcement"},
 		{"bad path", kind(func(k *configv1alpha1.WorkloadKind) { k.Templates[0].Path = "spec..template" }), "workloads.kinds[0]: templates[0].path"},
 		{"bracket", kind(func(k *configv1alpha1.WorkloadKind) { k.Templates[0].Replicas[0].Path = "spec.roles[0].replicas" }), "templates[0].replicas[0].path"},
 		{"other list", kind(func(k *configv1alpha1.WorkloadKind) { k.Templates[0].Replicas[0].Path = "spec.other[*].n" }), "not over the template path's list"},

@@ -150,7 +150,7 @@ func checkCases() []checkCase {
 	gpus5 := quota(map[string]string{"limits.nvidia.com/gpu": "5"})
 	return []checkCase{
 		{name: "4 x 8 GiB into 24 GiB denied", world: world{quotas: []*corev1.ResourceQuota{gib24}},
-			req: workloadcheck.Request{New: deploy(mem(8192), 4)},
+			req:    workloadcheck.Request{New: deploy(mem(8192), 4)},
 			denial: "Deployment team-a/train can never run whole: 4 pods x 8192 MiB = 32768 MiB of nvidia.com/gpumem, over the limit 24576 MiB of ResourceQuota gpu"},
 		{name: "3 x 8 GiB into 24 GiB admitted", world: world{quotas: []*corev1.ResourceQuota{gib24}},
 			req: workloadcheck.Request{New: deploy(mem(8192), 3)}, allowed: true},
@@ -163,13 +163,13 @@ func checkCases() []checkCase {
 		{name: "max int64 pods of 1 GPU past the limit", world: world{quotas: []*corev1.ResourceQuota{gpus5}},
 			req: workloadcheck.Request{New: deploy(mem(1), math.MaxInt64)}, denial: "9223372036854775807 pods x 1"},
 		{name: "an init container's peak counts", world: world{quotas: []*corev1.ResourceQuota{gpus5}},
-			req: workloadcheck.Request{New: deploy(testpod.New("t").NS(ns).Init("i", testpod.GPU(2)).App("c", testpod.GPU(1)).Build(), 3)},
+			req:    workloadcheck.Request{New: deploy(testpod.New("t").NS(ns).Init("i", testpod.GPU(2)).App("c", testpod.GPU(1)).Build(), 3)},
 			denial: "3 pods x 2 = 6 of nvidia.com/gpu"},
 		{name: "a sidecar adds to the app", world: world{quotas: []*corev1.ResourceQuota{gpus5}},
-			req: workloadcheck.Request{New: deploy(testpod.New("t").NS(ns).Sidecar("s", testpod.GPU(1)).App("c", testpod.GPU(1)).Build(), 3)},
+			req:    workloadcheck.Request{New: deploy(testpod.New("t").NS(ns).Sidecar("s", testpod.GPU(1)).App("c", testpod.GPU(1)).Build(), 3)},
 			denial: "3 pods x 2 = 6 of nvidia.com/gpu"},
 		{name: "a memory percentage resolves against the nodes' devices",
-			world: world{quotas: []*corev1.ResourceQuota{gib24}, nodes: []*corev1.Node{testnode.WithGPUs("n1", nil, 16384)}},
+			world:  world{quotas: []*corev1.ResourceQuota{gib24}, nodes: []*corev1.Node{testnode.WithGPUs("n1", nil, 16384)}},
 			req:    workloadcheck.Request{New: deploy(testpod.New("t").NS(ns).App("c", testpod.GPU(1), testpod.MemPct(50)).Build(), 4)},
 			denial: "4 pods x 8192 MiB = 32768 MiB"},
 		{name: "a template's ResourceClaimTemplate is charged", world: world{quotas: []*corev1.ResourceQuota{gib24}, setup: func(l *ledger.Ledger) {
