@@ -66,7 +66,7 @@ func TestEvalPolicyInputs(t *testing.T) {
 			Args: eval(wholeH200Deployment, "--as", "alice", "--as-group", "ml-leads"), WantCode: 1,
 			WantTextSub: []string{`(user \"system:serviceaccount:kube-system:replicaset-controller\" is not)`}, WantErrSub: libraryLine},
 		{Name: "--as-requester decides them as the requesting user", Stdin: wholeH200Deployment,
-			Args: eval(wholeH200Deployment, "--as", "alice", "--as-group", "ml-leads", "--as-requester"),
+			Args:        eval(wholeH200Deployment, "--as", "alice", "--as-group", "ml-leads", "--as-requester"),
 			WantTextSub: []string{`"allowed": true`}, WantErrSub: libraryLine},
 		{Name: "with --state and no --as, nobody asks", Stdin: wholeH200, Args: eval(wholeH200),
 			WantCode: 1, WantTextSub: []string{`(user \"\" is not)`}, WantErrSub: libraryLine},
