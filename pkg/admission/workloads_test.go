@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -150,5 +152,30 @@ func TestWorkloadValidatorUnknownKind(t *testing.T) {
 	req.Kind = metav1.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Other"}
 	if resp := workloadHandler(t, &fakeReader{}, false).Handle(context.Background(), req); !resp.Allowed {
 		t.Fatalf("denied: %+v", resp.Result)
+	}
+}
+
+// TestWorkloadMetrics: each answer counts by kind and verdict, and under
+// the validate-workloads webhook with its reason.
+func TestWorkloadMetrics(t *testing.T) {
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := workloadHandler(t, &fakeReader{}, false)
+	h.Metrics = m
+	h.Handle(context.Background(), workloadReview(admissionv1.Create, "", deploymentJSON("4", 8192), nil, false))
+	h.Handle(context.Background(), workloadReview(admissionv1.Create, "", deploymentJSON("3", 8192), nil, false))
+	for _, c := range []struct {
+		got  float64
+		what string
+	}{
+		{testutil.ToFloat64(m.workloads.WithLabelValues("Deployment", "denied")), "Deployment denied"},
+		{testutil.ToFloat64(m.workloads.WithLabelValues("Deployment", "allowed")), "Deployment allowed"},
+		{testutil.ToFloat64(m.decisions.WithLabelValues(webhookValidateWorkloads, "denied", reasonQuota, "team-a")), "validate-workloads quota denial"},
+	} {
+		if c.got != 1 {
+			t.Errorf("%s counted %v times, want 1", c.what, c.got)
+		}
 	}
 }
