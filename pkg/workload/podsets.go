@@ -34,6 +34,11 @@ type CountError struct {
 
 func (e *CountError) Error() string { return fmt.Sprintf("%s: %s", e.Where, e.Reason) }
 
+// MaxPodSets bounds the pod templates of one workload: each is decided
+// on its own, and no controller makes more (a JobSet's replicated jobs
+// are bounded far below it).
+const MaxPodSets = 1000
+
 // PodSets reads the pod sets of obj, an object of kind k decoded by
 // Decode. A template path that matches nothing is a template the object
 // does not have; a count path that matches nothing counts its default.
@@ -45,6 +50,12 @@ func (k *Kind) PodSets(obj map[string]any) ([]PodSet, error) {
 		ms := t.Path.find(obj)
 		if len(ms) == 0 && !t.Fallback.IsZero() {
 			ms = t.Fallback.find(obj)
+			for i := range ms { // a distinct name: the fallback's own set has its path
+				ms[i].where += " (for " + t.Path.String() + ")"
+			}
+		}
+		if len(out)+len(ms) > MaxPodSets {
+			return nil, &CountError{Where: t.Path.String(), Reason: fmt.Sprintf("more than %d pod templates", MaxPodSets)}
 		}
 		for _, m := range ms {
 			count, err := t.count(obj, m.indexes)
