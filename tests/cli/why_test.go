@@ -38,7 +38,8 @@ type whyJSON struct {
 
 // testWhy: a Deployment of 3 × 8 GiB into 16 GiB, its ReplicaSet's pods
 // created as the ReplicaSet controller would (no controller manager runs
-// here): two admitted, the third denied. The denial is an Event on the
+// here): two admitted, the third denied, a forged denial Event of
+// gpuadmit's component changing none of it. The denial is an Event on the
 // ReplicaSet and on the Deployment; the namespace's GPUUsage lists the
 // Deployment; `gpuadmit why deployment/web` says 3 wanted, 2 exist, the
 // last denial, and that 8192 MiB of ResourceQuota gpu-quota must be freed
@@ -69,6 +70,16 @@ func (s *suite) testWhy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A forged denial Event, as anyone allowed to create Events may write:
+	// listed, informational, and it changes no decision below.
+	forged := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: whyNS},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "ghost", Namespace: whyNS},
+		Reason:         "GPUQuotaExceeded", Message: "forged", Count: 1000, Type: corev1.EventTypeWarning,
+		FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), ReportingController: "gpuadmit-webhook", ReportingInstance: "forger",
+		Source: corev1.EventSource{Component: "gpuadmit-webhook"}}
+	if _, err := s.c.Kube.CoreV1().Events(whyNS).Create(ctx, forged, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	denied := 0
 	for i := range 3 {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-7d9f-%d", i), Labels: labels,
@@ -82,7 +93,7 @@ func (s *suite) testWhy(t *testing.T) {
 		}
 	}
 	if denied != 1 {
-		t.Fatalf("%d of 3 pods denied, want the third only", denied)
+		t.Fatalf("%d of 3 pods denied, want the third only (a forged Event changes no decision)", denied)
 	}
 	s.awaitWorkloadEvent(t)
 	s.awaitDeniedWorkload(t)
@@ -136,7 +147,8 @@ func (s *suite) awaitWorkloadEvent(t *testing.T) {
 	}
 }
 
-// awaitDeniedWorkload waits for team-why's GPUUsage to list Deployment web.
+// awaitDeniedWorkload waits for team-why's GPUUsage to list Deployment web
+// and the forged Event's ghost: informational, as the Events are.
 func (s *suite) awaitDeniedWorkload(t *testing.T) {
 	t.Helper()
 	scheme := runtime.NewScheme()
@@ -152,8 +164,11 @@ func (s *suite) awaitDeniedWorkload(t *testing.T) {
 		if err := cl.Get(ctx, client.ObjectKey{Namespace: whyNS, Name: gpuadmitv1.ObjectName}, &u); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
-		d := u.Status.DeniedWorkloads
-		return len(d) == 1 && d[0].Kind == "Deployment" && d[0].Name == "web" && d[0].Reason == "GPUQuotaExceeded", nil
+		names := map[string]string{}
+		for _, d := range u.Status.DeniedWorkloads {
+			names[d.Kind+"/"+d.Name] = d.Reason
+		}
+		return len(names) == 2 && names["Deployment/web"] == "GPUQuotaExceeded" && names["Deployment/ghost"] == "GPUQuotaExceeded", nil
 	})
 	if err != nil {
 		t.Fatalf("GPUUsage %s does not list Deployment web: %v; deniedWorkloads %+v", whyNS, err, u.Status.DeniedWorkloads)
