@@ -35,6 +35,12 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	if err != nil {
 		return err
 	}
+	if s.events, err = events.NewForConfig(s.mgr.GetConfig(), s.opts.Replica, s.opts.Log.WithName("events")); err != nil {
+		return err
+	}
+	if s.groups, err = s.podGroups(kube); err != nil {
+		return err
+	}
 	if err := s.reservations(dec); err != nil {
 		return err
 	}
@@ -62,9 +68,6 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 func (s *Server) handlers(dec *decision.Decider) error {
 	am, err := admission.NewMetrics(s.opts.Registry)
 	if err != nil {
-		return err
-	}
-	if s.events, err = events.NewForConfig(s.mgr.GetConfig(), s.opts.Replica, s.opts.Log.WithName("events")); err != nil {
 		return err
 	}
 	hooks := s.mgr.GetWebhookServer()
@@ -122,6 +125,9 @@ func (s *Server) runnables(kube kubernetes.Interface) error {
 	}
 	if s.certFiles != nil {
 		runnables = append(runnables, s.certFiles)
+	}
+	if s.groups != nil {
+		runnables = append(runnables, groupsRunnable(s.groups))
 	}
 	for _, r := range runnables {
 		if err := s.mgr.Add(everyReplica{r}); err != nil {
