@@ -101,7 +101,7 @@ func (s *Store) tidyHolds(ns string, st *gpuadmitv1.GPUReservationSetStatus, abs
 		if h.Slots == 0 {
 			key := holdKey(h, "ended")
 			keys[key] = true
-			if (h.Kind == gpuadmitv1.GangAnnotation || group.absent) && now.Sub(s.holds.since(ns, key, now)) >= s.opts.HoldTimeout {
+			if (h.Kind == gpuadmitv1.GangOptIn || group.absent) && now.Sub(s.holds.since(ns, key, now)) >= s.opts.HoldTimeout {
 				changed = true
 				continue
 			}

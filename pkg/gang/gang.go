@@ -24,7 +24,7 @@ const MaxMinCount = gpuadmitv1.MaxGangMinCount
 // Member is the gang a pod belongs to; the zero Member is none (an
 // ordinary pod).
 type Member struct {
-	// Kind is gpuadmitv1.GangPodGroup or gpuadmitv1.GangAnnotation.
+	// Kind is gpuadmitv1.GangPodGroup or gpuadmitv1.GangOptIn.
 	Kind string
 	// Namespace and Name name the gang (the PodGroup, or the annotation's
 	// value) in the pod's namespace.
@@ -132,5 +132,5 @@ func ofAnnotations(pod *corev1.Pod, ns, name string, hasName bool, count string,
 	case n == 1:
 		return Member{}, nil // a gang of one is an ordinary pod
 	}
-	return Member{Kind: gpuadmitv1.GangAnnotation, Namespace: ns, Name: name, MinCount: int32(n)}, nil
+	return Member{Kind: gpuadmitv1.GangOptIn, Namespace: ns, Name: name, MinCount: int32(n)}, nil
 }

@@ -58,7 +58,7 @@ type Groups struct {
 // watch); Start runs it. now is the replica's clock; a deletion is
 // remembered for forget.
 func NewGroups(kube kubernetes.Interface, now func() time.Time, forget time.Duration) (*Groups, error) {
-	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(trim))
+	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(Transform))
 	g := &Groups{informer: f.Scheduling().V1beta1().PodGroups().Informer(), deleted: map[types.UID]time.Time{}, now: now, forget: forget}
 	if _, err := g.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: g.onDelete}); err != nil {
 		return nil, fmt.Errorf("watching PodGroups: %w", err)
@@ -66,9 +66,9 @@ func NewGroups(kube kubernetes.Interface, now func() time.Time, forget time.Dura
 	return g, nil
 }
 
-// trim keeps what gpuadmit reads of a PodGroup: its name, namespace, UID,
+// Transform keeps what gpuadmit reads of a PodGroup (the informer's transform): its name, namespace, UID,
 // resourceVersion and gang policy.
-func trim(obj any) (any, error) {
+func Transform(obj any) (any, error) {
 	pg, ok := obj.(*schedulingv1beta1.PodGroup)
 	if !ok {
 		return obj, nil // a tombstone

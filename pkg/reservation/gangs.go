@@ -77,8 +77,8 @@ func validateHolds(u *gpuadmitv1.GPUReservationSet) error {
 		where := fmt.Sprintf("GPUReservationSet %s/%s: gang hold %d (%s %q)", u.Namespace, u.Name, i, h.Kind, h.Name)
 		key := h.Kind + "/" + h.Name
 		switch {
-		case h.Kind != gpuadmitv1.GangPodGroup && h.Kind != gpuadmitv1.GangAnnotation:
-			return fmt.Errorf("%s: kind is neither %s nor %s", where, gpuadmitv1.GangPodGroup, gpuadmitv1.GangAnnotation)
+		case h.Kind != gpuadmitv1.GangPodGroup && h.Kind != gpuadmitv1.GangOptIn:
+			return fmt.Errorf("%s: kind is neither %s nor %s", where, gpuadmitv1.GangPodGroup, gpuadmitv1.GangOptIn)
 		case h.Name == "":
 			return fmt.Errorf("%s: no name", where)
 		case seen[key]:

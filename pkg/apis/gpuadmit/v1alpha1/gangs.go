@@ -10,9 +10,9 @@ const (
 	// GangPodGroup: the pods name a PodGroup (scheduling.k8s.io/v1beta1)
 	// with a gang policy in spec.schedulingGroup.podGroupName.
 	GangPodGroup = "PodGroup"
-	// GangAnnotation: the pods carry the annotations gpuadmit.io/gang and
+	// GangOptIn: the pods carry the annotations gpuadmit.io/gang and
 	// gpuadmit.io/gang-min-count.
-	GangAnnotation = "Annotation"
+	GangOptIn = "Annotation"
 )
 
 // MaxGangMinCount bounds a gang's minCount as gpuadmit reads it (a larger
