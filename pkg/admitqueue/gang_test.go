@@ -68,7 +68,7 @@ func TestTwoGangsRaceForRoomForOne(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			if !(admitted["a"] == 4 && admitted["b"] == 0 || admitted["a"] == 0 && admitted["b"] == 4) {
+			if whole := admitted["a"] == 4 && admitted["b"] == 0 || admitted["a"] == 0 && admitted["b"] == 4; !whole {
 				t.Fatalf("admitted %v: want one gang whole and the other not at all", admitted)
 			}
 			winner := "a"

@@ -70,11 +70,7 @@ func (s *Store) gangTurnOf(ns string, r *review, st *gpuadmitv1.GPUReservationSe
 	if r.req.Pod == nil || r.req.Claim != nil || slices.ContainsFunc(st.Reservations, func(x gpuadmitv1.Reservation) bool { return x.PodUID == r.uid }) {
 		return none, nil
 	}
-	var groups gang.Lookup
-	if s.groups != nil {
-		groups = s.groups
-	}
-	m, err := gang.Of(r.req.Pod, ns, groups)
+	m, err := gang.Of(r.req.Pod, ns, s.lookup())
 	if err != nil || m.IsZero() {
 		return none, err
 	}
@@ -94,6 +90,14 @@ func (s *Store) gangTurnOf(ns string, r *review, st *gpuadmitv1.GPUReservationSe
 			ns, gpuadmitv1.ObjectName, len(st.Gangs), m)
 	}
 	return gangTurn{m: m, hold: -1}, nil
+}
+
+// lookup is the PodGroups as pkg/gang reads them (nil: not read).
+func (s *Store) lookup() gang.Lookup {
+	if s.groups == nil {
+		return nil
+	}
+	return s.groups
 }
 
 // dropOldestEnded removes the oldest hold that holds nothing any more;
