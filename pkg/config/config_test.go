@@ -216,6 +216,11 @@ func everyField() *config.Configuration {
 			NetworkPoolDrivers: []string{"example.com"}},
 		Audit:    &configv1alpha1.Audit{OpenReports: ptr.To(true)},
 		Capacity: &configv1alpha1.Capacity{MaxDeviceMemoryMiB: map[string]int64{"default": 524288, "hygon": 131072}},
+		Workloads: &configv1alpha1.Workloads{Enforcement: ptr.To(configv1alpha1.WorkloadEnforcementWarn),
+			Kinds: []configv1alpha1.WorkloadKind{{Group: "example.com", Version: "v2", Kind: "Trainer", ScaleReplicasPath: "spec.size",
+				Templates: []configv1alpha1.WorkloadTemplate{{Path: "spec.roles[*].template", Fallback: "spec.defaults[*].template",
+					Replicas: []configv1alpha1.WorkloadReplicas{{Path: "spec.roles[*].replicas", Default: ptr.To[int64](2), Offset: -1}}}},
+				PodCreator: &configv1alpha1.PodCreator{Username: "system:serviceaccount:trainer:operator", Groups: []string{"system:authenticated"}}}}},
 	}
 }
 

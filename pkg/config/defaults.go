@@ -67,6 +67,7 @@ func SetDefaults(c *Configuration) {
 	setDefaultsDRA(c)
 	setDefaultsAudit(c)
 	setDefaultsCapacity(c)
+	setDefaultsWorkloads(c)
 }
 
 // setDefaultsNvidia sets HAMi's own defaults (effective.DefaultSettings:

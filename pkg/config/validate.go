@@ -19,6 +19,7 @@ func Validate(c *Configuration) field.ErrorList {
 	errs = append(errs, validateAdmission(c.Admission, field.NewPath("admission"))...)
 	errs = append(errs, validateDRA(c)...)
 	errs = append(errs, validateCapacity(c)...)
+	errs = append(errs, validateWorkloads(c)...)
 	if _, err := labels.Parse(*c.Policy.ConfigMapSelector); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("policy", "configMapSelector"), *c.Policy.ConfigMapSelector, err.Error()))
 	}

@@ -25,6 +25,8 @@ type Configuration struct {
 	Audit *Audit `json:"audit,omitempty"`
 	// Capacity bounds the device capacity nodes may announce.
 	Capacity *Capacity `json:"capacity,omitempty"`
+	// Workloads configures the check of workloads when they are applied.
+	Workloads *Workloads `json:"workloads,omitempty"`
 }
 
 // Admission tunes decisions and reservations.
