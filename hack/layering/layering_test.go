@@ -69,6 +69,7 @@ var rules = []rule{
 	{pkg: "pkg/resourceversion", mayNot: project, why: "the one reading of a resourceVersion as an order"},
 	{pkg: "pkg/certs", mayNot: project, why: "serving certificates, nothing of admission"},
 	{pkg: "pkg/manifest", mayNot: project, why: "the objects of a manifest file, read for the command line"},
+	{pkg: "pkg/workload", mayNot: project, why: "a workload object's pod sets: pure reading of the object, for the webhook and the command line alike"},
 	{pkg: "pkg/serving", mayNot: project, testsMayNot: list(requestPath, []string{"pkg/config"}),
 		why: "the HTTPS server knows nothing of admission: it only bounds and authenticates"},
 	{pkg: "rego", mayNot: project, why: "the embedded policies"},
@@ -99,12 +100,15 @@ var rules = []rule{
 		why: "the Reports are an output of the ledger, beside the summaries: nothing on the request path above it"},
 	{pkg: "pkg/decision", mayNot: aboveDecision,
 		why: "the decision is handed the reservations (Request.Reservations); it knows nothing of the replicas"},
+	{pkg: "pkg/gang", mayNot: project, but: []string{"pkg/apis/"},
+		why: "a pod's gang and the PodGroups: read off the pod and the PodGroup informer, nothing of the decision or the reservations"},
 	{pkg: "pkg/absence", mayNot: list([]string{"pkg/ledger", "pkg/feed", "pkg/podwire", "pkg/summary", "pkg/membership", "pkg/decision", "pkg/admitqueue", "policy"}, aboveQueue),
 		why: "absence confirmation reads pods and claims for the admission queues, handed what it needs: it knows neither the queues nor the ledger"},
 	{pkg: "pkg/admitqueue", mayNot: list([]string{"pkg/membership"}, aboveQueue),
 		why: "the reservations decide through pkg/decision, below; they name what they need of the replicas (Membership)"},
 	{pkg: "pkg/membership", mayNot: list([]string{"pkg/admitqueue", "pkg/decision", "policy"}, aboveQueue),
 		why: "what the replicas know of each other knows nothing of reservations or decisions"},
+	{pkg: "pkg/workloadcheck", mayNot: aboveDecision, why: "the verdict on a workload decides through pkg/decision's demand and limits; the handler and the command line call it"},
 	{pkg: "pkg/admission", mayNot: aboveAdmission, why: "the admission handlers sit below the wiring"},
 	// The rooms pkg/server wires: below the wiring, beside the handlers;
 	// they never reach back up. The collectors read the ledger and the
