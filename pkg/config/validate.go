@@ -50,6 +50,7 @@ func validateAdmission(a *configv1alpha1.Admission, p *field.Path) field.ErrorLi
 	errs = append(errs, positive(p.Child("policyEvaluationTimeout"), a.PolicyEvaluationTimeout)...)
 	errs = append(errs, positive(p.Child("reviewTimeout"), a.ReviewTimeout)...)
 	errs = append(errs, validateReservations(a.Reservations, p.Child("reservations"))...)
+	errs = append(errs, validateGangs(a.Gangs, p.Child("gangs"))...)
 	w, wp := a.Watches, p.Child("watches")
 	errs = append(errs, positive(wp.Child("probeEvery"), w.ProbeEvery)...)
 	if w.StaleAfter.Duration <= w.ProbeEvery.Duration {

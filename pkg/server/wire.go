@@ -35,6 +35,13 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	if err != nil {
 		return err
 	}
+	if s.events, err = events.NewForConfig(s.mgr.GetConfig(), s.opts.Replica, s.opts.Log.WithName("events")); err != nil {
+		return err
+	}
+	s.events.WithOwners(s.mgr.GetAPIReader(), s.opts.Clock) // a denied pod's Deployment or CronJob
+	if s.groups, err = s.podGroups(kube); err != nil {
+		return err
+	}
 	if err := s.reservations(dec); err != nil {
 		return err
 	}
@@ -64,10 +71,6 @@ func (s *Server) handlers(dec *decision.Decider) error {
 	if err != nil {
 		return err
 	}
-	if s.events, err = events.NewForConfig(s.mgr.GetConfig(), s.opts.Replica, s.opts.Log.WithName("events")); err != nil {
-		return err
-	}
-	s.events.WithOwners(s.mgr.GetAPIReader(), s.opts.Clock) // a denied pod's Deployment or CronJob
 	hooks := s.mgr.GetWebhookServer()
 	requestLog := func(name string) ctrlLog {
 		return func(_ logr.Logger, req *ctrladmission.Request) logr.Logger {
@@ -123,6 +126,9 @@ func (s *Server) runnables(kube kubernetes.Interface) error {
 	}
 	if s.certFiles != nil {
 		runnables = append(runnables, s.certFiles)
+	}
+	if s.groups != nil {
+		runnables = append(runnables, groupsRunnable(s.groups))
 	}
 	for _, r := range runnables {
 		if err := s.mgr.Add(everyReplica{r}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -70,14 +71,16 @@ func explain(ctx context.Context, kc kubernetes.Interface, dc dynamic.Interface,
 	}
 	r.Desired, r.Existing, r.Running = w.Desired, pods.existing, pods.running
 	r.Missing = max(w.Desired-pods.existing, 0)
-	if r.LastDenial, err = lastDenial(ctx, kc, w); err != nil {
-		return r, err
-	}
 	demand, notes, err := demandOf(w, fams)
 	if err != nil {
 		return r, err
 	}
 	r.Notes = notes
+	if r.LastDenial, err = lastDenial(ctx, kc, w); apierrors.IsForbidden(err) {
+		r.Notes = append(r.Notes, fmt.Sprintf("the last denial is not known: %v", err))
+	} else if err != nil {
+		return r, err
+	}
 	r.Demand = demand.Of(fams[0].Name)
 	for _, f := range fams[1:] {
 		if v := demand.Of(f.Name); !v.IsZero() {

@@ -2,6 +2,7 @@ package why
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,12 +11,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
@@ -222,5 +225,22 @@ func TestPrintReport(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestExplainEventsForbidden: a user who may not list the namespace's
+// Events still gets the report, with a note saying the last denial is not
+// known, not an error.
+func TestExplainEventsForbidden(t *testing.T) {
+	kc := kubefake.NewClientset(web(4, nil, running3()...)...)
+	kc.PrependReactor("list", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("events"), "", errors.New("alice may not list events"))
+	})
+	r, err := explain(t.Context(), kc, nil, ns, "Deployment", "web", usage(24576), []effective.Family{effective.Nvidia()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.LastDenial != nil || r.Missing != 1 || len(r.Short) != 1 || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "the last denial is not known") {
+		t.Errorf("report %+v", r)
 	}
 }

@@ -51,6 +51,8 @@ type Admission struct {
 	Reservations *Reservations `json:"reservations,omitempty"`
 	// Watches: when a watch counts as stale.
 	Watches *Watches `json:"watches,omitempty"`
+	// Gangs: how gangs are admitted whole (gangs.go).
+	Gangs *Gangs `json:"gangs,omitempty"`
 }
 
 // UnsatisfiablePolicy is Admission.Unsatisfiable.
