@@ -93,12 +93,25 @@ func testRolloutStalls(t *testing.T, c *local.Cluster) {
 // refusals' messages.
 func watchRetries(t *testing.T, c *local.Cluster, ns, app string, limit int64, n int32) string {
 	t.Helper()
+	return watchRefusals(t, c, ns, "ReplicaSet", app+"-", limit, n, nil)
+}
+
+// watchRefusals is watchRetries for the controller's FailedCreate Events
+// about objects of kind whose names start with prefix, with check (when
+// set) run at every look too.
+func watchRefusals(t *testing.T, c *local.Cluster, ns, kind, prefix string, limit int64, n int32, check func(context.Context) error) string {
+	t.Helper()
 	var msgs []string
 	looks := 0
 	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		looks++
 		if err := withinLimit(ctx, c, ns, limit); err != nil {
 			return false, err
+		}
+		if check != nil {
+			if err := check(ctx); err != nil {
+				return false, err
+			}
 		}
 		events, err := c.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -107,7 +120,7 @@ func watchRetries(t *testing.T, c *local.Cluster, ns, app string, limit int64, n
 		var count int32
 		msgs = msgs[:0]
 		for _, e := range events.Items {
-			if e.Reason == "FailedCreate" && e.InvolvedObject.Kind == "ReplicaSet" && strings.HasPrefix(e.InvolvedObject.Name, app+"-") {
+			if e.Reason == "FailedCreate" && e.InvolvedObject.Kind == kind && strings.HasPrefix(e.InvolvedObject.Name, prefix) {
 				count += max(e.Count, 1)
 				msgs = append(msgs, e.Message)
 			}

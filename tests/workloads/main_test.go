@@ -11,7 +11,9 @@
 // StatefulSet, whose pods its controller creates by name; a Job of 8 x 1 GPU and a
 // CronJob of 8 (through its jobTemplate) against a limit of 5 refused; a
 // full namespace's rolling update warned at apply and stalled on its surge
-// pod, the running pods untouched; a Deployment past the headroom (and,
+// pod, the running pods untouched; a Job of 4 workers naming a PodGroup of
+// minCount 4 where 3 fit: not one worker admitted while the Job controller
+// retries, the gang whole once room is freed; a Deployment past the headroom (and,
 // under enforcement Warn, one past the limit) never over the quota while
 // its ReplicaSet retries. The suite plays the scheduler and the kubelet
 // (binding, container statuses) where a check needs running pods. The
@@ -47,6 +49,7 @@ func TestWorkloads(t *testing.T) {
 	t.Run("a Deployment that can never run whole is refused at apply and at scale", func(t *testing.T) { testDeploymentWhole(t, c) })
 	t.Run("a StatefulSet that can never run whole is refused at apply and at scale", func(t *testing.T) { testStatefulSet(t, c) })
 	t.Run("Jobs and CronJobs past the GPU count", func(t *testing.T) { testJobs(t, c) })
+	t.Run("a Job's gang is admitted whole or not at all", func(t *testing.T) { testJobGang(t, c) })
 	t.Run("under enforcement Warn the pods are still capped", func(t *testing.T) { testWarnStillCapped(t, c) })
 }
 
