@@ -5,12 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
+	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 	configv1alpha1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
@@ -191,4 +193,29 @@ func testStatefulSet(t *testing.T, c *local.Cluster) {
 	if s := awaitRecount(t, c, ns); s.Used.Of("nvidia").MemMiB != limit || s.Pods != 3 {
 		t.Errorf("used %d MiB by %d pods, want %d by 3", s.Used.Of("nvidia").MemMiB, s.Pods, limit)
 	}
+}
+
+// testNoGPUNeverRefused: workloads without a GPU are none of gpuadmit's
+// business. The attack: a plain Deployment, its scale to 50 and a plain
+// Job in a namespace whose GPU quota is full are all admitted (the
+// workload webhook's matchCondition once errored on a request without a
+// subresource and, failing closed, refused every one of them).
+func testNoGPUNeverRefused(t *testing.T, c *local.Cluster) {
+	ctx := t.Context()
+	const ns = "plain"
+	seed(t, c, ns, 8192)
+	if err := c.CreatePod(ctx, creates.GPUPod(ns, "full", "", 8192)); err != nil {
+		t.Fatal(err)
+	}
+	d := deployment(ns, "web", 2, 0)
+	d.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+	j := job(ns, "batch", 3)
+	j.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+	apply(t, c, d)
+	apply(t, c, j)
+	if _, stderr, err := c.Kubectl(ctx, nil, "scale", "-n", ns, "deployment/web", "--replicas=50"); err != nil {
+		t.Fatalf("scaling a Deployment without a GPU was refused: %s", stderr)
+	}
+	awaitPods(t, c, ns, "web", 50)
+	awaitPods(t, c, ns, "batch", 3)
 }

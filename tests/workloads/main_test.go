@@ -13,7 +13,8 @@
 // full namespace's rolling update warned at apply and stalled on its surge
 // pod, the running pods untouched; a Job of 4 workers naming a PodGroup of
 // minCount 4 where 3 fit: not one worker admitted while the Job controller
-// retries, the gang whole once room is freed; a Deployment past the headroom (and,
+// retries, the gang whole once room is freed; workloads without a GPU
+// never refused; a Deployment past the headroom (and,
 // under enforcement Warn, one past the limit) never over the quota while
 // its ReplicaSet retries. The suite plays the scheduler and the kubelet
 // (binding, container statuses) where a check needs running pods. The
@@ -50,6 +51,7 @@ func TestWorkloads(t *testing.T) {
 	t.Run("a StatefulSet that can never run whole is refused at apply and at scale", func(t *testing.T) { testStatefulSet(t, c) })
 	t.Run("Jobs and CronJobs past the GPU count", func(t *testing.T) { testJobs(t, c) })
 	t.Run("a Job's gang is admitted whole or not at all", func(t *testing.T) { testJobGang(t, c) })
+	t.Run("workloads without a GPU are never refused", func(t *testing.T) { testNoGPUNeverRefused(t, c) })
 	t.Run("under enforcement Warn the pods are still capped", func(t *testing.T) { testWarnStillCapped(t, c) })
 }
 
