@@ -138,12 +138,13 @@ fuzz:
 	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 	  echo "== $$fn ($$pkg)"; $(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done
 
-## demo: the main job. Starts kube-apiserver + etcd (built from source, bin/k8s-*), runs the
-## admission webhook, plays the seed's four scenarios through kubectl, prints one line each, stops.
+## demo: the main job. Starts kube-apiserver + etcd + kube-controller-manager (built from source, bin/k8s-*),
+## runs the admission webhook, plays the seed's four scenarios through kubectl, one line each, then a fifth:
+## a Deployment refused as a whole, scaled within its quota, and `gpuadmit why` on a stalled one; stops.
 demo: envtest-bins
 	@echo ">> building the demo"
 	@$(GO) build -o $(BIN)/demo ./cmd/demo
-	@$(BIN)/demo --assets $(ENVTEST_ASSETS) --manifests manifests/webhook --examples examples/pods
+	@$(BIN)/demo --assets $(ENVTEST_ASSETS) --manifests manifests/webhook --examples examples/pods --workloads examples/workloads
 
 ## demo-ha: three webhook replicas (separate processes) behind a round-robin proxy on the same
 ## control plane: a burst, a replica killed mid-burst, a rolling restart under load; one line each.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
 	"github.com/gpuadmit/gpuadmit/internal/demo/seed"
+	"github.com/gpuadmit/gpuadmit/internal/demo/workloads"
 )
 
 func main() {
@@ -29,9 +30,10 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	assets := fs.String("assets", "", "directory with kube-apiserver, etcd and kubectl (make envtest-bins)")
+	assets := fs.String("assets", "", "directory with kube-apiserver, kube-controller-manager, etcd and kubectl (make envtest-bins)")
 	manifests := fs.String("manifests", "manifests/webhook", "the webhook kustomize base (webhooks.yaml is installed)")
 	examples := fs.String("examples", "examples/pods", "the seed's example pods")
+	workloadExamples := fs.String("workloads", "examples/workloads", "the fifth scenario's example Deployments")
 	verbose := fs.Bool("v", false, "log the webhook server to stderr")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -46,8 +48,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	ctrllog.SetLogger(log)
 	klog.SetLogger(log)
-	fmt.Fprintln(stderr, ">> starting etcd and kube-apiserver (built from source) on loopback ports")
-	c, err := local.Start(ctx, *assets, *manifests)
+	fmt.Fprintln(stderr, ">> starting etcd, kube-apiserver and kube-controller-manager (built from source) on loopback ports")
+	c, err := local.StartWith(ctx, local.Config{Assets: *assets, Manifests: *manifests, ControllerManager: true})
 	if err != nil {
 		fmt.Fprintf(stderr, "demo: %v\n", err)
 		return 1
@@ -58,9 +60,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err = c.StartWebhook(ctx, opts)
 	if err == nil {
 		fmt.Fprintln(stderr, ">> playing the four scenarios through kubectl")
+		err = seed.Play(ctx, c, *examples, stdout)
 	}
 	if err == nil {
-		err = seed.Play(ctx, c, *examples, stdout)
+		fmt.Fprintln(stderr, ">> the fifth: Deployments whose pods the real ReplicaSet controller creates")
+		err = workloads.Play(ctx, c, *workloadExamples, stdout)
 	}
 	if serr := c.Stop(); serr != nil {
 		err = errors.Join(err, fmt.Errorf("stopping: %w", serr))

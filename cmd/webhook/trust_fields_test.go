@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,6 +17,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/feed"
+	"github.com/gpuadmit/gpuadmit/pkg/gang"
 	"github.com/gpuadmit/gpuadmit/pkg/podwire"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
@@ -58,6 +60,7 @@ func keptFields(t *testing.T) map[string][]string {
 			governed(&o.(*resourcev1.ResourceClaimTemplate).Spec.Spec)
 		}, feed.TemplateTransform(charger)},
 		{"DeviceClass", &resourcev1.DeviceClass{}, nil, feed.DeviceClassTransform},
+		{"PodGroup", &schedulingv1beta1.PodGroup{}, nil, gang.Transform},
 	} {
 		filled(w.obj)
 		if w.seed != nil {

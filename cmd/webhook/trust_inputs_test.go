@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
@@ -41,6 +42,9 @@ func readKinds(t *testing.T) map[string]string {
 	out := map[string]string{}
 	add := func(resource, why string) {
 		k, ok := kinds[strings.ToLower(resource)]
+		if _, sub, scale := strings.Cut(resource, "/"); scale && sub == "scale" {
+			k, ok = "Scale", true // a scale review carries an autoscaling/v1 Scale
+		}
 		if !ok {
 			t.Errorf("%s: no kind of the scheme has the resource %q", why, resource)
 			return
@@ -84,6 +88,9 @@ func kindsByResource(t *testing.T) map[string]string {
 		}
 		plural, _ := meta.UnsafeGuessKindToResource(gvk)
 		out[plural.Resource] = gvk.Kind
+	}
+	for _, k := range config.DefaultWorkloadKinds() { // the custom workload kinds the chart reviews
+		out[strings.ToLower(k.Kind)+"s"] = k.Kind
 	}
 	return out
 }

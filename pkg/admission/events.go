@@ -17,8 +17,9 @@ import (
 // through client-go's EventBroadcaster, which rate-limits and aggregates).
 // The handlers call it on a goroutine of its own, after the answer is
 // decided, so that it can neither delay nor fail a review; it should still
-// return at once (dropping what it cannot record) and may log with ctx's
-// logger. A nil Recorder records nothing.
+// return within a small bound (dropping what it cannot record; pkg/events
+// reads the owner's own owner, bounded) and may log with ctx's logger. A
+// nil Recorder records nothing.
 type Recorder interface {
 	Denied(ctx context.Context, regarding corev1.ObjectReference, reason, message string)
 }

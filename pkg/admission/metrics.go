@@ -18,6 +18,8 @@ const (
 	webhookValidate = "validate"
 	// webhookValidateClaims is the ResourceClaims handler.
 	webhookValidateClaims = "validate-claims"
+	// webhookValidateWorkloads is the workloads handler.
+	webhookValidateWorkloads = "validate-workloads"
 
 	reasonGPU        = "gpu"         // a GPU pod: annotated, or allowed and reserved
 	reasonNonGPU     = "non-gpu"     // no managed resource: fast path
@@ -51,6 +53,7 @@ type Metrics struct {
 	decisions    *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
 	reservations prometheus.Counter
+	workloads    *prometheus.CounterVec
 	namespaces   namespaceLabels
 }
 
@@ -72,9 +75,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "gpuadmit_reservations_total",
 			Help: "Demands reserved in the namespaces' GPUUsage objects for admitted pods.",
 		}),
+		workloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpuadmit_workload_checks_total",
+			Help: "Workload checks (validate-workloads) by the workload's kind (one gpuadmit reads) and verdict (allowed, denied, error).",
+		}, []string{"kind", "verdict"}),
 		namespaces: namespaceLabels{max: MaxNamespaceLabels, seen: map[string]struct{}{}},
 	}
-	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.reservations} {
+	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.reservations, m.workloads} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering admission metrics: %w", err)
 		}
@@ -87,16 +94,26 @@ func (m *Metrics) observe(webhook, namespace string, resp admission.Response, re
 	if m == nil {
 		return
 	}
-	verdict := "allowed"
+	m.decisions.WithLabelValues(webhook, verdictOf(resp), reason, m.namespaces.label(namespace)).Inc()
+	m.latency.WithLabelValues(webhook).Observe(time.Since(start).Seconds())
+}
+
+// verdictOf is an answer's verdict label: allowed, denied or error.
+func verdictOf(resp admission.Response) string {
 	switch {
 	case resp.Allowed:
+		return "allowed"
 	case resp.Result != nil && resp.Result.Code >= 400 && resp.Result.Code != 403:
-		verdict = "error"
-	default:
-		verdict = "denied"
+		return "error"
 	}
-	m.decisions.WithLabelValues(webhook, verdict, reason, m.namespaces.label(namespace)).Inc()
-	m.latency.WithLabelValues(webhook).Observe(time.Since(start).Seconds())
+	return "denied"
+}
+
+// workload counts one workload check of a kind gpuadmit reads ("" : none).
+func (m *Metrics) workload(kind string, resp admission.Response) {
+	if m != nil && kind != "" {
+		m.workloads.WithLabelValues(kind, verdictOf(resp)).Inc()
+	}
 }
 
 func (m *Metrics) reserved() {

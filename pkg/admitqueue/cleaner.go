@@ -48,7 +48,7 @@ func (s *Store) Clean(ctx context.Context) int {
 	nss := s.lost.namespaces()
 	for i := range list.Items {
 		u := s.copies.Newest(&list.Items[i])
-		if len(u.Status.Reservations) == 0 {
+		if len(u.Status.Reservations) == 0 && len(u.Status.Gangs) == 0 {
 			continue
 		}
 		if err := reservation.Validate(u); err != nil {

@@ -138,7 +138,7 @@ func (s *Store) round(ctx context.Context, ns string, b *batch, try *attempt) er
 	}
 	s.countConflict(try, v.obj)
 	st := *v.status.DeepCopy()
-	ended := s.tidy(&st)
+	ended, notes := s.tidy(ns, &st)
 	added := s.decideInOrder(ns, b.reviews, &st, try.conflicts)
 	restores := v.kept && len(st.Reservations) > 0 // a deleted object's reservations to write back
 	if added == 0 && len(ended) == 0 && !restores {
@@ -159,6 +159,7 @@ func (s *Store) round(ctx context.Context, ns string, b *batch, try *attempt) er
 		s.lost.forget(ns)
 	}
 	b.removed = s.countEnded(ended)
+	s.announce(ctx, notes)
 	return nil
 }
 

@@ -56,10 +56,12 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUReservationSet
 		s.metrics.Refused(RefusedDuplicate)
 		return failed, fmt.Errorf("pod UID %s is already a recorded pod of namespace %s: a create review for it is not the API server's; nothing is reserved", r.uid, ns)
 	}
-	req := r.req
-	// Decided as if an earlier review of this pod had not reserved.
-	req.Reservations = append(s.countable(*st, r.uid), held...)
-	res, err := s.decider.Decide(r.ctx, req)
+	turn, err := s.gangTurnOf(ns, r, st)
+	if err != nil {
+		r.result = gangDenial(err)
+		return decided, nil
+	}
+	res, err := s.decide(r, turn, st, held)
 	r.result = res
 	prior := slices.IndexFunc(st.Reservations, func(x gpuadmitv1.Reservation) bool { return x.PodUID == r.uid })
 	switch {
@@ -67,7 +69,7 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUReservationSet
 		return failed, err
 	case !res.Allowed && res.FitsWithoutUnconfirmed:
 		return s.waitOrDecide(r, st)
-	case !reserves(req, res):
+	case !reserves(r.req, res):
 		return decided, nil
 	case prior >= 0:
 		return s.again(ns, r, st.Reservations[prior], res.Reserve)
@@ -80,10 +82,30 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUReservationSet
 			"they end as their pods are recorded or found absent: create the pod again shortly", ns, gpuadmitv1.ObjectName, len(st.Reservations))
 	}
 	demand, others := reservation.DemandOf(res.Reserve) // a pod's containers' alone: its templates' claims reserve at their own CREATE
-	st.Reservations = append(st.Reservations, gpuadmitv1.Reservation{PodUID: r.uid, PodName: podName(req), ClaimName: claimName(req),
+	st.Reservations = append(st.Reservations, gpuadmitv1.Reservation{PodUID: r.uid, PodName: podName(r.req), ClaimName: claimName(r.req),
 		Demand: demand, Families: others, Writer: s.opts.Replica, AdmittedAt: metav1.NewTime(s.opts.Clock.Now())})
+	s.holdGang(r, turn, st, res.Reserve)
 	s.confirmer.DueAt(r.uid) // its absence check is scheduled from now
 	return reserving, nil
+}
+
+// decide decides r counting the reservations of st (but its own: decided
+// as if an earlier review of this pod had not reserved) and the room held
+// for the reviews that wait before it; a gang's pod counts its gang's
+// hold as turn says, and a gang's first pod must fit with its whole gang.
+func (s *Store) decide(r *review, turn gangTurn, st *gpuadmitv1.GPUReservationSetStatus, held []reservation.Reservation) (decision.Result, error) {
+	req := r.req
+	req.Reservations = append(gangReservations(turn, st, s.countable(*st, r.uid)), held...)
+	res, err := s.decider.Decide(r.ctx, req)
+	switch {
+	case err != nil || !turn.first():
+		return res, err
+	case !res.Allowed:
+		return wholeDenied(turn, st, res.Effective, res), nil
+	case res.Reserve.IsZero():
+		return res, nil
+	}
+	return s.decideWhole(r, req, turn, st, res)
 }
 
 // reserves reports whether res admits a pod whose demand is to be

@@ -34,6 +34,10 @@
 // A reservation's life in the object (its state machine) and the rule by
 // which a replica counts it are pkg/reservation's.
 //
+// A gang (pkg/gang) is admitted whole or not at all: its first pod holds
+// room for the rest of the gang in the same object and the same write
+// (gangs.go); the holds are tidied with the reservations (gangtidy.go).
+//
 // Beside the rounds, the tidying. How far every replica's pod watch got
 // comes from the replicas' progress Leases (Membership, pkg/membership):
 // renewed on a period, and, while an object holds a reservation of a pod

@@ -138,6 +138,8 @@ type verdict struct {
 	Reserve bool
 	Demand  effective.Usage
 	Wait    bool
+	// Denial is a denied review's message (optional).
+	Denial string
 }
 
 // decideFn decides one review of a test; admitPod hands it to the store's
@@ -154,7 +156,11 @@ func (testDecider) Decide(ctx context.Context, req decision.Request) (decision.R
 	if err != nil {
 		return decision.Result{}, err
 	}
-	return decision.Result{Allowed: v.Reserve, Effective: v.Demand, Reserve: v.Demand, FitsWithoutUnconfirmed: v.Wait}, nil
+	res := decision.Result{Allowed: v.Reserve, Effective: v.Demand, Reserve: v.Demand, FitsWithoutUnconfirmed: v.Wait}
+	if v.Denial != "" {
+		res.Denials = []string{v.Denial}
+	}
+	return res, nil
 }
 
 // admitPod admits pod ns/name (UID uid) through s, decided by f.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,7 +69,14 @@ type Options struct {
 	// (nil: the wall clock).
 	Clock clock.WithTicker
 	Log   logr.Logger
+	// HoldTimeout bounds how long a gang's hold holds room for pods still
+	// missing, from when this replica first saw it, on its clock
+	// (admission.gangs.holdTimeout; 0: DefaultHoldTimeout).
+	HoldTimeout time.Duration
 }
+
+// DefaultHoldTimeout is Options.HoldTimeout's when it is 0.
+const DefaultHoldTimeout = 5 * time.Minute
 
 // Decider decides one admission (*decision.Decider): the namespace's
 // worker hands it the reservations to count in the request.
@@ -138,6 +146,16 @@ type Parts struct {
 	Decider Decider
 	// Metrics is optional.
 	Metrics Metrics
+	// Groups reads the PodGroups (nil: the PodGroup API is not served; a
+	// pod naming a PodGroup is then refused). Events records the Warning
+	// Event of a gang's hold released (optional).
+	Groups PodGroups
+	Events Warner
+}
+
+// Warner records a Warning Event about an object (*events.Recorder).
+type Warner interface {
+	Warn(ctx context.Context, regarding corev1.ObjectReference, reason, message string)
 }
 
 // Store admits GPU pods into the namespaces' GPUReservationSets, and tidies
@@ -155,12 +173,15 @@ type Store struct {
 	decider Decider
 	metrics Metrics
 	opts    Options
+	groups  PodGroups
+	events  Warner
 
 	queues    queues               // reviews waiting, by namespace (queue.go)
 	copies    *reservation.Assumed // objects this replica wrote, until the informer has them
 	lost      lost                 // reservations of deleted objects (repair.go)
 	confirmer *absence.Confirmer   // absence checks (pkg/absence)
 	proofs    proofs               // namespaces proved fresh after a pause (fresh.go)
+	holds     holdClock            // when this replica first saw each gang's hold, and its end (gangtidy.go)
 
 	lastWrite atomic.Int64 // how long the last status write took (ns)
 }
@@ -179,13 +200,17 @@ func NewStore(p Parts, opts Options) *Store {
 	if p.Metrics == nil {
 		p.Metrics = noMetrics{}
 	}
+	if opts.HoldTimeout <= 0 {
+		opts.HoldTimeout = DefaultHoldTimeout
+	}
 	s := &Store{client: p.Client, api: p.API, ledger: p.Ledger, watch: p.Watch, members: p.Members, decider: p.Decider,
-		metrics: p.Metrics, opts: opts, copies: reservation.NewAssumed()}
+		metrics: p.Metrics, opts: opts, copies: reservation.NewAssumed(), groups: p.Groups, events: p.Events}
 	s.queues.init()
 	s.lost.init()
 	s.confirmer = absence.New(p.API, p.Client, p.Ledger, absence.Options{ConfirmAfter: opts.ConfirmAfter, RecheckMax: opts.RecheckMax,
 		OwnWebhookConfiguration: opts.OwnWebhookConfiguration, Clock: opts.Clock, Log: opts.Log})
 	s.proofs.init()
+	s.holds.init()
 	return s
 }
 

@@ -1,6 +1,8 @@
 package admitqueue
 
 import (
+	"k8s.io/apimachinery/pkg/types"
+
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/resourceversion"
 )
@@ -15,10 +17,12 @@ import (
 //	a claim's: marked when recorded; removed only when a read confirmed the claim gone
 //
 // It returns the reasons of the changes (EndRecorded, EndAbsent; "" for a
-// mark), counted once the write succeeded.
-func (s *Store) tidy(st *gpuadmitv1.GPUReservationSetStatus) (changes []string) {
+// mark, or a change of a gang's hold), counted once the write succeeded,
+// and the Events to record then (gangtidy.go tidies the holds).
+func (s *Store) tidy(ns string, st *gpuadmitv1.GPUReservationSetStatus) (changes []string, notes []gangNote) {
 	least, live := s.members.MinLive()
 	kept := st.Reservations[:0:0]
+	absent := map[types.UID]bool{}
 	for _, r := range st.Reservations {
 		switch seen := s.ledger.Seen(r.PodUID); {
 		case r.ClaimName != "" && (s.confirmer.IsAbsent(r.PodUID) || s.ledger.Gone(r.PodUID)):
@@ -43,12 +47,17 @@ func (s *Store) tidy(st *gpuadmitv1.GPUReservationSetStatus) (changes []string) 
 			changes = append(changes, "") // changed, nothing ended
 		case s.confirmer.IsAbsent(r.PodUID):
 			changes = append(changes, EndAbsent)
+			absent[r.PodUID] = true
 			continue
 		}
 		kept = append(kept, r)
 	}
 	st.Reservations = kept
-	return changes
+	changed, notes := s.tidyHolds(ns, st, absent)
+	if changed {
+		changes = append(changes, "")
+	}
+	return changes, notes
 }
 
 // markOf is the resourceVersion every live replica's watch must pass

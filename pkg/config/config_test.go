@@ -206,7 +206,8 @@ func everyField() *config.Configuration {
 			PolicyEvaluationTimeout: d(250 * time.Millisecond), ReviewTimeout: d(3 * time.Second), StaleFeed: ptr.To(configv1alpha1.StaleFeedDeny),
 			Reservations: &configv1alpha1.Reservations{ConfirmAfter: d(2 * time.Second), RecheckMax: d(10 * time.Second),
 				ReadsPerSecond: ptr.To[int32](5), MaxPerNamespace: ptr.To[int32](50)},
-			Watches: &configv1alpha1.Watches{ProbeEvery: d(5 * time.Second), StaleAfter: d(time.Minute)}},
+			Watches: &configv1alpha1.Watches{ProbeEvery: d(5 * time.Second), StaleAfter: d(time.Minute)},
+			Gangs:   &configv1alpha1.Gangs{HoldTimeout: d(90 * time.Second)}},
 		Policy:           &configv1alpha1.Policy{ConfigMapSelector: ptr.To("team=gpu"), Directory: ptr.To("/etc/gpuadmit/policies"), MemoryBudgetMiB: ptr.To[int32](32)},
 		ClientConnection: &configv1alpha1.ClientConnection{QPS: ptr.To[float32](50), Burst: ptr.To[int32](100)},
 		DRA: &configv1alpha1.DRA{DeviceClasses: []configv1alpha1.DeviceClass{{Name: "gpu.example.com", Family: "hygon",
@@ -215,6 +216,11 @@ func everyField() *config.Configuration {
 			NetworkPoolDrivers: []string{"example.com"}},
 		Audit:    &configv1alpha1.Audit{OpenReports: ptr.To(true)},
 		Capacity: &configv1alpha1.Capacity{MaxDeviceMemoryMiB: map[string]int64{"default": 524288, "hygon": 131072}},
+		Workloads: &configv1alpha1.Workloads{Enforcement: ptr.To(configv1alpha1.WorkloadEnforcementWarn),
+			Kinds: []configv1alpha1.WorkloadKind{{Group: "example.com", Version: "v2", Kind: "Trainer", ScaleReplicasPath: "spec.size",
+				Templates: []configv1alpha1.WorkloadTemplate{{Path: "spec.roles[*].template", Fallback: "spec.defaults[*].template",
+					Replicas: []configv1alpha1.WorkloadReplicas{{Path: "spec.roles[*].replicas", Default: ptr.To[int64](2), Offset: -1}}}},
+				PodCreator: &configv1alpha1.PodCreator{Username: "system:serviceaccount:trainer:operator", Groups: []string{"system:authenticated"}}}}},
 	}
 }
 
@@ -292,6 +298,7 @@ func TestVersionedConfiguration(t *testing.T) {
 		{name: "stale feed", in: head + "admission: {staleFeed: Ignore}\n", wantErr: `admission.staleFeed: Unsupported value: "Ignore"`},
 		{name: "duration", in: head + "admission: {reservations: {confirmAfter: five}}\n", wantErr: `admission.reservations.confirmAfter: Invalid value: "five": want a duration such as 5s or 1m30s`},
 		{name: "negative duration", in: head + "admission: {policyEvaluationTimeout: -1s}\n", wantErr: "admission.policyEvaluationTimeout: Invalid value: \"-1s\": must be positive"},
+		{name: "gang hold timeout", in: head + "admission: {gangs: {holdTimeout: 0s}}\n", wantErr: "admission.gangs.holdTimeout: Invalid value: \"0s\": must be within 1s..24h"},
 		{name: "reservations bound", in: head + "admission: {reservations: {maxPerNamespace: 0}}\n", wantErr: "admission.reservations.maxPerNamespace: Invalid value: 0: must be within 1..5000"},
 		{name: "negative confirm", in: head + "admission: {reservations: {confirmAfter: -1s}}\n", wantErr: "admission.reservations.confirmAfter: Invalid value: \"-1s\": must not be negative"},
 		{name: "recheck below confirm", in: head + "admission: {reservations: {confirmAfter: 10s, recheckMax: 5s}}\n", wantErr: "admission.reservations.recheckMax: Invalid value: \"5s\": must be at least confirmAfter"},
@@ -368,7 +375,9 @@ func TestShippedConfiguration(t *testing.T) {
 		if strings.HasPrefix(key, "devices.") && !strings.HasPrefix(key, "devices.nvidia.") {
 			continue // a section present governs its families: the defaults govern nvidia only
 		}
-		if _, ok := lookup(doc, key); !ok && key != "devices.hamiConfigPath" && key != "devices.hamiConfigMap" && key != "policy.directory" {
+		// A count's offset is spelt where it is not 0 (its first entry's is).
+		if _, ok := lookup(doc, key); !ok && key != "devices.hamiConfigPath" && key != "devices.hamiConfigMap" && key != "policy.directory" &&
+			key != "workloads.kinds[].templates[].replicas[].offset" {
 			t.Errorf("the shipped configuration does not spell out %s", key)
 		}
 	}

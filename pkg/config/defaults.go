@@ -56,6 +56,7 @@ func SetDefaults(c *Configuration) {
 	a.Watches = orNew(a.Watches)
 	setDefault(&a.Watches.ProbeEvery, metav1.Duration{Duration: DefaultProbeEvery})
 	setDefault(&a.Watches.StaleAfter, metav1.Duration{Duration: DefaultStaleAfter})
+	setDefaultsGangs(a)
 	c.Policy = orNew(c.Policy)
 	setDefault(&c.Policy.ConfigMapSelector, DefaultConfigMapSelector)
 	setDefault(&c.Policy.Directory, "")
@@ -66,6 +67,7 @@ func SetDefaults(c *Configuration) {
 	setDefaultsDRA(c)
 	setDefaultsAudit(c)
 	setDefaultsCapacity(c)
+	setDefaultsWorkloads(c)
 }
 
 // setDefaultsNvidia sets HAMi's own defaults (effective.DefaultSettings:

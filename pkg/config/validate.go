@@ -19,6 +19,7 @@ func Validate(c *Configuration) field.ErrorList {
 	errs = append(errs, validateAdmission(c.Admission, field.NewPath("admission"))...)
 	errs = append(errs, validateDRA(c)...)
 	errs = append(errs, validateCapacity(c)...)
+	errs = append(errs, validateWorkloads(c)...)
 	if _, err := labels.Parse(*c.Policy.ConfigMapSelector); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("policy", "configMapSelector"), *c.Policy.ConfigMapSelector, err.Error()))
 	}
@@ -49,6 +50,7 @@ func validateAdmission(a *configv1alpha1.Admission, p *field.Path) field.ErrorLi
 	errs = append(errs, positive(p.Child("policyEvaluationTimeout"), a.PolicyEvaluationTimeout)...)
 	errs = append(errs, positive(p.Child("reviewTimeout"), a.ReviewTimeout)...)
 	errs = append(errs, validateReservations(a.Reservations, p.Child("reservations"))...)
+	errs = append(errs, validateGangs(a.Gangs, p.Child("gangs"))...)
 	w, wp := a.Watches, p.Child("watches")
 	errs = append(errs, positive(wp.Child("probeEvery"), w.ProbeEvery)...)
 	if w.StaleAfter.Duration <= w.ProbeEvery.Duration {

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -55,6 +57,7 @@ type Recorder struct {
 	kube   kubernetes.Interface
 	source corev1.EventSource
 	log    logr.Logger
+	owners *owners
 
 	// mu guards the running broadcaster: Denied records under the read
 	// lock, so that Stop never shuts down a broadcaster being recorded to.
@@ -81,10 +84,29 @@ func NewForConfig(cfg *rest.Config, replica string, log logr.Logger) (*Recorder,
 	return New(kube, replica, log), nil
 }
 
+// WithOwners makes the Recorder walk from a denied pod's ReplicaSet to its
+// Deployment and from its Job to its CronJob, reading them through r (the
+// API server; each read bounded and remembered a minute), clk telling the
+// time (nil: the wall clock). Call it before Start.
+func (e *Recorder) WithOwners(r client.Reader, clk clock.PassiveClock) *Recorder {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	e.owners = &owners{reader: r, clock: clk, seen: map[types.UID]ownerEntry{}}
+	return e
+}
+
 // Denied implements admission.Recorder: a Warning Event about regarding,
-// in its namespace. It never blocks: the broadcaster drops an Event its
-// queue cannot take (logged with ctx's logger).
+// in its namespace; and, when regarding is a ReplicaSet of a Deployment or
+// a Job of a CronJob (WithOwners), one about that workload too, with the
+// same reason, its message naming regarding and its size ("ReplicaSet
+// web-7d9f (4 replicas): pod team-a/web-7d9f-x denied: ..."), the first
+// Event annotated with WorkloadAnnotation. It may wait for one read of
+// regarding (ownerReadTimeout; a failed read records the first Event
+// only), never for the API server's Events: the broadcaster drops an Event
+// its queue cannot take (logged with ctx's logger).
 func (e *Recorder) Denied(ctx context.Context, regarding corev1.ObjectReference, reason, message string) {
+	w, walked := e.owners.workloadOf(ctx, regarding)
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	log := logf.FromContext(ctx)
@@ -92,14 +114,25 @@ func (e *Recorder) Denied(ctx context.Context, regarding corev1.ObjectReference,
 		log.V(1).Info("the denial's Event is not recorded: the server is not running", "reason", reason)
 		return
 	}
-	e.recorder.WithLogger(log).Event(&regarding, corev1.EventTypeWarning, reason, message)
+	rec := e.recorder.WithLogger(log)
+	if !walked {
+		rec.Event(&regarding, corev1.EventTypeWarning, reason, message)
+		return
+	}
+	rec.AnnotatedEventf(&regarding, map[string]string{WorkloadAnnotation: w.ref.Kind + "/" + w.ref.Name},
+		corev1.EventTypeWarning, reason, "%s", message)
+	rec.Event(&w.ref, corev1.EventTypeWarning, reason, cut(w.via+": "+message))
 }
 
 // Warn records a Warning Event about regarding that is not a denial (a
-// ResourceQuota gpuadmit does not enforce as written: pkg/summary), as
-// Denied does.
+// ResourceQuota gpuadmit does not enforce as written: pkg/summary), never
+// walking to an owner.
 func (e *Recorder) Warn(ctx context.Context, regarding corev1.ObjectReference, reason, message string) {
-	e.Denied(ctx, regarding, reason, message)
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.recorder != nil {
+		e.recorder.WithLogger(logf.FromContext(ctx)).Event(&regarding, corev1.EventTypeWarning, reason, message)
+	}
 }
 
 // Start starts the broadcaster and its sink (once).

@@ -3,9 +3,12 @@ package manifest
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/workload"
 )
 
 // Workload is a Pod, or the pod template of a workload controller, with the
@@ -28,6 +31,10 @@ type Workload struct {
 	// Claim is the ResourceClaim of a workload of kind ResourceClaim (nil
 	// for the others): its CREATE is what is decided.
 	Claim *resourcev1.ResourceClaim
+	// APIVersion and Object are a workload's as written (empty for a Pod
+	// or a ResourceClaim): the workload check reads its pod sets.
+	APIVersion string
+	Object     json.RawMessage
 	// Source is where the object was read: its file and document
 	// ("pods.yaml (document 2)"; "standard input (document 1)").
 	Source string
@@ -57,66 +64,50 @@ func workloadKind(apiVersion, kind string) bool {
 	return false
 }
 
-type podTemplate struct {
-	Metadata json.RawMessage `json:"metadata"`
-	Spec     json.RawMessage `json:"spec"`
-}
-
-// workloadOf reads the pod template and the pod count of a controller.
+// workloadOf reads the pod template and the pod count of a controller:
+// pkg/workload's reading of the built-in kinds (the webhook's), a
+// DaemonSet's template with one pod per eligible node.
 func workloadOf(raw json.RawMessage, h header) (*Workload, error) {
-	var obj struct {
-		Spec struct {
-			Replicas    *int64       `json:"replicas"`
-			Parallelism *int64       `json:"parallelism"`
-			Template    *podTemplate `json:"template"`
-			JobTemplate *struct {
-				Spec struct {
-					Parallelism *int64       `json:"parallelism"`
-					Template    *podTemplate `json:"template"`
-				} `json:"spec"`
-			} `json:"jobTemplate"`
-		} `json:"spec"`
-	}
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, err
-	}
-	spec := obj.Spec
-	tmpl, count := spec.Template, spec.Replicas
-	switch h.Kind {
-	case "Job":
-		count = spec.Parallelism
-	case "CronJob":
-		if spec.JobTemplate == nil {
-			return nil, fmt.Errorf("spec.jobTemplate is missing")
-		}
-		tmpl, count = spec.JobTemplate.Spec.Template, spec.JobTemplate.Spec.Parallelism
-	}
-	if tmpl == nil || len(tmpl.Spec) == 0 {
-		return nil, fmt.Errorf("the pod template (spec.template) is missing")
-	}
-	replicas := int64(1)
-	switch {
-	case h.Kind == "DaemonSet":
-		replicas = PerNode
-	case count != nil && *count < 0:
-		return nil, fmt.Errorf("negative pod count %d", *count)
-	case count != nil:
-		replicas = *count
-	}
-	meta := tmpl.Metadata
-	if len(meta) == 0 || string(meta) == "null" {
-		meta = json.RawMessage("{}")
-	}
-	podRaw, err := json.Marshal(map[string]json.RawMessage{"apiVersion": json.RawMessage(`"v1"`), "kind": json.RawMessage(`"Pod"`),
-		"metadata": meta, "spec": tmpl.Spec})
+	obj, err := workload.Decode(raw)
 	if err != nil {
 		return nil, err
 	}
-	w, err := podOf(podRaw)
+	k := daemonSet
+	if h.Kind != "DaemonSet" {
+		group, _, _ := strings.Cut(h.APIVersion, "/")
+		if k = builtin(group, h.Kind); k == nil {
+			return nil, fmt.Errorf("%s %s is not a workload gpuadmit reads", h.APIVersion, h.Kind)
+		}
+	}
+	sets, err := k.PodSets(obj)
+	if err != nil {
+		return nil, err
+	}
+	if len(sets) == 0 {
+		return nil, fmt.Errorf("the pod template (%s) is missing", k.Templates[0].Path)
+	}
+	w, err := podOf(sets[0].Template)
 	if err != nil {
 		return nil, fmt.Errorf("pod template: %w", err)
 	}
-	w.Kind, w.Name, w.Namespace, w.Replicas = h.Kind, h.Metadata.Name, h.Metadata.Namespace, replicas
+	w.Kind, w.Name, w.Namespace, w.Replicas = h.Kind, h.Metadata.Name, h.Metadata.Namespace, sets[0].Count
+	if h.Kind == "DaemonSet" {
+		w.Replicas = PerNode
+	}
+	w.APIVersion, w.Object = h.APIVersion, raw
 	w.Pod.Name, w.Pod.Namespace, w.Pod.GenerateName = h.Metadata.Name, h.Metadata.Namespace, ""
 	return w, nil
+}
+
+// daemonSet reads a DaemonSet's template (its count is per node).
+var daemonSet = &workload.Kind{Group: "apps", Version: "v1", Kind: "DaemonSet", Templates: []workload.Template{{Path: workload.MustPath("spec.template")}}}
+
+// builtin is pkg/workload's built-in kind of group and kind.
+func builtin(group, kind string) *workload.Kind {
+	for _, k := range workload.Builtins() {
+		if k.Group == group && k.Kind == kind {
+			return &k
+		}
+	}
+	return nil
 }

@@ -31,7 +31,7 @@ func Validate(u *gpuadmitv1.GPUReservationSet) error {
 		}
 		seen[r.PodUID] = true
 	}
-	return nil
+	return validateHolds(u)
 }
 
 // Countable is the replica's half of the counting rule: the reservations
@@ -39,7 +39,9 @@ func Validate(u *gpuadmitv1.GPUReservationSet) error {
 // count: all but those recorded (by any replica) at a resourceVersion its
 // watch passed (its ledger holds the pod, or saw it go). The ledger,
 // counting them, leaves out those it recorded itself (Counts). A
-// reservation no replica recorded is Unconfirmed.
+// reservation no replica recorded is Unconfirmed. The gangs' holds are
+// counted beside them, each as one reservation of its remaining slots
+// (gangs.go).
 func Countable(st gpuadmitv1.GPUReservationSetStatus, podsRV string) []Reservation {
 	out := make([]Reservation, 0, len(st.Reservations))
 	for _, r := range st.Reservations {
@@ -54,7 +56,7 @@ func Countable(st gpuadmitv1.GPUReservationSetStatus, podsRV string) []Reservati
 		out = append(out, Reservation{UID: r.PodUID, Name: r.PodName, Demand: UsageOf(r),
 			Unconfirmed: r.RecordedResourceVersion == ""})
 	}
-	return out
+	return countableHolds(st, out)
 }
 
 // ClaimKey is the name under which a claim's reservation and the ledger's

@@ -35,4 +35,9 @@
 // reservation until its own watch recorded the pod (Countable), and one
 // whose watch is behind removedResourceVersion waits before deciding.
 // Nothing ends on a timer.
+//
+// A gang's hold (gpuadmitv1.GangHold: room a gang's first pod holds for
+// the rest of its gang) is counted by the same rule, as one reservation of
+// its remaining slots x one slot's demand under a key no pod can have
+// (gangs.go); pkg/admitqueue writes and ends the holds.
 package reservation

@@ -38,6 +38,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/events"
 	"github.com/gpuadmit/gpuadmit/pkg/feed"
 	"github.com/gpuadmit/gpuadmit/pkg/forward"
+	"github.com/gpuadmit/gpuadmit/pkg/gang"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/membership"
 	"github.com/gpuadmit/gpuadmit/pkg/metrics"
@@ -140,6 +141,8 @@ type Server struct {
 	// events records the validating handlers' denials as Events
 	// (pkg/events), from Start until the webhook server has stopped.
 	events *events.Recorder
+	// groups reads the PodGroups (nil: the API server does not serve them).
+	groups *gang.Groups
 	opts   Options
 	// drain is set once shutdown began: readiness fails first, so that
 	// traffic moves to other replicas before the server stops.
@@ -298,11 +301,16 @@ func (s *Server) reservations(dec admitqueue.Decider) error {
 		return fmt.Errorf("the GPUReservationSet resource (is its CRD installed?): %w", err)
 	}
 	s.usage = usage.HasSynced
-	s.Store = admitqueue.NewStore(admitqueue.Parts{Client: s.mgr.GetClient(), API: s.mgr.GetAPIReader(), Ledger: s.Ledger, Watch: s.feed,
-		Members: s.members, Decider: dec, Metrics: s.counters},
+	parts := admitqueue.Parts{Client: s.mgr.GetClient(), API: s.mgr.GetAPIReader(), Ledger: s.Ledger, Watch: s.feed,
+		Members: s.members, Decider: dec, Metrics: s.counters, Events: s.events}
+	if s.groups != nil { // never a typed nil: a nil Groups is "not served"
+		parts.Groups = s.groups
+	}
+	s.Store = admitqueue.NewStore(parts,
 		admitqueue.Options{Replica: opts.Replica, Clock: opts.Clock, ConfirmAfter: r.ConfirmAfter.Duration, RecheckMax: r.RecheckMax.Duration,
 			ReadsPerSecond: int(*r.ReadsPerSecond), MaxReservations: int(*r.MaxPerNamespace), OwnWebhookConfiguration: opts.ValidatingWebhook,
-			ReviewTimeout: opts.Config.Admission.ReviewTimeout.Duration, Log: opts.Log.WithName("admitqueue")})
+			ReviewTimeout: opts.Config.Admission.ReviewTimeout.Duration, HoldTimeout: opts.Config.Admission.Gangs.HoldTimeout.Duration,
+			Log: opts.Log.WithName("admitqueue")})
 	if _, err := usage.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: s.Store.Changed,
 		UpdateFunc: func(_, obj any) { s.Store.Changed(obj) }, DeleteFunc: s.Store.Deleted}); err != nil {
 		return fmt.Errorf("watching GPUReservationSet: %w", err)

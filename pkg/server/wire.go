@@ -35,6 +35,13 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	if err != nil {
 		return err
 	}
+	if s.events, err = events.NewForConfig(s.mgr.GetConfig(), s.opts.Replica, s.opts.Log.WithName("events")); err != nil {
+		return err
+	}
+	s.events.WithOwners(s.mgr.GetAPIReader(), s.opts.Clock) // a denied pod's Deployment or CronJob
+	if s.groups, err = s.podGroups(kube); err != nil {
+		return err
+	}
 	if err := s.reservations(dec); err != nil {
 		return err
 	}
@@ -64,11 +71,8 @@ func (s *Server) handlers(dec *decision.Decider) error {
 	if err != nil {
 		return err
 	}
-	if s.events, err = events.NewForConfig(s.mgr.GetConfig(), s.opts.Replica, s.opts.Log.WithName("events")); err != nil {
-		return err
-	}
 	hooks := s.mgr.GetWebhookServer()
-	requestLog := func(name string) func(logr.Logger, *ctrladmission.Request) logr.Logger {
+	requestLog := func(name string) ctrlLog {
 		return func(_ logr.Logger, req *ctrladmission.Request) logr.Logger {
 			return ctrladmission.DefaultLogConstructor(s.opts.Log.WithName(name), req)
 		}
@@ -91,7 +95,7 @@ func (s *Server) handlers(dec *decision.Decider) error {
 	claims := &ctrladmission.Webhook{Handler: &admission.ClaimValidator{Gate: s, Claims: dec, Reserver: s.Store, Metrics: am, Events: s.events},
 		RecoverPanic: ptr.To(true), LogConstructor: requestLog("validate-claims")}
 	hooks.Register(ValidateClaimsPath, s.draining(detached(claims, s.opts.Config.Admission.ReviewTimeout.Duration)))
-	return nil
+	return s.workloads(dec, am, requestLog)
 }
 
 // runnables adds what runs on every replica (the watches, the membership,
@@ -123,6 +127,9 @@ func (s *Server) runnables(kube kubernetes.Interface) error {
 	if s.certFiles != nil {
 		runnables = append(runnables, s.certFiles)
 	}
+	if s.groups != nil {
+		runnables = append(runnables, groupsRunnable(s.groups))
+	}
 	for _, r := range runnables {
 		if err := s.mgr.Add(everyReplica{r}); err != nil {
 			return fmt.Errorf("adding runnable: %w", err)
@@ -131,7 +138,7 @@ func (s *Server) runnables(kube kubernetes.Interface) error {
 	// The summaries users read (kubectl get gpuusage) have one writer: the
 	// replica elected through the Lease gpuadmit-usage-status.
 	summaries := &summary.Summarizer{Client: s.mgr.GetClient(), Ledger: s.Ledger, Reservations: s.Store, Clock: s.opts.Clock,
-		OnWrite: s.counters.SummaryWritten, Events: s.events, Log: s.opts.Log.WithName("summary")}
+		OnWrite: s.counters.SummaryWritten, Events: s.events, DeniedFrom: kube, Log: s.opts.Log.WithName("summary")}
 	run := summaries.Start
 	if s.opts.Config.OpenReportsEnabled() {
 		reports := &openreports.Writer{Client: s.mgr.GetClient(), Reader: s.mgr.GetAPIReader(), Ledger: s.Ledger,

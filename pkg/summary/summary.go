@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,17 +46,25 @@ type Summarizer struct {
 	// Events, when set, records a Warning Event on a ResourceQuota that
 	// gpuadmit does not enforce as written, once per problem and term.
 	Events Recorder
-	Log    logr.Logger
+	// DeniedFrom, when set, is where the denials' Events are watched
+	// from (each term of the election) to list each namespace's denied
+	// workloads (denied.go); nil leaves the list as it is.
+	DeniedFrom kubernetes.Interface
+	Log        logr.Logger
 
 	last     map[string]time.Time
 	reported map[ledger.Problem]bool
+	denied   *denials
 }
 
 // Start compares and writes until ctx ends; the server runs it on the
 // elected replica only, and again each time that replica is elected.
 func (s *Summarizer) Start(ctx context.Context) error {
 	s.defaults()
-	s.last, s.reported = map[string]time.Time{}, nil
+	s.last, s.reported, s.denied = map[string]time.Time{}, nil, nil
+	if s.DeniedFrom != nil {
+		s.denied = startDenials(ctx, s.DeniedFrom)
+	}
 	s.Log.Info("elected: writing the GPUUsage summaries")
 	t := s.Clock.NewTicker(s.Every)
 	defer t.Stop()
@@ -135,7 +144,12 @@ func (s *Summarizer) consider(ctx context.Context, u *gpuadmitv1.GPUUsage, n led
 		old = u.Status
 	}
 	want := summarize(n, s.Ledger.Families(), old.Conditions, now)
-	if (u != nil && sameSummary(old, want)) || now.Sub(s.last[n.Namespace]) < s.MinGap {
+	want.DeniedWorkloads = old.DeniedWorkloads
+	if list, ok := s.denied.of(n.Namespace, now); ok {
+		want.DeniedWorkloads = list
+	}
+	if (u != nil && sameSummary(old, want) && sameDenied(old.DeniedWorkloads, want.DeniedWorkloads)) ||
+		now.Sub(s.last[n.Namespace]) < s.MinGap {
 		return false
 	}
 	if err := s.write(ctx, n.Namespace, u, want); err != nil {
@@ -159,6 +173,7 @@ func (s *Summarizer) write(ctx context.Context, ns string, u *gpuadmitv1.GPUUsag
 	}
 	next := u.DeepCopy()
 	next.Status.Resources, next.Status.Summary, next.Status.Conditions = want.Resources, want.Summary, want.Conditions
+	next.Status.DeniedWorkloads = want.DeniedWorkloads
 	if err := s.Client.Status().Patch(ctx, next, client.MergeFrom(u)); err != nil {
 		return err
 	}

@@ -8,7 +8,8 @@
 // and HAMi's charges for a zero, a bare count, a whole card and half cards
 // (never fewer MiB than the card the pod may land on), and the Events
 // denials leave (one per denial, identical ones counted on one, on the
-// pod's owner). Each test ends by checking what the namespace's ledger
+// pod's owner), and workloads checked as a whole when applied (Deployments,
+// their scale subresource and rollouts, Jobs, CronJobs). Each test ends by checking what the namespace's ledger
 // holds against its limit.
 //
 // Without KUBEBUILDER_ASSETS the suite skips, unless GPUADMIT_REQUIRE_ENVTEST=1
@@ -104,4 +105,5 @@ func TestAdmission(t *testing.T) {
 	t.Run("a zero gpumem or percentage is the whole card", func(t *testing.T) { testZeroIsTheWholeCard(t, c) })
 	t.Run("pending whole-card and 50 % pods are charged", func(t *testing.T) { testPendingSharesAreCharged(t, c) })
 	t.Run("denials become Events", func(t *testing.T) { testDenialEvents(t, c) })
+	t.Run("workloads checked when applied", func(t *testing.T) { testWorkloads(t, c) })
 }

@@ -294,8 +294,8 @@ webhook:
 			n++
 		}
 	}
-	if n != 3 {
-		t.Errorf("%d webhooks checked, want 3 (pods in both configurations, ResourceClaims)", n)
+	if n != 4 {
+		t.Errorf("%d webhooks checked, want 4 (pods in both configurations, ResourceClaims, workloads)", n)
 	}
 }
 

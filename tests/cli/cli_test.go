@@ -32,6 +32,7 @@ func TestCLI(t *testing.T) {
 	t.Run("eval decides with the cluster's configuration and policies, as the webhook", s.testEvalClusterConfig)
 	// It lowers team-a's quota under its usage, and sets it back.
 	t.Run("kubectl gpuadmit top and audit", s.testTopAndAudit)
+	t.Run("gpuadmit why deployment/web: a Deployment whose ReplicaSet's pods were denied", s.testWhy)
 	// Last: it stops the webhook and removes the GPUReservationSet CRD.
 	t.Run("eval counts the GPUReservationSet's reservations, and goes without the CRD", s.testEvalReservations)
 }

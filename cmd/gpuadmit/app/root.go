@@ -14,6 +14,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/top"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/usage"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/version"
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/why"
 )
 
 // newRoot builds the command tree; name is what the user typed to run it.
@@ -51,7 +52,7 @@ or error (a file or object that failed, after the others are printed).`,
 	// --version without cobra's -v shorthand, which kubectl users know as
 	// the log level.
 	root.Flags().Bool("version", false, "print the version")
-	root.AddCommand(effectivecmd.NewCmd(c), usage.NewCmd(c), top.NewCmd(c), audit.NewCmd(c), eval.NewCmd(c), policy.NewCmd(c), version.NewCmd(c))
+	root.AddCommand(effectivecmd.NewCmd(c), usage.NewCmd(c), top.NewCmd(c), audit.NewCmd(c), eval.NewCmd(c), why.NewCmd(c), policy.NewCmd(c), version.NewCmd(c))
 	root.InitDefaultCompletionCmd()
 	for _, sub := range root.Commands() {
 		if sub.Name() == "completion" {

@@ -35,6 +35,7 @@ node-h   GPU-h1   1     8192/16384    0/100
 			WantText: `KIND         NAMESPACE   NAME   ALLOWED   ADMITTED   GPU   GPUMEM(MiB)   GPUCORES
 Deployment   team-a      vllm   false     3/4        1     8192          0
 
+Deployment team-a/vllm denied: gpuadmit: Deployment team-a/vllm can never run whole: 4 pods x 8192 MiB = 32768 MiB of nvidia.com/gpumem, over the limit 24576 MiB of ResourceQuota gpu-quota
 Deployment team-a/vllm denied: namespace "team-a": nvidia.com/gpumem: pod needs 8192 MiB, 24576 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem)
 `},
 		{Name: "eval: the namespace decided in, and warnings",

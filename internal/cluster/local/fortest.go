@@ -35,6 +35,9 @@ func ForTestWith(t testing.TB, cfg Config, opts func(*Cluster) *server.Options) 
 	}
 	// Cleanup cancels the webhook server before stopping the control plane.
 	t.Cleanup(func() {
+		if t.Failed() && cfg.ControllerManager {
+			t.Logf("kube-controller-manager's log, last lines:\n%s", c.ControllerManagerLog(40))
+		}
 		if err := c.Stop(); err != nil {
 			t.Errorf("stopping: %v", err)
 		}

@@ -53,6 +53,7 @@ type Cluster struct {
 	manifest string
 	cancel   context.CancelFunc
 	done     chan error
+	kcm      *controllerManager
 }
 
 // Start starts kube-apiserver and etcd from assets (a bin/k8s-* directory)
@@ -71,6 +72,11 @@ type Config struct {
 	// webhook, through its AdmissionConfiguration's kubeConfigFile, as a
 	// cluster set up for gpuadmit's client authentication does.
 	APIServerClientCert bool
+	// ControllerManager runs kube-controller-manager (from Assets) against
+	// the API server, so that Deployments, ReplicaSets, StatefulSets, Jobs
+	// and CronJobs make their pods through the webhooks as in a real
+	// cluster (controllermanager.go).
+	ControllerManager bool
 }
 
 // StartWith starts a control plane as cfg says.
@@ -90,6 +96,7 @@ func StartWith(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("certificate dir: %w", err)
 	}
 	c.env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
+	servePodGroups(c.env.ControlPlane.APIServer)
 	if c.Port, err = freePort(); err != nil {
 		_ = os.RemoveAll(c.dir)
 		return nil, err
@@ -109,7 +116,22 @@ func StartWith(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := c.setUp(ctx); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
+	if cfg.ControllerManager {
+		if err := c.startControllerManager(ctx); err != nil {
+			return nil, errors.Join(err, c.Stop())
+		}
+	}
 	return c, nil
+}
+
+// servePodGroups makes the API server serve the PodGroup API
+// (scheduling.k8s.io/v1beta1, beta and off by default in Kubernetes 1.37)
+// and keep pods' spec.schedulingGroup, both behind the GenericWorkload
+// feature gate, as a cluster running gang scheduling does.
+func servePodGroups(api *envtest.APIServer) {
+	args := api.Configure()
+	args.Set("runtime-config", "scheduling.k8s.io/v1beta1=true")
+	args.Set("feature-gates", "GenericWorkload=true")
 }
 
 func (c *Cluster) setUp(ctx context.Context) error {
@@ -226,9 +248,10 @@ func (c *Cluster) StopWebhook() error {
 	return err
 }
 
-// Stop stops the webhook server, then the control plane.
+// Stop stops kube-controller-manager, the webhook server, then the
+// control plane.
 func (c *Cluster) Stop() error {
-	err := c.StopWebhook()
+	err := errors.Join(c.stopControllerManager(), c.StopWebhook())
 	err = errors.Join(err, c.env.Stop())
 	if c.dir != "" {
 		err = errors.Join(err, os.RemoveAll(c.dir))
@@ -324,16 +347,5 @@ func dialTLS(port int) error {
 // WriteAdminKubeconfig adds a system:masters user to env and writes a
 // kubeconfig for it to path, for kubectl and helm.
 func WriteAdminKubeconfig(env *envtest.Environment, path string) error {
-	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return fmt.Errorf("adding the kubectl user: %w", err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
-	}
-	if err := os.WriteFile(path, kc, 0o600); err != nil {
-		return fmt.Errorf("writing kubeconfig: %w", err)
-	}
-	return nil
+	return writeUserKubeconfig(env, envtest.User{Name: "admin", Groups: []string{"system:masters"}}, path)
 }

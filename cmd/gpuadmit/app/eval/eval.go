@@ -177,16 +177,18 @@ func NewCmd(c *cmdline.CLI) *cobra.Command {
 	cmd.Flags().StringVar(&o.state, "state", "", source.StateUsage)
 	setup.FlagsOn(cmd, &o.setup, true)
 	output.Flag(cmd, &o.output, output.FormatTable, output.TableFormats)
+	cmd.Flags().BoolVar(&o.podsAsRequester, "as-requester", false, "decide a workload's pods as the requesting user (--as, or you) instead of the identity its controller creates them as (the configuration's workloads podCreator)")
 	cmd.Flags().BoolVar(&o.explain, "explain", false, "tell, for each denial and warning, the rule that produced it (file:line), and the namespace's limits against its usage after the pod")
 	return cmd
 }
 
 // evalOptions are eval's flags.
 type evalOptions struct {
-	in            cmdline.ManifestFlags
-	setup         setup.Flags
-	state, output string
-	explain       bool
+	in              cmdline.ManifestFlags
+	setup           setup.Flags
+	state, output   string
+	explain         bool
+	podsAsRequester bool
 }
 
 // Check reports a usage error in eval's flags, and reads -o.
@@ -219,7 +221,7 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o evalOptions, format output.Output
 		return err
 	}
 	st.Say(cmd, o.setup, kube != nil, true, c.Stderr)
-	e := Evaluation{Namespace: *c.Kube.Namespace, Strict: true, Source: src, Warn: warn, explain: o.explain, Setup: st}
+	e := Evaluation{Namespace: *c.Kube.Namespace, Strict: true, Source: src, Warn: warn, explain: o.explain, Setup: st, PodsAsRequester: o.podsAsRequester}
 	out, single, err := e.Run(ctx, o.in, c.Stdin)
 	if err != nil {
 		return err

@@ -110,16 +110,18 @@ func TestEvalCommand(t *testing.T) {
 			WantCode: 2, WantErrSub: "x.rego:3: rego_parse_error"},
 		{Name: "missing --policy directory", Args: []string{"eval", "-f", fixtures.Pods + "scenario2-init20-app10.yaml", "--state", fixtures.State + "cluster.yaml", "--policy", "nope"},
 			WantCode: 2, WantErrSub: "policy directory: stat nope: no such file"},
-		{Name: "a 4-replica Deployment: 3 of 4 fit the 24 GiB quota, one after the other",
+		{Name: "a 4-replica Deployment: refused as a whole (4 x 8 GiB past 24 GiB), and 3 of 4 fit one after the other",
 			Args: []string{"eval", "-o", "json", "-f", "../../../../examples/workloads/deployment-4x8g.yaml", "--state", fixtures.State + "idle-a10-quota24g.yaml"}, WantCode: 1,
 			WantOut: `{"allowed":false,"objects":[{"kind":"Deployment","namespace":"team-a","name":"vllm","replicas":4,"admitted":3,"allowed":false,
 				"effective":{"gpu":1,"gpumem":8192,"gpucores":0},"denials":[
+				"gpuadmit: Deployment team-a/vllm can never run whole: 4 pods x 8192 MiB = 32768 MiB of nvidia.com/gpumem, over the limit 24576 MiB of ResourceQuota gpu-quota",
 				"namespace \"team-a\": nvidia.com/gpumem: pod needs 8192 MiB, 24576 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota \"gpu-quota\" limits.nvidia.com/gpumem)"],
 				"warnings":[]}]}`},
 		{Name: "whole cards one after the other: exactly one fits a 24 GiB namespace", Stdin: wholeCards,
 			Args: []string{"eval", "-o", "json", "-f", "-", "--state", fixtures.State + "idle-a10-quota24g.yaml"}, WantCode: 1,
 			WantOut: `{"allowed":false,"objects":[
 				{"kind":"Job","namespace":"team-a","name":"whole","replicas":3,"admitted":1,"allowed":false,"effective":{"gpu":1,"gpumem":24576,"gpucores":100},"denials":[
+				"gpuadmit: Job team-a/whole can never run whole: 3 pods x 24576 MiB = 73728 MiB of nvidia.com/gpumem, over the limit 24576 MiB of ResourceQuota gpu-quota",
 				"namespace \"team-a\": nvidia.com/gpumem: pod needs 24576 MiB, 24576 MiB used + 0 MiB reserved, limit 24576 MiB (ResourceQuota \"gpu-quota\" limits.nvidia.com/gpumem); container \"c\" takes the whole device: 1 x 24576 MiB (gpumem unset or 0 books the whole card, as in HAMi)"],
 				"warnings":["namespace \"team-a\": nvidia.com/gpumem will be at 100 % of its limit after this pod (24576 of 24576 MiB, ResourceQuota \"gpu-quota\")"]},
 				{"kind":"Pod","namespace":"team-a","name":"zero","replicas":1,"admitted":0,"allowed":false,"effective":{"gpu":1,"gpumem":24576,"gpucores":0},"denials":[

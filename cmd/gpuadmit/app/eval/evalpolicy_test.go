@@ -27,6 +27,20 @@ spec:
   containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]
 `
 
+// wholeH200Deployment is wholeH200's pod as a Deployment's template.
+const wholeH200Deployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: big, namespace: team-a}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: big}}
+  template:
+    metadata: {labels: {app: big, cost-center: "42"}}
+    spec:
+      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H200}
+      containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]
+`
+
 // twoGPUs asks two A10 shares in bronze-ns (gpu-tier: bronze).
 const twoGPUs = `apiVersion: v1
 kind: Pod
@@ -47,6 +61,12 @@ func TestEvalPolicyInputs(t *testing.T) {
 		{Name: "a whole H200 for someone outside ml-leads: denied", Stdin: wholeH200, Args: eval(wholeH200, "--as", "bob", "--as-group", "developers"),
 			WantCode: 1, WantTextSub: []string{`"allowed": false`, `books 1 whole NVIDIA-H200 device(s); only members of group \"ml-leads\" may (user \"bob\" is not)`}, WantErrSub: libraryLine},
 		{Name: "a whole H200 for a member of ml-leads: allowed", Stdin: wholeH200, Args: eval(wholeH200, "--as", "alice", "--as-group", "ml-leads"),
+			WantTextSub: []string{`"allowed": true`}, WantErrSub: libraryLine},
+		{Name: "a Deployment's pods are decided as the controller that creates them, whoever applies it", Stdin: wholeH200Deployment,
+			Args: eval(wholeH200Deployment, "--as", "alice", "--as-group", "ml-leads"), WantCode: 1,
+			WantTextSub: []string{`(user \"system:serviceaccount:kube-system:replicaset-controller\" is not)`}, WantErrSub: libraryLine},
+		{Name: "--as-requester decides them as the requesting user", Stdin: wholeH200Deployment,
+			Args:        eval(wholeH200Deployment, "--as", "alice", "--as-group", "ml-leads", "--as-requester"),
 			WantTextSub: []string{`"allowed": true`}, WantErrSub: libraryLine},
 		{Name: "with --state and no --as, nobody asks", Stdin: wholeH200, Args: eval(wholeH200),
 			WantCode: 1, WantTextSub: []string{`(user \"\" is not)`}, WantErrSub: libraryLine},

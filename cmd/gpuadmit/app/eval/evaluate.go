@@ -22,6 +22,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 	"github.com/gpuadmit/gpuadmit/pkg/matchcond"
 	"github.com/gpuadmit/gpuadmit/pkg/reservation"
+	"github.com/gpuadmit/gpuadmit/pkg/workload"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -52,6 +53,11 @@ type Evaluation struct {
 	reserved map[string][]reservation.Reservation
 	decider  *decision.Decider
 	matcher  *matchcond.Matcher
+	// kinds are the workload kinds the configuration reads.
+	kinds *workload.Kinds
+	// PodsAsRequester decides a workload's pods as the requesting user
+	// instead of the identity its controller creates pods as.
+	PodsAsRequester bool
 }
 
 // Run evaluates every object of the manifests against the source's
@@ -198,7 +204,7 @@ func (e *Evaluation) prepare(ctx context.Context) error {
 	if e.matcher, err = matchcond.Load(webhookmanifests.WebhooksYAML()); err != nil {
 		return fmt.Errorf("shipped webhook configuration: %w", err)
 	}
-	return nil
+	return e.loadKinds()
 }
 
 // object decides the pods of w one after the other, each admitted pod
@@ -209,11 +215,23 @@ func (e *Evaluation) object(ctx context.Context, w *manifest.Workload) (evalObje
 		return e.claim(ctx, w)
 	}
 	o := evalObject{ObjectRef: effectivecmd.RefOf(w), evaluatedIn: e.namespaceOf(w.Namespace)}
+	verdict, err := e.workloadVerdict(ctx, w, o.evaluatedIn) // before its pods are counted
+	if err != nil {
+		return o, err
+	}
+	o, err = e.pods(ctx, w, o)
+	return withVerdict(o, verdict), err
+}
+
+// pods decides the pods of w one after the other, as its controller
+// creates them (podUser), into o.
+func (e *Evaluation) pods(ctx context.Context, w *manifest.Workload, o evalObject) (evalObject, error) {
 	pod := w.Pod.DeepCopy()
 	pod.Namespace = o.evaluatedIn
 	if o.Replicas == manifest.PerNode {
 		o.Replicas = e.eligibleNodes(pod)
 	}
+	user := e.podUser(w)
 	o.Allowed = true
 	gpu := e.decider.Requests(pod) // asked once, where the manifest is decoded
 	for i := range max(o.Replicas, 1) {
@@ -222,7 +240,7 @@ func (e *Evaluation) object(ctx context.Context, w *manifest.Workload) (evalObje
 			p.Name = fmt.Sprintf("%s-%d", w.Name, i)
 		}
 		p.UID = types.UID(fmt.Sprintf("gpuadmit-eval/%s/%s/%s/%d", w.Kind, p.Namespace, w.Name, i))
-		res, err := e.decider.Decide(ctx, decision.Request{Pod: p, NoManagedResource: !gpu, Operation: "CREATE", Written: w.Written, User: *e.User, Explain: e.explain,
+		res, err := e.decider.Decide(ctx, decision.Request{Pod: p, NoManagedResource: !gpu, Operation: "CREATE", Written: w.Written, User: user, Explain: e.explain,
 			Reservations: e.reserved[p.Namespace]})
 		if err != nil {
 			return o, err

@@ -25,6 +25,8 @@ type Configuration struct {
 	Audit *Audit `json:"audit,omitempty"`
 	// Capacity bounds the device capacity nodes may announce.
 	Capacity *Capacity `json:"capacity,omitempty"`
+	// Workloads configures the check of workloads when they are applied.
+	Workloads *Workloads `json:"workloads,omitempty"`
 }
 
 // Admission tunes decisions and reservations.
@@ -49,6 +51,8 @@ type Admission struct {
 	Reservations *Reservations `json:"reservations,omitempty"`
 	// Watches: when a watch counts as stale.
 	Watches *Watches `json:"watches,omitempty"`
+	// Gangs: how gangs are admitted whole (gangs.go).
+	Gangs *Gangs `json:"gangs,omitempty"`
 }
 
 // UnsatisfiablePolicy is Admission.Unsatisfiable.

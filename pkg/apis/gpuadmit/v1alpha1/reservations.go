@@ -59,6 +59,13 @@ type GPUReservationSetStatus struct {
 	// nothing is decided by it).
 	// +optional
 	LastWrite LastWrite `json:"lastWrite,omitempty"`
+	// Gangs are the holds of the namespace's gangs: room held for the pods
+	// of a gang still to come (GangHold), written in the same compare and
+	// swap as the reservations.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=500
+	// +optional
+	Gangs []GangHold `json:"gangs,omitempty"`
 }
 
 // LastWrite names the last write of a GPUReservationSet.

@@ -85,6 +85,12 @@ type GPUUsageStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// DeniedWorkloads are the namespace's workloads whose pods gpuadmit
+	// denied lately (deniedworkload_types.go).
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	// +optional
+	DeniedWorkloads []DeniedWorkload `json:"deniedWorkloads,omitempty"`
 }
 
 // ResourceUsage is one managed resource's usage in a namespace.

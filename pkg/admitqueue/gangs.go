@@ -1,0 +1,194 @@
+package admitqueue
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/gang"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
+)
+
+// A gang (pkg/gang) is admitted whole or not at all. Its first admitted
+// pod holds room for the rest of the gang in the namespace's object, in
+// the same write as the pod's own reservation: a hold of minCount-1 slots
+// of the first pod's demand (gpuadmitv1.GangHold), which every replica
+// counts as reserved (reservation.Countable). The gang's later pods
+// consume the slots:
+//
+//	first pod ──decided as if (minCount-1) x its demand were reserved too──▶ denied: names the gang
+//	    │ allowed: its reservation and the hold, in one write                 and the gangs holding room
+//	    ▼
+//	HELD (slots) ──a later pod of the gang admitted: one slot fewer, same write──▶ HELD (slots-1)
+//	    │ the last slot consumed, the PodGroup's minCount lowered to what was admitted,
+//	    │ the hold timeout passed on the tidying replica's clock (a Warning Event),
+//	    │ or every admitted pod of the gang found absent
+//	    ▼
+//	ENDED (no slots; kept while the PodGroup exists, an annotation gang's for the
+//	    hold timeout, so that the gang's later pods are ordinary pods) ──PodGroup deleted──▶ removed
+//
+// A later pod of a gang is decided counting its gang's hold with one slot
+// fewer (it takes that slot: a larger pod must fit its excess); a pod
+// beyond the gang's slots, or after its hold ended, is an ordinary pod. The
+// API server's retry of a review already reserved is decided as before
+// (again): it consumes no second slot.
+
+// PodGroups is what the store reads of the PodGroups (*gang.Groups).
+type PodGroups interface {
+	gang.Lookup
+	// Deleted reports whether the informer saw the PodGroup of uid deleted.
+	Deleted(uid types.UID) bool
+}
+
+// MaxGangs bounds the holds of one namespace's object: a gang's first pod
+// beyond it is refused while every hold still holds room (ended holds
+// make way, the oldest first).
+const MaxGangs = 500
+
+// gangTurn is a review's part in its gang in this round.
+type gangTurn struct {
+	m gang.Member
+	// hold is the index of the gang's live hold in the status (-1: none).
+	hold int
+}
+
+func (t gangTurn) first() bool { return !t.m.IsZero() && t.hold < 0 }
+func (t gangTurn) later() bool { return !t.m.IsZero() && t.hold >= 0 }
+
+// gangTurnOf says what r is to its gang, given st: none (an ordinary pod,
+// a retry of a pod already reserved, a pod beyond its gang's slots or
+// after its hold ended), its first pod, or a later one. An error is the
+// pod's denial (what is wrong with its gang).
+func (s *Store) gangTurnOf(ns string, r *review, st *gpuadmitv1.GPUReservationSetStatus) (gangTurn, error) {
+	none := gangTurn{hold: -1}
+	if r.req.Pod == nil || r.req.Claim != nil || slices.ContainsFunc(st.Reservations, func(x gpuadmitv1.Reservation) bool { return x.PodUID == r.uid }) {
+		return none, nil
+	}
+	m, err := gang.Of(r.req.Pod, ns, s.lookup())
+	if err != nil || m.IsZero() {
+		return none, err
+	}
+	i := slices.IndexFunc(st.Gangs, func(h gpuadmitv1.GangHold) bool { return h.Kind == m.Kind && h.Name == m.Name })
+	switch {
+	case i >= 0 && !m.Matches(st.Gangs[i]):
+		// a PodGroup re-created under the name: the old one is gone, and its hold with it
+		st.Gangs = slices.Delete(st.Gangs, i, i+1)
+	case i >= 0 && (st.Gangs[i].Slots == 0 || slices.Contains(st.Gangs[i].Pods, r.uid)):
+		return none, nil
+	case i >= 0:
+		return gangTurn{m: m, hold: i}, nil
+	}
+	if len(st.Gangs) >= MaxGangs && !dropOldestEnded(st) {
+		s.metrics.Refused(RefusedLimit)
+		return none, fmt.Errorf("GPUReservationSet %s/%s holds room for %d gangs, its limit: %s is refused until one of them is whole or released; create the pod again later",
+			ns, gpuadmitv1.ObjectName, len(st.Gangs), m)
+	}
+	return gangTurn{m: m, hold: -1}, nil
+}
+
+// lookup is the PodGroups as pkg/gang reads them (nil: not read).
+func (s *Store) lookup() gang.Lookup {
+	if s.groups == nil {
+		return nil
+	}
+	return s.groups
+}
+
+// dropOldestEnded removes the oldest hold that holds nothing any more;
+// false when every hold still holds room.
+func dropOldestEnded(st *gpuadmitv1.GPUReservationSetStatus) bool {
+	oldest := -1
+	for i, h := range st.Gangs {
+		if h.Slots == 0 && (oldest < 0 || h.HeldSince.Before(&st.Gangs[oldest].HeldSince)) {
+			oldest = i
+		}
+	}
+	if oldest < 0 {
+		return false
+	}
+	st.Gangs = slices.Delete(st.Gangs, oldest, oldest+1)
+	return true
+}
+
+// gangReservations adjusts what a gang's pod counts: a later pod counts
+// its own gang's hold with one slot fewer (the one it takes).
+func gangReservations(t gangTurn, st *gpuadmitv1.GPUReservationSetStatus, rs []reservation.Reservation) []reservation.Reservation {
+	if !t.later() {
+		return rs
+	}
+	h := st.Gangs[t.hold]
+	own := reservation.HoldUID(h.Kind, h.Name)
+	out := slices.DeleteFunc(rs, func(x reservation.Reservation) bool { return x.UID == own })
+	if less, ok := reservation.Hold(h, h.Slots-1); ok {
+		out = append(out, less)
+	}
+	return out
+}
+
+// decideWhole decides a gang's first pod, already allowed on its own
+// (res), again as if the rest of its gang's demand were reserved too:
+// minCount-1 more pods of its demand. Denied, the denial names the gang,
+// and the gangs that hold room in the namespace.
+func (s *Store) decideWhole(r *review, req decision.Request, t gangTurn, st *gpuadmitv1.GPUReservationSetStatus, res decision.Result) (decision.Result, error) {
+	rest := reservation.Times(res.Reserve, int64(t.m.MinCount-1))
+	whole := req
+	whole.Reservations = append(slices.Clone(req.Reservations), reservation.Reservation{UID: reservation.HoldUID(t.m.Kind, t.m.Name),
+		Name: reservation.HoldName(t.m.Kind, t.m.Name), Demand: rest})
+	out, err := s.decider.Decide(r.ctx, whole)
+	if err != nil || out.Allowed {
+		return out, err
+	}
+	return wholeDenied(t, st, res.Reserve, out), nil
+}
+
+// wholeDenied is the denial of a gang's first pod (res): it names the
+// gang, what it needs, and the gangs that hold room in the namespace.
+func wholeDenied(t gangTurn, st *gpuadmitv1.GPUReservationSetStatus, demand effective.Usage, res decision.Result) decision.Result {
+	msg := fmt.Sprintf("%s needs %d x %s, which does not fit: %s", t.m, t.m.MinCount, demand, strings.Join(res.Denials, "; "))
+	if others := holdsOf(t.m.Namespace, st); others != "" {
+		msg += "; " + others
+	}
+	res.Denials = []string{msg + "; no pod of the gang is admitted until the whole gang fits"}
+	return res
+}
+
+// holdsOf names the gangs holding room in the namespace.
+func holdsOf(ns string, st *gpuadmitv1.GPUReservationSetStatus) string {
+	var parts []string
+	for _, h := range st.Gangs {
+		if h.Slots > 0 {
+			parts = append(parts, fmt.Sprintf("room held by gang %s/%s (%d pods still to come)", ns, h.Name, h.Slots))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// holdGang writes r's part in its gang into st, in the write that reserves
+// r: a first pod's hold, or a later pod's slot taken.
+func (s *Store) holdGang(r *review, t gangTurn, st *gpuadmitv1.GPUReservationSetStatus, demand effective.Usage) {
+	switch {
+	case t.first():
+		d, others := reservation.DemandOf(demand)
+		st.Gangs = append(st.Gangs, gpuadmitv1.GangHold{Kind: t.m.Kind, Name: t.m.Name, PodGroupUID: t.m.UID, MinCount: t.m.MinCount,
+			Slots: t.m.MinCount - 1, Demand: d, Families: others, Pods: []types.UID{r.uid}, FirstPod: podName(r.req),
+			Writer: s.opts.Replica, HeldSince: metav1.NewTime(s.opts.Clock.Now())})
+	case t.later():
+		h := &st.Gangs[t.hold]
+		h.Slots--
+		h.Pods = append(slices.Clone(h.Pods), r.uid)
+		if h.Slots == 0 {
+			h.Ended = gpuadmitv1.GangConsumed
+		}
+	}
+}
+
+// gangDenial is the result that denies a pod whose gang is wrong.
+func gangDenial(err error) decision.Result {
+	return decision.Result{Denials: []string{err.Error()}}
+}

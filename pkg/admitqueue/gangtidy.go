@@ -1,0 +1,215 @@
+package admitqueue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
+)
+
+// The gangs' holds are tidied with the reservations, in every round
+// (tidy.go), by what this replica knows:
+//
+//	held, every admitted pod of the gang found absent ──▶ ended (Absent)
+//	held, the PodGroup's minCount lowered ──▶ fewer slots (ended, Lowered, at none)
+//	held, HoldTimeout since this replica first saw it ──▶ ended (Released), a Warning Event
+//	any, its PodGroup deleted (the informer saw it) or re-created ──▶ removed
+//	ended, HoldTimeout since this replica first saw it ended, and its PodGroup
+//	  absent (an annotation gang's: always) ──▶ removed
+//
+// Every time is this replica's own (holdClock), never a writer's stamp.
+
+// holdClock remembers when this replica first saw each hold, held and
+// ended, on its clock.
+type holdClock struct {
+	mu   sync.Mutex
+	seen map[string]map[string]time.Time // namespace -> hold key -> first seen
+}
+
+func (c *holdClock) init() { c.seen = map[string]map[string]time.Time{} }
+
+// since is when this replica first saw key in ns (now, the first time).
+func (c *holdClock) since(ns, key string, now time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.seen[ns]
+	if m == nil {
+		m = map[string]time.Time{}
+		c.seen[ns] = m
+	}
+	if t, ok := m[key]; ok {
+		return t
+	}
+	m[key] = now
+	return now
+}
+
+// keep forgets the holds of ns not in keys.
+func (c *holdClock) keep(ns string, keys map[string]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.seen[ns] {
+		if !keys[k] {
+			delete(c.seen[ns], k)
+		}
+	}
+	if len(keys) == 0 {
+		delete(c.seen, ns)
+	}
+}
+
+// holdKey names one hold's life (a gang's hold is known by its first pod)
+// in a state (held or ended).
+func holdKey(h gpuadmitv1.GangHold, state string) string {
+	first := types.UID("")
+	if len(h.Pods) > 0 {
+		first = h.Pods[0]
+	}
+	return h.Kind + "/" + h.Name + "/" + string(first) + "/" + state
+}
+
+// gangNote is a Warning Event to record once the round's write succeeded.
+type gangNote struct {
+	regarding corev1.ObjectReference
+	message   string
+}
+
+// tidyHolds tidies st's holds (absent: the pods this round found absent),
+// and reports whether it changed any, with the Events to record.
+func (s *Store) tidyHolds(ns string, st *gpuadmitv1.GPUReservationSetStatus, absent map[types.UID]bool) (bool, []gangNote) {
+	if len(st.Gangs) == 0 {
+		s.holds.keep(ns, nil)
+		return false, nil
+	}
+	now := s.opts.Clock.Now()
+	keys := map[string]bool{}
+	changed := false
+	var notes []gangNote
+	kept := make([]gpuadmitv1.GangHold, 0, len(st.Gangs))
+	for _, h := range st.Gangs {
+		group := s.groupOf(ns, h)
+		if group.gone {
+			changed = true
+			continue
+		}
+		if h.Slots == 0 {
+			key := holdKey(h, "ended")
+			keys[key] = true
+			if (h.Kind == gpuadmitv1.GangOptIn || group.absent) && now.Sub(s.holds.since(ns, key, now)) >= s.opts.HoldTimeout {
+				changed = true
+				continue
+			}
+			kept = append(kept, h)
+			continue
+		}
+		next, note := s.tidyHeld(ns, h, group, absent, now, keys)
+		changed = changed || !equalHold(next, h)
+		if note != nil {
+			notes = append(notes, *note)
+		}
+		kept = append(kept, next)
+	}
+	s.holds.keep(ns, keys)
+	if changed {
+		st.Gangs = kept
+	}
+	return changed, notes
+}
+
+// tidyHeld tidies a hold that still holds room (see above).
+func (s *Store) tidyHeld(ns string, h gpuadmitv1.GangHold, group groupState, absent map[types.UID]bool, now time.Time, keys map[string]bool) (gpuadmitv1.GangHold, *gangNote) {
+	var pods []types.UID
+	for _, uid := range h.Pods {
+		if !absent[uid] {
+			pods = append(pods, uid)
+		}
+	}
+	if len(pods) < len(h.Pods) {
+		h.Pods = pods
+	}
+	switch {
+	case len(h.Pods) == 0:
+		h.Slots, h.Ended = 0, gpuadmitv1.GangAbsent
+		return h, nil
+	case group.minCount > 0 && group.minCount < h.MinCount:
+		if left := max(group.minCount-int32(len(h.Pods)), 0); left < h.Slots {
+			h.Slots = left
+		}
+		if h.Slots == 0 {
+			h.Ended = gpuadmitv1.GangLowered
+			return h, nil
+		}
+	}
+	key := holdKey(h, "held")
+	keys[key] = true
+	if now.Sub(s.holds.since(ns, key, now)) < s.opts.HoldTimeout {
+		return h, nil
+	}
+	note := &gangNote{regarding: regardingHold(ns, h), message: fmt.Sprintf(
+		"gang %s/%s: %d of its %d pods never came within %s of gpuadmit first seeing its hold; the room held for them (%d x %s) is released, and the gang's later pods are ordinary pods, each decided on its own",
+		ns, h.Name, h.Slots, h.MinCount, s.opts.HoldTimeout, h.Slots, reservation.HoldDemand(h))}
+	h.Slots, h.Ended = 0, gpuadmitv1.GangReleased
+	return h, note
+}
+
+// groupState is what the PodGroup informer says of a hold's PodGroup.
+type groupState struct {
+	// gone: the informer saw it deleted, or holds another of its name.
+	// absent: the informer holds none of its name.
+	gone, absent bool
+	// minCount is its gang policy's minCount now (0: unknown; 1: none).
+	minCount int32
+}
+
+func (s *Store) groupOf(ns string, h gpuadmitv1.GangHold) groupState {
+	if h.Kind != gpuadmitv1.GangPodGroup || s.groups == nil {
+		return groupState{}
+	}
+	g, ok, err := s.groups.Get(ns, h.Name)
+	switch {
+	case err != nil:
+		return groupState{}
+	case ok && g.UID != h.PodGroupUID:
+		return groupState{gone: true}
+	case !ok:
+		return groupState{gone: s.groups.Deleted(h.PodGroupUID), absent: true}
+	}
+	return groupState{minCount: max(g.MinCount, 1)}
+}
+
+// regardingHold is what a hold's Event is about: its PodGroup, or an
+// annotation gang's first admitted pod.
+func regardingHold(ns string, h gpuadmitv1.GangHold) corev1.ObjectReference {
+	if h.Kind == gpuadmitv1.GangPodGroup {
+		return corev1.ObjectReference{APIVersion: "scheduling.k8s.io/v1beta1", Kind: "PodGroup", Namespace: ns, Name: h.Name, UID: h.PodGroupUID}
+	}
+	ref := corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: h.FirstPod}
+	if len(h.Pods) > 0 {
+		ref.UID = h.Pods[0]
+	}
+	return ref
+}
+
+// ReasonGangReleased is the reason of the Warning Event of a gang's hold
+// released by the hold timeout.
+const ReasonGangReleased = "GangHoldReleased"
+
+// announce records the notes' Events (after the write that ended the holds).
+func (s *Store) announce(ctx context.Context, notes []gangNote) {
+	for _, n := range notes {
+		s.opts.Log.Info("gang hold released", "namespace", n.regarding.Namespace, "gang", n.regarding.Name, "message", n.message)
+		if s.events != nil {
+			s.events.Warn(ctx, n.regarding, ReasonGangReleased, n.message)
+		}
+	}
+}
+
+func equalHold(a, b gpuadmitv1.GangHold) bool {
+	return a.Slots == b.Slots && a.Ended == b.Ended && len(a.Pods) == len(b.Pods)
+}

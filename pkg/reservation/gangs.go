@@ -1,0 +1,98 @@
+package reservation
+
+import (
+	"fmt"
+	"math"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// A gang's hold (gpuadmitv1.GangHold) is counted as one reservation of
+// its remaining slots x one slot's demand, under a key no pod or claim
+// can have (HoldUID, HoldName): no ledger records it, so every replica
+// counts it until the hold's slots are consumed or it ends. It is never
+// Unconfirmed: a review does not wait for a hold.
+
+// HoldUID is the UID under which the hold of gang kind/name is counted.
+func HoldUID(kind, name string) types.UID { return types.UID(holdPrefix + kind + "/" + name) }
+
+// HoldName is the name under which it is counted (no pod's name has a
+// '/').
+func HoldName(kind, name string) string { return holdPrefix + kind + "/" + name }
+
+const holdPrefix = "gang/"
+
+// Hold is hold h counted with slots slots (h.Slots, or fewer for the pod
+// of the gang that consumes one); false when that holds nothing.
+func Hold(h gpuadmitv1.GangHold, slots int32) (Reservation, bool) {
+	d := HoldDemand(h)
+	if slots <= 0 || d.IsZero() {
+		return Reservation{}, false
+	}
+	return Reservation{UID: HoldUID(h.Kind, h.Name), Name: HoldName(h.Kind, h.Name), Demand: Times(d, int64(slots))}, true
+}
+
+// HoldDemand is one slot's demand per family.
+func HoldDemand(h gpuadmitv1.GangHold) effective.Usage {
+	return UsageOf(gpuadmitv1.Reservation{Demand: h.Demand, Families: h.Families})
+}
+
+// Times is u x n per family and dimension, saturating at the largest
+// int64 (an overflow over-counts: it denies, never admits).
+func Times(u effective.Usage, n int64) effective.Usage {
+	out := effective.Usage{}
+	for f, v := range u {
+		out[f] = effective.Vector{GPU: mul(v.GPU, n), MemMiB: mul(v.MemMiB, n), Cores: mul(v.Cores, n)}
+	}
+	return out
+}
+
+func mul(a, n int64) int64 {
+	if a <= 0 || n <= 0 {
+		return 0
+	}
+	if a > math.MaxInt64/n {
+		return math.MaxInt64
+	}
+	return a * n
+}
+
+// countableHolds appends to out the holds of st that hold something.
+func countableHolds(st gpuadmitv1.GPUReservationSetStatus, out []Reservation) []Reservation {
+	for _, h := range st.Gangs {
+		if r, ok := Hold(h, h.Slots); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// validateHolds checks the holds of an object read from the API server.
+func validateHolds(u *gpuadmitv1.GPUReservationSet) error {
+	seen := make(map[string]bool, len(u.Status.Gangs))
+	for i, h := range u.Status.Gangs {
+		where := fmt.Sprintf("GPUReservationSet %s/%s: gang hold %d (%s %q)", u.Namespace, u.Name, i, h.Kind, h.Name)
+		key := h.Kind + "/" + h.Name
+		switch {
+		case h.Kind != gpuadmitv1.GangPodGroup && h.Kind != gpuadmitv1.GangOptIn:
+			return fmt.Errorf("%s: kind is neither %s nor %s", where, gpuadmitv1.GangPodGroup, gpuadmitv1.GangOptIn)
+		case h.Name == "":
+			return fmt.Errorf("%s: no name", where)
+		case seen[key]:
+			return fmt.Errorf("%s: held twice", where)
+		case h.MinCount < 2 || h.MinCount > gpuadmitv1.MaxGangMinCount:
+			return fmt.Errorf("%s: minCount %d is not within 2..%d", where, h.MinCount, gpuadmitv1.MaxGangMinCount)
+		case h.Slots < 0 || h.Slots >= h.MinCount:
+			return fmt.Errorf("%s: %d slots for a gang of %d", where, h.Slots, h.MinCount)
+		case len(h.Pods) > int(h.MinCount):
+			return fmt.Errorf("%s: %d pods for a gang of %d", where, len(h.Pods), h.MinCount)
+		case negative(gpuadmitv1.Reservation{Demand: h.Demand, Families: h.Families}):
+			return fmt.Errorf("%s: a negative demand", where)
+		}
+		seen[key] = true
+	}
+	return nil
+}
