@@ -73,7 +73,7 @@ func TestForgedGangHoldEnds(t *testing.T) {
 }
 
 // TestPodGroupChangesMidGang: what a PodGroup's owner does to it while its
-// gang is admitted: deleting it ends the hold at once (its room is free)
+// gang is admitted: deleting it (or its deletion beginning: a PodGroup waits for its pods behind a finalizer) ends the hold at once (its room is free)
 // and its later pods are denied (no PodGroup); lowering minCount shrinks
 // the hold to what is still missing (never below the admitted pods);
 // raising it holds no more (the hold's size was decided with the first
@@ -87,6 +87,7 @@ func TestPodGroupChangesMidGang(t *testing.T) {
 		next   bool  // the gang's third pod is admitted
 	}{
 		{name: "deleted", change: func(g *fakeGroups) { g.remove("pg") }, slots: -1},
+		{name: "being deleted", change: func(g *fakeGroups) { g.put(gang.Group{Name: "pg", UID: "u1", MinCount: 4, Deleting: true}) }, slots: -1},
 		{name: "lowered to 3", change: func(g *fakeGroups) { g.put(gang.Group{Name: "pg", UID: "u1", MinCount: 3}) }, slots: 1, next: true},
 		{name: "lowered to 1", change: func(g *fakeGroups) { g.put(gang.Group{Name: "pg", UID: "u1", MinCount: 1}) }, slots: 0, next: true},
 		{name: "raised to 8", change: func(g *fakeGroups) { g.put(gang.Group{Name: "pg", UID: "u1", MinCount: 8}) }, slots: 2, next: true},

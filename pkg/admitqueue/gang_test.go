@@ -1,6 +1,7 @@
 package admitqueue
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/gang"
 )
 
@@ -193,5 +195,39 @@ func TestGangDenialNamesTheHolder(t *testing.T) {
 	want := "gang ns/b needs 4 x"
 	if err != nil || res.Allowed || !strings.HasPrefix(res.Denials[0], want) || !strings.Contains(res.Denials[0], "room held by gang ns/a (3 pods still to come)") {
 		t.Fatalf("b-0: allowed %v %q %v; want denied naming gang ns/b and the room gang ns/a holds", res.Allowed, res.Denials, err)
+	}
+}
+
+// TestGangDryRunHoldsNothing: a dry run of a gang's first pod answers what
+// the create would get (denied when the whole gang does not fit; allowed
+// when it does) but writes no reservation and no hold, and takes no slot of
+// a gang that holds room.
+func TestGangDryRunHoldsNothing(t *testing.T) {
+	c := fakeClient(t)
+	s, l, _, _, _ := newGangStore(t, c, "a", nil, gangOpts())
+	dry := func(pod *corev1.Pod) decision.Result {
+		t.Helper()
+		f := limitDecider(l, 4096, 1024)
+		res, err := s.Admit(context.WithValue(t.Context(), decideKey{}, f), pod.UID, decision.Request{Pod: pod, Namespace: "ns", DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := dry(annotated("big-0", "big", "5")); res.Allowed || !strings.Contains(res.Denials[0], "gang ns/big needs 5 x") {
+		t.Fatalf("dry run of a gang of 5 into room for 4: %v %q, want denied naming the gang", res.Allowed, res.Denials)
+	}
+	if res := dry(annotated("g-0", "g", "4")); !res.Allowed {
+		t.Fatalf("dry run of a gang of 4 into room for 4: denied %q", res.Denials)
+	}
+	if res, err := admitMember(t.Context(), s, l, annotated("h-0", "h", "2"), 4096, 1024); err != nil || !res.Allowed {
+		t.Fatalf("h-0: %q %v", res.Denials, err)
+	}
+	if res := dry(annotated("h-1", "h", "2")); !res.Allowed {
+		t.Fatalf("dry run of h's second pod: denied %q", res.Denials)
+	}
+	st := reservationSet(t, c, "ns").Status
+	if len(st.Reservations) != 1 || len(st.Gangs) != 1 || st.Gangs[0].Slots != 1 {
+		t.Fatalf("%+v: want h-0's reservation and hold alone, its slot not taken by a dry run", st)
 	}
 }

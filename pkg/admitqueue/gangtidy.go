@@ -19,7 +19,8 @@ import (
 //	held, every admitted pod of the gang found absent ──▶ ended (Absent)
 //	held, the PodGroup's minCount lowered ──▶ fewer slots (ended, Lowered, at none)
 //	held, HoldTimeout since this replica first saw it ──▶ ended (Released), a Warning Event
-//	any, its PodGroup deleted (the informer saw it) or re-created ──▶ removed
+//	any, its PodGroup deleted (the informer saw it go, or its deletion
+//	  begin: it waits for its pods behind a finalizer) or re-created ──▶ removed
 //	ended, HoldTimeout since this replica first saw it ended, and its PodGroup
 //	  absent (an annotation gang's: always) ──▶ removed
 //
@@ -175,7 +176,7 @@ func (s *Store) groupOf(ns string, h gpuadmitv1.GangHold) groupState {
 	switch {
 	case err != nil:
 		return groupState{}
-	case ok && g.UID != h.PodGroupUID:
+	case ok && (g.UID != h.PodGroupUID || g.Deleting):
 		return groupState{gone: true}
 	case !ok:
 		return groupState{gone: s.groups.Deleted(h.PodGroupUID), absent: true}

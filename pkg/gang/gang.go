@@ -55,6 +55,9 @@ type Group struct {
 	// MinCount is the gang policy's minCount; 0 when the PodGroup has no
 	// gang policy (Basic).
 	MinCount int32
+	// Deleting: the PodGroup is being deleted (it waits for its pods to
+	// go); its gang has ended.
+	Deleting bool
 }
 
 // Lookup finds PodGroups (*Groups).
@@ -99,6 +102,9 @@ func ofGroup(pod *corev1.Pod, ns, name string, groups Lookup) (Member, error) {
 		return Member{}, fmt.Errorf("pod %s/%s names PodGroup %q: %w", ns, pod.Name, name, err)
 	case !ok:
 		return Member{}, fmt.Errorf("pod %s/%s names PodGroup %s/%s, which does not exist (yet): gpuadmit admits a gang whole once it knows its minCount; create the PodGroup first, then create the pod again",
+			ns, pod.Name, ns, name)
+	case g.Deleting:
+		return Member{}, fmt.Errorf("pod %s/%s names PodGroup %s/%s, which is being deleted: its gang has ended; create the PodGroup again, then the pod",
 			ns, pod.Name, ns, name)
 	case g.MinCount > MaxMinCount:
 		return Member{}, fmt.Errorf("pod %s/%s: PodGroup %s/%s's gang minCount %d is more than %d pods: such a gang is refused",

@@ -66,15 +66,18 @@ func NewGroups(kube kubernetes.Interface, now func() time.Time, forget time.Dura
 	return g, nil
 }
 
-// Transform keeps what gpuadmit reads of a PodGroup (the informer's transform): its name, namespace, UID,
-// resourceVersion and gang policy.
+// Transform keeps what gpuadmit reads of a PodGroup (the informer's
+// transform): its name, namespace, UID, resourceVersion, deletion
+// timestamp (a PodGroup being deleted waits, behind the API server's
+// PodGroupProtection finalizer, for its pods to go: its gang has ended)
+// and gang policy.
 func Transform(obj any) (any, error) {
 	pg, ok := obj.(*schedulingv1beta1.PodGroup)
 	if !ok {
 		return obj, nil // a tombstone
 	}
 	out := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: pg.Name, Namespace: pg.Namespace, UID: pg.UID,
-		ResourceVersion: pg.ResourceVersion}}
+		ResourceVersion: pg.ResourceVersion, DeletionTimestamp: pg.DeletionTimestamp}}
 	if gp := pg.Spec.SchedulingPolicy.Gang; gp != nil {
 		out.Spec.SchedulingPolicy.Gang = &schedulingv1beta1.GangSchedulingPolicy{MinCount: gp.MinCount}
 	}
@@ -103,7 +106,7 @@ func (g *Groups) Get(ns, name string) (Group, bool, error) {
 	if !ok {
 		return Group{}, false, nil
 	}
-	out := Group{Namespace: pg.Namespace, Name: pg.Name, UID: pg.UID}
+	out := Group{Namespace: pg.Namespace, Name: pg.Name, UID: pg.UID, Deleting: pg.DeletionTimestamp != nil}
 	if gp := pg.Spec.SchedulingPolicy.Gang; gp != nil {
 		out.MinCount = gp.MinCount
 	}
