@@ -21,7 +21,7 @@ import (
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 )
 
-// whyNS is the namespace of the why test: 16 GiB of GPU memory.
+// whyNS is the namespace of the why test: 24 GiB of GPU memory.
 const whyNS = "team-why"
 
 // whyJSON is the part of `gpuadmit why -o json` the test checks.
@@ -36,7 +36,8 @@ type whyJSON struct {
 	}
 }
 
-// testWhy: a Deployment of 3 × 8 GiB into 16 GiB, its ReplicaSet's pods
+// testWhy: a Deployment of 3 × 8 GiB into 24 GiB of which a pod holds 8,
+// its ReplicaSet's pods
 // created as the ReplicaSet controller would (no controller manager runs
 // here): two admitted, the third denied, a forged denial Event of
 // gpuadmit's component changing none of it. The denial is an Event on the
@@ -49,12 +50,19 @@ func (s *suite) testWhy(t *testing.T) {
 	if err := s.c.CreateNamespace(ctx, whyNS, nil); err != nil {
 		t.Fatal(err)
 	}
-	q := testquota.New(whyNS, "gpu-quota", map[string]string{"limits.nvidia.com/gpumem": "16384"})
+	q := testquota.New(whyNS, "gpu-quota", map[string]string{"limits.nvidia.com/gpumem": "24576"})
 	q.UID = ""
 	if _, err := s.c.Kube.CoreV1().ResourceQuotas(whyNS).Create(ctx, q, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	tmpl := testpod.New("t").App("app", testpod.GPU(1), testpod.Mem(8192)).Build()
+	// 8 GiB taken by another pod: the Deployment fits the limit (the
+	// workload check admits it), not today's headroom.
+	other := testpod.New("batch").NS(whyNS).App("app", testpod.GPU(1), testpod.Mem(8192)).Build()
+	other.UID, other.Status = "", corev1.PodStatus{}
+	if _, err := s.c.Kube.CoreV1().Pods(whyNS).Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	labels := map[string]string{"app": "web"}
 	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: tmpl.Spec}
 	dep, err := s.c.Kube.AppsV1().Deployments(whyNS).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"},
@@ -110,12 +118,12 @@ func (s *suite) testWhy(t *testing.T) {
 		got.LastDenial.On != "Deployment/web" || got.LastDenial.Reason != "GPUQuotaExceeded" ||
 		!strings.Contains(got.LastDenial.Message, "ReplicaSet web-7d9f (3 replicas): pod team-why/web-7d9f-2 denied") ||
 		len(got.Short) != 1 || got.Short[0].Resource != "nvidia.com/gpumem" || got.Short[0].Needed != 8192 ||
-		got.Short[0].Headroom != 0 || got.Short[0].Short != 8192 || got.Short[0].Quota != "gpu-quota" {
+		got.Short[0].Headroom != 0 || got.Short[0].Short != 8192 || got.Short[0].Used != 24576 || got.Short[0].Quota != "gpu-quota" {
 		t.Errorf("why -o json:\n%s", res.stdout)
 	}
 	table := s.kubectl(t, nil, "gpuadmit", "why", "deploy/web", "-n", whyNS)
 	for _, want := range []string{"Deployment/web   3         2          0         1",
-		"GPUQuotaExceeded on Deployment/web", "nvidia.com/gpumem   8192     0          8192    gpu-quota", "Gang: no gang"} {
+		"GPUQuotaExceeded on Deployment/web", "nvidia.com/gpumem   8192     0          8192    gpu-quota   24576   24576   0", "Gang: no gang"} {
 		if table.code != 1 || !strings.Contains(table.stdout, want) {
 			t.Errorf("kubectl gpuadmit why (exit %d) lacks %q:\n%s%s", table.code, want, table.stdout, table.stderr)
 		}

@@ -6,7 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
@@ -19,52 +19,52 @@ const gangAnnotation = "gpuadmit.io/gang"
 var reservationSets = schema.GroupVersionResource{Group: gpuadmitv1.GroupVersion().Group, Version: gpuadmitv1.GroupVersion().Version,
 	Resource: "gpureservationsets"}
 
-// gang is the gang a workload's pods are in: its name (the template's
-// PodGroup, or its gpuadmit.io/gang annotation), whether the namespace's
-// GPUReservationSet holds room for it (an entry of status.gangs) and that
-// entry as the GPUReservationSet writes it.
+// gang is the gang a workload's pods are in (the template's PodGroup, or
+// its gpuadmit.io/gang annotation) and the hold the namespace's
+// GPUReservationSet has for it (status.gangs): Waiting when its first pods
+// were admitted and it holds room for Slots more, which have not come yet.
 type gang struct {
-	Name    string         `json:"name"`
-	Holding bool           `json:"holding"`
-	Hold    map[string]any `json:"hold,omitempty"`
+	Kind    string `json:"kind"`
+	Name    string `json:"name"`
+	Waiting bool   `json:"waiting"`
+	// The hold's, when there is one.
+	MinCount  int32        `json:"minCount,omitempty"`
+	Slots     int32        `json:"slots,omitempty"`
+	Admitted  int          `json:"admitted,omitempty"`
+	HeldSince *metav1.Time `json:"heldSince,omitempty"`
+	Ended     string       `json:"ended,omitempty"`
 }
 
-// gangOf is w's gang (nil when its template names none), the
-// GPUReservationSet read through dc; what cannot be read is added to notes.
+// gangOf is w's gang (nil when its template names none), its hold read
+// through dc; what cannot be read is added to notes.
 func gangOf(ctx context.Context, dc dynamic.Interface, w *workload, notes []string) (*gang, []string) {
-	name := w.Template.Annotations[gangAnnotation]
-	if sg := w.Template.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
-		name = *sg.PodGroupName
+	g := &gang{Kind: gpuadmitv1.GangOptIn, Name: w.Template.Annotations[gangAnnotation]}
+	if sg := w.Template.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil && *sg.PodGroupName != "" {
+		g.Kind, g.Name = gpuadmitv1.GangPodGroup, *sg.PodGroupName
 	}
-	if name == "" {
+	if g.Name == "" {
 		return nil, notes
 	}
-	g := &gang{Name: name}
 	if dc == nil {
 		return g, notes
 	}
-	set, err := dc.Resource(reservationSets).Namespace(w.Namespace).Get(ctx, gpuadmitv1.ObjectName, metav1.GetOptions{})
+	obj, err := dc.Resource(reservationSets).Namespace(w.Namespace).Get(ctx, gpuadmitv1.ObjectName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return g, notes
 	case err != nil:
 		return g, append(notes, fmt.Sprintf("the gang's hold is not known: reading the GPUReservationSet: %v", err))
 	}
-	g.Hold = holdOf(set, name)
-	g.Holding = g.Hold != nil
-	return g, notes
-}
-
-// holdOf is the entry of set's status.gangs named name (by name or
-// podGroup), nil when there is none: a GPUReservationSet of a release
-// without gangs has no status.gangs.
-func holdOf(set *unstructured.Unstructured, name string) map[string]any {
-	gangs, _, _ := unstructured.NestedSlice(set.Object, "status", "gangs")
-	for _, e := range gangs {
-		m, ok := e.(map[string]any)
-		if ok && (m["name"] == name || m["podGroup"] == name) {
-			return m
+	var set gpuadmitv1.GPUReservationSet
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &set); err != nil {
+		return g, append(notes, fmt.Sprintf("the gang's hold is not known: the GPUReservationSet: %v", err))
+	}
+	for i := range set.Status.Gangs {
+		if h := &set.Status.Gangs[i]; h.Kind == g.Kind && h.Name == g.Name {
+			g.MinCount, g.Slots, g.Admitted, g.Ended = h.MinCount, h.Slots, len(h.Pods), h.Ended
+			g.HeldSince = h.HeldSince.DeepCopy()
+			g.Waiting = h.Ended == "" && h.Slots > 0
 		}
 	}
-	return nil
+	return g, notes
 }

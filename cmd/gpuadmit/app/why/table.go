@@ -44,10 +44,13 @@ func printReport(w io.Writer, r report) error {
 	switch g := r.Gang; {
 	case g == nil:
 		fmt.Fprintln(w, "Gang: no gang")
-	case g.Holding:
-		fmt.Fprintf(w, "Gang: %s, its room held in the namespace's GPUReservationSet\n", g.Name)
+	case g.Waiting:
+		fmt.Fprintf(w, "Gang: %s %s waiting: %d of %d admitted, room held for %d more since %s\n", g.Kind, g.Name, g.Admitted, g.MinCount,
+			g.Slots, g.HeldSince.UTC().Format(time.RFC3339))
+	case g.Ended != "":
+		fmt.Fprintf(w, "Gang: %s %s not waiting: its hold ended (%s)\n", g.Kind, g.Name, g.Ended)
 	default:
-		fmt.Fprintf(w, "Gang: %s, no room held for it\n", g.Name)
+		fmt.Fprintf(w, "Gang: %s %s not waiting: no room held for it\n", g.Kind, g.Name)
 	}
 	return output.PrintNotes(w, r.Notes)
 }

@@ -104,13 +104,26 @@ func TestExplain(t *testing.T) {
 		event("forged", "Deployment", "web", "someone", 100, time.Hour, "not gpuadmit's"),
 		event("other", "Deployment", "other", "gpuadmit-webhook", 1, 2*time.Hour, "another workload"),
 	}
-	holding := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gpuadmit.io/v1alpha1", "kind": "GPUReservationSet",
-		"metadata": map[string]any{"namespace": ns, "name": gpuadmitv1.ObjectName},
-		"status":   map[string]any{"gangs": []any{map[string]any{"name": "train", "minCount": int64(4)}}}}}
+	hold := func(kind, name string, slots int32, ended string) gpuadmitv1.GangHold {
+		return gpuadmitv1.GangHold{Kind: kind, Name: name, MinCount: 4, Slots: slots, Pods: []types.UID{"a", "b"}, Writer: "r",
+			HeldSince: metav1.NewTime(t0), Ended: ended}
+	}
+	set := &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gpuadmitv1.ObjectName},
+		Status: gpuadmitv1.GPUReservationSetStatus{Gangs: []gpuadmitv1.GangHold{
+			hold(gpuadmitv1.GangOptIn, "train", 2, ""), hold(gpuadmitv1.GangPodGroup, "train", 0, gpuadmitv1.GangReleased),
+			hold(gpuadmitv1.GangPodGroup, "ended", 0, gpuadmitv1.GangConsumed)}}}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holding := &unstructured.Unstructured{Object: obj}
+	holding.SetAPIVersion("gpuadmit.io/v1alpha1")
+	holding.SetKind("GPUReservationSet")
 	for _, tt := range []struct {
 		name                               string
 		objs                               []runtime.Object
 		set                                *unstructured.Unstructured
+		podGroup                           string
 		usedMiB                            int64
 		desired, existing, running, missed int32
 		last                               string
@@ -127,14 +140,20 @@ func TestExplain(t *testing.T) {
 				Limit: 24576, Used: 20480, Quota: "gpu-quota"}}},
 		{name: "missing pods that fit", objs: web(4, nil, running3()...), usedMiB: 8192, desired: 4, existing: 3, running: 2, missed: 1},
 		{name: "whole", objs: web(3, nil, running3()...), usedMiB: 24576, desired: 3, existing: 3, running: 2},
-		{name: "a gang held", objs: web(4, map[string]string{"gpuadmit.io/gang": "train"}, running3()...), set: holding, usedMiB: 24576,
+		{name: "an annotation gang waiting", objs: web(4, map[string]string{"gpuadmit.io/gang": "train"}, running3()...), set: holding, usedMiB: 24576,
 			desired: 4, existing: 3, running: 2, missed: 1,
 			short: []shortfall{{Family: "nvidia", Resource: "nvidia.com/gpumem", PerPod: 8192, Needed: 8192, Short: 8192, Limit: 24576, Used: 24576, Quota: "gpu-quota"}},
-			gang:  &gang{Name: "train", Holding: true}},
-		{name: "a gang not held (no status.gangs)", objs: web(3, map[string]string{"gpuadmit.io/gang": "eval"}, running3()...), set: holding,
-			usedMiB: 24576, desired: 3, existing: 3, running: 2, gang: &gang{Name: "eval"}},
+			gang:  &gang{Kind: "Annotation", Name: "train", Waiting: true, MinCount: 4, Slots: 2, Admitted: 2}},
+		{name: "a PodGroup of the same name: another gang, its hold released", objs: web(3, nil, running3()...), podGroup: "train", set: holding,
+			usedMiB: 24576, desired: 3, existing: 3, running: 2, gang: &gang{Kind: "PodGroup", Name: "train", MinCount: 4, Admitted: 2, Ended: "Released"}},
+		{name: "a gang with no hold", objs: web(3, map[string]string{"gpuadmit.io/gang": "eval"}, running3()...), set: holding,
+			usedMiB: 24576, desired: 3, existing: 3, running: 2, gang: &gang{Kind: "Annotation", Name: "eval"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.podGroup != "" {
+				d := tt.objs[0].(*appsv1.Deployment)
+				d.Spec.Template.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(tt.podGroup)}
+			}
 			kc := kubefake.NewClientset(tt.objs...)
 			var dobjs []runtime.Object
 			if tt.set != nil {
@@ -158,7 +177,10 @@ func TestExplain(t *testing.T) {
 			if len(r.Short) != len(tt.short) || len(tt.short) > 0 && r.Short[0] != tt.short[0] {
 				t.Errorf("short %+v\nwant %+v", r.Short, tt.short)
 			}
-			if (r.Gang == nil) != (tt.gang == nil) || r.Gang != nil && (r.Gang.Name != tt.gang.Name || r.Gang.Holding != tt.gang.Holding) {
+			if r.Gang != nil {
+				r.Gang.HeldSince = nil
+			}
+			if (r.Gang == nil) != (tt.gang == nil) || r.Gang != nil && *r.Gang != *tt.gang {
 				t.Errorf("gang %+v, want %+v", r.Gang, tt.gang)
 			}
 		})
@@ -225,6 +247,14 @@ func TestPrintReport(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
+	}
+	b.Reset()
+	r.Gang = &gang{Kind: "Annotation", Name: "train", Waiting: true, MinCount: 4, Slots: 2, Admitted: 2, HeldSince: &metav1.Time{Time: t0}}
+	if err := printReport(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Gang: Annotation train waiting: 2 of 4 admitted, room held for 2 more since 2026-12-06T12:00:00Z"; !strings.Contains(b.String(), want) {
+		t.Errorf("table lacks %q:\n%s", want, b.String())
 	}
 }
 
