@@ -72,18 +72,6 @@ func (k *Kind) PodSets(obj map[string]any) ([]PodSet, error) {
 	return out, nil
 }
 
-// Total is the pods of every set (saturating at MaxInt64).
-func Total(sets []PodSet) int64 {
-	var n int64
-	for _, s := range sets {
-		if s.Count > math.MaxInt64-n {
-			return math.MaxInt64
-		}
-		n += s.Count
-	}
-	return n
-}
-
 // count multiplies the template's factors at the template's indexes.
 func (t *Template) count(obj map[string]any, indexes []string) (int64, error) {
 	total := int64(1)
