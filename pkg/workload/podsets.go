@@ -104,6 +104,13 @@ func (f *Factor) read(obj map[string]any, indexes []string) (int64, string, erro
 	if n < 0 {
 		return 0, where, &CountError{Where: where, Reason: fmt.Sprintf("negative count %d", n)}
 	}
+	if !f.AtMost.IsZero() {
+		if c, _, ok := f.AtMost.at(obj, indexes); ok {
+			if bound, err := wholeNumber(c); err == nil && bound >= 0 {
+				n = min(n, bound)
+			}
+		}
+	}
 	if f.Offset != 0 {
 		if (f.Offset > 0 && n > math.MaxInt64-f.Offset) || n+f.Offset < 0 {
 			return 0, where, &CountError{Where: where, Reason: fmt.Sprintf("count %d%+d is out of range", n, f.Offset)}
