@@ -46,12 +46,16 @@ type PendingReservations interface {
 // the object's pod sets (pkg/workload) and answers with the workload
 // check's verdict (pkg/workloadcheck): denied past a hard limit (or warned
 // under workloads.enforcement Warn), warned when pods will wait or a
-// rollout will stall. It never reserves. An UPDATE or scale that only
+// rollout will stall. It never reserves. A workload whose templates name no
+// managed resource is allowed undecided. An UPDATE or scale that only
 // shrinks the workload (no more pods, the same templates) is allowed before
 // anything else, even while the gate is closed; a scale whose workload
 // cannot be read is denied with the reason.
 type WorkloadValidator struct {
-	Gate    Gate
+	Gate Gate
+	// GPUPods tells the pod templates that name a managed resource: a
+	// workload none of whose templates does is allowed undecided.
+	GPUPods GPUPods
 	Kinds   *workload.Kinds
 	Checker WorkloadChecker
 	Reader  WorkloadReader
@@ -101,6 +105,9 @@ func (v *WorkloadValidator) handle(ctx context.Context, req admission.Request) (
 	}
 	if a.old != nil && oldSets != nil && sameOrFewer(sets, oldSets) {
 		return admission.Allowed(""), reasonUnchanged, kind
+	}
+	if !v.governed(sets) {
+		return admission.Allowed(""), reasonNonGPU, kind
 	}
 	s := subject{kind: kind, ref: req.Namespace + "/" + a.name, obj: klog.KRef(req.Namespace, a.name)}
 	if resp, blocked := gate(v.Gate, s); blocked {
@@ -162,6 +169,20 @@ func (v *WorkloadValidator) request(ctx context.Context, req admission.Request, 
 		out.Pending = p
 	}
 	return out, nil
+}
+
+// governed reports whether a pod template of sets names a managed resource
+// (or a ResourceClaimTemplate of a governed class the ledger knows).
+func (v *WorkloadValidator) governed(sets []workload.PodSet) bool {
+	if v.GPUPods == nil {
+		return true
+	}
+	for _, s := range sets {
+		if v.GPUPods.Requests(s.Pod) {
+			return true
+		}
+	}
+	return false
 }
 
 // sameOrFewer reports whether every pod set of sets is one of old's with

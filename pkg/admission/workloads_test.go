@@ -72,7 +72,7 @@ func workloadHandler(t *testing.T, r *fakeReader, blocked bool) *WorkloadValidat
 	if blocked {
 		g = func() error { return errors.New("watches not synced") }
 	}
-	return &WorkloadValidator{Gate: g, Kinds: kinds, Checker: &workloadcheck.Checker{Fit: d}, Reader: r}
+	return &WorkloadValidator{Gate: g, GPUPods: d, Kinds: kinds, Checker: &workloadcheck.Checker{Fit: d}, Reader: r}
 }
 
 func workloadReview(op admissionv1.Operation, sub string, obj, old []byte, dryRun bool) admission.Request {
@@ -124,6 +124,8 @@ func TestWorkloadValidator(t *testing.T) {
 			req: workloadReview(admissionv1.Update, "scale", scaleJSON(0), scaleJSON(3), false), allowed: true},
 		{name: "negative scale", reader: &fakeReader{obj: deploymentJSON("1", 8192)},
 			req: workloadReview(admissionv1.Update, "scale", scaleJSON(-1), scaleJSON(3), false), code: 400, msg: "negative replicas"},
+		{name: "no managed resource, while not ready", blocked: true, allowed: true,
+			req: workloadReview(admissionv1.Create, "", []byte(strings.ReplaceAll(string(deploymentJSON("400", 8192)), "nvidia.com/", "example.com/")), nil, false)},
 		{name: "not an object", req: workloadReview(admissionv1.Create, "", []byte(`[1]`), nil, false), code: 400},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

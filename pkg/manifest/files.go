@@ -100,4 +100,5 @@ func (o *Objects) Append(more *Objects) {
 	o.DeviceClasses = append(o.DeviceClasses, more.DeviceClasses...)
 	o.Workloads = append(o.Workloads, more.Workloads...)
 	o.Skipped += more.Skipped
+	o.Other = append(o.Other, more.Other...)
 }

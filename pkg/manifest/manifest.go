@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,10 @@ type Objects struct {
 	Workloads []*Workload
 	// Skipped counts objects of other kinds.
 	Skipped int
+	// Other are those objects (Pod nil): a command that reads custom
+	// workload kinds (gpuadmit eval, through the configuration's
+	// workloads.kinds) finds theirs here.
+	Other []*Workload
 }
 
 // ReadFile reads a manifest file; "-" reads standard input.
@@ -65,7 +70,7 @@ func ReadFile(path string, stdin io.Reader) (*Objects, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range objs.Workloads {
+	for _, w := range append(slices.Clone(objs.Workloads), objs.Other...) {
 		w.Source = fmt.Sprintf("%s (%s)", name, w.Source)
 	}
 	return objs, nil
@@ -115,11 +120,11 @@ func (o *Objects) add(raw json.RawMessage, where string) error {
 	if strings.HasSuffix(h.Kind, "List") && h.Items != nil {
 		return o.addItems(h, where)
 	}
-	n := len(o.Workloads)
+	n, other := len(o.Workloads), len(o.Other)
 	if err := o.addObject(raw, h); err != nil {
 		return fmt.Errorf("%s (%s %s): %w", where, h.Kind, name(h.Metadata.Namespace, h.Metadata.Name), err)
 	}
-	for _, w := range o.Workloads[n:] {
+	for _, w := range append(o.Workloads[n:], o.Other[other:]...) {
 		w.Source = where
 	}
 	return nil
@@ -168,6 +173,7 @@ func (o *Objects) addObject(raw json.RawMessage, h header) error {
 		return o.addDRA(raw, h)
 	default:
 		o.Skipped++
+		o.Other = append(o.Other, &Workload{Kind: h.Kind, APIVersion: h.APIVersion, Name: h.Metadata.Name, Namespace: h.Metadata.Namespace, Object: raw})
 	}
 	return nil
 }

@@ -32,7 +32,9 @@ type Workload struct {
 	// for the others): its CREATE is what is decided.
 	Claim *resourcev1.ResourceClaim
 	// APIVersion and Object are a workload's as written (empty for a Pod
-	// or a ResourceClaim): the workload check reads its pod sets.
+	// or a ResourceClaim): the workload check reads its pod sets. A
+	// command that splits a custom workload into its pod sets (one
+	// Workload each) keeps Object on the first only.
 	APIVersion string
 	Object     json.RawMessage
 	// Source is where the object was read: its file and document

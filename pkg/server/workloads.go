@@ -38,7 +38,7 @@ func (s *Server) workloads(dec *decision.Decider, am *admission.Metrics, request
 		return err
 	}
 	warn := s.opts.Config.Workloads != nil && ptr.Deref(s.opts.Config.Workloads.Enforcement, "") == configv1alpha1.WorkloadEnforcementWarn
-	h := &ctrladmission.Webhook{Handler: &admission.WorkloadValidator{Gate: s, Kinds: kinds,
+	h := &ctrladmission.Webhook{Handler: &admission.WorkloadValidator{Gate: s, GPUPods: dec, Kinds: kinds,
 		Checker: &workloadcheck.Checker{Fit: dec, Warn: warn}, Reader: apiReader{s.mgr.GetAPIReader()},
 		Own: ownPods{s}, Pending: pending{s}, Metrics: am}, RecoverPanic: ptr.To(true), LogConstructor: requestLog("validate-workloads")}
 	s.mgr.GetWebhookServer().Register(ValidateWorkloadsPath, s.draining(detached(h, s.opts.Config.Admission.ReviewTimeout.Duration)))

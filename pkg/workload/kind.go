@@ -48,6 +48,10 @@ type Factor struct {
 	// Offset is added to the count read (or defaulted): -1 for a
 	// LeaderWorkerSet's workers (size counts the leader).
 	Offset int64
+	// AtMost, when set, bounds the count by the value there when the
+	// object has one: a Job runs at most spec.completions pods at once,
+	// whatever its parallelism.
+	AtMost Path
 }
 
 // GVK names the kind as group/version, Kind (apps/v1, Deployment).
@@ -107,7 +111,7 @@ func ControllerIdentity(controller string) Identity {
 
 // Builtins are the kinds always known: Deployments, ReplicaSets and
 // StatefulSets (spec.replicas, default 1), Jobs (spec.parallelism, default
-// 1) and CronJobs (the job template's).
+// 1, at most spec.completions) and CronJobs (the job template's).
 func Builtins() []Kind {
 	one := func(group, kind, tmpl, count, scale, controller string) Kind {
 		k := Kind{Group: group, Version: "v1", Kind: kind, PodCreator: ControllerIdentity(controller),
@@ -117,12 +121,17 @@ func Builtins() []Kind {
 		}
 		return k
 	}
+	job := func(kind, prefix string) Kind {
+		k := one("batch", kind, prefix+"template", prefix+"parallelism", "", "job-controller")
+		k.Templates[0].Replicas[0].AtMost = MustPath(prefix + "completions")
+		return k
+	}
 	return []Kind{
 		one("apps", "Deployment", "spec.template", "spec.replicas", "spec.replicas", "replicaset-controller"),
 		one("apps", "ReplicaSet", "spec.template", "spec.replicas", "spec.replicas", "replicaset-controller"),
 		one("apps", "StatefulSet", "spec.template", "spec.replicas", "spec.replicas", "statefulset-controller"),
-		one("batch", "Job", "spec.template", "spec.parallelism", "", "job-controller"),
-		one("batch", "CronJob", "spec.jobTemplate.spec.template", "spec.jobTemplate.spec.parallelism", "", "job-controller"),
+		job("Job", "spec."),
+		job("CronJob", "spec.jobTemplate.spec."),
 	}
 }
 

@@ -72,18 +72,6 @@ func (k *Kind) PodSets(obj map[string]any) ([]PodSet, error) {
 	return out, nil
 }
 
-// Total is the pods of every set (saturating at MaxInt64).
-func Total(sets []PodSet) int64 {
-	var n int64
-	for _, s := range sets {
-		if s.Count > math.MaxInt64-n {
-			return math.MaxInt64
-		}
-		n += s.Count
-	}
-	return n
-}
-
 // count multiplies the template's factors at the template's indexes.
 func (t *Template) count(obj map[string]any, indexes []string) (int64, error) {
 	total := int64(1)
@@ -115,6 +103,13 @@ func (f *Factor) read(obj map[string]any, indexes []string) (int64, string, erro
 	}
 	if n < 0 {
 		return 0, where, &CountError{Where: where, Reason: fmt.Sprintf("negative count %d", n)}
+	}
+	if !f.AtMost.IsZero() {
+		if c, _, ok := f.AtMost.at(obj, indexes); ok {
+			if bound, err := wholeNumber(c); err == nil && bound >= 0 {
+				n = min(n, bound)
+			}
+		}
 	}
 	if f.Offset != 0 {
 		if (f.Offset > 0 && n > math.MaxInt64-f.Offset) || n+f.Offset < 0 {

@@ -55,6 +55,9 @@ func TestBuiltinPodSets(t *testing.T) {
 		{"ReplicaSet", `{"replicas":2,"template":` + tmpl() + `}`, 2, ""},
 		{"Job", `{"parallelism":8,"completions":8,"template":` + tmpl() + `}`, 8, ""},
 		{"Job", `{"template":` + tmpl() + `}`, 1, ""},
+		{"Job", `{"parallelism":8,"completions":2,"template":` + tmpl() + `}`, 2, ""},
+		{"Job", `{"parallelism":8,"completions":-2,"template":` + tmpl() + `}`, 8, ""},
+		{"Job", `{"parallelism":-1,"completions":2,"template":` + tmpl() + `}`, 0, "negative count -1"},
 		{"CronJob", `{"schedule":"* * * * *","jobTemplate":{"spec":{"parallelism":3,"template":` + tmpl() + `}}}`, 3, ""},
 	} {
 		k := builtin(t, tt.kind)

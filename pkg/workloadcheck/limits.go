@@ -47,12 +47,12 @@ func sum(sets []fitted) ([]*total, error) {
 				order = append(order, t)
 			}
 			if per > math.MaxInt64/s.set.Count || t.need > math.MaxInt64-per*s.set.Count {
-				return nil, fmt.Errorf("%d pods x %s of %s does not fit in 64 bits", s.set.Count, amount(per, u), u.Resource)
+				return nil, fmt.Errorf("%s x %s of %s does not fit in 64 bits", pods(s.set.Count), amount(per, u), u.Resource)
 			}
 			t.need += per * s.set.Count
 			t.pods += s.set.Count
 			t.perPod = max(t.perPod, per)
-			t.terms = append(t.terms, fmt.Sprintf("%d pods x %s", s.set.Count, amount(per, u)))
+			t.terms = append(t.terms, fmt.Sprintf("%s x %s", pods(s.set.Count), amount(per, u)))
 		}
 	}
 	return order, nil
@@ -155,4 +155,12 @@ func satMul(a, b int64) int64 {
 		return math.MaxInt64
 	}
 	return a * b
+}
+
+// pods is "1 pod" or "n pods".
+func pods(n int64) string {
+	if n == 1 {
+		return "1 pod"
+	}
+	return fmt.Sprintf("%d pods", n)
 }

@@ -5,9 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/internal/cluster/local"
 	"github.com/gpuadmit/gpuadmit/internal/load/creates"
@@ -118,6 +120,20 @@ func testWorkloads(t *testing.T, c *local.Cluster) {
 	apply("Job of 8 x 1 GPU", jobYAML(ns, 8), false, append(gpus, "Job workloads/allreduce"))
 	apply("CronJob of 8 x 1 GPU", cronJobYAML(ns, 8), false, append(gpus, "CronJob workloads/nightly"))
 	apply("CronJob of 2 x 1 GPU", cronJobYAML(ns, 2), true, []string{"cronjob.batch/nightly created"})
+	// Through the typed client (a request whose subResource is absent, not
+	// empty): a non-GPU Deployment is created, a GPU one past the limit is not.
+	plain := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: ns}, Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](50), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "plain"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "plain"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.example/web:1"}}}}}}
+	if _, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, plain, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("a Deployment of no GPU refused: %v", err)
+	}
+	big := plain.DeepCopy()
+	big.Name, big.Spec.Template.Spec.Containers[0].Resources = "big", creates.GPUPod(ns, "x", "", 8192).Spec.Containers[0].Resources
+	if _, err := c.Kube.AppsV1().Deployments(ns).Create(ctx, big, metav1.CreateOptions{}); err == nil || !strings.Contains(err.Error(), "can never run whole") {
+		t.Fatalf("a Deployment of 50 x 8 GiB: %v", err)
+	}
 	if s := c.Namespace(ns); s.Used.Of("nvidia").MemMiB != 3*8192 || s.Reservations != 0 {
 		t.Errorf("the workload checks charged something: used %s, %d reservations", s.Used, s.Reservations)
 	}

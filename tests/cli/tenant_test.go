@@ -2,6 +2,8 @@ package cli_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +81,37 @@ func (s *suite) testTenantGetsTheWebhooksVerdict(t *testing.T) {
 	}
 	if !strings.Contains(got.Denials[0], `namespace "team-t": nvidia.com/gpumem: pod needs`) {
 		t.Errorf("the denial %q is not the quota's", got.Denials[0])
+	}
+	s.testTenantWorkloadWhole(t)
+}
+
+// testTenantWorkloadWhole: bob's eval of a Deployment of two whole cards,
+// which can never fit the quota of 45000 MiB, dry-runs the Deployment's own
+// create too: the workloads webhook refuses it as a whole, as it refuses
+// the admin's apply.
+func (s *suite) testTenantWorkloadWhole(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cards.yaml")
+	manifest := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: cards, namespace: " + tenantNS + "}\nspec:\n  replicas: 2\n" +
+		"  selector: {matchLabels: {app: cards}}\n  template:\n    metadata: {labels: {app: cards}}\n    spec:\n" +
+		"      containers: [{name: app, image: registry.example/app:1, resources: {limits: {nvidia.com/gpu: 1}}}]\n"
+	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := s.kubectl(t, nil, "gpuadmit", "eval", "-f", path, "-o", "json", "--as", "bob")
+	var got struct {
+		Allowed bool       `json:"allowed"`
+		Objects []evalJSON `json:"objects"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || len(got.Objects) != 1 {
+		t.Fatalf("eval --as bob of the Deployment: exit %d, stderr %q: %v\n%s", r.code, r.stderr, err, r.stdout)
+	}
+	denials := strings.Join(got.Objects[0].Denials, "\n")
+	if r.code != 1 || got.Allowed || !strings.Contains(denials, "Deployment "+tenantNS+"/cards-") || !strings.Contains(denials, "can never run whole: 2 pods x") {
+		t.Fatalf("eval --as bob of the Deployment: exit %d, denials %q; want it refused as a whole", r.code, denials)
+	}
+	apply := s.kubectl(t, nil, "apply", "-f", path)
+	if apply.code == 0 || !strings.Contains(apply.stderr, `admission webhook "validate-workloads.gpuadmit.io" denied the request`) {
+		t.Fatalf("the admin's apply of the Deployment: exit %d, stderr %q", apply.code, apply.stderr)
 	}
 }
 

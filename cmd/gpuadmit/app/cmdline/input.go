@@ -37,6 +37,13 @@ func (m ManifestFlags) Stdin() bool { return slices.Contains(m.Files, "-") }
 // (Failed). When no manifest holds a Pod, a workload or a ResourceClaim,
 // the objects are nil.
 func (m ManifestFlags) Read(stdin io.Reader) (*manifest.Objects, error) {
+	return m.ReadExpanded(stdin, nil)
+}
+
+// ReadExpanded is Read with expand (when set) run on the objects read
+// before they are counted: it may turn objects of other kinds into
+// workloads (eval's custom workload kinds).
+func (m ManifestFlags) ReadExpanded(stdin io.Reader, expand func(*manifest.Objects)) (*manifest.Objects, error) {
 	stdin, seen := TeeStdin(m.Files, stdin)
 	files, err := manifest.Files(m.Files, m.recursive)
 	if err != nil {
@@ -51,6 +58,9 @@ func (m ManifestFlags) Read(stdin io.Reader) (*manifest.Objects, error) {
 			continue
 		}
 		objs.Append(more)
+	}
+	if expand != nil {
+		expand(objs)
 	}
 	if len(objs.Workloads) == 0 {
 		if len(errs) > 0 {

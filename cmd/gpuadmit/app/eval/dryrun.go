@@ -43,6 +43,9 @@ type dryRunner interface {
 	Forbidden() []string
 	DryRunPod(ctx context.Context, pod *corev1.Pod) (source.Verdict, error)
 	DryRunClaim(ctx context.Context, claim *resourcev1.ResourceClaim) (source.Verdict, error)
+	// DryRunWorkload dry-runs a built-in workload's create: the verdict on
+	// it as a whole.
+	DryRunWorkload(ctx context.Context, apiVersion, kind, ns string, raw []byte) (source.Verdict, error)
 }
 
 // webhookDecides returns the dry runner and what the local decision would
@@ -120,6 +123,9 @@ func (e *Evaluation) dryRunObject(ctx context.Context, w *manifest.Workload, r d
 	}
 	o.Allowed, o.Denials = v.Allowed, v.Denials
 	o.Warnings = append(slices.Clone(v.Warnings), notConsulted...)
+	if err := e.dryRunWhole(ctx, w, r, &o); err != nil {
+		return o, err
+	}
 	if o.Effective, o.Families, err = annotated(v.Effective); err != nil {
 		return o, err
 	}
@@ -137,6 +143,31 @@ func (e *Evaluation) dryRunObject(ctx context.Context, w *manifest.Workload, r d
 		o.Warnings = []string{}
 	}
 	return o, nil
+}
+
+// dryRunWhole adds the dry run of a built-in workload's own create (the
+// workloads webhook's verdict on it as a whole) to o: its denials first,
+// then its warnings. A user who may not create the workload is warned, not
+// failed: its pod was decided.
+func (e *Evaluation) dryRunWhole(ctx context.Context, w *manifest.Workload, r dryRunner, o *evalObject) error {
+	if len(w.Object) == 0 || w.Replicas == manifest.PerNode || (w.APIVersion != "apps/v1" && w.APIVersion != "batch/v1") {
+		return nil
+	}
+	v, err := r.DryRunWorkload(ctx, w.APIVersion, w.Kind, o.evaluatedIn, w.Object)
+	var forbidden *source.DryRunForbiddenError
+	if errors.As(err, &forbidden) {
+		e.Warn(fmt.Sprintf("%s %q is not checked as a whole: %v", w.Kind, w.Name, err))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !v.Allowed {
+		o.Allowed = false
+		o.Denials = append(slices.Clone(v.Denials), o.Denials...)
+	}
+	o.Warnings = append(slices.Clone(v.Warnings), o.Warnings...)
+	return nil
 }
 
 // annotated reads the mutating webhook's gpuadmit.io/effective

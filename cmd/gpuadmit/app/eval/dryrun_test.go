@@ -26,6 +26,10 @@ type tenantSource struct {
 	verdict   source.Verdict
 	err       error
 	asked     []*corev1.Pod
+	// whole is the verdict on a workload's own create (nil: allowed);
+	// workloads are those asked.
+	whole     *source.Verdict
+	workloads []string
 }
 
 func (s *tenantSource) Forbidden() []string { return s.forbidden }
@@ -37,6 +41,14 @@ func (s *tenantSource) DryRunPod(_ context.Context, pod *corev1.Pod) (source.Ver
 
 func (s *tenantSource) DryRunClaim(context.Context, *resourcev1.ResourceClaim) (source.Verdict, error) {
 	return s.verdict, s.err
+}
+
+func (s *tenantSource) DryRunWorkload(_ context.Context, apiVersion, kind, _ string, _ []byte) (source.Verdict, error) {
+	s.workloads = append(s.workloads, apiVersion+" "+kind)
+	if s.whole != nil {
+		return *s.whole, nil
+	}
+	return source.Verdict{Allowed: true}, nil
 }
 
 // TestWebhookDecidesWhatTheUserCannotRead: with a read refused, eval never
@@ -108,6 +120,42 @@ func TestWebhookDecidesWhatTheUserCannotRead(t *testing.T) {
 			}
 			if tt.wantWarning != "" && !slices.ContainsFunc(o.Warnings, func(w string) bool { return strings.Contains(w, tt.wantWarning) }) {
 				t.Errorf("warnings %q lack %q", o.Warnings, tt.wantWarning)
+			}
+		})
+	}
+}
+
+// TestWebhookChecksTheWorkloadWhole: decided by the webhook, a built-in
+// workload's own create is dry-run too, and the workloads webhook's
+// verdict on it as a whole comes first; a user who may not create it is
+// warned, the pod's verdict kept.
+func TestWebhookChecksTheWorkloadWhole(t *testing.T) {
+	const deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: train, namespace: team-a}\nspec:\n  replicas: 4\n" +
+		"  selector: {matchLabels: {app: t}}\n  template:\n    metadata: {labels: {app: t}}\n    spec:\n" +
+		"      containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 8192}}}]\n"
+	whole := "gpuadmit: Deployment team-a/train can never run whole: 4 pods x 8192 MiB = 32768 MiB"
+	for _, tt := range []struct {
+		name        string
+		whole       source.Verdict
+		wantAllowed bool
+		wantDenials []string
+	}{
+		{name: "refused as a whole", whole: source.Verdict{Denials: []string{whole}, ByGpuadmit: true}, wantDenials: []string{whole}},
+		{name: "allowed as a whole", whole: source.Verdict{Allowed: true}, wantAllowed: true, wantDenials: []string{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := &tenantSource{Dump: source.Dump{Path: fixtures.State + "idle-a10-quota24g.yaml"}, forbidden: []string{"list nodes"},
+				verdict: source.Verdict{Allowed: true}, whole: &tt.whole}
+			e := Evaluation{Source: src, Warn: func(string) {}, User: &decision.UserInfo{Username: "alice"}, Setup: setup.Setup{Cfg: config.Default()}}
+			out, _, err := e.Run(t.Context(), cmdline.ManifestFlags{Files: []string{"-"}}, strings.NewReader(deployment))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(src.workloads, []string{"apps/v1 Deployment"}) {
+				t.Fatalf("workloads dry-run %q, want the Deployment", src.workloads)
+			}
+			if o := out.Objects[0]; o.Allowed != tt.wantAllowed || !slices.Equal(o.Denials, tt.wantDenials) {
+				t.Fatalf("allowed %v, denials %q; want %v, %q", o.Allowed, o.Denials, tt.wantAllowed, tt.wantDenials)
 			}
 		})
 	}

@@ -97,6 +97,18 @@ when a pod or claim is denied. The effective demand is the nvidia
 family's; that of every other device family the pod asks for is under
 "families" (a FAMILY column in the table).
 
+A workload (a Deployment, ReplicaSet, StatefulSet, Job or CronJob, or an
+object of a kind the configuration's workloads.kinds lists: JobSet,
+LeaderWorkerSet, RayCluster, Kubeflow's jobs...) is first checked as a
+whole, as the webhook checks it when it is applied: its pods x their
+demand past a hard limit of the namespace is a denial, pods that will
+wait for room a warning. Its pods are then decided as the identity its
+controller creates them as (the kind's podCreator: kube-controller-
+manager's replicaset-controller, statefulset-controller or job-controller
+for the built-in kinds), so that policies reading input.userInfo decide
+as in the cluster; --as-requester decides them as the requesting user. A
+custom kind's pod templates are a row each.
+
 Each ResourceClaim (resource.k8s.io/v1) of the manifests is decided as the
 webhook decides its CREATE: the devices of the DeviceClasses the
 configuration governs it asks for, against the same limits (a claim of

@@ -55,6 +55,8 @@ type Evaluation struct {
 	matcher  *matchcond.Matcher
 	// kinds are the workload kinds the configuration reads.
 	kinds *workload.Kinds
+	// expandErrs are the custom workloads whose pod sets cannot be read.
+	expandErrs []error
 	// PodsAsRequester decides a workload's pods as the requesting user
 	// instead of the identity its controller creates pods as.
 	PodsAsRequester bool
@@ -66,11 +68,10 @@ type Evaluation struct {
 // namespace is not -n's are each one error of the result's Failed, the
 // others decided; none decided is an error.
 func (e *Evaluation) Run(ctx context.Context, in cmdline.ManifestFlags, stdin io.Reader) (Objects, bool, error) {
-	objs, err := in.Read(stdin)
+	objs, failed, err := e.read(in, stdin)
 	if objs == nil {
 		return Objects{}, false, err
 	}
-	failed := cmdline.Unwrapped(err)
 	if e.Strict {
 		failed = append(failed, e.mismatched(objs)...)
 		if len(objs.Workloads) == 0 {
@@ -107,6 +108,20 @@ func (e *Evaluation) Run(ctx context.Context, in cmdline.ManifestFlags, stdin io
 		return Objects{}, false, errors.Join(out.Failed...)
 	}
 	return out, effectivecmd.OnePod(objs) && len(out.Failed) == 0, nil
+}
+
+// read reads the manifests, the configured custom workloads among them:
+// the objects (nil with the error when there are none to decide) and the
+// files and objects that failed.
+func (e *Evaluation) read(in cmdline.ManifestFlags, stdin io.Reader) (*manifest.Objects, []error, error) {
+	if err := e.loadKinds(); err != nil {
+		return nil, nil, err
+	}
+	objs, err := in.ReadExpanded(stdin, e.expandCustom)
+	if objs == nil {
+		return nil, nil, err
+	}
+	return objs, append(cmdline.Unwrapped(err), e.expandErrs...), nil
 }
 
 // mismatched takes out of objs the objects whose own namespace is not
@@ -204,7 +219,7 @@ func (e *Evaluation) prepare(ctx context.Context) error {
 	if e.matcher, err = matchcond.Load(webhookmanifests.WebhooksYAML()); err != nil {
 		return fmt.Errorf("shipped webhook configuration: %w", err)
 	}
-	return e.loadKinds()
+	return nil
 }
 
 // object decides the pods of w one after the other, each admitted pod

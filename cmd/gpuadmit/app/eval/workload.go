@@ -35,16 +35,17 @@ func (e *Evaluation) workloadVerdict(ctx context.Context, w *manifest.Workload, 
 	if err != nil {
 		return nil, err
 	}
+	name := objectName(obj, w.Name)
 	sets, err := k.PodSets(obj)
 	if err != nil {
-		return &workloadcheck.Verdict{Denials: []string{fmt.Sprintf("gpuadmit: %s %s/%s: %v", w.Kind, ns, w.Name, err)}}, nil
+		return &workloadcheck.Verdict{Denials: []string{fmt.Sprintf("gpuadmit: %s %s/%s: %v", w.Kind, ns, name, err)}}, nil
 	}
 	for i := range sets {
 		sets[i].Pod.Namespace = ns
 	}
 	warn := *e.Setup.Cfg.Workloads.Enforcement == v1alpha1.WorkloadEnforcementWarn
 	c := &workloadcheck.Checker{Fit: e.decider, Warn: warn}
-	v, err := c.Check(ctx, workloadcheck.Request{New: &workloadcheck.Workload{Kind: w.Kind, Namespace: ns, Name: w.Name, Sets: sets},
+	v, err := c.Check(ctx, workloadcheck.Request{New: &workloadcheck.Workload{Kind: w.Kind, Namespace: ns, Name: name, Sets: sets},
 		Pending: e.reserved[ns]})
 	if err != nil {
 		return nil, err
@@ -104,4 +105,48 @@ func withVerdict(o evalObject, v *workloadcheck.Verdict) evalObject {
 	}
 	o.Warnings = append(append([]string{}, v.Warnings...), o.Warnings...)
 	return o
+}
+
+// expandCustom turns each object of objs.Other whose kind the
+// configuration's workloads.kinds reads into workloads, one per pod set
+// (named after the object, and the set's template when it has several),
+// in input order after the others; the verdict on the whole object is
+// made once, with its first set. An object whose pod sets cannot be read
+// is an error of the run.
+func (e *Evaluation) expandCustom(objs *manifest.Objects) {
+	for _, o := range objs.Other {
+		k := e.kindOf(o)
+		if k == nil || workload.IsBuiltin(k.Group, k.Kind) {
+			continue
+		}
+		obj, err := workload.Decode(o.Object)
+		var sets []workload.PodSet
+		if err == nil {
+			sets, err = k.PodSets(obj)
+		}
+		if err != nil {
+			e.expandErrs = append(e.expandErrs, fmt.Errorf("%s (%s %s): %w", o.Source, o.Kind, o.Name, err))
+			continue
+		}
+		for i, s := range sets {
+			w := &manifest.Workload{Kind: o.Kind, APIVersion: o.APIVersion, Name: o.Name, Namespace: o.Namespace, Replicas: s.Count,
+				Pod: s.Pod, Source: o.Source}
+			if len(sets) > 1 {
+				w.Name = o.Name + " " + s.Name
+			}
+			if i == 0 {
+				w.Object = o.Object
+			}
+			objs.Workloads = append(objs.Workloads, w)
+		}
+	}
+}
+
+// objectName is obj's metadata.name, else def.
+func objectName(obj map[string]any, def string) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	if n, _ := meta["name"].(string); n != "" {
+		return n
+	}
+	return def
 }

@@ -233,6 +233,8 @@ func verifyCase(ctx context.Context, c *cmdline.CLI, suite *policySuite, t suite
 		User:   cs.User.info(),
 		Setup:  setup.Setup{Cfg: cfg},
 		Engine: engine,
+		// A case's user decides its pods, a workload's included.
+		PodsAsRequester: true,
 	}
 	out, _, err := e.Run(ctx, cmdline.ManifestFlags{Files: []string{file}}, stdin)
 	if err == nil && len(out.Failed) > 0 {

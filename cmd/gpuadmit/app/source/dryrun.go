@@ -167,7 +167,7 @@ func refusal(v *Verdict, resource, ns string, err error) error {
 	switch {
 	case m != nil:
 		name := msg[m[2]:m[3]]
-		v.ByGpuadmit = name == "validate.gpuadmit.io" || name == "validate-resourceclaims.gpuadmit.io"
+		v.ByGpuadmit = name == "validate.gpuadmit.io" || name == "validate-resourceclaims.gpuadmit.io" || name == "validate-workloads.gpuadmit.io"
 		v.Denials = []string{msg[m[1]:]}
 		if !v.ByGpuadmit {
 			v.Denials = []string{"refused by the admission webhook " + name + " (not gpuadmit's): " + msg[m[1]:]}
