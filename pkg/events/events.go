@@ -92,7 +92,7 @@ func (e *Recorder) WithOwners(r client.Reader, clk clock.PassiveClock) *Recorder
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	e.owners = &owners{reader: r, clock: clk, seen: map[types.UID]ownerEntry{}}
+	e.owners = &owners{reader: r, clock: clk, seen: map[ownerKey]ownerEntry{}}
 	return e
 }
 

@@ -61,7 +61,20 @@ type owners struct {
 	reader client.Reader
 	clock  clock.PassiveClock
 	mu     sync.Mutex
-	seen   map[types.UID]ownerEntry
+	seen   map[ownerKey]ownerEntry
+}
+
+// ownerKey is what a read is remembered under: the whole reference the pod
+// named, not its UID alone, so that a pod of another namespace naming the
+// same UID (the API server does not check an owner reference's UID) is
+// never handed the walk of an object it does not own.
+type ownerKey struct {
+	namespace, apiVersion, kind, name string
+	uid                               types.UID
+}
+
+func keyOf(ref corev1.ObjectReference) ownerKey {
+	return ownerKey{namespace: ref.Namespace, apiVersion: ref.APIVersion, kind: ref.Kind, name: ref.Name, uid: ref.UID}
 }
 
 // walkable reports whether ref is a kind whose owner is walked up to.
@@ -79,7 +92,7 @@ func (o *owners) workloadOf(ctx context.Context, first corev1.ObjectReference) (
 	}
 	now := o.clock.Now()
 	o.mu.Lock()
-	e, ok := o.seen[first.UID]
+	e, ok := o.seen[keyOf(first)]
 	o.mu.Unlock()
 	if ok && now.Before(e.expires) {
 		return e.w, e.found
@@ -91,9 +104,9 @@ func (o *owners) workloadOf(ctx context.Context, first corev1.ObjectReference) (
 	}
 	o.mu.Lock()
 	if len(o.seen) >= ownerCacheSize {
-		o.seen = map[types.UID]ownerEntry{}
+		o.seen = map[ownerKey]ownerEntry{}
 	}
-	o.seen[first.UID] = ownerEntry{w: w, found: found, expires: now.Add(ttl)}
+	o.seen[keyOf(first)] = ownerEntry{w: w, found: found, expires: now.Add(ttl)}
 	o.mu.Unlock()
 	return w, found
 }

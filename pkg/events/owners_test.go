@@ -123,7 +123,7 @@ func TestOwnerReadsAreBounded(t *testing.T) {
 			return c.Get(ctx, k, o, opts...)
 		}})
 		clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
-		o := &owners{reader: reader, clock: clk, seen: map[types.UID]ownerEntry{}}
+		o := &owners{reader: reader, clock: clk, seen: map[ownerKey]ownerEntry{}}
 		for range 50 {
 			if _, ok := o.workloadOf(t.Context(), rsRef); !ok {
 				t.Fatal("no Deployment found")
@@ -159,4 +159,26 @@ func TestOwnerReadsAreBounded(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestOwnerCacheIsPerReference: the API server does not check an owner
+// reference's UID, so a pod of team-b naming team-a's ReplicaSet UID right
+// after a team-a denial must not be handed team-a's walk (found by the
+// review of issue 45: the cache was keyed by UID alone).
+func TestOwnerCacheIsPerReference(t *testing.T) {
+	rs := replicaSet("web-7d9f", "rs-uid", 4, controllerRef("apps/v1", "Deployment", "web", "dep-uid"))
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(rs).Build()
+	o := &owners{reader: c, clock: clocktesting.NewFakeClock(time.Unix(1000, 0)), seen: map[ownerKey]ownerEntry{}}
+	a := corev1.ObjectReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9f", UID: "rs-uid", Namespace: "team-a"}
+	if w, ok := o.workloadOf(t.Context(), a); !ok || w.ref.Namespace != "team-a" {
+		t.Fatalf("team-a's own denial: %+v %v", w, ok)
+	}
+	for _, forged := range []corev1.ObjectReference{
+		{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "anything", UID: "rs-uid", Namespace: "team-b"},
+		{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9f", UID: "rs-uid", Namespace: "team-b"},
+	} {
+		if w, ok := o.workloadOf(t.Context(), forged); ok {
+			t.Errorf("a %s denial naming team-a's ReplicaSet UID is walked to %s %s/%s", forged.Namespace, w.ref.Kind, w.ref.Namespace, w.ref.Name)
+		}
+	}
 }

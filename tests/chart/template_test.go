@@ -81,7 +81,7 @@ func TestRender(t *testing.T) {
 				role := grants(find(objs, "ClusterRole", "gpuadmit-webhook"))
 				for _, want := range []string{"authentication.k8s.io tokenreviews create", "authorization.k8s.io subjectaccessreviews create",
 					"admissionregistration.k8s.io validatingwebhookconfigurations list,watch",
-					"admissionregistration.k8s.io validatingwebhookconfigurations/gpuadmit get,update", "events create,patch"} {
+					"admissionregistration.k8s.io validatingwebhookconfigurations/gpuadmit get,update", "events create,patch,list,watch"} {
 					if !slices.Contains(role, want) {
 						t.Errorf("the webhook's ClusterRole lacks %q: %q", want, role)
 					}
