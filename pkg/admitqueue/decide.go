@@ -92,16 +92,15 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUReservationSet
 // decide decides r counting the reservations of st (but its own: decided
 // as if an earlier review of this pod had not reserved) and the room held
 // for the reviews that wait before it; a gang's pod counts its gang's
-// hold as turn says, and a gang's first pod must fit with its whole gang.
+// hold as turn says, and a gang's first pod that fits on its own must fit
+// with its whole gang too (only that denial names the gang).
 func (s *Store) decide(r *review, turn gangTurn, st *gpuadmitv1.GPUReservationSetStatus, held []reservation.Reservation) (decision.Result, error) {
 	req := r.req
 	req.Reservations = append(gangReservations(turn, st, s.countable(*st, r.uid)), held...)
 	res, err := s.decider.Decide(r.ctx, req)
 	switch {
-	case err != nil || !turn.first():
-		return res, err
-	case !res.Allowed:
-		return wholeDenied(turn, st, res.Effective, res), nil
+	case err != nil || !turn.first() || !res.Allowed:
+		return res, err // a first pod denied on its own keeps its own denial
 	case res.Reserve.IsZero():
 		return res, nil
 	}

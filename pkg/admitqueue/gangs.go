@@ -124,8 +124,13 @@ func gangReservations(t gangTurn, st *gpuadmitv1.GPUReservationSetStatus, rs []r
 	}
 	h := st.Gangs[t.hold]
 	own := reservation.HoldUID(h.Kind, h.Name)
-	out := slices.DeleteFunc(rs, func(x reservation.Reservation) bool { return x.UID == own })
+	unconfirmed := false
+	out := slices.DeleteFunc(rs, func(x reservation.Reservation) bool {
+		unconfirmed = unconfirmed || x.UID == own && x.Unconfirmed
+		return x.UID == own
+	})
 	if less, ok := reservation.Hold(h, h.Slots-1); ok {
+		less.Unconfirmed = unconfirmed // as countable counted it
 		out = append(out, less)
 	}
 	return out
@@ -147,8 +152,9 @@ func (s *Store) decideWhole(r *review, req decision.Request, t gangTurn, st *gpu
 	return wholeDenied(t, st, res.Reserve, out), nil
 }
 
-// wholeDenied is the denial of a gang's first pod (res): it names the
-// gang, what it needs, and the gangs that hold room in the namespace.
+// wholeDenied is the denial of a gang's first pod (res) that fits on its
+// own but not with its whole gang: it names the gang, what it needs, and
+// the gangs that hold room in the namespace.
 func wholeDenied(t gangTurn, st *gpuadmitv1.GPUReservationSetStatus, demand effective.Usage, res decision.Result) decision.Result {
 	msg := fmt.Sprintf("%s needs %d x %s, which does not fit: %s", t.m, t.m.MinCount, demand, strings.Join(res.Denials, "; "))
 	if others := holdsOf(t.m.Namespace, st); others != "" {

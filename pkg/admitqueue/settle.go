@@ -86,7 +86,11 @@ const (
 // waitOrDecide decides whether a review that fits without the unconfirmed
 // reservations of st waits for them: only when every one of them is due to
 // be checked before the review's deadline (less waitMargin); else it is
-// decided (denied).
+// decided (denied). A gang's hold counted as unconfirmed
+// (reservation.HoldUnconfirmed) needs no blocker of its own: each of its
+// admitted pods has its reservation, unmarked, in st, so among these
+// blockers; once all are found absent, the round that removes them ends
+// the hold (tidyHeld) before the review is decided again.
 func (s *Store) waitOrDecide(r *review, st *gpuadmitv1.GPUReservationSetStatus) (outcome, error) {
 	left, ok := s.waitLeft(r)
 	if !ok {

@@ -3,6 +3,7 @@ package reservation
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -13,8 +14,14 @@ import (
 // A gang's hold (gpuadmitv1.GangHold) is counted as one reservation of
 // its remaining slots x one slot's demand, under a key no pod or claim
 // can have (HoldUID, HoldName): no ledger records it, so every replica
-// counts it until the hold's slots are consumed or it ends. It is never
-// Unconfirmed: a review does not wait for a hold.
+// counts it until the hold's slots are consumed or it ends. It is
+// Unconfirmed while none of its admitted pods is known to exist
+// (HoldUnconfirmed): a hold started by a review that was not the API
+// server's (a forged gang's "first pod") is then no more than that pod's
+// own reservation, which a review denied only by unconfirmed reservations
+// waits for (the hold ends with it, once every admitted pod of the gang is
+// found absent). Once a pod of the gang is recorded, the hold is an
+// ordinary one: counted, never waited for.
 
 // HoldUID is the UID under which the hold of gang kind/name is counted.
 func HoldUID(kind, name string) types.UID { return types.UID(holdPrefix + kind + "/" + name) }
@@ -60,10 +67,31 @@ func mul(a, n int64) int64 {
 	return a * n
 }
 
+// HoldUnconfirmed reports whether hold h of st is unconfirmed by the
+// object alone: it has admitted pods, and each of them still has its
+// reservation in st, unmarked (no replica recorded it). A pod whose
+// reservation is gone was recorded (a reservation ends otherwise only by
+// its pod found absent, which removes the pod from the hold too). A
+// replica whose own ledger recorded a pod marks its reservation in the
+// round's first step, before that round decides anything.
+func HoldUnconfirmed(st gpuadmitv1.GPUReservationSetStatus, h gpuadmitv1.GangHold) bool {
+	if len(h.Pods) == 0 {
+		return false
+	}
+	for _, uid := range h.Pods {
+		i := slices.IndexFunc(st.Reservations, func(r gpuadmitv1.Reservation) bool { return r.PodUID == uid })
+		if i < 0 || st.Reservations[i].RecordedResourceVersion != "" {
+			return false
+		}
+	}
+	return true
+}
+
 // countableHolds appends to out the holds of st that hold something.
 func countableHolds(st gpuadmitv1.GPUReservationSetStatus, out []Reservation) []Reservation {
 	for _, h := range st.Gangs {
 		if r, ok := Hold(h, h.Slots); ok {
+			r.Unconfirmed = HoldUnconfirmed(st, h)
 			out = append(out, r)
 		}
 	}
