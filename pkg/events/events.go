@@ -214,3 +214,19 @@ func (s *flushSink) flush(rec record.EventRecorder, timeout time.Duration) bool 
 		return false
 	}
 }
+
+// LastSeen is when an Event last happened: its last timestamp, its
+// series' last observation, its event time or its first timestamp, the
+// first of them set (what `gpuadmit why` and the denied-workloads summary
+// order the denials by).
+func LastSeen(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.FirstTimestamp.Time
+}

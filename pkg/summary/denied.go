@@ -16,13 +16,14 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/events"
 )
 
 // What the denials' Events are recognised by (pkg/events, pkg/admission
 // write them; TestDeniedEventsNames holds them equal).
 const (
 	// deniedComponent is the reporting component of the denials' Events.
-	deniedComponent = "gpuadmit-webhook"
+	deniedComponent = events.Source
 	// workloadAnnotation marks an Event about a ReplicaSet or a Job whose
 	// denial was also recorded on its Deployment or CronJob.
 	workloadAnnotation = "gpuadmit.io/workload"
@@ -103,7 +104,7 @@ func deniedWorkloads(evs []*corev1.Event, now time.Time) []gpuadmitv1.DeniedWork
 	type key struct{ apiVersion, kind, name string }
 	byKey := map[key]*gpuadmitv1.DeniedWorkload{}
 	for _, e := range evs {
-		last := lastSeen(e)
+		last := events.LastSeen(e)
 		if !isWorkloadDenial(e) || now.Sub(last) > DeniedWindow {
 			continue
 		}
@@ -142,19 +143,6 @@ func isWorkloadDenial(e *corev1.Event) bool {
 	named := func(f string) bool { return f != "" && len(f) <= 253 }
 	return from == deniedComponent && slices.Contains(deniedReasons, e.Reason) && !onOwner &&
 		ref.APIVersion != "v1" && named(ref.APIVersion) && named(ref.Kind) && named(ref.Name)
-}
-
-// lastSeen is when an Event last happened.
-func lastSeen(e *corev1.Event) time.Time {
-	switch {
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
-		return e.Series.LastObservedTime.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	}
-	return e.FirstTimestamp.Time
 }
 
 // sameDenied compares two lists of denied workloads.

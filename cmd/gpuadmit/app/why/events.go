@@ -5,17 +5,17 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpuadmit/gpuadmit/pkg/events"
 )
 
 // The denials' Events gpuadmit records (its webhook's component and
 // reasons, docs/webhook.md#events).
-const deniedComponent = "gpuadmit-webhook"
+const deniedComponent = events.Source
 
 var deniedReasons = []string{"GPUQuotaExceeded", "GPUPolicyDenied"}
 
@@ -56,7 +56,7 @@ func lastDenial(ctx context.Context, kc kubernetes.Interface, w *workload) (*den
 		} else {
 			others += max(e.Count, 1)
 		}
-		if t := seen(e); last == nil || t.After(last.Time.Time) || t.Equal(last.Time.Time) && on == self {
+		if t := events.LastSeen(e); last == nil || t.After(last.Time.Time) || t.Equal(last.Time.Time) && on == self {
 			last = &denial{Time: metav1.NewTime(t), On: on, Reason: e.Reason, Message: e.Message}
 		}
 	}
@@ -67,17 +67,4 @@ func lastDenial(ctx context.Context, kc kubernetes.Interface, w *workload) (*den
 		}
 	}
 	return last, nil
-}
-
-// seen is when an Event last happened.
-func seen(e *corev1.Event) time.Time {
-	switch {
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
-		return e.Series.LastObservedTime.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	}
-	return e.FirstTimestamp.Time
 }
