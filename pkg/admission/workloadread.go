@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -46,7 +45,7 @@ func (v *WorkloadValidator) read(ctx context.Context, req admission.Request) (*a
 }
 
 // readScale reads a scale review: its workload (by the review's resource,
-// the kind in lower case plus "s"), with the Scale's replicas written in;
+// the kind's configured plural), with the Scale's replicas written in;
 // the object read is the old one. A scale down is allowed unread; a
 // workload that cannot be read is denied.
 func (v *WorkloadValidator) readScale(ctx context.Context, req admission.Request) (*applied, admission.Response, string) {
@@ -77,12 +76,12 @@ func (v *WorkloadValidator) readScale(ctx context.Context, req admission.Request
 	return &applied{kind: k, obj: next, old: cur, name: req.Name}, admission.Response{}, ""
 }
 
-// kindOfResource is the kind whose resource (its kind in lower case plus
-// "s") r names.
+// kindOfResource is the kind whose plural resource name (configured with
+// the kind: rayclusters, leaderworkersets) r names.
 func (v *WorkloadValidator) kindOfResource(r metav1.GroupVersionResource) *workload.Kind {
 	var found *workload.Kind
 	v.Kinds.Each(func(k *workload.Kind) {
-		if k.Group == r.Group && k.Version == r.Version && strings.ToLower(k.Kind)+"s" == r.Resource {
+		if k.Group == r.Group && k.Version == r.Version && k.Resource != "" && k.Resource == r.Resource {
 			found = k
 		}
 	})

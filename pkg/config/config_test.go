@@ -217,9 +217,10 @@ func everyField() *config.Configuration {
 		Audit:    &configv1alpha1.Audit{OpenReports: ptr.To(true)},
 		Capacity: &configv1alpha1.Capacity{MaxDeviceMemoryMiB: map[string]int64{"default": 524288, "hygon": 131072}},
 		Workloads: &configv1alpha1.Workloads{Enforcement: ptr.To(configv1alpha1.WorkloadEnforcementWarn),
-			Kinds: []configv1alpha1.WorkloadKind{{Group: "example.com", Version: "v2", Kind: "Trainer", ScaleReplicasPath: "spec.size",
+			Kinds: []configv1alpha1.WorkloadKind{{Group: "example.com", Version: "v2", Kind: "Trainer", Resource: "trainers", ScaleReplicasPath: "spec.size",
 				Templates: []configv1alpha1.WorkloadTemplate{{Path: "spec.roles[*].template", Fallback: "spec.defaults[*].template",
-					Replicas: []configv1alpha1.WorkloadReplicas{{Path: "spec.roles[*].replicas", Default: ptr.To[int64](2), Offset: -1}}}},
+					Replicas: []configv1alpha1.WorkloadReplicas{{Path: "spec.roles[*].replicas", Default: ptr.To[int64](2), Offset: -1,
+						AtLeast: "spec.roles[*].min", AtMost: "spec.roles[*].max"}}}},
 				PodCreator: &configv1alpha1.PodCreator{Username: "system:serviceaccount:trainer:operator", Groups: []string{"system:authenticated"}}}}},
 	}
 }
@@ -375,9 +376,11 @@ func TestShippedConfiguration(t *testing.T) {
 		if strings.HasPrefix(key, "devices.") && !strings.HasPrefix(key, "devices.nvidia.") {
 			continue // a section present governs its families: the defaults govern nvidia only
 		}
-		// A count's offset is spelt where it is not 0 (its first entry's is).
+		// A count's offset and bounds are spelt where they are used (not
+		// in its first entry).
 		if _, ok := lookup(doc, key); !ok && key != "devices.hamiConfigPath" && key != "devices.hamiConfigMap" && key != "policy.directory" &&
-			key != "workloads.kinds[].templates[].replicas[].offset" {
+			key != "workloads.kinds[].templates[].replicas[].offset" && key != "workloads.kinds[].templates[].replicas[].atLeast" &&
+			key != "workloads.kinds[].templates[].replicas[].atMost" {
 			t.Errorf("the shipped configuration does not spell out %s", key)
 		}
 	}

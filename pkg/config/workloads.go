@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -42,35 +44,40 @@ func counts(paths ...string) []configv1alpha1.WorkloadReplicas {
 // training jobs.
 func DefaultWorkloadKinds() []configv1alpha1.WorkloadKind {
 	kinds := []configv1alpha1.WorkloadKind{
-		{Group: "leaderworkerset.x-k8s.io", Version: "v1", Kind: "LeaderWorkerSet", PodCreator: kcm("statefulset-controller"),
+		{Group: "leaderworkerset.x-k8s.io", Version: "v1", Kind: "LeaderWorkerSet", Resource: "leaderworkersets", PodCreator: kcm("statefulset-controller"),
 			ScaleReplicasPath: "spec.replicas",
 			Templates: []configv1alpha1.WorkloadTemplate{
 				{Path: "spec.leaderWorkerTemplate.leaderTemplate", Fallback: "spec.leaderWorkerTemplate.workerTemplate", Replicas: counts("spec.replicas")},
 				{Path: "spec.leaderWorkerTemplate.workerTemplate", Replicas: []configv1alpha1.WorkloadReplicas{{Path: "spec.replicas"},
 					{Path: "spec.leaderWorkerTemplate.size", Offset: -1}}}}},
-		{Group: "jobset.x-k8s.io", Version: "v1alpha2", Kind: "JobSet", PodCreator: kcm("job-controller"),
+		{Group: "jobset.x-k8s.io", Version: "v1alpha2", Kind: "JobSet", Resource: "jobsets", PodCreator: kcm("job-controller"),
 			Templates: []configv1alpha1.WorkloadTemplate{{Path: "spec.replicatedJobs[*].template.spec.template",
-				Replicas: counts("spec.replicatedJobs[*].replicas", "spec.replicatedJobs[*].template.spec.parallelism")}}},
-		rayKind("RayCluster", "spec."),
-		rayKind("RayJob", "spec.rayClusterSpec."),
+				Replicas: []configv1alpha1.WorkloadReplicas{{Path: "spec.replicatedJobs[*].replicas"},
+					{Path: "spec.replicatedJobs[*].template.spec.parallelism", AtMost: "spec.replicatedJobs[*].template.spec.completions"}}}}},
+		rayKind("RayCluster", "rayclusters", "spec."),
+		rayKind("RayJob", "rayjobs", "spec.rayClusterSpec."),
 	}
 	for _, k := range []struct{ kind, version, field string }{{"PyTorchJob", "v1", "pytorchReplicaSpecs"}, {"TFJob", "v1", "tfReplicaSpecs"},
 		{"MPIJob", "v2beta1", "mpiReplicaSpecs"}, {"XGBoostJob", "v1", "xgbReplicaSpecs"}, {"PaddleJob", "v1", "paddleReplicaSpecs"},
 		{"JAXJob", "v1", "jaxReplicaSpecs"}} {
-		kinds = append(kinds, configv1alpha1.WorkloadKind{Group: "kubeflow.org", Version: k.version, Kind: k.kind, PodCreator: kubeflowOperator,
+		kinds = append(kinds, configv1alpha1.WorkloadKind{Group: "kubeflow.org", Version: k.version, Kind: k.kind,
+			Resource: strings.ToLower(k.kind) + "s", PodCreator: kubeflowOperator,
 			Templates: []configv1alpha1.WorkloadTemplate{{Path: "spec." + k.field + "[*].template", Replicas: counts("spec." + k.field + "[*].replicas")}}})
 	}
 	return kinds
 }
 
 // rayKind is a KubeRay kind whose cluster spec is at prefix: a head pod,
-// and each worker group's replicas (default 0) x numOfHosts (default 1).
-func rayKind(kind, prefix string) configv1alpha1.WorkloadKind {
-	return configv1alpha1.WorkloadKind{Group: "ray.io", Version: "v1", Kind: kind, PodCreator: kuberayOperator,
+// and each worker group's replicas (default 0) clamped as KubeRay does
+// (raised to minReplicas, then lowered to maxReplicas, which wins when
+// below minReplicas; either absent: no bound) x numOfHosts (default 1).
+func rayKind(kind, resource, prefix string) configv1alpha1.WorkloadKind {
+	g := prefix + "workerGroupSpecs[*]."
+	return configv1alpha1.WorkloadKind{Group: "ray.io", Version: "v1", Kind: kind, Resource: resource, PodCreator: kuberayOperator,
 		Templates: []configv1alpha1.WorkloadTemplate{
 			{Path: prefix + "headGroupSpec.template"},
-			{Path: prefix + "workerGroupSpecs[*].template", Replicas: []configv1alpha1.WorkloadReplicas{
-				{Path: prefix + "workerGroupSpecs[*].replicas", Default: ptr.To[int64](0)},
+			{Path: g + "template", Replicas: []configv1alpha1.WorkloadReplicas{
+				{Path: g + "replicas", Default: ptr.To[int64](0), AtLeast: g + "minReplicas", AtMost: g + "maxReplicas"},
 				{Path: prefix + "workerGroupSpecs[*].numOfHosts"}}}}}
 }
 
@@ -109,7 +116,7 @@ func WorkloadKinds(c *Configuration) (*workload.Kinds, error) {
 
 // workloadKind parses one entry's paths.
 func workloadKind(e *configv1alpha1.WorkloadKind) (workload.Kind, error) {
-	k := workload.Kind{Group: e.Group, Version: e.Version, Kind: e.Kind}
+	k := workload.Kind{Group: e.Group, Version: e.Version, Kind: e.Kind, Resource: e.Resource}
 	if e.PodCreator != nil {
 		k.PodCreator = workload.Identity{Username: e.PodCreator.Username, Groups: append([]string(nil), e.PodCreator.Groups...)}
 	}
@@ -129,16 +136,37 @@ func workloadKind(e *configv1alpha1.WorkloadKind) (workload.Kind, error) {
 				return k, fmt.Errorf("templates[%d].fallback: %w", j, err)
 			}
 		}
-		for r, rep := range t.Replicas {
-			f := workload.Factor{Default: ptr.Deref(rep.Default, 1), Offset: rep.Offset}
-			if f.Path, err = workload.ParsePath(rep.Path); err != nil {
-				return k, fmt.Errorf("templates[%d].replicas[%d].path: %w", j, r, err)
+		for r := range t.Replicas {
+			f, err := factor(&t.Replicas[r])
+			if err != nil {
+				return k, fmt.Errorf("templates[%d].replicas[%d].%w", j, r, err)
 			}
 			wt.Replicas = append(wt.Replicas, f)
 		}
 		k.Templates = append(k.Templates, wt)
 	}
 	return k, nil
+}
+
+// factor parses one count of a template: its path and optional bounds
+// (an error names the field: "path: ...").
+func factor(rep *configv1alpha1.WorkloadReplicas) (workload.Factor, error) {
+	f := workload.Factor{Default: ptr.Deref(rep.Default, 1), Offset: rep.Offset}
+	var err error
+	if f.Path, err = workload.ParsePath(rep.Path); err != nil {
+		return f, fmt.Errorf("path: %w", err)
+	}
+	if rep.AtLeast != "" {
+		if f.AtLeast, err = workload.ParsePath(rep.AtLeast); err != nil {
+			return f, fmt.Errorf("atLeast: %w", err)
+		}
+	}
+	if rep.AtMost != "" {
+		if f.AtMost, err = workload.ParsePath(rep.AtMost); err != nil {
+			return f, fmt.Errorf("atMost: %w", err)
+		}
+	}
+	return f, nil
 }
 
 // validateWorkloads checks the workloads section: a known enforcement, each
@@ -161,14 +189,31 @@ func validateWorkloads(c *Configuration) field.ErrorList {
 		if e.PodCreator != nil && e.PodCreator.Username == "" {
 			errs = append(errs, field.Required(kp.Child("podCreator", "username"), "a pod creator needs a username"))
 		}
-		if workload.IsBuiltin(e.Group, e.Kind) && (len(e.Templates) > 0 || e.ScaleReplicasPath != "") {
-			errs = append(errs, field.Invalid(kp, e.Group+"/"+e.Kind, "built in: only its podCreator may be configured"))
+		if workload.IsBuiltin(e.Group, e.Kind) {
+			if len(e.Templates) > 0 || e.ScaleReplicasPath != "" || e.Resource != "" {
+				errs = append(errs, field.Invalid(kp, e.Group+"/"+e.Kind, "built in: only its podCreator may be configured"))
+			}
+			continue
 		}
+		errs = append(errs, validateResource(kp.Child("resource"), e.Resource)...)
 	}
 	if len(errs) == 0 {
 		if _, err := WorkloadKinds(c); err != nil {
 			errs = append(errs, field.Invalid(p.Child("kinds"), "", err.Error()))
 		}
+	}
+	return errs
+}
+
+// validateResource checks a custom kind's plural resource name: required,
+// a DNS label (what a CustomResourceDefinition's plural is).
+func validateResource(p *field.Path, r string) field.ErrorList {
+	if r == "" {
+		return field.ErrorList{field.Required(p, "a custom kind needs its plural resource name (its CustomResourceDefinition's spec.names.plural)")}
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(r) {
+		errs = append(errs, field.Invalid(p, r, msg))
 	}
 	return errs
 }

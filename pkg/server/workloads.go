@@ -60,8 +60,8 @@ func (a apiReader) Read(ctx context.Context, gvk schema.GroupVersionKind, ns, na
 // ownPods are a workload's pods as the ledger records them.
 type ownPods struct{ s *Server }
 
-func (o ownPods) Own(ns, _, name string) effective.Usage {
-	return workloadcheck.OwnCharge(o.s.Ledger.Charges(ns), name)
+func (o ownPods) Own(ns, kind, name string) effective.Usage {
+	return workloadcheck.OwnCharge(o.s.Ledger.Charges(ns), kind, name)
 }
 
 // pending are the reservations this replica counts in a namespace.

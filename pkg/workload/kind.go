@@ -10,7 +10,10 @@ import (
 // many pods each makes.
 type Kind struct {
 	Group, Version, Kind string
-	Templates            []Template
+	// Resource is the kind's plural resource name (deployments): the
+	// resource a scale review names.
+	Resource  string
+	Templates []Template
 	// ScalePath is where the scale subresource's replicas are written
 	// (spec.replicas of a Deployment); zero: the kind has no scale
 	// subresource gpuadmit reads.
@@ -48,6 +51,10 @@ type Factor struct {
 	// Offset is added to the count read (or defaulted): -1 for a
 	// LeaderWorkerSet's workers (size counts the leader).
 	Offset int64
+	// AtLeast, when set, raises the count to the value there when the
+	// object has one (a KubeRay worker group runs at least minReplicas
+	// pods); applied before AtMost.
+	AtLeast Path
 	// AtMost, when set, bounds the count by the value there when the
 	// object has one: a Job runs at most spec.completions pods at once,
 	// whatever its parallelism.
@@ -79,6 +86,11 @@ func (k *Kind) Validate() error {
 		for _, f := range t.Replicas {
 			if err := f.Path.alignedWith(t.Path); err != nil {
 				return fmt.Errorf("%s: template %d: replicas: %w", k.GVK(), i, err)
+			}
+			for _, b := range []Path{f.AtLeast, f.AtMost} {
+				if err := b.alignedWith(t.Path); err != nil {
+					return fmt.Errorf("%s: template %d: replicas bound: %w", k.GVK(), i, err)
+				}
 			}
 			if f.Default < 0 {
 				return fmt.Errorf("%s: template %d: replicas %q: negative default %d", k.GVK(), i, f.Path, f.Default)
@@ -114,7 +126,7 @@ func ControllerIdentity(controller string) Identity {
 // 1, at most spec.completions) and CronJobs (the job template's).
 func Builtins() []Kind {
 	one := func(group, kind, tmpl, count, scale, controller string) Kind {
-		k := Kind{Group: group, Version: "v1", Kind: kind, PodCreator: ControllerIdentity(controller),
+		k := Kind{Group: group, Version: "v1", Kind: kind, Resource: strings.ToLower(kind) + "s", PodCreator: ControllerIdentity(controller),
 			Templates: []Template{{Path: MustPath(tmpl), Replicas: []Factor{{Path: MustPath(count), Default: 1}}}}}
 		if scale != "" {
 			k.ScalePath = MustPath(scale)

@@ -104,12 +104,9 @@ func (f *Factor) read(obj map[string]any, indexes []string) (int64, string, erro
 	if n < 0 {
 		return 0, where, &CountError{Where: where, Reason: fmt.Sprintf("negative count %d", n)}
 	}
-	if !f.AtMost.IsZero() {
-		if c, _, ok := f.AtMost.at(obj, indexes); ok {
-			if bound, err := wholeNumber(c); err == nil && bound >= 0 {
-				n = min(n, bound)
-			}
-		}
+	n, err := f.bounded(obj, indexes, n)
+	if err != nil {
+		return 0, where, err
 	}
 	if f.Offset != 0 {
 		if (f.Offset > 0 && n > math.MaxInt64-f.Offset) || n+f.Offset < 0 {
@@ -118,6 +115,36 @@ func (f *Factor) read(obj map[string]any, indexes []string) (int64, string, erro
 		n += f.Offset
 	}
 	return n, where, nil
+}
+
+// bounded applies the factor's bounds to n: raised to the value at
+// AtLeast, then lowered to the value at AtMost, where the object has them
+// (KubeRay's clamp of a worker group's replicas to [minReplicas,
+// maxReplicas], maxReplicas winning when below minReplicas). A lower
+// bound that is no count is an error (never read as no bound: that would
+// count fewer pods than run); an upper bound that is no count is ignored
+// (the count stays the higher one).
+func (f *Factor) bounded(obj map[string]any, indexes []string, n int64) (int64, error) {
+	if !f.AtLeast.IsZero() {
+		if v, where, ok := f.AtLeast.at(obj, indexes); ok {
+			bound, err := wholeNumber(v)
+			if err == nil && bound < 0 {
+				err = fmt.Errorf("negative count %d", bound)
+			}
+			if err != nil {
+				return 0, &CountError{Where: where, Reason: err.Error()}
+			}
+			n = max(n, bound)
+		}
+	}
+	if !f.AtMost.IsZero() {
+		if c, _, ok := f.AtMost.at(obj, indexes); ok {
+			if bound, err := wholeNumber(c); err == nil && bound >= 0 {
+				n = min(n, bound)
+			}
+		}
+	}
+	return n, nil
 }
 
 // wholeNumber reads a count: an integer JSON number (json.Number, or an

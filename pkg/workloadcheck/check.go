@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -140,7 +141,10 @@ func (c *Checker) fits(ctx context.Context, w *Workload, pending []reservation.R
 }
 
 // shrinks reports whether every pod set of sets is one of old's, with no
-// more pods and no higher demand per pod, in every family and dimension.
+// more pods and no higher demand per pod, in every family and dimension,
+// and charged under no limit the old set was not charged under with at
+// least as much (pods x demand): a template moved under another quota (a
+// scoped one its new priority class matches, say) is no shrink.
 func shrinks(sets, old []fitted) bool {
 	byName := map[string]fitted{}
 	for _, o := range old {
@@ -151,11 +155,45 @@ func shrinks(sets, old []fitted) bool {
 			continue
 		}
 		o, ok := byName[s.set.Name]
-		if !ok || s.set.Count > o.set.Count || !notHigher(s.fit.Demand, o.fit.Demand) {
+		if !ok || s.set.Count > o.set.Count || !notHigher(s.fit.Demand, o.fit.Demand) || !coveredBy(s, o) {
 			return false
 		}
 	}
 	return true
+}
+
+// coveredBy reports whether every limit s is charged under (its key:
+// family, resource, quota, scopes) also applied to o, with o's pods x
+// demand under it no less than s's.
+func coveredBy(s, o fitted) bool {
+	was := map[string]int64{}
+	for _, u := range o.fit.Limits {
+		if _, seen := was[limitKey(u)]; !seen {
+			was[limitKey(u)] = o.fit.Demand.Of(u.Family).Get(u.Dimension)
+		}
+	}
+	for _, u := range s.fit.Limits {
+		per := s.fit.Demand.Of(u.Family).Get(u.Dimension)
+		if per == 0 {
+			continue
+		}
+		oldPer, ok := was[limitKey(u)]
+		if !ok || !productLE(s.set.Count, per, o.set.Count, oldPer) {
+			return false
+		}
+	}
+	return true
+}
+
+// productLE reports whether a*b <= c*d for non-negative a, b, c, d,
+// computed on 128 bits (never wrapped).
+func productLE(a, b, c, d int64) bool {
+	if a < 0 || b < 0 || c < 0 || d < 0 {
+		return false
+	}
+	hi1, lo1 := bits.Mul64(uint64(a), uint64(b))
+	hi2, lo2 := bits.Mul64(uint64(c), uint64(d))
+	return hi1 < hi2 || (hi1 == hi2 && lo1 <= lo2)
 }
 
 // notHigher reports whether a asks no more than b of every family's

@@ -1,6 +1,7 @@
 package workloadcheck_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
@@ -42,17 +43,31 @@ func TestSurge(t *testing.T) {
 }
 
 // TestOwnCharge: the workload's pods are those named as its controller
-// names them; another workload's, and finished pods, are not.
+// names them; another workload's (Deployment "train-b" beside
+// Deployment "train"), finished pods and claims are not.
 func TestOwnCharge(t *testing.T) {
 	nv := effective.UsageOf("nvidia", effective.Vector{GPU: 1, MemMiB: 1024})
-	charges := []ledger.Charge{
-		{Kind: ledger.ChargePod, Name: "train-5d8f9-abcde", Used: nv},
-		{Kind: ledger.ChargePod, Name: "train-0", Used: nv},
-		{Kind: ledger.ChargePod, Name: "training-0", Used: nv},
-		{Kind: ledger.ChargePod, Name: "train-done", State: effective.StateZero, Used: nv},
-		{Kind: ledger.ChargeClaim, Name: "train-claim", Used: nv},
-	}
-	if got := workloadcheck.OwnCharge(charges, "train").Of("nvidia"); got.GPU != 2 || got.MemMiB != 2048 {
-		t.Fatalf("own = %+v, want 2 GPUs, 2048 MiB", got)
+	pod := func(name string) ledger.Charge { return ledger.Charge{Kind: ledger.ChargePod, Name: name, Used: nv} }
+	long := strings.Repeat("x", 53) // "x…x-" is cut to 58 characters by the API server
+	for _, tt := range []struct {
+		kind, name string
+		pods       []string
+		want       int64
+	}{
+		{"Deployment", "train", []string{"train-5d8f9-bcdfg", "train-6c7b9d8f4-xz2k4", "train-b-5d8f9-bcdfg", "train-0", "training-5d8f9-bcdfg"}, 2},
+		{"ReplicaSet", "train", []string{"train-bcdfg", "train-b-bcdfg", "train-5d8f9-bcdfg"}, 1},
+		{"StatefulSet", "train", []string{"train-0", "train-12", "train-01", "train-b-0", "train-bcdfg"}, 2},
+		{"Job", "train", []string{"train-bcdfg", "train-3-bcdfg", "train-b-bcdfg", "train-0"}, 2},
+		{"Deployment", long, []string{long + "-5d8fbcdfg", long + "-b"}, 1},
+		{"CronJob", "train", []string{"train-29001234-bcdfg", "training-0"}, 1},
+		{"RayCluster", "train", []string{"train-head-bcdfg", "train-gpu-worker-bcdfg", "trainer-0"}, 2},
+	} {
+		charges := []ledger.Charge{{Kind: ledger.ChargeClaim, Name: tt.name + "-claim", Used: nv}}
+		for _, p := range tt.pods {
+			charges = append(charges, pod(p), ledger.Charge{Kind: ledger.ChargePod, Name: p, State: effective.StateZero, Used: nv})
+		}
+		if got := workloadcheck.OwnCharge(charges, tt.kind, tt.name).Of("nvidia"); got.GPU != tt.want || got.MemMiB != 1024*tt.want {
+			t.Errorf("%s %s: own = %+v, want %d GPUs of %q", tt.kind, tt.name, got, tt.want, tt.pods)
+		}
 	}
 }

@@ -31,6 +31,11 @@ type WorkloadKind struct {
 	Group   string `json:"group"`
 	Version string `json:"version"`
 	Kind    string `json:"kind"`
+	// Resource is the kind's plural resource name, as its
+	// CustomResourceDefinition's spec.names.plural (rayclusters): the
+	// resource the webhook's rules and RBAC name, and a scale review's.
+	// Required for a custom kind (a DNS label); a built-in kind's is known.
+	Resource string `json:"resource,omitempty"`
 	// Templates are the kind's pod templates.
 	Templates []WorkloadTemplate `json:"templates,omitempty"`
 	// ScaleReplicasPath is where the scale subresource writes the
@@ -64,6 +69,15 @@ type WorkloadReplicas struct {
 	// Offset is added to the count (-1: a LeaderWorkerSet's size counts
 	// its leader).
 	Offset int64 `json:"offset,omitempty"`
+	// AtLeast is a path (at the template's indexes) whose value, where
+	// the object has one, the count is raised to (a KubeRay worker
+	// group's minReplicas); optional. A value there that is no count
+	// refuses the workload.
+	AtLeast string `json:"atLeast,omitempty"`
+	// AtMost is a path whose value, where the object has one, the count
+	// is lowered to after AtLeast (a KubeRay worker group's maxReplicas,
+	// a Job's completions); optional.
+	AtMost string `json:"atMost,omitempty"`
 }
 
 // PodCreator is a username and its groups.
