@@ -140,7 +140,7 @@ func (s *Store) round(ctx context.Context, ns string, b *batch, try *attempt) er
 	st := *v.status.DeepCopy()
 	ended, notes := s.tidy(ns, &st)
 	added := s.decideInOrder(ns, b.reviews, &st, try.conflicts)
-	restores := v.kept && len(st.Reservations) > 0 // a deleted object's reservations to write back
+	restores := v.kept && (len(st.Reservations) > 0 || len(st.Gangs) > 0) // a deleted object's reservations or holds to write back
 	if added == 0 && len(ended) == 0 && !restores {
 		if v.kept {
 			s.lost.forget(ns) // nothing left to bring back

@@ -74,11 +74,10 @@ func (s *Store) gangTurnOf(ns string, r *review, st *gpuadmitv1.GPUReservationSe
 	if err != nil || m.IsZero() {
 		return none, err
 	}
-	i := slices.IndexFunc(st.Gangs, func(h gpuadmitv1.GangHold) bool { return h.Kind == m.Kind && h.Name == m.Name })
+	i, err := s.liveHold(ns, m, st)
 	switch {
-	case i >= 0 && !m.Matches(st.Gangs[i]):
-		// a PodGroup re-created under the name: the old one is gone, and its hold with it
-		st.Gangs = slices.Delete(st.Gangs, i, i+1)
+	case err != nil:
+		return none, err
 	case i >= 0 && (st.Gangs[i].Slots == 0 || slices.Contains(st.Gangs[i].Pods, r.uid)):
 		return none, nil
 	case i >= 0:
@@ -90,6 +89,24 @@ func (s *Store) gangTurnOf(ns string, r *review, st *gpuadmitv1.GPUReservationSe
 			ns, gpuadmitv1.ObjectName, len(st.Gangs), m)
 	}
 	return gangTurn{m: m, hold: -1}, nil
+}
+
+// liveHold returns the index of m's gang's hold in st (-1: none). The hold
+// of a PodGroup re-created under the name, which the informer saw deleted,
+// is removed from st (gone, with its PodGroup); one it did not see deleted
+// is an error: the informer may lag behind the writer of a live hold of the
+// new PodGroup, which is never replaced.
+func (s *Store) liveHold(ns string, m gang.Member, st *gpuadmitv1.GPUReservationSetStatus) (int, error) {
+	i := slices.IndexFunc(st.Gangs, func(h gpuadmitv1.GangHold) bool { return h.Kind == m.Kind && h.Name == m.Name })
+	switch {
+	case i < 0 || m.Matches(st.Gangs[i]):
+		return i, nil
+	case !s.groups.Deleted(st.Gangs[i].PodGroupUID):
+		return -1, fmt.Errorf("%s: GPUReservationSet %s/%s holds room for PodGroup %s/%s of UID %s, which this replica of gpuadmit has not seen deleted (its view of the PodGroups may be behind); create the pod again shortly",
+			m, ns, gpuadmitv1.ObjectName, ns, m.Name, st.Gangs[i].PodGroupUID)
+	}
+	st.Gangs = slices.Delete(st.Gangs, i, i+1)
+	return -1, nil
 }
 
 // lookup is the PodGroups as pkg/gang reads them (nil: not read).

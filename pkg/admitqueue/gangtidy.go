@@ -21,6 +21,10 @@ import (
 //	held, HoldTimeout since this replica first saw it ──▶ ended (Released), a Warning Event
 //	any, its PodGroup deleted (the informer saw it go, or its deletion
 //	  begin: it waits for its pods behind a finalizer) or re-created ──▶ removed
+//	  (re-created: the informer holds another PodGroup of the name and saw the
+//	  hold's deleted; one it did not see deleted may be the informer lagging
+//	  behind a hold another replica wrote for the new PodGroup: kept, unless
+//	  this replica has seen the two differ for HoldTimeout)
 //	ended, HoldTimeout since this replica first saw it ended, and its PodGroup
 //	  absent (an annotation gang's: always) ──▶ removed
 //
@@ -94,7 +98,7 @@ func (s *Store) tidyHolds(ns string, st *gpuadmitv1.GPUReservationSetStatus, abs
 	var notes []gangNote
 	kept := make([]gpuadmitv1.GangHold, 0, len(st.Gangs))
 	for _, h := range st.Gangs {
-		group := s.groupOf(ns, h)
+		group := s.groupAt(ns, h, now, keys)
 		if group.gone {
 			changed = true
 			continue
@@ -161,9 +165,12 @@ func (s *Store) tidyHeld(ns string, h gpuadmitv1.GangHold, group groupState, abs
 
 // groupState is what the PodGroup informer says of a hold's PodGroup.
 type groupState struct {
-	// gone: the informer saw it deleted, or holds another of its name.
+	// gone: the informer saw it deleted (or its deletion begin), or holds
+	// another of its name and saw the hold's deleted.
 	// absent: the informer holds none of its name.
-	gone, absent bool
+	// other: the informer holds another of its name and did not see the
+	// hold's deleted (it may lag behind the writer of the hold).
+	gone, absent, other bool
 	// minCount is its gang policy's minCount now (0: unknown; 1: none).
 	minCount int32
 }
@@ -176,12 +183,29 @@ func (s *Store) groupOf(ns string, h gpuadmitv1.GangHold) groupState {
 	switch {
 	case err != nil:
 		return groupState{}
-	case ok && (g.UID != h.PodGroupUID || g.Deleting):
+	case ok && g.UID == h.PodGroupUID && g.Deleting:
 		return groupState{gone: true}
+	case ok && g.UID != h.PodGroupUID:
+		gone := s.groups.Deleted(h.PodGroupUID)
+		return groupState{gone: gone, other: !gone}
 	case !ok:
 		return groupState{gone: s.groups.Deleted(h.PodGroupUID), absent: true}
 	}
 	return groupState{minCount: max(g.MinCount, 1)}
+}
+
+// groupAt is groupOf, where another PodGroup of the hold's name counts
+// as the hold's gone once this replica has seen them differ for
+// HoldTimeout (an informer that lags that long, or a replica started after
+// the hold's PodGroup was deleted, which never saw it go).
+func (s *Store) groupAt(ns string, h gpuadmitv1.GangHold, now time.Time, keys map[string]bool) groupState {
+	g := s.groupOf(ns, h)
+	if !g.other {
+		return g
+	}
+	key := holdKey(h, "other")
+	keys[key] = true
+	return groupState{gone: now.Sub(s.holds.since(ns, key, now)) >= s.opts.HoldTimeout}
 }
 
 // regardingHold is what a hold's Event is about: its PodGroup, or an

@@ -11,17 +11,21 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/resourceversion"
 )
 
-// A GPUReservationSet deleted by hand while it held reservations must not
-// lose them: the pods they stand for may not be in every replica's ledger
-// yet. Each replica keeps the reservations the delete event carried (the
-// object as last seen) for the namespace until an object holding them is
-// written again: decisions count them meanwhile, and the namespace's next
-// write (an admission's, or the cleaner's next round, which does not wait
-// for one) writes them back, recreating the object. A reservation kept this
-// way that another replica already ended is only counted once more until
-// the cleaner ends it again: never too few.
+// A GPUReservationSet deleted by hand while it held reservations or gang
+// holds must not lose them: the pods they stand for may not be in every
+// replica's ledger yet, and a hold is the room of a gang's pods still to
+// come. Each replica keeps the reservations and holds the delete event
+// carried (the object as last seen) for the namespace until an object
+// holding them is written again: decisions count them meanwhile, and the
+// namespace's next write (an admission's, or the cleaner's next round,
+// which does not wait for one) writes them back, recreating the object. A
+// reservation kept this way that another replica already ended is only
+// counted once more until the cleaner ends it again: never too few. A kept
+// hold is merged only where the object read holds none of its gang (by kind
+// and name): an object written since the deletion wrote its gang's hold as
+// it then was (slots consumed by the pods it reserved, or ended).
 //
-//	object deleted with reservations ──▶ KEPT (counted, merged into every read)
+//	object deleted with reservations or holds ──▶ KEPT (counted, merged into every read)
 //	                                        │ a round writes the object with them
 //	                                        ▼
 //	                                     FORGOTTEN (the object holds them again)
@@ -40,14 +44,14 @@ func (s *Store) Deleted(obj any) {
 		obj = d.Obj
 	}
 	u, ok := obj.(*gpuadmitv1.GPUReservationSet)
-	if !ok || len(u.Status.Reservations) == 0 || reservation.Validate(u) != nil {
+	if !ok || len(u.Status.Reservations) == 0 && len(u.Status.Gangs) == 0 || reservation.Validate(u) != nil {
 		return
 	}
-	s.opts.Log.Info("GPUReservationSet deleted while it held reservations: they are kept and the object is recreated",
-		"namespace", u.Namespace, "reservations", len(u.Status.Reservations))
+	s.opts.Log.Info("GPUReservationSet deleted while it held reservations or gang holds: they are kept and the object is recreated",
+		"namespace", u.Namespace, "reservations", len(u.Status.Reservations), "gangs", len(u.Status.Gangs))
 	s.lost.mu.Lock()
 	defer s.lost.mu.Unlock()
-	s.lost.m[u.Namespace] = merged(s.lost.m[u.Namespace], u.Status)
+	s.lost.m[u.Namespace] = merged(u.Status, s.lost.m[u.Namespace]) // the object as last seen first: its holds are the newer
 }
 
 // merge returns st with the kept reservations of ns merged in, and whether
@@ -81,8 +85,9 @@ func (l *lost) namespaces() []string {
 	return out
 }
 
-// merged adds to held the reservations of st it lacks, and keeps the
-// later removedResourceVersion.
+// merged adds to held the reservations of st it lacks and the holds of
+// st's gangs it holds none of (by kind and name), and keeps the later
+// removedResourceVersion.
 func merged(held, st gpuadmitv1.GPUReservationSetStatus) gpuadmitv1.GPUReservationSetStatus {
 	have := make(map[types.UID]bool, len(held.Reservations))
 	out := *held.DeepCopy()
@@ -92,6 +97,15 @@ func merged(held, st gpuadmitv1.GPUReservationSetStatus) gpuadmitv1.GPUReservati
 	for _, r := range st.Reservations {
 		if !have[r.PodUID] {
 			out.Reservations = append(out.Reservations, r)
+		}
+	}
+	gangs := make(map[string]bool, len(held.Gangs))
+	for _, h := range held.Gangs {
+		gangs[h.Kind+"/"+h.Name] = true
+	}
+	for _, h := range st.Gangs {
+		if !gangs[h.Kind+"/"+h.Name] {
+			out.Gangs = append(out.Gangs, *h.DeepCopy())
 		}
 	}
 	out.RemovedResourceVersion = resourceversion.Max(out.RemovedResourceVersion, st.RemovedResourceVersion)
