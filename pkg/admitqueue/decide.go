@@ -52,6 +52,10 @@ func (s *Store) decideInOrder(ns string, reviews []*review, st *gpuadmitv1.GPURe
 // repeated review could use to take or shrink a reservation, and adds r's
 // reservation to st.
 func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUReservationSetStatus, held []reservation.Reservation) (outcome, error) {
+	if reservation.IsHoldKey(r.uid) {
+		s.metrics.Refused(RefusedDuplicate)
+		return failed, fmt.Errorf("review key %s has the form of a gang's hold key in GPUReservationSet %s/%s (gang/KIND/NAME), which no pod's UID has: the review is not the API server's; nothing is reserved", r.uid, ns, gpuadmitv1.ObjectName)
+	}
 	if s.ledger.Seen(r.uid) != "" {
 		s.metrics.Refused(RefusedDuplicate)
 		return failed, fmt.Errorf("pod UID %s is already a recorded pod of namespace %s: a create review for it is not the API server's; nothing is reserved", r.uid, ns)
@@ -129,10 +133,11 @@ func claimName(req decision.Request) string {
 }
 
 // countable returns the reservations of st this replica counts, but the
-// one of pod except.
+// one of pod except (a pod's or claim's: a gang's hold is always counted,
+// whatever key the review has).
 func (s *Store) countable(st gpuadmitv1.GPUReservationSetStatus, except types.UID) []reservation.Reservation {
 	rs := reservation.Countable(st, s.watch.PodsResourceVersion())
-	return slices.DeleteFunc(rs, func(r reservation.Reservation) bool { return r.UID == except })
+	return slices.DeleteFunc(rs, func(r reservation.Reservation) bool { return !r.Hold && r.UID == except })
 }
 
 // again answers a second review of a pod already reserved: the API

@@ -56,6 +56,12 @@ type gangTurn struct {
 	m gang.Member
 	// hold is the index of the gang's live hold in the status (-1: none).
 	hold int
+	// replaced is the index of the hold of a PodGroup of the gang's name
+	// that is gone (re-created), and dropped the index of the oldest ended
+	// hold making way under MaxGangs (-1: none): a first pod removes them
+	// in the write that reserves it, never when it is denied, waits, or is
+	// a dry run (its decision does not count the replaced hold).
+	replaced, dropped int
 }
 
 func (t gangTurn) first() bool { return !t.m.IsZero() && t.hold < 0 }
@@ -66,7 +72,7 @@ func (t gangTurn) later() bool { return !t.m.IsZero() && t.hold >= 0 }
 // after its hold ended), its first pod, or a later one. An error is the
 // pod's denial (what is wrong with its gang).
 func (s *Store) gangTurnOf(ns string, r *review, st *gpuadmitv1.GPUReservationSetStatus) (gangTurn, error) {
-	none := gangTurn{hold: -1}
+	none := gangTurn{hold: -1, replaced: -1, dropped: -1}
 	if r.req.Pod == nil || r.req.Claim != nil || slices.ContainsFunc(st.Reservations, func(x gpuadmitv1.Reservation) bool { return x.PodUID == r.uid }) {
 		return none, nil
 	}
@@ -74,39 +80,55 @@ func (s *Store) gangTurnOf(ns string, r *review, st *gpuadmitv1.GPUReservationSe
 	if err != nil || m.IsZero() {
 		return none, err
 	}
-	i, err := s.liveHold(ns, m, st)
+	i, replaced, err := s.liveHold(ns, m, st)
+	t := gangTurn{m: m, hold: -1, replaced: -1, dropped: -1}
 	switch {
 	case err != nil:
 		return none, err
+	case replaced:
+		// a PodGroup re-created under the name, the old one seen deleted:
+		// its hold goes in the write that reserves this first pod
+		t.replaced = i
 	case i >= 0 && (st.Gangs[i].Slots == 0 || slices.Contains(st.Gangs[i].Pods, r.uid)):
 		return none, nil
 	case i >= 0:
-		return gangTurn{m: m, hold: i}, nil
+		t.hold = i
+		return t, nil
 	}
-	if len(st.Gangs) >= MaxGangs && !dropOldestEnded(st) {
-		s.metrics.Refused(RefusedLimit)
-		return none, fmt.Errorf("GPUReservationSet %s/%s holds room for %d gangs, its limit: %s is refused until one of them is whole or released; create the pod again later",
-			ns, gpuadmitv1.ObjectName, len(st.Gangs), m)
-	}
-	return gangTurn{m: m, hold: -1}, nil
+	return s.makeWay(ns, st, t)
 }
 
-// liveHold returns the index of m's gang's hold in st (-1: none). The hold
-// of a PodGroup re-created under the name, which the informer saw deleted,
-// is removed from st (gone, with its PodGroup); one it did not see deleted
-// is an error: the informer may lag behind the writer of a live hold of the
-// new PodGroup, which is never replaced.
-func (s *Store) liveHold(ns string, m gang.Member, st *gpuadmitv1.GPUReservationSetStatus) (int, error) {
+// makeWay is first pod t's turn with room among the holds: under MaxGangs
+// (or replacing a hold), or with the oldest ended hold to drop when it
+// reserves; an error when every hold still holds room.
+func (s *Store) makeWay(ns string, st *gpuadmitv1.GPUReservationSetStatus, t gangTurn) (gangTurn, error) {
+	if t.replaced >= 0 || len(st.Gangs) < MaxGangs {
+		return t, nil
+	}
+	if t.dropped = oldestEnded(st); t.dropped < 0 {
+		s.metrics.Refused(RefusedLimit)
+		return gangTurn{hold: -1, replaced: -1, dropped: -1}, fmt.Errorf("GPUReservationSet %s/%s holds room for %d gangs, its limit: %s is refused until one of them is whole or released; create the pod again later",
+			ns, gpuadmitv1.ObjectName, len(st.Gangs), t.m)
+	}
+	return t, nil
+}
+
+// liveHold returns the index of m's gang's hold in st (-1: none), and
+// whether it is the hold of a PodGroup re-created under the name which the
+// informer saw deleted (gone, with its PodGroup: the write that reserves
+// replaces it; st is not changed here). A hold of another UID the informer
+// did not see deleted is an error: the informer may lag behind the writer
+// of a live hold of the new PodGroup, which is never replaced.
+func (s *Store) liveHold(ns string, m gang.Member, st *gpuadmitv1.GPUReservationSetStatus) (int, bool, error) {
 	i := slices.IndexFunc(st.Gangs, func(h gpuadmitv1.GangHold) bool { return h.Kind == m.Kind && h.Name == m.Name })
 	switch {
 	case i < 0 || m.Matches(st.Gangs[i]):
-		return i, nil
+		return i, false, nil
 	case !s.groups.Deleted(st.Gangs[i].PodGroupUID):
-		return -1, fmt.Errorf("%s: GPUReservationSet %s/%s holds room for PodGroup %s/%s of UID %s, which this replica of gpuadmit has not seen deleted (its view of the PodGroups may be behind); create the pod again shortly",
+		return -1, false, fmt.Errorf("%s: GPUReservationSet %s/%s holds room for PodGroup %s/%s of UID %s, which this replica of gpuadmit has not seen deleted (its view of the PodGroups may be behind); create the pod again shortly",
 			m, ns, gpuadmitv1.ObjectName, ns, m.Name, st.Gangs[i].PodGroupUID)
 	}
-	st.Gangs = slices.Delete(st.Gangs, i, i+1)
-	return -1, nil
+	return i, true, nil
 }
 
 // lookup is the PodGroups as pkg/gang reads them (nil: not read).
@@ -117,25 +139,27 @@ func (s *Store) lookup() gang.Lookup {
 	return s.groups
 }
 
-// dropOldestEnded removes the oldest hold that holds nothing any more;
-// false when every hold still holds room.
-func dropOldestEnded(st *gpuadmitv1.GPUReservationSetStatus) bool {
+// oldestEnded is the index of the oldest hold that holds nothing any
+// more; -1 when every hold still holds room.
+func oldestEnded(st *gpuadmitv1.GPUReservationSetStatus) int {
 	oldest := -1
 	for i, h := range st.Gangs {
 		if h.Slots == 0 && (oldest < 0 || h.HeldSince.Before(&st.Gangs[oldest].HeldSince)) {
 			oldest = i
 		}
 	}
-	if oldest < 0 {
-		return false
-	}
-	st.Gangs = slices.Delete(st.Gangs, oldest, oldest+1)
-	return true
+	return oldest
 }
 
 // gangReservations adjusts what a gang's pod counts: a later pod counts
-// its own gang's hold with one slot fewer (the one it takes).
+// its own gang's hold with one slot fewer (the one it takes); a first pod
+// does not count the hold it replaces (its PodGroup's, re-created).
 func gangReservations(t gangTurn, st *gpuadmitv1.GPUReservationSetStatus, rs []reservation.Reservation) []reservation.Reservation {
+	if t.first() && t.replaced >= 0 {
+		old := st.Gangs[t.replaced]
+		gone := reservation.HoldUID(old.Kind, old.Name)
+		return slices.DeleteFunc(rs, func(x reservation.Reservation) bool { return x.Hold && x.UID == gone })
+	}
 	if !t.later() {
 		return rs
 	}
@@ -143,8 +167,9 @@ func gangReservations(t gangTurn, st *gpuadmitv1.GPUReservationSetStatus, rs []r
 	own := reservation.HoldUID(h.Kind, h.Name)
 	unconfirmed := false
 	out := slices.DeleteFunc(rs, func(x reservation.Reservation) bool {
-		unconfirmed = unconfirmed || x.UID == own && x.Unconfirmed
-		return x.UID == own
+		mine := x.Hold && x.UID == own
+		unconfirmed = unconfirmed || mine && x.Unconfirmed
+		return mine
 	})
 	if less, ok := reservation.Hold(h, h.Slots-1); ok {
 		less.Unconfirmed = unconfirmed // as countable counted it
@@ -161,7 +186,7 @@ func (s *Store) decideWhole(r *review, req decision.Request, t gangTurn, st *gpu
 	rest := reservation.Times(res.Reserve, int64(t.m.MinCount-1))
 	whole := req
 	whole.Reservations = append(slices.Clone(req.Reservations), reservation.Reservation{UID: reservation.HoldUID(t.m.Kind, t.m.Name),
-		Name: reservation.HoldName(t.m.Kind, t.m.Name), Demand: rest})
+		Name: reservation.HoldName(t.m.Kind, t.m.Name), Demand: rest, Hold: true})
 	out, err := s.decider.Decide(r.ctx, whole)
 	if err != nil || out.Allowed {
 		return out, err
@@ -197,6 +222,10 @@ func holdsOf(ns string, st *gpuadmitv1.GPUReservationSetStatus) string {
 func (s *Store) holdGang(r *review, t gangTurn, st *gpuadmitv1.GPUReservationSetStatus, demand effective.Usage) {
 	switch {
 	case t.first():
+		// the replaced or dropped hold goes in this write (at most one of them)
+		if i := max(t.replaced, t.dropped); i >= 0 {
+			st.Gangs = slices.Delete(st.Gangs, i, i+1)
+		}
 		d, others := reservation.DemandOf(demand)
 		st.Gangs = append(st.Gangs, gpuadmitv1.GangHold{Kind: t.m.Kind, Name: t.m.Name, PodGroupUID: t.m.UID, MinCount: t.m.MinCount,
 			Slots: t.m.MinCount - 1, Demand: d, Families: others, Pods: []types.UID{r.uid}, FirstPod: podName(r.req),

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
@@ -17,6 +18,9 @@ import (
 // (tidy.go), by what this replica knows:
 //
 //	held, every admitted pod of the gang found absent ──▶ ended (Absent)
+//	held or Consumed, some of its admitted pods found absent ──▶ those pods dropped; a slot given
+//	  back for each whose own reservation was at least one slot's demand (in every family and
+//	  dimension), up to min(the hold's minCount, the PodGroup's now) less the pods left (held again)
 //	held, the PodGroup's minCount lowered ──▶ fewer slots (ended, Lowered, at none)
 //	held, HoldTimeout since this replica first saw it ──▶ ended (Released), a Warning Event
 //	any, its PodGroup deleted (the informer saw it go, or its deletion
@@ -85,9 +89,10 @@ type gangNote struct {
 	message   string
 }
 
-// tidyHolds tidies st's holds (absent: the pods this round found absent),
-// and reports whether it changed any, with the Events to record.
-func (s *Store) tidyHolds(ns string, st *gpuadmitv1.GPUReservationSetStatus, absent map[types.UID]bool) (bool, []gangNote) {
+// tidyHolds tidies st's holds (absent: the pods this round found absent,
+// with the demand each one's reservation held), and reports whether it
+// changed any, with the Events to record.
+func (s *Store) tidyHolds(ns string, st *gpuadmitv1.GPUReservationSetStatus, absent map[types.UID]effective.Usage) (bool, []gangNote) {
 	if len(st.Gangs) == 0 {
 		s.holds.keep(ns, nil)
 		return false, nil
@@ -103,9 +108,15 @@ func (s *Store) tidyHolds(ns string, st *gpuadmitv1.GPUReservationSetStatus, abs
 			changed = true
 			continue
 		}
+		was := h
+		if h.Slots > 0 || h.Ended == gpuadmitv1.GangConsumed {
+			h = dropAbsent(h, group.minCount, absent)
+			changed = changed || !equalHold(h, was)
+		}
 		if h.Slots == 0 {
 			key := holdKey(h, "ended")
 			keys[key] = true
+			keys[holdKey(h, "held")] = true // a Consumed hold given a slot back keeps its time held
 			if (h.Kind == gpuadmitv1.GangOptIn || group.absent) && now.Sub(s.holds.since(ns, key, now)) >= s.opts.HoldTimeout {
 				changed = true
 				continue
@@ -113,7 +124,7 @@ func (s *Store) tidyHolds(ns string, st *gpuadmitv1.GPUReservationSetStatus, abs
 			kept = append(kept, h)
 			continue
 		}
-		next, note := s.tidyHeld(ns, h, group, absent, now, keys)
+		next, note := s.tidyHeld(ns, h, group, now, keys)
 		changed = changed || !equalHold(next, h)
 		if note != nil {
 			notes = append(notes, *note)
@@ -127,22 +138,48 @@ func (s *Store) tidyHolds(ns string, st *gpuadmitv1.GPUReservationSetStatus, abs
 	return changed, notes
 }
 
-// tidyHeld tidies a hold that still holds room (see above).
-func (s *Store) tidyHeld(ns string, h gpuadmitv1.GangHold, group groupState, absent map[types.UID]bool, now time.Time, keys map[string]bool) (gpuadmitv1.GangHold, *gangNote) {
-	var pods []types.UID
+// dropAbsent drops from hold h (held, or Consumed) its pods found absent
+// (absent: each one's reserved demand), ending it (Absent) when none is
+// left. Each dropped pod gives its slot back only if its own reservation
+// was at least one slot's demand in every family and dimension (the
+// counted total never rises above what was decided; a smaller pod's slot
+// is lost, and its gang may stay short), and never beyond
+// min(h's minCount, the PodGroup's now: groupMin, 0 unknown) less the pods
+// left. A Consumed hold given a slot back holds room again.
+func dropAbsent(h gpuadmitv1.GangHold, groupMin int32, absent map[types.UID]effective.Usage) gpuadmitv1.GangHold {
+	slot := reservation.HoldDemand(h)
+	pods := make([]types.UID, 0, len(h.Pods))
+	back := int32(0)
 	for _, uid := range h.Pods {
-		if !absent[uid] {
+		d, gone := absent[uid]
+		switch {
+		case !gone:
 			pods = append(pods, uid)
+		case slot.Max(d).Sub(d).IsZero(): // d >= slot everywhere
+			back++
 		}
 	}
-	if len(pods) < len(h.Pods) {
-		h.Pods = pods
+	if len(pods) == len(h.Pods) {
+		return h
 	}
-	switch {
-	case len(h.Pods) == 0:
+	h.Pods = pods
+	if len(pods) == 0 {
 		h.Slots, h.Ended = 0, gpuadmitv1.GangAbsent
-		return h, nil
-	case group.minCount > 0 && group.minCount < h.MinCount:
+		return h
+	}
+	whole := h.MinCount
+	if groupMin > 0 {
+		whole = min(whole, groupMin)
+	}
+	if n := min(h.Slots+back, whole-int32(len(pods))); n > h.Slots {
+		h.Slots, h.Ended = n, ""
+	}
+	return h
+}
+
+// tidyHeld tidies a hold that still holds room (see above).
+func (s *Store) tidyHeld(ns string, h gpuadmitv1.GangHold, group groupState, now time.Time, keys map[string]bool) (gpuadmitv1.GangHold, *gangNote) {
+	if group.minCount > 0 && group.minCount < h.MinCount {
 		if left := max(group.minCount-int32(len(h.Pods)), 0); left < h.Slots {
 			h.Slots = left
 		}

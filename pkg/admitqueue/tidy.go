@@ -4,6 +4,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 	"github.com/gpuadmit/gpuadmit/pkg/resourceversion"
 )
 
@@ -22,7 +24,7 @@ import (
 func (s *Store) tidy(ns string, st *gpuadmitv1.GPUReservationSetStatus) (changes []string, notes []gangNote) {
 	least, live := s.members.MinLive()
 	kept := st.Reservations[:0:0]
-	absent := map[types.UID]bool{}
+	absent := map[types.UID]effective.Usage{} // the pods found absent, with their reserved demand
 	for _, r := range st.Reservations {
 		switch seen := s.ledger.Seen(r.PodUID); {
 		case r.ClaimName != "" && (s.confirmer.IsAbsent(r.PodUID) || s.ledger.Gone(r.PodUID)):
@@ -47,7 +49,7 @@ func (s *Store) tidy(ns string, st *gpuadmitv1.GPUReservationSetStatus) (changes
 			changes = append(changes, "") // changed, nothing ended
 		case s.confirmer.IsAbsent(r.PodUID):
 			changes = append(changes, EndAbsent)
-			absent[r.PodUID] = true
+			absent[r.PodUID] = reservation.UsageOf(r)
 			continue
 		}
 		kept = append(kept, r)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -32,6 +33,15 @@ func HoldName(kind, name string) string { return holdPrefix + kind + "/" + name 
 
 const holdPrefix = "gang/"
 
+// IsHoldKey reports whether uid has the form of a hold's key (HoldUID:
+// "gang/" then kind/name). No pod's UID has it (the API server sets UUIDs),
+// nor a UID-less review's namespace/name key (a pod's name has no '/'); a
+// review that carries one is forged, and refused before it is decided.
+func IsHoldKey(uid types.UID) bool {
+	rest, ok := strings.CutPrefix(string(uid), holdPrefix)
+	return ok && strings.Contains(rest, "/")
+}
+
 // Hold is hold h counted with slots slots (h.Slots, or fewer for the pod
 // of the gang that consumes one); false when that holds nothing.
 func Hold(h gpuadmitv1.GangHold, slots int32) (Reservation, bool) {
@@ -39,7 +49,7 @@ func Hold(h gpuadmitv1.GangHold, slots int32) (Reservation, bool) {
 	if slots <= 0 || d.IsZero() {
 		return Reservation{}, false
 	}
-	return Reservation{UID: HoldUID(h.Kind, h.Name), Name: HoldName(h.Kind, h.Name), Demand: Times(d, int64(slots))}, true
+	return Reservation{UID: HoldUID(h.Kind, h.Name), Name: HoldName(h.Kind, h.Name), Demand: Times(d, int64(slots)), Hold: true}, true
 }
 
 // HoldDemand is one slot's demand per family.

@@ -21,6 +21,10 @@ type Reservation struct {
 	// fit without the unconfirmed reservations: its review may wait for
 	// them to end.
 	Unconfirmed bool
+	// Hold: this is a gang's hold (Hold), not a pod's or a claim's
+	// reservation. A hold is told apart by this flag, never by its UID
+	// alone (a forged review may carry any UID).
+	Hold bool
 }
 
 // Records is what a ledger knows of a reservation's object, asked while
