@@ -7,17 +7,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	gangs "github.com/gpuadmit/gpuadmit/pkg/gang"
 )
-
-// gangAnnotation names a pod's gang where the PodGroup API is not served.
-const gangAnnotation = "gpuadmit.io/gang"
-
-var reservationSets = schema.GroupVersionResource{Group: gpuadmitv1.GroupVersion().Group, Version: gpuadmitv1.GroupVersion().Version,
-	Resource: "gpureservationsets"}
 
 // gang is the gang a workload's pods are in (the template's PodGroup, or
 // its gpuadmit.io/gang annotation) and the hold the namespace's
@@ -38,7 +32,7 @@ type gang struct {
 // gangOf is w's gang (nil when its template names none), its hold read
 // through dc; what cannot be read is added to notes.
 func gangOf(ctx context.Context, dc dynamic.Interface, w *workload, notes []string) (*gang, []string) {
-	g := &gang{Kind: gpuadmitv1.GangOptIn, Name: w.Template.Annotations[gangAnnotation]}
+	g := &gang{Kind: gpuadmitv1.GangOptIn, Name: w.Template.Annotations[gangs.NameAnnotation]}
 	if sg := w.Template.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil && *sg.PodGroupName != "" {
 		g.Kind, g.Name = gpuadmitv1.GangPodGroup, *sg.PodGroupName
 	}
@@ -48,7 +42,7 @@ func gangOf(ctx context.Context, dc dynamic.Interface, w *workload, notes []stri
 	if dc == nil {
 		return g, notes
 	}
-	obj, err := dc.Resource(reservationSets).Namespace(w.Namespace).Get(ctx, gpuadmitv1.ObjectName, metav1.GetOptions{})
+	obj, err := dc.Resource(gpuadmitv1.GroupVersion().WithResource(gpuadmitv1.ReservationSetResource)).Namespace(w.Namespace).Get(ctx, gpuadmitv1.ObjectName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return g, notes
