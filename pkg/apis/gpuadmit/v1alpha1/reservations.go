@@ -66,6 +66,22 @@ type GPUReservationSetStatus struct {
 	// +kubebuilder:validation:MaxItems=500
 	// +optional
 	Gangs []GangHold `json:"gangs,omitempty"`
+	// Members are, in a team's object (TeamObjectName), the namespaces the
+	// team counted at its last write: a namespace that is a member but no
+	// longer selected has departed (Departures). Empty in a namespace's
+	// own object.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	Members []string `json:"members,omitempty"`
+	// Departures are, in a team's object, the namespaces that left the
+	// team's selection while charged to it: still counted, and still
+	// decided against the team, until their pods end or the grace passes.
+	// +listType=map
+	// +listMapKey=namespace
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	Departures []Departure `json:"departures,omitempty"`
 }
 
 // LastWrite names the last write of a GPUReservationSet.
@@ -107,6 +123,19 @@ type Reservation struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	Families map[string]Demand `json:"families,omitempty"`
+	// Namespace is the pod's (or claim's) namespace, in a team's
+	// GPUReservationSet (TeamObjectName), which holds the reservations of
+	// every namespace the team selects; a namespace's own object leaves it
+	// empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// User is who the pod is charged to (its requesting-user stamp, or its
+	// controller's service account), for per-user limits; set in a team's
+	// object.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	User string `json:"user,omitempty"`
 	// Writer is the webhook replica that admitted the pod.
 	Writer string `json:"writer"`
 	// AdmittedAt is when, by the writer's clock (informational: replicas
