@@ -45,6 +45,16 @@ type Request struct {
 	// the command line from a dump): those the ledger has not recorded count
 	// beside its usage (reservation.Reservation).
 	Reservations []reservation.Reservation
+	// Teams are the team quotas (GPUClusterQuotas) that count the
+	// request's namespace, each with the reservations the caller counts for
+	// it (the admission queue loads the team's GPUReservationSet in the
+	// same round as the namespace's; the command line reads them from a
+	// dump). The pod must fit every one (and each one's per-user limits).
+	Teams []Team
+	// ChargedUser is who the pod or claim is charged to: its verified
+	// requesting-user stamp (pkg/stamp), or its controller's service
+	// account; "" : User.Username.
+	ChargedUser string
 	// Explain asks for Result.Explanation (tracing the evaluation: many
 	// times the cost of a decision; the command line's --explain).
 	Explain bool
@@ -56,6 +66,18 @@ type Request struct {
 	// (a manifest file); invalid values are shown that way. The API server
 	// canonicalises quantities, so the webhook leaves it nil.
 	Written func(container, source, resource string) (string, bool)
+}
+
+// Team is one team quota that counts the request's namespace.
+type Team struct {
+	Quota ledger.TeamQuota
+	// Members are the namespaces counted: those the quota selects, and
+	// those that departed within the grace (still charged to the team).
+	Members []string
+	// Reservations are the team's reservations the caller would count
+	// (reservation.Countable of the team's GPUReservationSet, with those of
+	// the reviews decided before this one in the round).
+	Reservations []reservation.Reservation
 }
 
 // UserInfo is who asked for the admission: the policies read it as
