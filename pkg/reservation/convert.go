@@ -46,15 +46,15 @@ func Countable(st gpuadmitv1.GPUReservationSetStatus, podsRV string) []Reservati
 	out := make([]Reservation, 0, len(st.Reservations))
 	for _, r := range st.Reservations {
 		if r.ClaimName != "" { // counted until its claim is gone (the ledger skips it once it records the claim)
-			out = append(out, Reservation{UID: r.PodUID, Name: ClaimKey(r.ClaimName), Demand: UsageOf(r),
-				Unconfirmed: r.RecordedResourceVersion == ""})
+			out = append(out, Reservation{UID: r.PodUID, Name: ClaimKey(r.ClaimName), Namespace: r.Namespace, User: r.User,
+				Demand: UsageOf(r), Unconfirmed: r.RecordedResourceVersion == ""})
 			continue
 		}
 		if r.RecordedResourceVersion != "" && resourceversion.AtLeast(podsRV, r.RecordedResourceVersion) {
 			continue
 		}
-		out = append(out, Reservation{UID: r.PodUID, Name: r.PodName, Demand: UsageOf(r),
-			Unconfirmed: r.RecordedResourceVersion == ""})
+		out = append(out, Reservation{UID: r.PodUID, Name: r.PodName, Namespace: r.Namespace, User: r.User,
+			Demand: UsageOf(r), Unconfirmed: r.RecordedResourceVersion == ""})
 	}
 	return countableHolds(st, out)
 }

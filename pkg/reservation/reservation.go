@@ -13,6 +13,11 @@ import (
 type Reservation struct {
 	UID  types.UID
 	Name string
+	// Namespace is the pod's namespace in a team's reservations (a team's
+	// GPUReservationSet holds several namespaces'); "" in a namespace's.
+	Namespace string
+	// User is who the pod is charged to (per-user limits); "" when unknown.
+	User string
 	// Demand is the pod's effective demand per family (memory in MiB).
 	Demand effective.Usage
 	// Unconfirmed: no replica's watch has recorded the pod yet, so it may
