@@ -129,12 +129,12 @@ func TestTeamLimits(t *testing.T) {
 // user the pod is charged to (Request.ChargedUser: its verified stamp),
 // not who sent the review, and each user's own usage.
 func TestPerUserLimitsFollowTheChargedUser(t *testing.T) {
-	l, q := teamLedger(t)
+	l, _ := teamLedger(t)
 	l.UpsertClusterQuota(&gpuadmitv1.GPUClusterQuota{ObjectMeta: metav1.ObjectMeta{Name: "ml"},
 		Spec: gpuadmitv1.GPUClusterQuotaSpec{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}},
 			Hard:    corev1.ResourceList{"limits.nvidia.com/gpu": resource.MustParse("20")},
 			PerUser: corev1.ResourceList{"limits.nvidia.com/gpu": resource.MustParse("3")}}})
-	q, _ = l.ClusterQuota("ml")
+	q, _ := l.ClusterQuota("ml")
 	d, err := New(loadedEngine(t), l, config.Default(), logr.Discard())
 	if err != nil {
 		t.Fatal(err)
