@@ -35,9 +35,8 @@ type Explained struct {
 }
 
 // LimitCheck is one limit against the namespace's (or a team's) usage
-// after this pod:
-// After = Used + Reserved + Pod (MiB for memory); Exceeded when After is
-// above Limit and the pod asks for some of the resource.
+// after this pod: After = Used + Reserved + Pod (MiB for memory); Exceeded
+// when After is above Limit and the pod asks for some of the resource.
 type LimitCheck struct {
 	Family   string `json:"family"`
 	Resource string `json:"resource"`
