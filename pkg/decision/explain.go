@@ -34,9 +34,9 @@ type Explained struct {
 	Rules   []policy.Origin `json:"rules"`
 }
 
-// LimitCheck is one limit against the namespace's usage after this pod:
-// After = Used + Reserved + Pod (MiB for memory); Exceeded when After is
-// above Limit and the pod asks for some of the resource.
+// LimitCheck is one limit against the namespace's (or a team's) usage
+// after this pod: After = Used + Reserved + Pod (MiB for memory); Exceeded
+// when After is above Limit and the pod asks for some of the resource.
 type LimitCheck struct {
 	Family   string `json:"family"`
 	Resource string `json:"resource"`
@@ -50,7 +50,17 @@ type LimitCheck struct {
 	Exceeded bool   `json:"exceeded"`
 	// Scopes are a scoped quota's: Used is what its pods use.
 	Scopes []string `json:"scopes,omitempty"`
+	// Kind is the kind of the quota: "" for a ResourceQuota,
+	// KindClusterQuota for a team quota, whose Used and Reserved are the
+	// team's over Members (and, with User, that user's alone: a
+	// spec.perUser limit).
+	Kind    string   `json:"kind,omitempty"`
+	Members []string `json:"members,omitempty"`
+	User    string   `json:"user,omitempty"`
 }
+
+// KindClusterQuota is LimitCheck.Kind of a team quota's limit.
+const KindClusterQuota = "GPUClusterQuota"
 
 // explain builds the explanation of out for the document doc.
 func (d *Decider) explain(doc *inputDoc, out policy.Output) *Explanation {
@@ -60,7 +70,8 @@ func (d *Decider) explain(doc *inputDoc, out policy.Output) *Explanation {
 // limitChecks compares the namespace's usage with the pod's demand added to
 // each limit of doc that applies to the pod (those of the quotas without
 // scopes, and of the scoped quotas it is in, against their pods' usage),
-// family by family in the configuration's order.
+// family by family in the configuration's order, then each team quota's
+// (against the team's usage, or its user's).
 func (d *Decider) limitChecks(doc *inputDoc) []LimitCheck {
 	eff := doc.demand.Effective()
 	checks := []LimitCheck{}
@@ -77,7 +88,7 @@ func (d *Decider) limitChecks(doc *inputDoc) []LimitCheck {
 		checks = append(checks, LimitCheck{Family: u.Family, Resource: u.Resource, Used: u.Used, Reserved: u.Reserved, Pod: pod, After: after,
 			Limit: u.Limit, Quota: u.Quota, Key: u.Key, Exceeded: pod > 0 && after > u.Limit, Scopes: u.Scopes})
 	}
-	return checks
+	return append(checks, d.teamLimitChecks(doc)...)
 }
 
 func explained(msgs []string, origins map[string][]policy.Origin) []Explained {
