@@ -42,8 +42,10 @@ func teamQuota(gpus int64) *gpuadmitv1.GPUClusterQuota {
 }
 
 // inTeam and outOfTeam are namespace ns with and without the team's label.
-func inTeam(ns string) *corev1.Namespace    { return testns.New(ns, map[string]string{"team": "ml"}) }
-func outOfTeam(ns string) *corev1.Namespace { return testns.New(ns, map[string]string{"team": "other"}) }
+func inTeam(ns string) *corev1.Namespace { return testns.New(ns, map[string]string{"team": "ml"}) }
+func outOfTeam(ns string) *corev1.Namespace {
+	return testns.New(ns, map[string]string{"team": "other"})
+}
 
 // replica is one store of a team test, with its ledger and clock.
 type replica struct {
