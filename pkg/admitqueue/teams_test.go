@@ -237,3 +237,22 @@ func TestTeamNamespaceRelabelledOut(t *testing.T) {
 		})
 	}
 }
+
+// TestTeamGhostIsABlocker: a review that fits without the unconfirmed
+// reservations, where the only one is a team entry of another namespace,
+// waits for it (rather than being denied at once), with the entry, which
+// names its own namespace, as its blocker, once.
+func TestTeamGhostIsABlocker(t *testing.T) {
+	a := newTeamReplica(t, fakeClient(t), "a", 1, inTeam("ns-a"), inTeam("ns-b"))
+	ghost := gpuadmitv1.Reservation{PodUID: "ghost", PodName: "ghost", Namespace: "ns-a", Demand: gpuadmitv1.Demand{GPU: 1}}
+	tm := &team{status: gpuadmitv1.GPUReservationSetStatus{Reservations: []gpuadmitv1.Reservation{ghost}}}
+	st := &gpuadmitv1.GPUReservationSetStatus{}
+	r := &review{uid: "new", deadline: a.clock.Now().Add(10 * time.Second)}
+	if o, err := a.s.waitOrDecide(r, st, nil); o != decided || err != nil {
+		t.Fatalf("without the team: %v, %v; want decided", o, err)
+	}
+	o, err := a.s.waitOrDecide(r, st, []*team{tm, tm})
+	if o != waiting || err != nil || len(r.blockers) != 1 || r.blockers[0].Namespace != "ns-a" {
+		t.Fatalf("with the team's ghost: %v, %v, blockers %+v; want waiting for the ghost of ns-a", o, err, r.blockers)
+	}
+}
