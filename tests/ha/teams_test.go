@@ -172,7 +172,7 @@ func probe(ctx context.Context, c *replicas.Cluster, k kubernetes.Interface, i i
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("replica-%d never answered a %d MiB pod in %s as wanted (denied by the team: %v); last answer: %w", i, mem, ns, denied, err)
+			return fmt.Errorf("replica-%d never answered a %d MiB pod in %s as wanted (denied by the team: %v); last answer: %s", i, mem, ns, denied, fmt.Sprint(err))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
