@@ -64,7 +64,8 @@ func (v *ClaimValidator) handle(ctx context.Context, req admission.Request) (adm
 		return resp, reasonNotReady
 	}
 	dreq := decision.Request{Claim: claim, Namespace: claim.Namespace, Operation: string(req.Operation), DryRun: isDryRun(req),
-		User: decision.UserInfo{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}}
+		User:        decision.UserInfo{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups},
+		ChargedUser: req.UserInfo.Username} // a claim is charged to who created it
 	resp, reason := answer(ctx, v.Reserver, v.Gate, v.Events, claimKey(claim, req), dreq, s)
 	if reason == reasonGPU {
 		v.Metrics.reserved()

@@ -20,6 +20,8 @@ const (
 	webhookValidateClaims = "validate-claims"
 	// webhookValidateWorkloads is the workloads handler.
 	webhookValidateWorkloads = "validate-workloads"
+	// webhookMutateWorkloads stamps workloads' pod templates.
+	webhookMutateWorkloads = "mutate-workloads"
 
 	reasonGPU        = "gpu"         // a GPU pod: annotated, or allowed and reserved
 	reasonNonGPU     = "non-gpu"     // no managed resource: fast path
