@@ -36,6 +36,15 @@ type ClaimValidator struct {
 	// Events records each denial (not of a dry run) as a Warning Event;
 	// nil: none.
 	Events Recorder
+	// Users says who a claim is charged to (Request.ChargedUser), read on
+	// the reviewed claim, which the mutating handler stamped with its
+	// creator; nil: the review's user.
+	Users ClaimUsers
+}
+
+// ClaimUsers says who a claim is charged to (*stamp.Stamper).
+type ClaimUsers interface {
+	ClaimUserOf(claim *resourcev1.ResourceClaim) string
 }
 
 var _ admission.Handler = (*ClaimValidator)(nil)

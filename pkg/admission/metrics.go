@@ -22,6 +22,8 @@ const (
 	webhookValidateWorkloads = "validate-workloads"
 	// webhookMutateWorkloads stamps workloads' pod templates.
 	webhookMutateWorkloads = "mutate-workloads"
+	// webhookMutateClaims stamps ResourceClaims.
+	webhookMutateClaims = "mutate-claims"
 
 	reasonGPU        = "gpu"         // a GPU pod: annotated, or allowed and reserved
 	reasonNonGPU     = "non-gpu"     // no managed resource: fast path

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -137,6 +139,22 @@ func (s *Stamper) Choose(ns, requester string, annotations map[string]string) st
 // namespace ns.
 func (s *Stamper) Stamp(ns, user string) map[string]string {
 	return map[string]string{UserAnnotation: user, SignatureAnnotation: s.Sign(ns, user)}
+}
+
+// ClaimUserOf returns who claim is charged to: the user of its stamp when
+// the signature verifies for its namespace (the mutating webhook stamps
+// who created it); else, for a claim whose controller is a Pod (made from
+// the pod's claim template), kube-controller-manager's
+// resourceclaim-controller; else "" (a claim created before gpuadmit was
+// installed: no user's).
+func (s *Stamper) ClaimUserOf(claim *resourcev1.ResourceClaim) string {
+	if user, ok := s.Verified(claim.Namespace, claim.Annotations); ok {
+		return user
+	}
+	if ref := metav1.GetControllerOfNoCopy(claim); ref != nil && ref.Kind == "Pod" && ref.APIVersion == "v1" {
+		return kcmPrefix + "resourceclaim-controller"
+	}
+	return ""
 }
 
 // UserOf returns who pod is charged to: the user of its stamp when the

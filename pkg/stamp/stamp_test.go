@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"testing"
 
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 )
 
@@ -149,5 +152,32 @@ func TestNewRefusesBadInput(t *testing.T) {
 	}
 	if _, err := New(testKey(1), []Creator{{Group: "x", Kind: "Y"}}); err == nil {
 		t.Error("a pod creator without a username was accepted")
+	}
+}
+
+func TestClaimUserOf(t *testing.T) {
+	s := newStamper(t)
+	yes := true
+	claim := func(a map[string]string, owner string) *resourcev1.ResourceClaim {
+		c := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ml", Annotations: a}}
+		if owner != "" {
+			c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: owner, Name: "p", Controller: &yes}}
+		}
+		return c
+	}
+	for _, c := range []struct {
+		name  string
+		claim *resourcev1.ResourceClaim
+		want  string
+	}{
+		{"a verified stamp", claim(s.Stamp("ml", "alice"), ""), "alice"},
+		{"a stamp from another namespace", claim(s.Stamp("dev", "alice"), ""), ""},
+		{"a forged name", claim(map[string]string{UserAnnotation: "alice", SignatureAnnotation: "x"}, ""), ""},
+		{"a pod's template claim", claim(nil, "Pod"), kcmPrefix + "resourceclaim-controller"},
+		{"another owner", claim(nil, "ConfigMap"), ""},
+	} {
+		if got := s.ClaimUserOf(c.claim); got != c.want {
+			t.Errorf("%s: ClaimUserOf = %q, want %q", c.name, got, c.want)
+		}
 	}
 }
