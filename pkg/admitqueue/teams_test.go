@@ -256,3 +256,22 @@ func TestTeamGhostIsABlocker(t *testing.T) {
 		t.Fatalf("with the team's ghost: %v, %v, blockers %+v; want waiting for the ghost of ns-a", o, err, r.blockers)
 	}
 }
+
+// TestTeamQuotaRecreatedCountsItsEntries: the team quota deleted and
+// created again keeps its object: the entries of the pods admitted before
+// count against the new quota at once (nothing starts from zero).
+func TestTeamQuotaRecreatedCountsItsEntries(t *testing.T) {
+	c := fakeClient(t)
+	a := newTeamReplica(t, c, "a", 2, inTeam("ns-a"), inTeam("ns-b"))
+	if got := burst(t, a, "ns-a", 2, 2, 1); got != 2 {
+		t.Fatalf("admitted %d, want 2", got)
+	}
+	a.l.DeleteClusterQuota(teamName)
+	a.l.UpsertClusterQuota(teamQuota(2))
+	if got := burst(t, a, "ns-b", 1, 2, 1); got != 0 {
+		t.Fatal("the re-created team quota did not count the entries of the pods admitted before")
+	}
+	if u := teamObject(t, c); u == nil || len(u.Status.Reservations) != 2 {
+		t.Fatalf("the team object lost its entries: %+v", u)
+	}
+}
