@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 )
 
 // TestTeamTwoReplicasNeverPassLimit: two replicas admit at once in two
@@ -273,5 +274,34 @@ func TestTeamQuotaRecreatedCountsItsEntries(t *testing.T) {
 	}
 	if u := teamObject(t, c); u == nil || len(u.Status.Reservations) != 2 {
 		t.Fatalf("the team object lost its entries: %+v", u)
+	}
+}
+
+// TestTeamsChangedDecidesAgain: the decider refuses a review that does not
+// count a team quota selecting its namespace (a label or a quota changed
+// after the round listed the teams): the round writes nothing, lists the
+// teams again and decides again; the review is answered by that decision,
+// never with the refusal, never without the team.
+func TestTeamsChangedDecidesAgain(t *testing.T) {
+	c := fakeClient(t)
+	a := newTeamReplica(t, c, "a", 1, inTeam("ns-a"))
+	var calls atomic.Int64
+	decide := func(req decision.Request) (verdict, error) {
+		if calls.Add(1) == 1 {
+			return verdict{}, fmt.Errorf("namespace %q: GPUClusterQuota %q: %w", "ns-a", teamName, decision.ErrTeamsChanged)
+		}
+		if len(req.Teams) != 1 {
+			return verdict{}, fmt.Errorf("decided with %d teams, want 1", len(req.Teams))
+		}
+		return teamDecider(a.l, 1, 1)(req)
+	}
+	if err := admitPod(context.Background(), a.s, "ns-a", "p1", "p1", decide); err != nil {
+		t.Fatalf("the review was answered with the refusal: %v", err)
+	}
+	if calls.Load() != 2 {
+		t.Errorf("decided %d times, want 2", calls.Load())
+	}
+	if u := teamObject(t, c); u == nil || len(u.Status.Reservations) != 1 {
+		t.Fatalf("the team object holds %+v, want the one reservation", u)
 	}
 }
