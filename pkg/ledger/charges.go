@@ -24,6 +24,9 @@ type Charge struct {
 	Pod string `json:"pod,omitempty"`
 	// Used is what the object is charged, per family.
 	Used effective.Usage `json:"used"`
+	// User is who the object is charged to (the user its record was
+	// charged to at first record, Options.Users; "" when unknown).
+	User string `json:"user,omitempty"`
 }
 
 // Charge kinds.
