@@ -138,7 +138,8 @@ func (s *Server) runnables(kube kubernetes.Interface) error {
 	// The summaries users read (kubectl get gpuusage) have one writer: the
 	// replica elected through the Lease gpuadmit-usage-status.
 	summaries := &summary.Summarizer{Client: s.mgr.GetClient(), Ledger: s.Ledger, Reservations: s.Store, Clock: s.opts.Clock,
-		OnWrite: s.counters.SummaryWritten, Events: s.events, DeniedFrom: kube, Log: s.opts.Log.WithName("summary")}
+		OnWrite: s.counters.SummaryWritten, Events: s.events, DeniedFrom: kube, Namespace: s.opts.Namespace,
+		Log: s.opts.Log.WithName("summary")}
 	run := summaries.Start
 	if s.opts.Config.OpenReportsEnabled() {
 		reports := &openreports.Writer{Client: s.mgr.GetClient(), Reader: s.mgr.GetAPIReader(), Ledger: s.Ledger,
