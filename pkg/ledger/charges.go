@@ -24,8 +24,8 @@ type Charge struct {
 	Pod string `json:"pod,omitempty"`
 	// Used is what the object is charged, per family.
 	Used effective.Usage `json:"used"`
-	// User is who the object is charged to (the user its record was
-	// charged to at first record, Options.Users; "" when unknown).
+	// User is who the object is charged to (Options.Users; "" when
+	// unknown), fixed when it was first recorded.
 	User string `json:"user,omitempty"`
 }
 
@@ -44,12 +44,12 @@ func (l *Ledger) Charges(ns string) []Charge {
 	var out []Charge
 	for _, r := range l.pods {
 		if r.namespace == ns {
-			out = append(out, Charge{Kind: ChargePod, Name: r.name, Node: r.bound, State: r.state, Used: r.used.Clone()})
+			out = append(out, Charge{Kind: ChargePod, Name: r.name, Node: r.bound, State: r.state, Used: r.used.Clone(), User: r.user})
 		}
 	}
 	for _, r := range l.claims {
 		if r.namespace == ns {
-			out = append(out, Charge{Kind: ChargeClaim, Name: r.name, Used: r.used.Clone()})
+			out = append(out, Charge{Kind: ChargeClaim, Name: r.name, Used: r.used.Clone(), User: r.user})
 		}
 	}
 	slices.SortFunc(out, func(a, b Charge) int { return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name)) })

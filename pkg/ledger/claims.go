@@ -59,6 +59,9 @@ type claimRecord struct {
 	// only raises it), one with a problem, or one computed against slices
 	// that changed since.
 	recheck *resourcev1.ResourceClaim
+	// user is who the claim is charged to (Options.Users), as first
+	// recorded.
+	user string
 }
 
 // claimCharge is a claim's demand computed outside the lock.
@@ -66,6 +69,7 @@ type claimCharge struct {
 	used    effective.Usage
 	problem *Problem
 	sized   bool
+	user    string
 }
 
 // applyTries bounds how often UpsertClaim computes a claim's demand again
@@ -116,6 +120,9 @@ func (l *Ledger) claimInputs() (*dra.Inventory, map[string]effective.Options, ui
 // computeClaim computes c's charge against inv and opts; no lock is held.
 func (l *Ledger) computeClaim(c *resourcev1.ResourceClaim, inv *dra.Inventory, opts map[string]effective.Options) claimCharge {
 	var ch claimCharge
+	if l.users != nil {
+		ch.user = l.users.ClaimUserOf(c)
+	}
 	ds, err := l.charger.Demands(context.Background(), c.Name, &c.Spec, c.Status.Allocation, inv, opts)
 	if err != nil {
 		ch.problem = &Problem{Kind: ProblemClaim, Namespace: c.Namespace, Name: c.Name, Message: err.Error()}
@@ -135,7 +142,10 @@ func (l *Ledger) computeClaim(c *resourcev1.ResourceClaim, inv *dra.Inventory, o
 // computed against ResourceSlices that changed since (kept for a recheck).
 func (l *Ledger) applyClaimLocked(c *resourcev1.ResourceClaim, ch claimCharge, stale bool) {
 	old := l.claims[c.UID]
-	rec := &claimRecord{uid: c.UID, namespace: c.Namespace, name: c.Name, rv: c.ResourceVersion, used: ch.used, problem: ch.problem}
+	rec := &claimRecord{uid: c.UID, namespace: c.Namespace, name: c.Name, rv: c.ResourceVersion, used: ch.used, problem: ch.problem, user: ch.user}
+	if old != nil {
+		rec.user = old.user // the first record's user
+	}
 	lowers := ch.sized && (old == nil || !old.settled)
 	rec.settled = ch.sized || (old != nil && old.settled)
 	if old != nil && !lowers {
@@ -216,6 +226,7 @@ func (l *Ledger) chargeClaimLocked(r *claimRecord) {
 		r.used = nil
 	} else {
 		n.used = used
+		n.chargeUser(r.user, r.used)
 	}
 	n.claims++
 	if r.problem != nil {
@@ -230,6 +241,7 @@ func (l *Ledger) unchargeClaimLocked(r *claimRecord) {
 		return
 	}
 	n.used = l.nonNegativeUsage(n.used.Sub(r.used), "namespace "+r.namespace)
+	l.unchargeUserLocked(n, r.user, r.used, r.namespace)
 	n.claims--
 	delete(n.claimProblems, r.uid)
 	l.gcNamespaceLocked(r.namespace)

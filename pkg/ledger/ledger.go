@@ -34,6 +34,19 @@ type Options struct {
 	// Log receives problems (invalid pods, malformed annotations, bad quota
 	// values). The zero value discards.
 	Log logr.Logger
+	// Users tells who each pod and claim is charged to (team quotas'
+	// per-user limits): asked once, when the ledger first records the
+	// object (a later edit never moves a charge). nil: every charge's user
+	// is "".
+	Users Users
+}
+
+// Users tells who an object is charged to: its verified requesting-user
+// stamp, else its controller's (or its own) service account
+// (*stamp.Stamper).
+type Users interface {
+	UserOf(pod *corev1.Pod) string
+	ClaimUserOf(claim *resourcev1.ResourceClaim) string
 }
 
 // Ledger is the usage ledger. All methods are safe for concurrent use.
@@ -42,6 +55,8 @@ type Ledger struct {
 	// allocs are the pod annotations that assign devices (AllocAnnotations).
 	allocs []string
 	log    logr.Logger
+	// users is Options.Users (nil: none).
+	users Users
 	// maxMem is Options.MaxDeviceMemoryMiB.
 	maxMem func(family string) int64
 
@@ -93,6 +108,8 @@ type Ledger struct {
 	claimSeen map[types.UID]string
 	gone      map[types.UID]struct{}
 	goneOrder []types.UID
+	// teams are the GPUClusterQuotas by name (teams.go).
+	teams map[string]*teamQuota
 }
 
 // podName is a pod's namespace and name (the informer's key).
@@ -104,6 +121,8 @@ func New(opts Options) *Ledger {
 		families:   opts.Families,
 		allocs:     devices.AllocAnnotations(opts.Families),
 		log:        opts.Log,
+		users:      opts.Users,
+		teams:      map[string]*teamQuota{},
 		maxMem:     opts.MaxDeviceMemoryMiB,
 		seen:       map[types.UID]string{},
 		known:      map[types.UID]struct{}{},
@@ -154,6 +173,10 @@ func podUID(pod *corev1.Pod) types.UID { return metaUID(pod) }
 func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	uid := podUID(pod)
 	d := l.derive(pod, nil) // pure work outside the lock
+	var user string
+	if d.rec != nil && l.users != nil {
+		user = l.users.UserOf(pod)
+	}
 	// A reservation may be under its UID: a GPU pod's (a pod with
 	// templates reserves only its containers' demand; seen all the same).
 	gpu := l.requests(pod) || effective.HasTemplateClaim(pod)
@@ -175,6 +198,9 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 		d = l.derive(trusted, nil)
 	}
 	d.keep(old, trusted, edited, l.allocs)
+	if d.rec != nil {
+		d.rec.user = user // a recorded pod keeps its first (applyLocked)
+	}
 	key := podName{pod.Namespace, pod.Name}
 	if other, ok := l.byName[key]; ok && other != uid {
 		// The pod was deleted and recreated while the watch was down: the
@@ -289,6 +315,9 @@ func (l *Ledger) DeletePodByName(ns, name string) {
 func (l *Ledger) applyLocked(uid types.UID, key podName, d derivation) {
 	old := l.pods[uid]
 	inheritScope(d.rec, old)
+	if d.rec != nil && old != nil {
+		d.rec.user = old.user // the first record's user: an edit never moves a charge
+	}
 	if old != nil && d.rec != nil && sameRecord(old, d.rec) {
 		return // duplicate event, resync: nothing changed
 	}

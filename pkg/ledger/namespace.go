@@ -67,6 +67,9 @@ type namespace struct {
 	quotas     map[string]*quota
 	// byScope is the pods' usage per scope attributes (scoped.go).
 	byScope map[podScope]effective.Usage
+	// byUser is used per user charged (Options.Users; "" included): the
+	// team quotas' per-user sums.
+	byUser map[string]effective.Usage
 	// claims counts the recorded claims; claimProblems are theirs.
 	claims        int
 	claimProblems map[types.UID]*Problem

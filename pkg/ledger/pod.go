@@ -51,6 +51,8 @@ type podRecord struct {
 	nodeSizes map[string]int64
 	// scope is what ResourceQuota scopes read of the pod (scope.go).
 	scope podScope
+	// user is who the pod is charged to (Options.Users), as first recorded.
+	user string
 }
 
 // derivation is the outcome of reading a pod: a record to store, a problem
@@ -271,7 +273,7 @@ func sameRecord(a, b *podRecord) bool {
 	return a.namespace == b.namespace && a.name == b.name && a.bound == b.bound && a.node == b.node &&
 		a.state == b.state && a.used.Equal(b.used) && a.pod == b.pod &&
 		slices.Equal(a.devices, b.devices) && slices.Equal(a.unresolved, b.unresolved) &&
-		a.assignment == b.assignment && a.edited == b.edited && sameSizes(a, b) && a.scope == b.scope
+		a.assignment == b.assignment && a.edited == b.edited && sameSizes(a, b) && a.scope == b.scope && a.user == b.user
 }
 
 // sameSizes reports whether a and b hold the same sizes (floors, nodeSizes)
@@ -307,6 +309,7 @@ func (l *Ledger) chargeLocked(r *podRecord) error {
 		}
 	}
 	n.used = used
+	n.chargeUser(r.user, r.used)
 	chargeScopedLocked(n, r)
 	n.pods++
 	if len(r.unresolved) > 0 {
@@ -322,6 +325,7 @@ func (l *Ledger) chargeLocked(r *podRecord) error {
 func (l *Ledger) unchargeLocked(r *podRecord) {
 	if n := l.namespaces[r.namespace]; n != nil {
 		n.used = l.nonNegativeUsage(n.used.Sub(r.used), "namespace "+r.namespace)
+		l.unchargeUserLocked(n, r.user, r.used, r.namespace)
 		l.unchargeScopedLocked(n, r)
 		n.pods--
 		delete(n.unresolved, r.uid)

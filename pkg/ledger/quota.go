@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
@@ -105,11 +106,30 @@ func (l *Ledger) parseQuota(rq *corev1.ResourceQuota) *quota {
 	return q
 }
 
-// parseFamily reads the limits.<name> keys of one family
+// parseFamily reads the limits.<name> keys of one family of a
+// ResourceQuota (parseLimits).
+func (q *quota) parseFamily(rq *corev1.ResourceQuota, f *effective.Family) Limits {
+	lim, problems := parseLimits(limitSource{namespace: rq.Namespace, name: rq.Name, uid: rq.UID, hard: rq.Spec.Hard}, f)
+	q.problems = append(q.problems, problems...)
+	return lim
+}
+
+// limitSource is a list of limits read like a ResourceQuota's spec.hard:
+// a ResourceQuota's, or a GPUClusterQuota's spec.hard or spec.perUser
+// (problemKey prefixes the keys its problems name; "" for spec.hard).
+type limitSource struct {
+	namespace, name string
+	uid             types.UID
+	hard            corev1.ResourceList
+	problemKey      string
+}
+
+// parseLimits reads the limits.<name> keys of one family
 // (quotacheck.Read: a memory limit in bytes, or a value that is not whole,
 // is enforced rounded down and reported; an unusable one blocks).
-func (q *quota) parseFamily(rq *corev1.ResourceQuota, f *effective.Family) Limits {
+func parseLimits(src limitSource, f *effective.Family) (Limits, []Problem) {
 	var lim Limits
+	var problems []Problem
 	dims := []struct {
 		res    corev1.ResourceName
 		memory bool
@@ -124,18 +144,18 @@ func (q *quota) parseFamily(rq *corev1.ResourceQuota, f *effective.Family) Limit
 			continue
 		}
 		key := "limits." + string(d.res)
-		val, ok := rq.Spec.Hard[corev1.ResourceName(key)]
+		val, ok := src.hard[corev1.ResourceName(key)]
 		if !ok {
 			continue
 		}
 		r := quotacheck.Read(val, d.memory, f.Factor())
 		if r.Problem != "" {
-			q.problems = append(q.problems, Problem{Kind: ProblemQuota, Namespace: rq.Namespace, Name: rq.Name, UID: rq.UID,
-				Key: key, Value: r.Written, Message: r.Problem})
+			problems = append(problems, Problem{Kind: ProblemQuota, Namespace: src.namespace, Name: src.name, UID: src.uid,
+				Key: src.problemKey + key, Value: r.Written, Message: r.Problem})
 		}
-		*d.dst = &Limit{Value: r.Value, Quota: rq.Name, Key: key, Invalid: r.Invalid}
+		*d.dst = &Limit{Value: r.Value, Quota: src.name, Key: key, Invalid: r.Invalid}
 	}
-	return lim
+	return lim, problems
 }
 
 // QuotaValue reads a limit given by hand (top --what-if) as a quota's
