@@ -154,8 +154,8 @@ func inNamespace(rs []reservation.Reservation, ns string) []reservation.Reservat
 func usersOf(l *ledger.Ledger, namespaces []string, pending []reservation.Reservation) []string {
 	set := map[string]bool{}
 	for _, ns := range namespaces {
-		for _, c := range l.Charges(ns) {
-			set[c.User] = true
+		for u := range l.UserUsage(ns) {
+			set[u] = true
 		}
 	}
 	for _, r := range pending {
@@ -211,6 +211,10 @@ func largestFirst(parts []partView, fams []effective.Family) []partView {
 // namespaceUsers is the printer cell of a namespace's users: each user
 // charged in ns or holding one of pending, with its devices.
 func namespaceUsers(l *ledger.Ledger, ns string, pending []reservation.Reservation) string {
+	pending = slices.Clone(pending)
+	for i := range pending { // a namespace's own object does not name it
+		pending[i].Namespace = ns
+	}
 	users := usersOf(l, []string{ns}, pending)
 	if len(users) == 0 {
 		return ""
