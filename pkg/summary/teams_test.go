@@ -25,7 +25,7 @@ import (
 // verification is pkg/stamp's; here the user is given).
 type byAnnotation struct{}
 
-func (byAnnotation) UserOf(p *corev1.Pod) string                   { return p.Annotations["user"] }
+func (byAnnotation) UserOf(p *corev1.Pod) string                  { return p.Annotations["user"] }
 func (byAnnotation) ClaimUserOf(*resourcev1.ResourceClaim) string { return "" }
 
 // gpuPod is a pod of user in ns asking for n devices of 12 GiB each.
