@@ -103,15 +103,16 @@ type Result struct {
 	// returned to the client either way.
 	Denials  []string
 	Warnings []string
-	// Exceeded lists, for a denied pod, the limits its demand would pass
-	// (empty when only other rules denied it).
+	// Exceeded lists, for a denied pod, the limits its demand would pass,
+	// its namespace's and its teams' (empty when only other rules denied
+	// it).
 	Exceeded []LimitCheck
 	// Invalid: the request is invalid (an *effective.InvalidError: a value
 	// that is not a whole number, a negative one...); the policies deny it.
 	Invalid bool
 	// FitsWithoutUnconfirmed: denied, but the pod would be allowed if the
-	// request's unconfirmed reservations (reservation.Reservation.Unconfirmed)
-	// ended. Its review may wait for them, within its deadline.
+	// request's unconfirmed reservations (reservation.Reservation.Unconfirmed),
+	// its namespace's and its teams', ended. Its review may wait for them, within its deadline.
 	FitsWithoutUnconfirmed bool
 	// Explanation is set for a Request with Explain.
 	Explanation *Explanation
@@ -128,6 +129,9 @@ type Snapshotter interface {
 	Inventory() *dra.Inventory
 	// Template is a ResourceClaimTemplate the watch delivered (nil: none).
 	Template(ns, name string) *resourcev1.ResourceClaimTemplate
+	// Team is a team quota's usage over members, counting pending, and
+	// user's part of it.
+	Team(q ledger.TeamQuota, members []string, pending []reservation.Reservation, user string) ledger.TeamSnapshot
 }
 
 // Evaluator evaluates the policies on an input document; *policy.Engine
@@ -271,6 +275,7 @@ func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) 
 	if req.Claim == nil {
 		doc.scoped = scopedOf(&doc.ns, req.Pod)
 	}
+	doc.teams = d.teamChecks(&req)
 	return doc, nil
 }
 

@@ -61,15 +61,16 @@ func (d *Decider) prepare() (Evaluator, *policy.Reads, error) {
 }
 
 // fitsWithoutUnconfirmed evaluates a denied pod again without the
-// namespace's unconfirmed reservations (admissions whose pod no replica has
+// namespace's and its teams' unconfirmed reservations (admissions whose pod no replica has
 // seen yet: a create that failed after admission, or a review that did not
 // come from the API server), and reports whether it would then be allowed.
 func fitsWithoutUnconfirmed(ctx context.Context, ev Evaluator, reads *policy.Reads, doc *inputDoc, allowed bool) (bool, error) {
-	if allowed || doc.ns.Unconfirmed.IsZero() || doc.demand == nil || doc.invalid != nil {
+	if allowed || (doc.ns.Unconfirmed.IsZero() && !teamsUnconfirmed(doc.teams)) || doc.demand == nil || doc.invalid != nil {
 		return false, nil
 	}
 	again := *doc
 	again.ns.Reserved = nonNegative(doc.ns.Reserved.Sub(doc.ns.Unconfirmed))
+	again.teams = withoutUnconfirmed(doc.teams)
 	out, err := ev.Eval(ctx, again.value(reads))
 	if err != nil {
 		return false, err

@@ -50,7 +50,17 @@ type LimitCheck struct {
 	Exceeded bool   `json:"exceeded"`
 	// Scopes are a scoped quota's: Used is what its pods use.
 	Scopes []string `json:"scopes,omitempty"`
+	// Kind is the kind of the quota: "" for a ResourceQuota,
+	// KindClusterQuota for a team quota, whose Used and Reserved are the
+	// team's over Members (and, with User, that user's alone: a
+	// spec.perUser limit).
+	Kind    string   `json:"kind,omitempty"`
+	Members []string `json:"members,omitempty"`
+	User    string   `json:"user,omitempty"`
 }
+
+// KindClusterQuota is LimitCheck.Kind of a team quota's limit.
+const KindClusterQuota = "GPUClusterQuota"
 
 // explain builds the explanation of out for the document doc.
 func (d *Decider) explain(doc *inputDoc, out policy.Output) *Explanation {
@@ -77,7 +87,7 @@ func (d *Decider) limitChecks(doc *inputDoc) []LimitCheck {
 		checks = append(checks, LimitCheck{Family: u.Family, Resource: u.Resource, Used: u.Used, Reserved: u.Reserved, Pod: pod, After: after,
 			Limit: u.Limit, Quota: u.Quota, Key: u.Key, Exceeded: pod > 0 && after > u.Limit, Scopes: u.Scopes})
 	}
-	return checks
+	return append(checks, d.teamLimitChecks(doc)...)
 }
 
 func explained(msgs []string, origins map[string][]policy.Origin) []Explained {

@@ -46,7 +46,10 @@ type inputDoc struct {
 	ns      ledger.NamespaceSnapshot
 	// scoped are the namespace's scoped quotas the pod is in (none for a
 	// claim: no scope matches a claim, as in-tree).
-	scoped   []*ledger.ScopedQuota
+	scoped []*ledger.ScopedQuota
+	// teams are the limits of the team quotas that count the namespace
+	// (teams.go).
+	teams    []teamCheck
 	capacity ast.Value
 	settings ast.Value
 	words    words
@@ -59,7 +62,7 @@ type inputDoc struct {
 func (d *inputDoc) value(reads *policy.Reads) ast.Value {
 	b := &builder{words: d.words, memo: d.memo}
 	keys := [...]string{"apiVersion", "kind", "operation", "dryRun", "namespace", "namespaceLabels", "userInfo", "pod", "claim",
-		"demand", "namespaceUsage", "capacity", "settings"}
+		"demand", "namespaceUsage", "teamLimits", "capacity", "settings"}
 	items := make([][2]*ast.Term, 0, len(keys))
 	for _, k := range keys {
 		if reads.Has(k) {
@@ -94,6 +97,8 @@ func (d *inputDoc) part(b *builder, key string, reads *policy.Reads) *ast.Term {
 		return d.demandTerm(b)
 	case "namespaceUsage":
 		return d.usageTerm(b)
+	case "teamLimits":
+		return d.teamsTerm(b)
 	case "capacity":
 		return b.term(d.capacity)
 	default:

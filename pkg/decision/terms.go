@@ -29,6 +29,7 @@ func newWords(fams []effective.Family) words {
 		"container", "resource", "value", "reason", "quota", "key", "invalid", "afterPercent",
 		"username", "groups", "generateName", "uid", "labels", "annotations", "nodeSelector",
 		"priorityClassName", "runtimeClassName", "schedulerName", "deviceClassNames", "scopedLimits", "family", "dimension", "scopes",
+		"teamLimits", "perUser", "user", "members",
 		string(effective.RoleApp), string(effective.RoleInit), string(effective.RoleSidecar), ""}
 	w := words{strs: make(map[string]*ast.Term, len(list)+len(fams)), emptyArray: ast.ArrayTerm(), emptyObject: ast.ObjectTerm()}
 	for _, s := range list {
