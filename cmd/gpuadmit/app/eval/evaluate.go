@@ -255,8 +255,10 @@ func (e *Evaluation) pods(ctx context.Context, w *manifest.Workload, o evalObjec
 			p.Name = fmt.Sprintf("%s-%d", w.Name, i)
 		}
 		p.UID = types.UID(fmt.Sprintf("gpuadmit-eval/%s/%s/%s/%d", w.Kind, p.Namespace, w.Name, i))
+		// The pods are charged to whoever created the workload (its
+		// template's stamp), whichever controller creates them.
 		res, err := e.decider.Decide(ctx, decision.Request{Pod: p, NoManagedResource: !gpu, Operation: "CREATE", Written: w.Written, User: user, Explain: e.explain,
-			Reservations: e.reserved[p.Namespace]})
+			Reservations: e.reserved[p.Namespace], Teams: e.Source.Teams().For(e.ledger, p.Namespace), ChargedUser: e.User.Username})
 		if err != nil {
 			return o, err
 		}

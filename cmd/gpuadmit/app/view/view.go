@@ -61,6 +61,7 @@ type View struct {
 func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve bool) (View, error) {
 	v := View{Warn: func(w string) { fmt.Fprintf(c.Stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }}
 	src := source.Of(c, f.state, v.Warn)
+	source.SetGpuadmitNamespace(src, f.setup.Namespace())
 	kube, err := src.Gpuadmit()
 	if err != nil {
 		return v, err
