@@ -18,21 +18,22 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
-// teamView is what a GPUClusterQuota's status says, before it is written
-// as resource lists: the team's usage, each counted namespace's part (a
-// departed namespace still counted is departing) and each user's.
-type teamView struct {
-	quota      ledger.TeamQuota
-	team       ledger.TeamSnapshot
-	namespaces []partView
-	users      []partView
+// Team is what a GPUClusterQuota's status says, before it is written as
+// resource lists (and what the command line shows of a team): the team's
+// usage, each counted namespace's part (a departed namespace still counted
+// is departing) and each user's, users sorted by name.
+type Team struct {
+	Quota      ledger.TeamQuota
+	Usage      ledger.TeamSnapshot
+	Namespaces []Part
+	Users      []Part
 }
 
-// partView is one namespace's or one user's part of a team's usage.
-type partView struct {
-	name           string
-	used, reserved effective.Usage
-	departing      bool
+// Part is one namespace's or one user's part of a team's usage.
+type Part struct {
+	Name           string
+	Used, Reserved effective.Usage
+	Departing      bool
 }
 
 // teamRound writes the status of every GPUClusterQuota whose summary
@@ -92,7 +93,7 @@ func (s *Summarizer) teamRound(ctx context.Context, now time.Time) int {
 // teamView reads the team's object (its reservations and departures) and
 // sums, from the ledger, the team's usage over the namespaces it counts,
 // each namespace's part and each user's.
-func (s *Summarizer) teamView(ctx context.Context, q ledger.TeamQuota) (teamView, error) {
+func (s *Summarizer) teamView(ctx context.Context, q ledger.TeamQuota) (Team, error) {
 	var st gpuadmitv1.GPUReservationSetStatus
 	if s.Namespace != "" {
 		set := &gpuadmitv1.GPUReservationSet{}
@@ -100,7 +101,7 @@ func (s *Summarizer) teamView(ctx context.Context, q ledger.TeamQuota) (teamView
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return teamView{}, fmt.Errorf("reading GPUReservationSet %s/%s: %w", s.Namespace, gpuadmitv1.TeamObjectName(q.Name), err)
+			return Team{}, fmt.Errorf("reading GPUReservationSet %s/%s: %w", s.Namespace, gpuadmitv1.TeamObjectName(q.Name), err)
 		case reservation.Validate(set) == nil:
 			st = set.Status
 		}
@@ -108,18 +109,26 @@ func (s *Summarizer) teamView(ctx context.Context, q ledger.TeamQuota) (teamView
 	// The summary has no pod watch of its own: every reservation not
 	// recorded by this replica's ledger counts (the ledger leaves out those
 	// whose pods it recorded).
-	pending := reservation.Countable(st, "")
-	members, departing := Members(s.Ledger.Selected(q.Name), st.Departures)
-	v := teamView{quota: q, team: s.Ledger.Team(q, members, pending, "")}
+	return TeamOf(s.Ledger, q, st, ""), nil
+}
+
+// TeamOf sums, from l, the team's usage over the namespaces it counts (by
+// its quota q and its object's status st: Members), each namespace's part
+// and each user's, counting the reservations of st that a ledger built
+// from pods listed at podsRV must count (reservation.Countable).
+func TeamOf(l *ledger.Ledger, q ledger.TeamQuota, st gpuadmitv1.GPUReservationSetStatus, podsRV string) Team {
+	pending := reservation.Countable(st, podsRV)
+	members, departing := Members(l.Selected(q.Name), st.Departures)
+	v := Team{Quota: q, Usage: l.Team(q, members, pending, "")}
 	for _, ns := range members {
-		n := s.Ledger.Namespace(ns, inNamespace(pending, ns))
-		v.namespaces = append(v.namespaces, partView{name: ns, used: n.Used, reserved: n.Reserved, departing: departing[ns]})
+		n := l.Namespace(ns, inNamespace(pending, ns))
+		v.Namespaces = append(v.Namespaces, Part{Name: ns, Used: n.Used, Reserved: n.Reserved, Departing: departing[ns]})
 	}
-	for _, u := range usersOf(s.Ledger, members, pending) {
-		t := s.Ledger.Team(q, members, pending, u)
-		v.users = append(v.users, partView{name: u, used: t.UserUsed, reserved: t.UserReserved})
+	for _, u := range usersOf(l, members, pending) {
+		t := l.Team(q, members, pending, u)
+		v.Users = append(v.Users, Part{Name: u, Used: t.UserUsed, Reserved: t.UserReserved})
 	}
-	return v, nil
+	return v
 }
 
 // Members are the namespaces a team counts: those its quota selects now
@@ -173,14 +182,14 @@ func usersOf(l *ledger.Ledger, namespaces []string, pending []reservation.Reserv
 // usersCell is "user=devices" of the largest users (by devices of the
 // first family, used and reserved), largest first, at most five, then how
 // many more.
-func usersCell(parts []partView, fams []effective.Family) string {
+func usersCell(parts []Part, fams []effective.Family) string {
 	if len(fams) == 0 || len(parts) == 0 {
 		return ""
 	}
 	sorted := largestFirst(parts, fams)
 	cells := make([]string, 0, min(len(sorted), 5))
 	for _, p := range sorted[:min(len(sorted), 5)] {
-		cells = append(cells, fmt.Sprintf("%s=%d", p.name, devices(p, fams)))
+		cells = append(cells, fmt.Sprintf("%s=%d", p.Name, devices(p, fams)))
 	}
 	out := joinCells(cells)
 	if len(sorted) > 5 {
@@ -191,19 +200,19 @@ func usersCell(parts []partView, fams []effective.Family) string {
 
 // devices is what p is charged in devices of the first family (used and
 // reserved).
-func devices(p partView, fams []effective.Family) int64 {
+func devices(p Part, fams []effective.Family) int64 {
 	if len(fams) == 0 {
 		return 0
 	}
-	return p.used.Of(fams[0].Name).GPU + p.reserved.Of(fams[0].Name).GPU
+	return p.Used.Of(fams[0].Name).GPU + p.Reserved.Of(fams[0].Name).GPU
 }
 
 // largestFirst sorts a copy of parts by devices, largest first, then by
 // name.
-func largestFirst(parts []partView, fams []effective.Family) []partView {
+func largestFirst(parts []Part, fams []effective.Family) []Part {
 	sorted := slices.Clone(parts)
-	slices.SortFunc(sorted, func(a, b partView) int {
-		return cmp.Or(cmp.Compare(devices(b, fams), devices(a, fams)), cmp.Compare(a.name, b.name))
+	slices.SortFunc(sorted, func(a, b Part) int {
+		return cmp.Or(cmp.Compare(devices(b, fams), devices(a, fams)), cmp.Compare(a.Name, b.Name))
 	})
 	return sorted
 }
@@ -219,10 +228,10 @@ func namespaceUsers(l *ledger.Ledger, ns string, pending []reservation.Reservati
 	if len(users) == 0 {
 		return ""
 	}
-	parts := make([]partView, 0, len(users))
+	parts := make([]Part, 0, len(users))
 	for _, u := range users {
 		t := l.Team(ledger.TeamQuota{}, []string{ns}, pending, u)
-		parts = append(parts, partView{name: u, used: t.UserUsed, reserved: t.UserReserved})
+		parts = append(parts, Part{Name: u, Used: t.UserUsed, Reserved: t.UserReserved})
 	}
 	return usersCell(parts, l.Families())
 }

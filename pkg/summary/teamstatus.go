@@ -27,27 +27,27 @@ const maxUsersCell = 1024
 
 // teamStatus computes a GPUClusterQuota's status from v; conditions keep
 // their lastTransitionTime while their status stays.
-func teamStatus(v teamView, fams []effective.Family, conds []metav1.Condition, now time.Time) gpuadmitv1.GPUClusterQuotaStatus {
-	lim := v.quota.Limits
+func teamStatus(v Team, fams []effective.Family, conds []metav1.Condition, now time.Time) gpuadmitv1.GPUClusterQuotaStatus {
+	lim := v.Quota.Limits
 	st := gpuadmitv1.GPUClusterQuotaStatus{
 		Hard:     hardList(fams, lim),
-		Used:     usageList(fams, v.team.Used, lim),
-		Reserved: usageList(fams, v.team.Reserved, lim),
+		Used:     usageList(fams, v.Usage.Used, lim),
+		Reserved: usageList(fams, v.Usage.Reserved, lim),
 	}
-	for _, n := range v.namespaces {
-		st.Namespaces = append(st.Namespaces, gpuadmitv1.TeamNamespaceUsage{Namespace: n.name,
-			Used: usageList(fams, n.used, lim), Reserved: usageList(fams, n.reserved, lim), Departing: n.departing})
+	for _, n := range v.Namespaces {
+		st.Namespaces = append(st.Namespaces, gpuadmitv1.TeamNamespaceUsage{Namespace: n.Name,
+			Used: usageList(fams, n.Used, lim), Reserved: usageList(fams, n.Reserved, lim), Departing: n.Departing})
 	}
 	st.NamespaceCount = int32(min(len(st.Namespaces), 1<<30))
-	for _, u := range largestFirst(v.users, fams) {
+	for _, u := range largestFirst(v.Users, fams) {
 		if len(st.UserUsage) == 100 {
 			break
 		}
-		st.UserUsage = append(st.UserUsage, gpuadmitv1.TeamUserUsage{User: u.name,
-			Used: usageList(fams, u.used, v.quota.PerUser), Reserved: usageList(fams, u.reserved, v.quota.PerUser)})
+		st.UserUsage = append(st.UserUsage, gpuadmitv1.TeamUserUsage{User: u.Name,
+			Used: usageList(fams, u.Used, v.Quota.PerUser), Reserved: usageList(fams, u.Reserved, v.Quota.PerUser)})
 	}
-	st.Users = usersCell(v.users, fams)
-	st.Summary = teamSummary(fams, v.team.Used, v.team.Reserved, lim)
+	st.Users = usersCell(v.Users, fams)
+	st.Summary = teamSummary(fams, v.Usage.Used, v.Usage.Reserved, lim)
 	st.Conditions = append([]metav1.Condition(nil), conds...)
 	set := func(typ, reasonBad, lead string, bad []string, okMsg string) {
 		c := metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: "AsExpected", Message: okMsg, LastTransitionTime: metav1.NewTime(now)}
@@ -57,14 +57,14 @@ func teamStatus(v teamView, fams []effective.Family, conds []metav1.Condition, n
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 	var invalid []string
-	for _, p := range v.quota.Problems {
+	for _, p := range v.Quota.Problems {
 		invalid = append(invalid, p.String())
 	}
 	set(ConditionTeamValid, ReasonInvalidLimit, "limits not enforced as written: ", invalid,
 		"every limit is enforced as written")
 	set(gpuadmitv1.ConditionWithinLimits, "OverLimit",
 		"usage passes a limit lowered or created under it (admission refuses more until it is back within; nothing is evicted): ",
-		teamOverLimits(v, fams), "usage is within every limit")
+		overStrings(v.OverLimits(fams)), "usage is within every limit")
 	return st
 }
 
@@ -136,29 +136,56 @@ func usageList(fams []effective.Family, u effective.Usage, lim map[string]ledger
 	return out
 }
 
-// teamOverLimits lists the team's limits and each user's per-user limits
+// TeamOver is a limit of a team (User "") or of one of its users that
+// what is charged (used and reserved) passes.
+type TeamOver struct {
+	User     string `json:"user,omitempty"`
+	Family   string `json:"family"`
+	Key      string `json:"key"`
+	Used     int64  `json:"used"`
+	Reserved int64  `json:"reserved"`
+	Limit    int64  `json:"limit"`
+}
+
+// String names the limit, what is charged and the limit.
+func (o TeamOver) String() string {
+	who := ""
+	if o.User != "" {
+		who = fmt.Sprintf("user %q ", o.User)
+	}
+	return fmt.Sprintf("%s%s: %d charged (%d used, %d reserved), over the limit %d", who, o.Key, o.Used+o.Reserved, o.Used, o.Reserved, o.Limit)
+}
+
+// OverLimits lists the team's limits and each user's per-user limits
 // that what is charged (used and reserved) passes.
-func teamOverLimits(v teamView, fams []effective.Family) []string {
-	var over []string
+func (v Team) OverLimits(fams []effective.Family) []TeamOver {
+	var over []TeamOver
 	check := func(who string, lim map[string]ledger.Limits, used, reserved effective.Usage) {
 		for i := range fams {
 			f := &fams[i]
 			for _, d := range effective.Dimensions() {
 				l, k := lim[f.Name].Of(d), key(f, d)
 				u, r := used.Of(f.Name).Get(d), reserved.Of(f.Name).Get(d)
-				if l == nil || k == "" || u+r <= l.Value {
-					continue
+				if l != nil && k != "" && u+r > l.Value {
+					over = append(over, TeamOver{User: who, Family: f.Name, Key: string(k), Used: u, Reserved: r, Limit: l.Value})
 				}
-				over = append(over, fmt.Sprintf("%s%s: %d charged (%d used, %d reserved), over the limit %d",
-					who, k, u+r, u, r, l.Value))
 			}
 		}
 	}
-	check("", v.quota.Limits, v.team.Used, v.team.Reserved)
-	for _, u := range v.users {
-		check(fmt.Sprintf("user %q ", u.name), v.quota.PerUser, u.used, u.reserved)
+	check("", v.Quota.Limits, v.Usage.Used, v.Usage.Reserved)
+	for _, u := range v.Users {
+		check(u.Name, v.Quota.PerUser, u.Used, u.Reserved)
 	}
 	return over
+}
+
+// overStrings says each of over.
+func overStrings(over []TeamOver) []string {
+	out := make([]string, 0, len(over))
+	for _, o := range over {
+		out = append(out, o.String())
+	}
+	return out
 }
 
 // joinCells joins the cells of the users' printer column.
