@@ -100,6 +100,7 @@ var rules = []rule{
 		why: "the Reports are an output of the ledger, beside the summaries: nothing on the request path above it"},
 	{pkg: "pkg/decision", mayNot: aboveDecision,
 		why: "the decision is handed the reservations (Request.Reservations); it knows nothing of the replicas"},
+	{pkg: "pkg/stamp", mayNot: project, why: "the requesting-user stamp: signing, verifying and who a pod is charged to, nothing of the request path"},
 	{pkg: "pkg/gang", mayNot: project, but: []string{"pkg/apis/"},
 		why: "a pod's gang and the PodGroups: read off the pod and the PodGroup informer, nothing of the decision or the reservations"},
 	{pkg: "pkg/absence", mayNot: list([]string{"pkg/ledger", "pkg/feed", "pkg/podwire", "pkg/summary", "pkg/membership", "pkg/decision", "pkg/admitqueue", "policy"}, aboveQueue),

@@ -3,6 +3,8 @@ package absence
 import (
 	"cmp"
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -181,7 +183,24 @@ func (a *Confirmer) ConfirmDue(ctx context.Context, u *gpuadmitv1.GPUReservation
 	for _, r := range due {
 		a.Checked(r.PodUID)
 	}
-	return a.Confirm(ctx, u.Namespace, due)
+	return a.ConfirmEach(ctx, u.Namespace, due)
+}
+
+// ConfirmEach confirms rs as Confirm does, each in its own namespace: a
+// team's reservation (gpuadmitv1.TeamObjectName) names its pod's
+// namespace; one that names none is of ns. It returns how many reads it
+// made.
+func (a *Confirmer) ConfirmEach(ctx context.Context, ns string, rs []gpuadmitv1.Reservation) int {
+	by := map[string][]gpuadmitv1.Reservation{}
+	for _, r := range rs {
+		in := cmp.Or(r.Namespace, ns)
+		by[in] = append(by[in], r)
+	}
+	reads := 0
+	for _, in := range slices.Sorted(maps.Keys(by)) {
+		reads += a.Confirm(ctx, in, by[in])
+	}
+	return reads
 }
 
 // listAbove: more due reservations than this in one namespace are

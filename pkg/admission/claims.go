@@ -36,6 +36,15 @@ type ClaimValidator struct {
 	// Events records each denial (not of a dry run) as a Warning Event;
 	// nil: none.
 	Events Recorder
+	// Users says who a claim is charged to (Request.ChargedUser), read on
+	// the reviewed claim, which the mutating handler stamped with its
+	// creator; nil: the review's user.
+	Users ClaimUsers
+}
+
+// ClaimUsers says who a claim is charged to (*stamp.Stamper).
+type ClaimUsers interface {
+	ClaimUserOf(claim *resourcev1.ResourceClaim) string
 }
 
 var _ admission.Handler = (*ClaimValidator)(nil)
@@ -64,7 +73,8 @@ func (v *ClaimValidator) handle(ctx context.Context, req admission.Request) (adm
 		return resp, reasonNotReady
 	}
 	dreq := decision.Request{Claim: claim, Namespace: claim.Namespace, Operation: string(req.Operation), DryRun: isDryRun(req),
-		User: decision.UserInfo{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}}
+		User:        decision.UserInfo{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups},
+		ChargedUser: req.UserInfo.Username} // a claim is charged to who created it
 	resp, reason := answer(ctx, v.Reserver, v.Gate, v.Events, claimKey(claim, req), dreq, s)
 	if reason == reasonGPU {
 		v.Metrics.reserved()

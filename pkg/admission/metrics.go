@@ -20,6 +20,10 @@ const (
 	webhookValidateClaims = "validate-claims"
 	// webhookValidateWorkloads is the workloads handler.
 	webhookValidateWorkloads = "validate-workloads"
+	// webhookMutateWorkloads stamps workloads' pod templates.
+	webhookMutateWorkloads = "mutate-workloads"
+	// webhookMutateClaims stamps ResourceClaims.
+	webhookMutateClaims = "mutate-claims"
 
 	reasonGPU        = "gpu"         // a GPU pod: annotated, or allowed and reserved
 	reasonNonGPU     = "non-gpu"     // no managed resource: fast path

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -41,6 +42,16 @@ type Validator struct {
 	// Events records each denial (not of a dry run) as a Warning Event;
 	// nil: none.
 	Events Recorder
+	// Users says who a pod is charged to (Request.ChargedUser), read on
+	// the reviewed pod, which the mutating handler stamped; nil: the
+	// review's user.
+	Users Users
+}
+
+// Users says who a pod is charged to (*stamp.Stamper): its verified
+// requesting-user stamp, else its controller's service account.
+type Users interface {
+	UserOf(pod *corev1.Pod) string
 }
 
 var _ admission.Handler = (*Validator)(nil)
@@ -74,6 +85,9 @@ func (v *Validator) handle(ctx context.Context, req admission.Request) (admissio
 	}
 	dreq := decision.Request{Pod: pod, Namespace: pod.Namespace, Operation: string(req.Operation), DryRun: isDryRun(req),
 		User: decision.UserInfo{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups}}
+	if v.Users != nil {
+		dreq.ChargedUser = v.Users.UserOf(pod)
+	}
 	resp, reason := answer(ctx, v.Reserver, v.Gate, v.Events, reservationKey(pod, req), dreq, s)
 	if reason == reasonGPU {
 		v.Metrics.reserved()

@@ -48,8 +48,8 @@ func (s *Store) Clean(ctx context.Context) int {
 	nss := s.lost.namespaces()
 	for i := range list.Items {
 		u := s.copies.Newest(&list.Items[i])
-		if len(u.Status.Reservations) == 0 && len(u.Status.Gangs) == 0 {
-			continue
+		if u.Name != gpuadmitv1.ObjectName || len(u.Status.Reservations) == 0 && len(u.Status.Gangs) == 0 {
+			continue // a team's is cleaned by cleanTeams
 		}
 		if err := reservation.Validate(u); err != nil {
 			s.opts.Log.Error(err, "not cleaning a malformed GPUReservationSet")
@@ -64,7 +64,7 @@ func (s *Store) Clean(ctx context.Context) int {
 		nss = append(nss, u.Namespace)
 		budget -= s.confirmer.ConfirmDue(ctx, u, budget)
 	}
-	removed := 0
+	removed := s.cleanTeams(ctx, list.Items, present, &budget)
 	for _, ns := range slices.Compact(slices.Sorted(slices.Values(nss))) {
 		jctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		n, err := s.tidyNamespace(jctx, ns)
@@ -99,6 +99,9 @@ func (s *Store) Reserved(ctx context.Context) (map[string][]reservation.Reservat
 	seen := map[string]bool{}
 	for i := range list.Items {
 		u := s.copies.Newest(&list.Items[i])
+		if u.Name != gpuadmitv1.ObjectName {
+			continue // a team's (TeamReserved)
+		}
 		seen[u.Namespace] = true
 		if reservation.Validate(u) != nil {
 			continue

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 )
@@ -47,6 +48,9 @@ type attempt struct {
 	conflicts int
 	refused   string
 	uncounted bool
+	// teamRefused names the team quota whose object refused the last
+	// write ("": none), teamRV the resourceVersion that write carried.
+	teamRefused, teamRV string
 }
 
 // countConflict counts the last conflict, by the cause of the write that
@@ -129,18 +133,27 @@ func gaveUp(ns string, conflicts int, err error) error {
 	return fmt.Errorf("writing the reservation in GPUReservationSet %s/%s: gave up after %d conflicting writes: %w", ns, gpuadmitv1.ObjectName, conflicts, err)
 }
 
-// round is one try at the batch: load, tidy, decide, write. A load or
-// write error is returned; the reviews' own outcomes are kept in them.
+// round is one try at the batch: load, tidy, decide, write (the teams'
+// objects first, teams.go). A load or write error is returned; the
+// reviews' own outcomes are kept in them.
 func (s *Store) round(ctx context.Context, ns string, b *batch, try *attempt) error {
 	v, err := s.load(ctx, ns, try.refused)
 	if err != nil {
 		return err
 	}
 	s.countConflict(try, v.obj)
+	teams, err := s.roundTeams(ctx, ns, b, try)
+	if err != nil {
+		return err
+	}
 	st := *v.status.DeepCopy()
 	ended, notes := s.tidy(ns, &st)
-	added := s.decideInOrder(ns, b.reviews, &st, try.conflicts)
+	added := s.decideInOrder(ns, b.reviews, &st, teams, try.conflicts)
 	restores := v.kept && (len(st.Reservations) > 0 || len(st.Gangs) > 0) // a deleted object's reservations or holds to write back
+	try.refused, try.teamRefused, try.teamRV = "", "", ""
+	if err := s.writeTeams(ctx, teams, try); err != nil {
+		return err
+	}
 	if added == 0 && len(ended) == 0 && !restores {
 		if v.kept {
 			s.lost.forget(ns) // nothing left to bring back
@@ -152,7 +165,7 @@ func (s *Store) round(ctx context.Context, ns string, b *batch, try *attempt) er
 	if v.obj != nil {
 		try.refused = v.obj.ResourceVersion
 	}
-	if err := s.writeStatus(ctx, ns, v.obj, st, added); err != nil {
+	if err := s.writeObject(ctx, nsObject(ns), v.obj, st, added); err != nil {
 		return err
 	}
 	if v.kept {
@@ -161,6 +174,19 @@ func (s *Store) round(ctx context.Context, ns string, b *batch, try *attempt) er
 	b.removed = s.countEnded(ended)
 	s.announce(ctx, notes)
 	return nil
+}
+
+// roundTeams loads the teams that count ns when the batch has reviews (a
+// tidy job of ns's object needs none).
+func (s *Store) roundTeams(ctx context.Context, ns string, b *batch, try *attempt) ([]*team, error) {
+	if len(b.reviews) == 0 {
+		return nil, nil
+	}
+	names, err := s.teamsCounting(ctx, ns)
+	if err != nil || len(names) == 0 {
+		return nil, err
+	}
+	return s.loadTeams(ctx, ns, names, try)
 }
 
 // load reads the namespace's object for a round (see above).
@@ -177,20 +203,21 @@ func (s *Store) load(ctx context.Context, ns, refused string) (loaded, error) {
 		v.status = u.Status
 	}
 	v.status, v.kept = s.lost.merge(ns, v.status)
-	if err := s.caughtUp(ctx, ns, v.status.RemovedResourceVersion); err != nil {
+	if err := s.caughtUp(ctx, nsObject(ns), v.status.RemovedResourceVersion); err != nil {
 		return loaded{}, err
 	}
 	return v, nil
 }
 
-// writeStatus writes st as the object's status, timing the write.
-func (s *Store) writeStatus(ctx context.Context, ns string, u *gpuadmitv1.GPUReservationSet, st gpuadmitv1.GPUReservationSetStatus, reviews int) error {
+// writeObject writes st as the status of the object key (u as read; nil:
+// create it), timing the write.
+func (s *Store) writeObject(ctx context.Context, key client.ObjectKey, u *gpuadmitv1.GPUReservationSet, st gpuadmitv1.GPUReservationSetStatus, reviews int) error {
 	st.LastWrite = gpuadmitv1.LastWrite{Writer: s.opts.Replica, Cause: gpuadmitv1.WriteTidy}
 	if reviews > 0 {
 		st.LastWrite.Cause = gpuadmitv1.WriteAdmission
 	}
 	start := s.opts.Clock.Now()
-	err := s.write(ctx, ns, u, st)
+	err := s.write(ctx, key, u, st)
 	took := s.opts.Clock.Since(start)
 	s.lastWrite.Store(int64(took))
 	s.metrics.Wrote(took, reviews)

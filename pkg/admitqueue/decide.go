@@ -14,12 +14,12 @@ import (
 )
 
 // decideInOrder decides each review still undecided against st (the
-// object's status as this round will write it), adding the reservations to
-// st; the reviews that waited in the last round go first, the smallest
+// object's status as this round will write it) and the teams counting the
+// namespace, adding the reservations to st and to the teams' objects; the reviews that waited in the last round go first, the smallest
 // first (settle.go), and the room each review that waits waits for is held
 // for it (counted, as unconfirmed, for every review after it). It returns
 // how many reservations it added.
-func (s *Store) decideInOrder(ns string, reviews []*review, st *gpuadmitv1.GPUReservationSetStatus, conflicts int) int {
+func (s *Store) decideInOrder(ns string, reviews []*review, st *gpuadmitv1.GPUReservationSetStatus, teams []*team, conflicts int) int {
 	smallestWaitingFirst(reviews)
 	for _, r := range reviews {
 		r.outcome, r.result, r.err, r.blockers = undecided, decision.Result{}, nil, nil
@@ -34,7 +34,7 @@ func (s *Store) decideInOrder(ns string, reviews []*review, st *gpuadmitv1.GPURe
 			}
 			continue
 		}
-		r.outcome, r.err = s.decideOne(ns, r, st, held)
+		r.outcome, r.err = s.decideOne(ns, r, st, teams, held)
 		switch r.outcome {
 		case waiting:
 			if !r.req.DryRun { // a dry run is never admitted: it holds no room for itself
@@ -51,7 +51,7 @@ func (s *Store) decideInOrder(ns string, reviews []*review, st *gpuadmitv1.GPURe
 // room held for the reviews that wait before it), refusing what a forged or
 // repeated review could use to take or shrink a reservation, and adds r's
 // reservation to st.
-func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUReservationSetStatus, held []reservation.Reservation) (outcome, error) {
+func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUReservationSetStatus, teams []*team, held []reservation.Reservation) (outcome, error) {
 	if reservation.IsHoldKey(r.uid) {
 		s.metrics.Refused(RefusedDuplicate)
 		return failed, fmt.Errorf("review key %s has the form of a gang's hold key in GPUReservationSet %s/%s (gang/KIND/NAME), which no pod's UID has: the review is not the API server's; nothing is reserved", r.uid, ns, gpuadmitv1.ObjectName)
@@ -65,7 +65,7 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUReservationSet
 		r.result = gangDenial(err)
 		return decided, nil
 	}
-	res, err := s.decide(r, turn, st, held)
+	res, err := s.decide(ns, r, turn, st, teams, held)
 	r.result = res
 	prior := slices.IndexFunc(st.Reservations, func(x gpuadmitv1.Reservation) bool { return x.PodUID == r.uid })
 	switch {
@@ -86,6 +86,10 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUReservationSet
 			"they end as their pods are recorded or found absent: create the pod again shortly", ns, gpuadmitv1.ObjectName, len(st.Reservations))
 	}
 	demand, others := reservation.DemandOf(res.Reserve) // a pod's containers' alone: its templates' claims reserve at their own CREATE
+	if err := s.teamPrior(ns, r, teams, demand, others); err != nil {
+		return failed, err
+	}
+	s.reserveInTeams(ns, r, teams, demand, others)
 	st.Reservations = append(st.Reservations, gpuadmitv1.Reservation{PodUID: r.uid, PodName: podName(r.req), ClaimName: claimName(r.req),
 		Demand: demand, Families: others, Writer: s.opts.Replica, AdmittedAt: metav1.NewTime(s.opts.Clock.Now())})
 	s.holdGang(r, turn, st, res.Reserve)
@@ -95,12 +99,14 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUReservationSet
 
 // decide decides r counting the reservations of st (but its own: decided
 // as if an earlier review of this pod had not reserved) and the room held
-// for the reviews that wait before it; a gang's pod counts its gang's
+// for the reviews that wait before it, and, for each team, the team's
+// (teamRequests); a gang's pod counts its gang's
 // hold as turn says, and a gang's first pod that fits on its own must fit
 // with its whole gang too (only that denial names the gang).
-func (s *Store) decide(r *review, turn gangTurn, st *gpuadmitv1.GPUReservationSetStatus, held []reservation.Reservation) (decision.Result, error) {
+func (s *Store) decide(ns string, r *review, turn gangTurn, st *gpuadmitv1.GPUReservationSetStatus, teams []*team, held []reservation.Reservation) (decision.Result, error) {
 	req := r.req
 	req.Reservations = append(gangReservations(turn, st, s.countable(*st, r.uid)), held...)
+	req.Teams = s.teamRequests(teams, ns, r.uid, held)
 	res, err := s.decider.Decide(r.ctx, req)
 	switch {
 	case err != nil || !turn.first() || !res.Allowed:

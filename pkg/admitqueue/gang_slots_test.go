@@ -160,7 +160,7 @@ func TestGangHoldsChangeOnlyWhenReserving(t *testing.T) {
 		pod := annotated(name, "new", "2")
 		r := &review{ctx: context.WithValue(t.Context(), decideKey{}, limitDecider(l, limit, 1024)), uid: pod.UID,
 			req: decision.Request{Pod: pod, Namespace: "ns", DryRun: dryRun}}
-		o, err := s.decideOne("ns", r, st, nil)
+		o, err := s.decideOne("ns", r, st, nil, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -31,15 +31,15 @@ func (s *Store) Changed(obj any) {
 }
 
 // caughtUp waits until this replica's pod watch reached removed, the point
-// up to which reservations were removed from the namespace's object (their
+// up to which reservations were removed from the object key (their
 // pods are in its ledger, or were seen go), or ctx ends.
-func (s *Store) caughtUp(ctx context.Context, ns, removed string) error {
+func (s *Store) caughtUp(ctx context.Context, key client.ObjectKey, removed string) error {
 	if !resourceversion.Valid(removed) {
 		return nil
 	}
 	if err := s.watch.WaitForPods(ctx, removed); err != nil {
-		return fmt.Errorf("this replica's pod watch (at resourceVersion %s) is behind the reservations other replicas removed from GPUReservationSet %s/%s (through %s): %w",
-			s.watch.PodsResourceVersion(), ns, gpuadmitv1.ObjectName, removed, err)
+		return fmt.Errorf("this replica's pod watch (at resourceVersion %s) is behind the reservations other replicas removed from GPUReservationSet %s (through %s): %w",
+			s.watch.PodsResourceVersion(), key, removed, err)
 	}
 	return nil
 }
@@ -56,27 +56,41 @@ const catchUpWait = 50 * time.Millisecond
 // waiting for it costs the API server nothing and lets more reviews join
 // the batch.
 func (s *Store) read(ctx context.Context, ns, refused string) (*gpuadmitv1.GPUReservationSet, error) {
-	u, err := s.get(ctx, s.client, ns)
-	if refused != "" {
-		u, err = s.newerThan(ctx, ns, refused, u, err)
+	u, err := s.readObject(ctx, nsObject(ns), refused)
+	if err != nil || u == nil {
+		return nil, err
 	}
-	switch {
-	case apierrors.IsNotFound(err):
-		s.copies.Assume(ns, nil)
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading GPUReservationSet %s/%s: %w", ns, gpuadmitv1.ObjectName, err)
-	}
-	u = s.copies.Newest(u)
 	if err := reservation.Validate(u); err != nil {
 		return nil, fmt.Errorf("%w; the namespace's GPU pods are refused until it is fixed or deleted", err)
 	}
 	return u, nil
 }
 
+// nsObject is the key of namespace ns's own GPUReservationSet.
+func nsObject(ns string) client.ObjectKey {
+	return client.ObjectKey{Namespace: ns, Name: gpuadmitv1.ObjectName}
+}
+
+// readObject reads the GPUReservationSet key as read does (nil: none),
+// unvalidated.
+func (s *Store) readObject(ctx context.Context, key client.ObjectKey, refused string) (*gpuadmitv1.GPUReservationSet, error) {
+	u, err := s.get(ctx, s.client, key)
+	if refused != "" {
+		u, err = s.newerThan(ctx, key, refused, u, err)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		s.copies.Assume(reservation.Key(key.Namespace, key.Name), nil)
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading GPUReservationSet %s: %w", key, err)
+	}
+	return s.copies.Newest(u), nil
+}
+
 // newerThan waits for the informer to hold a version of the object newer
 // than refused (u, err: what it holds now), else reads the API server.
-func (s *Store) newerThan(ctx context.Context, ns, refused string, u *gpuadmitv1.GPUReservationSet, err error) (*gpuadmitv1.GPUReservationSet, error) {
+func (s *Store) newerThan(ctx context.Context, key client.ObjectKey, refused string, u *gpuadmitv1.GPUReservationSet, err error) (*gpuadmitv1.GPUReservationSet, error) {
 	deadline := s.opts.Clock.NewTimer(catchUpWait)
 	defer deadline.Stop()
 	for !newer(u, err, refused) {
@@ -85,10 +99,10 @@ func (s *Store) newerThan(ctx context.Context, ns, refused string, u *gpuadmitv1
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-deadline.C():
-			return s.get(ctx, s.api, ns)
+			return s.get(ctx, s.api, key)
 		case <-changed:
 		}
-		u, err = s.get(ctx, s.client, ns)
+		u, err = s.get(ctx, s.client, key)
 	}
 	return u, nil
 }
@@ -99,9 +113,9 @@ func newer(u *gpuadmitv1.GPUReservationSet, err error, refused string) bool {
 	return err == nil && (refused == "0" || resourceversion.Newer(u.ResourceVersion, refused))
 }
 
-func (s *Store) get(ctx context.Context, r client.Reader, ns string) (*gpuadmitv1.GPUReservationSet, error) {
+func (s *Store) get(ctx context.Context, r client.Reader, key client.ObjectKey) (*gpuadmitv1.GPUReservationSet, error) {
 	u := &gpuadmitv1.GPUReservationSet{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: gpuadmitv1.ObjectName}, u); err != nil {
+	if err := r.Get(ctx, key, u); err != nil {
 		return nil, err
 	}
 	return u, nil
@@ -109,9 +123,9 @@ func (s *Store) get(ctx context.Context, r client.Reader, ns string) (*gpuadmitv
 
 // write sets u's status to st (creating the object when u is nil) with
 // u's resourceVersion, and remembers the object written.
-func (s *Store) write(ctx context.Context, ns string, u *gpuadmitv1.GPUReservationSet, st gpuadmitv1.GPUReservationSetStatus) error {
+func (s *Store) write(ctx context.Context, key client.ObjectKey, u *gpuadmitv1.GPUReservationSet, st gpuadmitv1.GPUReservationSetStatus) error {
 	if u == nil {
-		u = &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: gpuadmitv1.ObjectName,
+		u = &gpuadmitv1.GPUReservationSet{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
 			Labels: map[string]string{"app.kubernetes.io/managed-by": "gpuadmit"}}}
 		if err := s.client.Create(ctx, u); err != nil {
 			return err
@@ -124,6 +138,6 @@ func (s *Store) write(ctx context.Context, ns string, u *gpuadmitv1.GPUReservati
 	if err := s.client.Status().Update(ctx, u); err != nil {
 		return err
 	}
-	s.copies.Assume(ns, u)
+	s.copies.Assume(reservation.Key(key.Namespace, key.Name), u)
 	return nil
 }

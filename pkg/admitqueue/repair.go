@@ -1,6 +1,7 @@
 package admitqueue
 
 import (
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -44,7 +45,11 @@ func (s *Store) Deleted(obj any) {
 		obj = d.Obj
 	}
 	u, ok := obj.(*gpuadmitv1.GPUReservationSet)
-	if !ok || len(u.Status.Reservations) == 0 && len(u.Status.Gangs) == 0 || reservation.Validate(u) != nil {
+	if !ok || len(u.Status.Reservations) == 0 && len(u.Status.Gangs) == 0 && len(u.Status.Departures) == 0 || reservation.Validate(u) != nil {
+		return
+	}
+	if u.Name != gpuadmitv1.ObjectName {
+		s.teamDeleted(u)
 		return
 	}
 	s.opts.Log.Info("GPUReservationSet deleted while it held reservations or gang holds: they are kept and the object is recreated",
@@ -85,8 +90,9 @@ func (l *lost) namespaces() []string {
 	return out
 }
 
-// merged adds to held the reservations of st it lacks and the holds of
-// st's gangs it holds none of (by kind and name), and keeps the later
+// merged adds to held the reservations of st it lacks, the holds of
+// st's gangs it holds none of (by kind and name), and (a team's) the
+// members and departures it lacks, and keeps the later
 // removedResourceVersion.
 func merged(held, st gpuadmitv1.GPUReservationSetStatus) gpuadmitv1.GPUReservationSetStatus {
 	have := make(map[types.UID]bool, len(held.Reservations))
@@ -106,6 +112,16 @@ func merged(held, st gpuadmitv1.GPUReservationSetStatus) gpuadmitv1.GPUReservati
 	for _, h := range st.Gangs {
 		if !gangs[h.Kind+"/"+h.Name] {
 			out.Gangs = append(out.Gangs, *h.DeepCopy())
+		}
+	}
+	for _, m := range st.Members {
+		if !slices.Contains(out.Members, m) {
+			out.Members = append(out.Members, m)
+		}
+	}
+	for _, d := range st.Departures {
+		if !slices.ContainsFunc(out.Departures, func(x gpuadmitv1.Departure) bool { return x.Namespace == d.Namespace }) {
+			out.Departures = append(out.Departures, d)
 		}
 	}
 	out.RemovedResourceVersion = resourceversion.Max(out.RemovedResourceVersion, st.RemovedResourceVersion)

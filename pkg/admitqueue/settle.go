@@ -175,7 +175,7 @@ func (s *Store) settle(ctx context.Context, ns string, w *review) {
 		for _, r := range due {
 			s.confirmer.Checked(r.PodUID)
 		}
-		s.confirmer.Confirm(ctx, ns, due)
+		s.confirmer.ConfirmEach(ctx, ns, due)
 		return
 	}
 	if left, ok := s.waitLeft(w); ok {

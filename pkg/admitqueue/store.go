@@ -73,10 +73,19 @@ type Options struct {
 	// missing, from when this replica first saw it, on its clock
 	// (admission.gangs.holdTimeout; 0: DefaultHoldTimeout).
 	HoldTimeout time.Duration
+	// Namespace is gpuadmit's own namespace, which holds the teams'
+	// GPUReservationSets (gpuadmitv1.TeamObjectName); LeaveGrace is
+	// teams.leaveGrace (0: DefaultLeaveGrace). Both matter only with
+	// Parts.Teams.
+	Namespace  string
+	LeaveGrace time.Duration
 }
 
 // DefaultHoldTimeout is Options.HoldTimeout's when it is 0.
 const DefaultHoldTimeout = 5 * time.Minute
+
+// DefaultLeaveGrace is Options.LeaveGrace's when it is 0.
+const DefaultLeaveGrace = 10 * time.Minute
 
 // Decider decides one admission (*decision.Decider): the namespace's
 // worker hands it the reservations to count in the request.
@@ -151,6 +160,9 @@ type Parts struct {
 	// Event of a gang's hold released (optional).
 	Groups PodGroups
 	Events Warner
+	// Teams are the team quotas (*ledger.Ledger; nil: none, every review
+	// is decided against its namespace alone).
+	Teams TeamQuotas
 }
 
 // Warner records a Warning Event about an object (*events.Recorder).
@@ -182,6 +194,9 @@ type Store struct {
 	confirmer *absence.Confirmer   // absence checks (pkg/absence)
 	proofs    proofs               // namespaces proved fresh after a pause (fresh.go)
 	holds     holdClock            // when this replica first saw each gang's hold, and its end (gangtidy.go)
+	teams     TeamQuotas           // the team quotas (teams.go); nil: none
+	lostTeams lost                 // reservations of deleted team objects, by team quota (teamclean.go)
+	departs   departClock          // when this replica first saw each departure (departures.go)
 
 	lastWrite atomic.Int64 // how long the last status write took (ns)
 }
@@ -203,10 +218,15 @@ func NewStore(p Parts, opts Options) *Store {
 	if opts.HoldTimeout <= 0 {
 		opts.HoldTimeout = DefaultHoldTimeout
 	}
+	if opts.LeaveGrace <= 0 {
+		opts.LeaveGrace = DefaultLeaveGrace
+	}
 	s := &Store{client: p.Client, api: p.API, ledger: p.Ledger, watch: p.Watch, members: p.Members, decider: p.Decider,
-		metrics: p.Metrics, opts: opts, copies: reservation.NewAssumed(), groups: p.Groups, events: p.Events}
+		metrics: p.Metrics, opts: opts, copies: reservation.NewAssumed(), groups: p.Groups, events: p.Events, teams: p.Teams}
 	s.queues.init()
 	s.lost.init()
+	s.lostTeams.init()
+	s.departs.init()
 	s.confirmer = absence.New(p.API, p.Client, p.Ledger, absence.Options{ConfirmAfter: opts.ConfirmAfter, RecheckMax: opts.RecheckMax,
 		OwnWebhookConfiguration: opts.OwnWebhookConfiguration, Clock: opts.Clock, Log: opts.Log})
 	s.proofs.init()

@@ -68,6 +68,7 @@ func SetDefaults(c *Configuration) {
 	setDefaultsAudit(c)
 	setDefaultsCapacity(c)
 	setDefaultsWorkloads(c)
+	setDefaultsTeams(c)
 }
 
 // setDefaultsNvidia sets HAMi's own defaults (effective.DefaultSettings:

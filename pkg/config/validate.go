@@ -20,6 +20,7 @@ func Validate(c *Configuration) field.ErrorList {
 	errs = append(errs, validateDRA(c)...)
 	errs = append(errs, validateCapacity(c)...)
 	errs = append(errs, validateWorkloads(c)...)
+	errs = append(errs, validateTeams(c.Teams, field.NewPath("teams"))...)
 	if _, err := labels.Parse(*c.Policy.ConfigMapSelector); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("policy", "configMapSelector"), *c.Policy.ConfigMapSelector, err.Error()))
 	}

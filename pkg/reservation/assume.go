@@ -7,7 +7,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/resourceversion"
 )
 
-// Assumed keeps, by namespace, the GPUReservationSet this replica wrote
+// Assumed keeps, by object (Key), the GPUReservationSet this replica wrote
 // last until its informer delivers it (kube-scheduler's assume cache): a
 // round that read the informer's older copy would only conflict. It also
 // wakes the rounds that wait for the informer to deliver a newer version.
@@ -23,16 +23,26 @@ func NewAssumed() *Assumed {
 	return &Assumed{latest: map[string]*gpuadmitv1.GPUReservationSet{}, changed: make(chan struct{})}
 }
 
-// Assume keeps u as the namespace's object this replica wrote last (nil:
+// Key names a GPUReservationSet in Assumed: a namespace's own object
+// (gpuadmitv1.ObjectName) by its namespace, any other (a team's) by
+// namespace/name.
+func Key(ns, name string) string {
+	if name == gpuadmitv1.ObjectName {
+		return ns
+	}
+	return ns + "/" + name
+}
+
+// Assume keeps u as the object key (Key) this replica wrote last (nil:
 // forget it).
-func (a *Assumed) Assume(ns string, u *gpuadmitv1.GPUReservationSet) {
+func (a *Assumed) Assume(key string, u *gpuadmitv1.GPUReservationSet) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if u == nil {
-		delete(a.latest, ns)
+		delete(a.latest, key)
 		return
 	}
-	a.latest[ns] = u.DeepCopy()
+	a.latest[key] = u.DeepCopy()
 }
 
 // Newest returns u, or the copy this replica wrote of the same object when
@@ -41,14 +51,15 @@ func (a *Assumed) Assume(ns string, u *gpuadmitv1.GPUReservationSet) {
 func (a *Assumed) Newest(u *gpuadmitv1.GPUReservationSet) *gpuadmitv1.GPUReservationSet {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	mine := a.latest[u.Namespace]
+	key := Key(u.Namespace, u.Name)
+	mine := a.latest[key]
 	if mine == nil {
 		return u
 	}
 	if mine.UID == u.UID && resourceversion.Newer(mine.ResourceVersion, u.ResourceVersion) {
 		return mine.DeepCopy()
 	}
-	delete(a.latest, u.Namespace)
+	delete(a.latest, key)
 	return u
 }
 

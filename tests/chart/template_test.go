@@ -49,7 +49,7 @@ func TestRender(t *testing.T) {
 		{name: "default values",
 			want: []string{"Deployment/gpuadmit-webhook", "Secret/gpuadmit-webhook-tls", "DaemonSet/gpuadmit-nvml-agent",
 				"ValidatingAdmissionPolicy/gpuadmit-nvml-agent-own-node", "CustomResourceDefinition/gpuusages.gpuadmit.io",
-				"CustomResourceDefinition/gpureservationsets.gpuadmit.io",
+				"CustomResourceDefinition/gpureservationsets.gpuadmit.io", "CustomResourceDefinition/gpuclusterquotas.gpuadmit.io",
 				"PodDisruptionBudget/gpuadmit-webhook", "ClusterRole/gpuadmit-gpuusage-view", "ConfigMap/gpuadmit-policy",
 				"NetworkPolicy/gpuadmit-webhook", "ClusterRole/gpuadmit-metrics-reader"},
 			never: []string{"Certificate/gpuadmit-webhook", "ServiceMonitor/gpuadmit-webhook", "Namespace/gpuadmit-system",
@@ -81,7 +81,8 @@ func TestRender(t *testing.T) {
 				role := grants(find(objs, "ClusterRole", "gpuadmit-webhook"))
 				for _, want := range []string{"authentication.k8s.io tokenreviews create", "authorization.k8s.io subjectaccessreviews create",
 					"admissionregistration.k8s.io validatingwebhookconfigurations list,watch",
-					"admissionregistration.k8s.io validatingwebhookconfigurations/gpuadmit get,update", "events create,patch,list,watch"} {
+					"admissionregistration.k8s.io validatingwebhookconfigurations/gpuadmit get,update", "events create,patch,list,watch",
+					"gpuadmit.io gpuclusterquotas get,list,watch", "gpuadmit.io gpuclusterquotas/status update"} {
 					if !slices.Contains(role, want) {
 						t.Errorf("the webhook's ClusterRole lacks %q: %q", want, role)
 					}
@@ -89,7 +90,7 @@ func TestRender(t *testing.T) {
 				if got := grants(find(objs, "ClusterRole", "gpuadmit-metrics-reader")); !slices.Equal(got, []string{"/metrics get"}) {
 					t.Errorf("gpuadmit-metrics-reader grants %q, want only get of /metrics", got)
 				}
-				for _, name := range []string{"gpuusages.gpuadmit.io", "gpureservationsets.gpuadmit.io"} {
+				for _, name := range []string{"gpuusages.gpuadmit.io", "gpureservationsets.gpuadmit.io", "gpuclusterquotas.gpuadmit.io"} {
 					if crd := find(objs, "CustomResourceDefinition", name); crd == nil || crd.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
 						t.Errorf("the CRD %s is not kept on uninstall by default: %v", name, crd.GetAnnotations())
 					}

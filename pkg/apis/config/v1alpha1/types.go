@@ -27,6 +27,8 @@ type Configuration struct {
 	Capacity *Capacity `json:"capacity,omitempty"`
 	// Workloads configures the check of workloads when they are applied.
 	Workloads *Workloads `json:"workloads,omitempty"`
+	// Teams tune the team quotas (teams.go).
+	Teams *Teams `json:"teams,omitempty"`
 }
 
 // Admission tunes decisions and reservations.
