@@ -178,7 +178,11 @@ func (ch Charging) governs() bool { return len(ch.Claims.Classes()) > 0 }
 // are recorded), claims, then pods. The DeviceClasses are not read: which
 // classes are governed, and how, is the configuration's.
 func LedgerOf(objs *manifest.Objects, ch Charging, log logr.Logger) *ledger.Ledger {
-	l := ledger.New(ledger.Options{Families: ch.Families, Claims: ch.Claims, MaxDeviceMemoryMiB: ch.bound, Log: log})
+	opts := ledger.Options{Families: ch.Families, Claims: ch.Claims, MaxDeviceMemoryMiB: ch.bound, Log: log}
+	if u := stateUsers(); u != nil {
+		opts.Users = u
+	}
+	l := ledger.New(opts)
 	for _, ns := range objs.Namespaces {
 		l.UpsertNamespace(ns)
 	}
