@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/podwire"
@@ -48,6 +49,17 @@ type Sink interface {
 	DeleteTemplate(namespace, name string)
 	UpsertDeviceClass(*resourcev1.DeviceClass)
 	DeleteDeviceClass(name string)
+	// UpsertClusterQuota and DeleteClusterQuota take the GPUClusterQuotas
+	// (team quotas), when Options.ClusterQuotas is set.
+	UpsertClusterQuota(*gpuadmitv1.GPUClusterQuota)
+	DeleteClusterQuota(name string)
+}
+
+// Informer is an informer run by someone else (the manager's cache, for
+// gpuadmit's own kinds): the feed adds its handler and waits for it to
+// process the initial list (NotSynced).
+type Informer interface {
+	AddEventHandler(handler toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error)
 }
 
 // Options tune a Feed.
@@ -65,12 +77,19 @@ type Options struct {
 	// which is most of a relist's decoding and allocation left out. nil:
 	// pods are watched through the clientset, decoded whole.
 	PodConfig *rest.Config
+	// ClusterQuotas, when set, is the informer of the GPUClusterQuotas
+	// (gpuadmit's own kind: the manager's cache runs it, as it runs the
+	// GPUReservationSets'); the feed hands its events to the sink, and no
+	// decision may be made before it listed them (NotSynced names it
+	// "gpuclusterquotas"). nil: no team quota is watched.
+	ClusterQuotas Informer
 }
 
-// Feed feeds a ledger from a pod watch of its own (podfeed.go) and from Node,
+// Feed feeds a ledger from a pod watch of its own (podfeed.go), from Node,
 // ResourceQuota and Namespace informers of its own SharedInformerFactory
 // (its transforms slim the objects, so the factory is not shared with code
-// that needs whole objects).
+// that needs whole objects), and from the GPUClusterQuota informer it is
+// handed (Options.ClusterQuotas).
 type Feed struct {
 	factory informers.SharedInformerFactory
 	// pods feeds pod events in order and knows how far it got (podfeed.go).
@@ -115,12 +134,14 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts Options) (*Feed, error
 		if err := w.informer.SetTransform(w.transform); err != nil {
 			return nil, fmt.Errorf("%s informer: %w", w.what, err)
 		}
-		reg, err := w.informer.AddEventHandler(w.handler)
-		if err != nil {
-			return nil, fmt.Errorf("%s informer: %w", w.what, err)
+		if err := f.register(w.what, w.informer, w.handler); err != nil {
+			return nil, err
 		}
-		f.regs = append(f.regs, reg)
-		f.names = append(f.names, w.what)
+	}
+	if opts.ClusterQuotas != nil {
+		if err := f.register(ClusterQuotaWatch, opts.ClusterQuotas, ClusterQuotaHandler(sink, f.log)); err != nil {
+			return nil, err
+		}
 	}
 	var pods *toolscache.ListWatch
 	if opts.PodConfig != nil {
@@ -136,6 +157,20 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts Options) (*Feed, error
 	probed["namespaces"] = core.Namespaces().Informer().LastSyncResourceVersion
 	f.freshness = newFreshness(client, opts.Freshness, f.log, probed)
 	return f, nil
+}
+
+// ClusterQuotaWatch is the name NotSynced gives the GPUClusterQuota watch.
+const ClusterQuotaWatch = "gpuclusterquotas"
+
+// register adds handler to informer; its registration joins the sync gate.
+func (f *Feed) register(what string, informer Informer, handler toolscache.ResourceEventHandler) error {
+	reg, err := informer.AddEventHandler(handler)
+	if err != nil {
+		return fmt.Errorf("%s informer: %w", what, err)
+	}
+	f.regs = append(f.regs, reg)
+	f.names = append(f.names, what)
+	return nil
 }
 
 // nodesLister is a Sink told when the node watch's initial list is in
@@ -221,6 +256,12 @@ func NodeHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFunc
 // cluster-scoped object's key is its name, in no namespace).
 func namedHandler[T any](what string, upsert func(T), del func(name string), log logr.Logger) toolscache.ResourceEventHandlerFuncs {
 	return namespacedHandler(what, upsert, func(_, name string) { del(name) }, log)
+}
+
+// ClusterQuotaHandler applies GPUClusterQuota events to sink (tombstones
+// included).
+func ClusterQuotaHandler(sink Sink, log logr.Logger) toolscache.ResourceEventHandlerFuncs {
+	return namedHandler("gpuclusterquota", sink.UpsertClusterQuota, sink.DeleteClusterQuota, log)
 }
 
 // QuotaHandler applies ResourceQuota events to sink (tombstones included).

@@ -23,6 +23,12 @@
 // counts those the watch has not recorded, under the same lock as the usage
 // (reservation.go, with its diagram).
 //
+// Team quotas (GPUClusterQuotas) are the ledger's as ResourceQuotas are
+// (teams.go): it parses their limits, tells which namespaces each selects
+// now, and sums a team's usage over the namespaces the caller counts, with
+// each user's part: every pod and claim is charged to the user it was first
+// recorded with (Options.Users), so an edit never moves a charge.
+//
 // Reads are snapshots taken under a read lock: Namespace (used, reserved,
 // limits with the quota that set them, problems), Capacity (per node: labels
 // and device capacities; shared and immutable) and Snapshot (everything, for
