@@ -72,7 +72,7 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUReservationSet
 	case err != nil:
 		return failed, err
 	case !res.Allowed && res.FitsWithoutUnconfirmed:
-		return s.waitOrDecide(r, st)
+		return s.waitOrDecide(r, st, teams)
 	case !reserves(r.req, res):
 		return decided, nil
 	case prior >= 0:

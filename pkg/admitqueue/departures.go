@@ -59,26 +59,32 @@ func (d *departClock) forget(k departKey) {
 }
 
 // departures brings team quota name's members and departures in st up to
-// date (see above) and reports whether they changed.
+// date (see above) and reports whether they changed. A departure's first
+// sight is forgotten only when its namespace is selected again (a later
+// departure gets a grace of its own): a write of its end that conflicts
+// reads it again, and ends it again.
 func (s *Store) departures(name string, st *gpuadmitv1.GPUReservationSetStatus) bool {
 	now := s.opts.Clock.Now()
-	selected := s.teams.Selected(name)
 	members := map[string]bool{}
-	for _, ns := range selected {
+	for _, ns := range s.teams.Selected(name) {
 		members[ns] = true
+		s.departs.forget(departKey{name, ns})
 	}
+	ended := map[string]bool{}
 	var out []gpuadmitv1.Departure
 	for _, d := range st.Departures {
-		k := departKey{name, d.Namespace}
-		if members[d.Namespace] || !s.charged(d.Namespace, st) || now.Sub(s.departs.since(k, now)) >= s.opts.LeaveGrace {
-			s.departs.forget(k)
+		if members[d.Namespace] || ended[d.Namespace] {
+			continue
+		}
+		if !s.charged(d.Namespace, st) || now.Sub(s.departs.since(departKey{name, d.Namespace}, now)) >= s.opts.LeaveGrace {
+			ended[d.Namespace] = true
 			continue
 		}
 		out = append(out, d)
 		members[d.Namespace] = true
 	}
 	for _, ns := range st.Members {
-		if members[ns] || !s.charged(ns, st) {
+		if members[ns] || ended[ns] || !s.charged(ns, st) {
 			continue
 		}
 		s.departs.since(departKey{name, ns}, now)

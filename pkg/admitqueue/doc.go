@@ -34,6 +34,12 @@
 // A reservation's life in the object (its state machine) and the rule by
 // which a replica counts it are pkg/reservation's.
 //
+// A team quota (GPUClusterQuota) that counts the namespace adds its own
+// object, in gpuadmit's namespace, to the round: loaded and tidied beside
+// the namespace's, written before it, in the order of the teams' names;
+// the namespaces that left a team while charged stay counted for
+// teams.leaveGrace (teams.go, departures.go, teamclean.go).
+//
 // A gang (pkg/gang) is admitted whole or not at all: its first pod holds
 // room for the rest of the gang in the same object and the same write
 // (gangs.go); the holds are tidied with the reservations (gangtidy.go).

@@ -91,16 +91,17 @@ const (
 // admitted pods has its reservation, unmarked, in st, so among these
 // blockers; once all are found absent, the round that removes them ends
 // the hold (tidyHeld) before the review is decided again.
-func (s *Store) waitOrDecide(r *review, st *gpuadmitv1.GPUReservationSetStatus) (outcome, error) {
+func (s *Store) waitOrDecide(r *review, st *gpuadmitv1.GPUReservationSetStatus, teams []*team) (outcome, error) {
 	left, ok := s.waitLeft(r)
 	if !ok {
 		return decided, nil // no deadline (never hold the queue), or too close to it
 	}
 	now := s.opts.Clock.Now()
 	var blockers []gpuadmitv1.Reservation
-	for _, b := range st.Reservations {
-		if b.PodUID == r.uid || b.RecordedResourceVersion != "" || s.ledger.Seen(b.PodUID) != "" {
-			continue // its own, or a pod some replica recorded: it exists
+	for _, b := range withTeams(st, teams) {
+		if b.PodUID == r.uid || b.RecordedResourceVersion != "" || s.ledger.Seen(b.PodUID) != "" ||
+			slices.ContainsFunc(blockers, func(x gpuadmitv1.Reservation) bool { return x.PodUID == b.PodUID }) {
+			continue // its own, a pod some replica recorded (it exists), or one already a blocker (in the namespace's object and a team's)
 		}
 		if s.confirmer.DueAt(b.PodUID).Sub(now) > left {
 			return decided, nil
@@ -112,6 +113,19 @@ func (s *Store) waitOrDecide(r *review, st *gpuadmitv1.GPUReservationSetStatus) 
 	}
 	r.blockers = blockers
 	return waiting, nil
+}
+
+// withTeams lists the reservations of st and of the teams' objects (a
+// team's entry names its namespace: its absence is read there).
+func withTeams(st *gpuadmitv1.GPUReservationSetStatus, teams []*team) []gpuadmitv1.Reservation {
+	if len(teams) == 0 {
+		return st.Reservations
+	}
+	out := slices.Clone(st.Reservations)
+	for _, t := range teams {
+		out = append(out, t.status.Reservations...)
+	}
+	return out
 }
 
 // waitAtCap decides whether a review that st's MaxReservations would

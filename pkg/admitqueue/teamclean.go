@@ -67,11 +67,7 @@ func (s *Store) cleanTeams(ctx context.Context, items []gpuadmitv1.GPUReservatio
 	for _, name := range s.lostTeams.namespaces() {
 		names[name] = s.ownsTeam(name) || names[name]
 	}
-	var quotas gpuadmitv1.GPUClusterQuotaList
-	if err := s.client.List(ctx, &quotas); err != nil {
-		s.opts.Log.Error(err, "listing GPUClusterQuotas")
-	}
-	for _, q := range quotas.Items {
+	for _, q := range s.teams.ClusterQuotas() {
 		names[q.Name] = s.ownsTeam(q.Name) || names[q.Name]
 	}
 	removed := 0

@@ -48,6 +48,8 @@ type TeamQuotas interface {
 	TeamsOf(ns string) []ledger.TeamQuota
 	// ClusterQuota returns the team quota name (false: none).
 	ClusterQuota(name string) (ledger.TeamQuota, bool)
+	// ClusterQuotas lists every team quota.
+	ClusterQuotas() []ledger.TeamQuota
 	// Selected lists the namespaces the team quota name selects now.
 	Selected(name string) []string
 	// Charges lists what the objects of namespace ns are charged.

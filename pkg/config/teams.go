@@ -25,8 +25,8 @@ func validateTeams(t *configv1alpha1.Teams, p *field.Path) field.ErrorList {
 	if t == nil || t.LeaveGrace == nil {
 		return nil
 	}
-	if d := t.LeaveGrace.Duration; d < 0 || d > maxLeaveGrace {
-		return field.ErrorList{field.Invalid(p.Child("leaveGrace"), d.String(), "must be within 0s..24h")}
+	if d := t.LeaveGrace.Duration; d < time.Second || d > maxLeaveGrace {
+		return field.ErrorList{field.Invalid(p.Child("leaveGrace"), d.String(), "must be within 1s..24h")}
 	}
 	return nil
 }

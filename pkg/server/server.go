@@ -302,7 +302,7 @@ func (s *Server) reservations(dec admitqueue.Decider) error {
 	}
 	s.usage = usage.HasSynced
 	parts := admitqueue.Parts{Client: s.mgr.GetClient(), API: s.mgr.GetAPIReader(), Ledger: s.Ledger, Watch: s.feed,
-		Members: s.members, Decider: dec, Metrics: s.counters, Events: s.events}
+		Members: s.members, Decider: dec, Metrics: s.counters, Events: s.events, Teams: s.Ledger}
 	if s.groups != nil { // never a typed nil: a nil Groups is "not served"
 		parts.Groups = s.groups
 	}
@@ -310,7 +310,7 @@ func (s *Server) reservations(dec admitqueue.Decider) error {
 		admitqueue.Options{Replica: opts.Replica, Clock: opts.Clock, ConfirmAfter: r.ConfirmAfter.Duration, RecheckMax: r.RecheckMax.Duration,
 			ReadsPerSecond: int(*r.ReadsPerSecond), MaxReservations: int(*r.MaxPerNamespace), OwnWebhookConfiguration: opts.ValidatingWebhook,
 			ReviewTimeout: opts.Config.Admission.ReviewTimeout.Duration, HoldTimeout: opts.Config.Admission.Gangs.HoldTimeout.Duration,
-			Log: opts.Log.WithName("admitqueue")})
+			Namespace: opts.Namespace, LeaveGrace: leaveGrace(opts.Config), Log: opts.Log.WithName("admitqueue")})
 	if _, err := usage.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: s.Store.Changed,
 		UpdateFunc: func(_, obj any) { s.Store.Changed(obj) }, DeleteFunc: s.Store.Deleted}); err != nil {
 		return fmt.Errorf("watching GPUReservationSet: %w", err)
@@ -363,4 +363,12 @@ func nonEmpty(s string) []string {
 		return nil
 	}
 	return []string{s}
+}
+
+// leaveGrace is teams.leaveGrace (0: the store's default).
+func leaveGrace(c *config.Configuration) time.Duration {
+	if c.Teams == nil || c.Teams.LeaveGrace == nil {
+		return 0
+	}
+	return c.Teams.LeaveGrace.Duration
 }

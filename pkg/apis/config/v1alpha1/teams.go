@@ -8,6 +8,6 @@ type Teams struct {
 	// to it stays counted for the team, and its new pods decided against
 	// the team, until its GPU pods and reservations end, or this long
 	// after a replica first saw it leave (that replica's own clock)
-	// (default 10m; 0s..24h, 0s: only until they end).
+	// (default 10m; 1s..24h).
 	LeaveGrace *metav1.Duration `json:"leaveGrace,omitempty"`
 }
