@@ -282,7 +282,14 @@ func (s *Server) watches(cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
-	s.feed, err = feed.NewFeed(feedKube, s.Ledger, feed.Options{Log: opts.Log.WithName("feed"), PodConfig: feedCfg,
+	// The team quotas are gpuadmit's own kind: the manager's cache watches
+	// them, as it watches the GPUReservationSets, and the feed hands them
+	// to the ledger (its sync gate waits for their list).
+	teams, err := s.mgr.GetCache().GetInformer(context.Background(), &gpuadmitv1.GPUClusterQuota{}, ctrlcache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("the GPUClusterQuota resource (is its CRD installed?): %w", err)
+	}
+	s.feed, err = feed.NewFeed(feedKube, s.Ledger, feed.Options{Log: opts.Log.WithName("feed"), PodConfig: feedCfg, ClusterQuotas: teams,
 		Freshness: feed.FreshnessOptions{ProbeEvery: adm.Watches.ProbeEvery.Duration, StaleAfter: adm.Watches.StaleAfter.Duration, Clock: opts.Clock}})
 	if err != nil {
 		return fmt.Errorf("informers: %w", err)
