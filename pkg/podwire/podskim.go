@@ -133,7 +133,10 @@ func (s *podSkimmer) pod(b []byte, p *corev1.Pod) error {
 	err := eachField(b, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 1:
-			return s.meta(v, &p.ObjectMeta, s.annotations)
+			if err := s.meta(v, &p.ObjectMeta, s.annotations); err != nil {
+				return err
+			}
+			return owners(v, &p.ObjectMeta)
 		case 2:
 			return s.spec(v, &p.Spec)
 		case 3:
@@ -178,6 +181,18 @@ func (s *podSkimmer) meta(b []byte, m *metav1.ObjectMeta, keep []string) error {
 	})
 }
 
+// owners reads the ownerReferences of the ObjectMeta message b into m
+// (the slimmer keeps the controller's apiVersion and kind).
+func owners(b []byte, m *metav1.ObjectMeta) error {
+	return eachField(b, func(num protowire.Number, v []byte) error {
+		if num != 13 {
+			return nil
+		}
+		m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{})
+		return m.OwnerReferences[len(m.OwnerReferences)-1].Unmarshal(v)
+	})
+}
+
 // annotation adds the map entry b to m's annotations if keep names it.
 func annotation(b []byte, m *metav1.ObjectMeta, keep []string) error {
 	k, v, err := mapEntry(b)
@@ -192,7 +207,8 @@ func annotation(b []byte, m *metav1.ObjectMeta, keep []string) error {
 }
 
 // spec keeps the containers (skimmed), nodeName, nodeSelector, affinity,
-// resource claims, priorityClassName and activeDeadlineSeconds.
+// resource claims, priorityClassName, activeDeadlineSeconds and
+// serviceAccountName.
 func (s *podSkimmer) spec(b []byte, sp *corev1.PodSpec) error {
 	deadline, ok, err := lastVarint(b, 5)
 	if err != nil {
@@ -221,6 +237,8 @@ func (s *podSkimmer) spec(b []byte, sp *corev1.PodSpec) error {
 				sp.NodeSelector = map[string]string{}
 			}
 			sp.NodeSelector[k] = string(val)
+		case 8:
+			sp.ServiceAccountName = string(v)
 		case 10:
 			sp.NodeName = string(v)
 		case 18:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/stamp"
 )
 
 // randomPods fills pods at random, every field of a Pod included; resource
@@ -17,7 +18,8 @@ import (
 // managed names, the assignment annotations and unmanaged ones.
 func randomPods(seed int64) *randfill.Filler {
 	names := []corev1.ResourceName{"nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores", "cpu", "memory", "example.com/fpga"}
-	keys := []string{devices.PodAllocatedAnnotation, devices.GpushareIndexAnnotation, "app", "kubectl.kubernetes.io/last-applied-configuration", metav1.InitialEventsAnnotationKey}
+	keys := []string{devices.PodAllocatedAnnotation, devices.GpushareIndexAnnotation, "app", "kubectl.kubernetes.io/last-applied-configuration", metav1.InitialEventsAnnotationKey,
+		stamp.UserAnnotation, stamp.SignatureAnnotation}
 	quantities := []string{"0", "1", "2", "500m", "4096", "1Gi", "50"}
 	return randfill.NewWithSeed(seed).NilChance(0.3).NumElements(0, 3).MaxDepth(12).Funcs(
 		func(q *resource.Quantity, c randfill.Continue) {

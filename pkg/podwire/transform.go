@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/stamp"
 )
 
 // Informer transforms keep only what the ledger reads, so that 100k pods fit
@@ -22,7 +23,9 @@ import (
 // idempotent.
 
 // PodTransform slims Pods: name, namespace, UID, resourceVersion, the device
-// assignment annotation; spec containers' names, restartPolicy and managed
+// assignment annotation, the requesting-user stamp and what says who created
+// the pod without one (its controller reference's apiVersion and kind, its
+// service account's name); spec containers' names, restartPolicy and managed
 // resources, nodeName, nodeSelector and node affinity; what ResourceQuota
 // scopes read (priorityClassName, activeDeadlineSeconds, status.qosClass,
 // and pod (anti-)affinity when it names other namespaces); status phase and
@@ -52,9 +55,10 @@ func PodTransform(fams []effective.Family) toolscache.TransformFunc {
 // newPodSlimmer slims pods for fams, keeping the annotations the ledger
 // reads.
 func newPodSlimmer(fams []effective.Family) *podSlimmer {
-	keep := append(devices.AllocAnnotations(fams), effective.PodAnnotations()...)
+	keep := append(append(devices.AllocAnnotations(fams), effective.PodAnnotations()...), stamp.Annotations()...)
 	return &podSlimmer{families: fams, names: managedNames(fams), annotations: keep,
-		containers: newInterner[[]corev1.Container](), statuses: newInterner[[]corev1.ContainerStatus](), classes: newInterner[string]()}
+		containers: newInterner[[]corev1.Container](), statuses: newInterner[[]corev1.ContainerStatus](), classes: newInterner[string](),
+		owners: newInterner[[]metav1.OwnerReference]()}
 }
 
 // bookmarkMeta is the identity of a pod that names no managed resource.
@@ -81,6 +85,8 @@ type podSlimmer struct {
 	statuses    *interner[[]corev1.ContainerStatus]
 	// classes shares priority class names (a cluster has a few).
 	classes *interner[string]
+	// owners shares the slim controller references (one per kind).
+	owners *interner[[]metav1.OwnerReference]
 }
 
 func (t *podSlimmer) slim(p *corev1.Pod) runtime.Object {
@@ -88,7 +94,8 @@ func (t *podSlimmer) slim(p *corev1.Pod) runtime.Object {
 		if effective.HasTemplateClaim(p) {
 			// Its templates' claims may be charged under it (pkg/ledger/templates.go):
 			// its claims and its phase are read.
-			out := &corev1.Pod{ObjectMeta: Identity(&p.ObjectMeta, false)}
+			out := &corev1.Pod{ObjectMeta: Identity(&p.ObjectMeta, false, stamp.Annotations()...)}
+			t.keepCreator(p, out)
 			out.Spec.ResourceClaims = p.Spec.ResourceClaims
 			out.Status.Phase = p.Status.Phase
 			return out
@@ -109,6 +116,7 @@ func podMeta(m metav1.ObjectMeta) *metav1.PartialObjectMetadata {
 
 func (t *podSlimmer) slimGPU(p *corev1.Pod) *corev1.Pod {
 	out := &corev1.Pod{ObjectMeta: Identity(&p.ObjectMeta, false, t.annotations...)}
+	t.keepCreator(p, out)
 	out.Spec.InitContainers = t.slimContainers(p.Spec.InitContainers)
 	out.Spec.Containers = t.slimContainers(p.Spec.Containers)
 	out.Spec.NodeName = p.Spec.NodeName
@@ -130,6 +138,19 @@ func (t *podSlimmer) slimGPU(p *corev1.Pod) *corev1.Pod {
 	out.Status.InitContainerStatuses = t.slimStatuses(p.Status.InitContainerStatuses)
 	out.Status.ContainerStatuses = t.slimStatuses(p.Status.ContainerStatuses)
 	return out
+}
+
+// keepCreator keeps what says who created p when its requesting-user
+// stamp does not verify (stamp.UserOf): its controller ownerReference's
+// apiVersion and kind, and its service account's name.
+func (t *podSlimmer) keepCreator(p, out *corev1.Pod) {
+	out.Spec.ServiceAccountName = p.Spec.ServiceAccountName
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		out.OwnerReferences = t.owners.get(ref.APIVersion+"\x00"+ref.Kind, func() []metav1.OwnerReference {
+			yes := true
+			return []metav1.OwnerReference{{APIVersion: ref.APIVersion, Kind: ref.Kind, Controller: &yes}}
+		})
+	}
 }
 
 // slimContainers keeps names, restart policies and managed resources.

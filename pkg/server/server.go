@@ -44,6 +44,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/metrics"
 	"github.com/gpuadmit/gpuadmit/pkg/podwire"
 	"github.com/gpuadmit/gpuadmit/pkg/serving"
+	"github.com/gpuadmit/gpuadmit/pkg/stamp"
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -143,7 +144,10 @@ type Server struct {
 	events *events.Recorder
 	// groups reads the PodGroups (nil: the API server does not serve them).
 	groups *gang.Groups
-	opts   Options
+	// stamper signs and verifies the requesting-user stamp (its key is
+	// read before the ledger is built).
+	stamper *stamp.Stamper
+	opts    Options
 	// drain is set once shutdown began: readiness fails first, so that
 	// traffic moves to other replicas before the server stops.
 	drain atomic.Bool
@@ -171,6 +175,9 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	if err := s.manager(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.loadStamper(kube); err != nil {
 		return nil, err
 	}
 	if s.counters, err = metrics.NewCounters(opts.Registry); err != nil {
@@ -273,7 +280,7 @@ func (s *Server) watches(cfg *rest.Config) error {
 		return fmt.Errorf("dra.deviceClasses: %w", err)
 	}
 	s.Ledger = ledger.New(ledger.Options{Families: config.Families(opts.Config), Claims: claims,
-		MaxDeviceMemoryMiB: config.MaxDeviceMemoryMiB(opts.Config), Log: opts.Log.WithName("ledger")})
+		MaxDeviceMemoryMiB: config.MaxDeviceMemoryMiB(opts.Config), Users: s.stamper, Log: opts.Log.WithName("ledger")})
 	// The watches list and watch built-in types only: in protobuf, the API
 	// server's own encoding, decoding costs a fraction of JSON's (a relist
 	// of 100k pods is most of a cold start).

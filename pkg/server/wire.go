@@ -78,10 +78,11 @@ func (s *Server) handlers(dec *decision.Decider) error {
 		}
 	}
 	hooks.Register(MutatePath, s.draining(detached(&ctrladmission.Webhook{Handler: &admission.Mutator{
-		Gate: annotateGate{s}, Demand: dec, Metrics: am}, RecoverPanic: ptr.To(true), LogConstructor: requestLog("mutate")},
+		Gate: annotateGate{s}, Demand: dec, Metrics: am, Stamp: s.stamper}, RecoverPanic: ptr.To(true), LogConstructor: requestLog("mutate")},
 		s.opts.Config.Admission.ReviewTimeout.Duration)))
 	var validate http.Handler = &admission.PodReviews{Webhook: &ctrladmission.Webhook{Handler: &admission.Validator{
-		Gate: s, GPUPods: dec, Reserver: s.Store, Metrics: am, Events: s.events}, RecoverPanic: ptr.To(true), LogConstructor: requestLog("validate")}}
+		Gate: s, GPUPods: dec, Reserver: s.Store, Metrics: am, Events: s.events, Users: s.stamper}, RecoverPanic: ptr.To(true),
+		LogConstructor: requestLog("validate")}}
 	if s.opts.AdvertiseAddress != "" {
 		fwd, err := forward.New(forward.Options{Registry: s.opts.Registry, Owners: s.members, Certificates: s.certificate,
 			MinTLS: s.opts.TLSMinVersion, Ready: s, MaxReviewBytes: admission.MaxReviewBytes,
@@ -92,9 +93,13 @@ func (s *Server) handlers(dec *decision.Decider) error {
 		validate = fwd.Wrap(validate)
 	}
 	hooks.Register(ValidatePath, s.draining(detached(validate, s.opts.Config.Admission.ReviewTimeout.Duration)))
-	claims := &ctrladmission.Webhook{Handler: &admission.ClaimValidator{Gate: s, Claims: dec, Reserver: s.Store, Metrics: am, Events: s.events},
+	claims := &ctrladmission.Webhook{Handler: &admission.ClaimValidator{Gate: s, Claims: dec, Reserver: s.Store, Metrics: am, Events: s.events,
+		Users: s.stamper},
 		RecoverPanic: ptr.To(true), LogConstructor: requestLog("validate-claims")}
 	hooks.Register(ValidateClaimsPath, s.draining(detached(claims, s.opts.Config.Admission.ReviewTimeout.Duration)))
+	if err := s.stampHandlers(am, requestLog); err != nil {
+		return err
+	}
 	return s.workloads(dec, am, requestLog)
 }
 

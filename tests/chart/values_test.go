@@ -294,8 +294,8 @@ webhook:
 			n++
 		}
 	}
-	if n != 4 {
-		t.Errorf("%d webhooks checked, want 4 (pods in both configurations, ResourceClaims, workloads)", n)
+	if n != 6 {
+		t.Errorf("%d webhooks checked, want 6 (pods, ResourceClaims and workloads in both configurations)", n)
 	}
 }
 

@@ -16,7 +16,10 @@
 // retries, the gang whole once room is freed; workloads without a GPU
 // never refused; a Deployment past the headroom (and,
 // under enforcement Warn, one past the limit) never over the quota while
-// its ReplicaSet retries. The suite plays the scheduler and the kubelet
+// its ReplicaSet retries; two users' Deployments in a namespace with a
+// per-user limit of 2 GPUs each stopped at 2, their controllers' pods
+// charged to the users through the requesting-user stamp, and a user who
+// writes another's stamp into his template overwritten. The suite plays the scheduler and the kubelet
 // (binding, container statuses) where a check needs running pods. The
 // tests end by checking the namespace's ledger against a recount of what
 // the API server holds.
@@ -53,6 +56,8 @@ func TestWorkloads(t *testing.T) {
 	t.Run("a Job's gang is admitted whole or not at all", func(t *testing.T) { testJobGang(t, c) })
 	t.Run("workloads without a GPU are never refused", func(t *testing.T) { testNoGPUNeverRefused(t, c) })
 	t.Run("under enforcement Warn the pods are still capped", func(t *testing.T) { testWarnStillCapped(t, c) })
+	t.Run("per-user limits: two users' Deployments each stop at their limit; a forged stamp is overwritten",
+		func(t *testing.T) { testPerUser(t, c) })
 }
 
 // testPodGroupAPI checks that the test API server serves PodGroups
