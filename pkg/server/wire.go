@@ -48,6 +48,9 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	if err := metrics.RegisterState(s.opts.Registry, s.Ledger, s.Engine, s.feed, s.Store); err != nil {
 		return err
 	}
+	if err := metrics.RegisterTeams(s.opts.Registry, s.Ledger, s.Store); err != nil {
+		return err
+	}
 	if err := s.handlers(dec); err != nil {
 		return err
 	}
