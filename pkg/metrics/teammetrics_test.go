@@ -19,7 +19,9 @@ import (
 // teamReserved are fixed team reservations by quota.
 type teamReserved map[string][]reservation.Reservation
 
-func (r teamReserved) TeamReserved(context.Context) (map[string][]reservation.Reservation, error) { return r, nil }
+func (r teamReserved) TeamReserved(context.Context) (map[string][]reservation.Reservation, error) {
+	return r, nil
+}
 
 // TestTeamMetrics: the team's used is the sum over its namespaces (never
 // one outside it), its reserved the team object's reservations the ledger
