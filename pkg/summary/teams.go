@@ -70,8 +70,11 @@ func (s *Summarizer) teamRound(ctx context.Context, now time.Time) int {
 		}
 		next := gcq.DeepCopy()
 		next.Status = want
-		if err := s.Client.Status().Patch(ctx, next, client.MergeFrom(gcq)); err != nil {
-			if !apierrors.IsNotFound(err) {
+		// An update with the read resourceVersion (the chart grants update on
+		// gpuclusterquotas/status, not patch): a conflict is written again
+		// next round from a newer copy.
+		if err := s.Client.Status().Update(ctx, next); err != nil {
+			if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				s.Log.Error(err, "writing the GPUClusterQuota status", "clusterQuota", gcq.Name)
 			}
 			continue
