@@ -204,7 +204,11 @@ func whatIfNotes(ws []whatIfShown) []string {
 		case w.ActualInvalid:
 			actual = "an invalid quota value (blocking)"
 		}
-		notes = append(notes, fmt.Sprintf("what-if: namespace %s, %s: limit %d instead of %s", w.Namespace, w.Resource, w.Limit, actual))
+		who := "namespace " + w.Namespace
+		if w.Quota != "" {
+			who = "GPUClusterQuota " + w.Quota
+		}
+		notes = append(notes, fmt.Sprintf("what-if: %s, %s: limit %d instead of %s", who, w.Resource, w.Limit, actual))
 	}
 	return notes
 }

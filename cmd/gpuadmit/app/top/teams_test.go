@@ -29,6 +29,12 @@ func TestTopTeams(t *testing.T) {
 			NotInText: []string{"outside(", "ml     outside"}},
 		{Name: "--fail-over: the team is over (3 used + 1 reserved of 3)", Args: []string{"top", "--state", state, "--fail-over", "-o", "json"},
 			WantCode: 1, WantTextSub: []string{`"overTeams": [`, `"departing": [`}},
+		{Name: "--what-if on the team quota: 8 devices, the team within, alice still over her 2", Args: []string{"top", "--state", state, "-n", "ml-dev",
+			"--what-if", "gcq/ml=nvidia.com/gpu=8", "--fail-over"}, WantCode: 1,
+			WantTextSub: []string{"ml     ml-dev,ml-old(departing),ml-train   3+1/8   50%", "ml     alice   2+1/2   150%",
+				"what-if: GPUClusterQuota ml, nvidia.com/gpu: limit 8 instead of 3"}},
+		{Name: "--what-if on a team quota not shown", Args: []string{"top", "--state", state, "--what-if", "gcq/nope=nvidia.com/gpu=8"},
+			WantCode: 2, WantErrSub: "GPUClusterQuota nope does not count a namespace shown; the team quotas shown are ml"},
 		{Name: "-n outside: no team counts it", Args: []string{"top", "--state", state, "-n", "outside"},
 			NotInText: []string{"TEAM"}},
 	} {

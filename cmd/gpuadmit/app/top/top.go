@@ -168,7 +168,7 @@ OVER (its "over" list in JSON); --fail-over exits 1 when any is.`,
 		"order of the namespaces and of their pods and claims: used (GPUs, then memory, then cores), memory, gpu, cores, percent (of a limit), largest first; or name")
 	_ = cmd.RegisterFlagCompletionFunc("sort-by", cobra.FixedCompletions(topSorts(), cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().StringArrayVar(&o.whatIf, "what-if", nil,
-		"NAMESPACE=RESOURCE=LIMIT: evaluate with that limit instead of the namespace's (repeat for more)")
+		"NAMESPACE=RESOURCE=LIMIT: evaluate with that limit instead of the namespace's; gcq/QUOTA=RESOURCE=LIMIT: instead of the team quota's (repeat for more)")
 	cmd.Flags().BoolVar(&o.failOver, "fail-over", false, "exit 1 when a namespace shown is over a limit (a quota's or a --what-if's)")
 	output.Flag(cmd, &o.output, output.FormatTable, output.TableFormats)
 	return cmd
@@ -185,7 +185,12 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o topOptions, ws []whatIf, out outp
 	if err != nil {
 		return err
 	}
-	t.Teams, t.teams, t.OverTeams = topTeams(v.Teams(), v.Ch.Families)
+	teams, teamShown, err := applyTeamWhatIfs(v.Teams(), ws)
+	if err != nil {
+		return err
+	}
+	t.WhatIf = append(t.WhatIf, teamShown...)
+	t.Teams, t.teams, t.OverTeams = topTeams(teams, v.Ch.Families)
 	v.WarnProblems(s)
 	if out.Table() {
 		for _, n := range t.Namespaces {
