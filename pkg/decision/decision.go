@@ -129,6 +129,8 @@ type Snapshotter interface {
 	Inventory() *dra.Inventory
 	// Template is a ResourceClaimTemplate the watch delivered (nil: none).
 	Template(ns, name string) *resourcev1.ResourceClaimTemplate
+	// TeamsOf are the team quotas that select namespace ns now.
+	TeamsOf(ns string) []ledger.TeamQuota
 	// Team is a team quota's usage over members, counting pending, and
 	// user's part of it.
 	Team(q ledger.TeamQuota, members []string, pending []reservation.Reservation, user string) ledger.TeamSnapshot
@@ -247,6 +249,9 @@ func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) 
 	ns := cmp.Or(req.Namespace, req.Pod.Namespace, "default")
 	nsSnap, err := d.namespace(ctx, ns, req.Reservations)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.teamsCounted(ns, req.Teams); err != nil {
 		return nil, err
 	}
 	view, capVal, err := d.nodes(req.Pod)

@@ -34,9 +34,9 @@ type Explained struct {
 	Rules   []policy.Origin `json:"rules"`
 }
 
-// LimitCheck is one limit against the namespace's usage after this pod:
-// After = Used + Reserved + Pod (MiB for memory); Exceeded when After is
-// above Limit and the pod asks for some of the resource.
+// LimitCheck is one limit against the namespace's (or a team's) usage
+// after this pod: After = Used + Reserved + Pod (MiB for memory); Exceeded
+// when After is above Limit and the pod asks for some of the resource.
 type LimitCheck struct {
 	Family   string `json:"family"`
 	Resource string `json:"resource"`
@@ -70,7 +70,8 @@ func (d *Decider) explain(doc *inputDoc, out policy.Output) *Explanation {
 // limitChecks compares the namespace's usage with the pod's demand added to
 // each limit of doc that applies to the pod (those of the quotas without
 // scopes, and of the scoped quotas it is in, against their pods' usage),
-// family by family in the configuration's order.
+// family by family in the configuration's order, then each team quota's
+// (against the team's usage, or its user's).
 func (d *Decider) limitChecks(doc *inputDoc) []LimitCheck {
 	eff := doc.demand.Effective()
 	checks := []LimitCheck{}

@@ -2,6 +2,8 @@ package decision
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -30,6 +32,23 @@ type teamCheck struct {
 	// used, reserved and unconfirmed are the dimension's (unconfirmed is
 	// part of reserved).
 	used, reserved, unconfirmed int64
+}
+
+// ErrTeamsChanged is returned when a team quota selects the request's
+// namespace now (by its labels, which may have been unknown when the
+// caller listed the teams, or by a quota created since) and the request
+// does not count it: deciding without it could admit past its limits. The
+// caller lists the teams again (a new admission round) and retries.
+var ErrTeamsChanged = errors.New("a team quota selects the namespace that the request does not count")
+
+// teamsCounted checks that teams holds every team quota that selects ns now.
+func (d *Decider) teamsCounted(ns string, teams []Team) error {
+	for _, q := range d.snap.TeamsOf(ns) {
+		if !slices.ContainsFunc(teams, func(t Team) bool { return t.Quota.Name == q.Name }) {
+			return fmt.Errorf("namespace %q: GPUClusterQuota %q: %w", ns, q.Name, ErrTeamsChanged)
+		}
+	}
+	return nil
 }
 
 // chargedUser is who the request's pod or claim is charged to.

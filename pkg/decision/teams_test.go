@@ -2,6 +2,7 @@ package decision
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -208,4 +209,31 @@ func cmpOr(a, b string) string {
 // gpus is the usage of n nvidia GPUs of 1024 MiB.
 func gpus(n int64) effective.Usage {
 	return effective.UsageOf(effective.NvidiaName, effective.Vector{GPU: n, MemMiB: n * 1024})
+}
+
+// TestTeamNotCountedIsNoDecision: a request that does not count a team
+// quota selecting its namespace (listed before the namespace's labels
+// were known, or before the quota was created) gets no decision, never
+// one made without the team's limits; counting it, the pod is decided.
+func TestTeamNotCountedIsNoDecision(t *testing.T) {
+	l, q := teamLedger(t)
+	d, err := New(loadedEngine(t), l, config.Default(), logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := teamPod("ml-dev", "new", "carol", 1)
+	for _, teams := range [][]Team{nil, {{Quota: ledger.TeamQuota{Name: "other"}}}} {
+		res, err := d.Decide(context.Background(), Request{Pod: pod, ChargedUser: "carol", Teams: teams})
+		if !errors.Is(err, ErrTeamsChanged) || res.Allowed || !strings.Contains(err.Error(), `GPUClusterQuota "ml"`) {
+			t.Fatalf("teams %v: result %+v, error %v; want ErrTeamsChanged naming ml", teams, res, err)
+		}
+	}
+	if res, err := d.Decide(context.Background(), Request{Pod: pod, ChargedUser: "carol",
+		Teams: []Team{{Quota: q, Members: l.Selected("ml")}}}); err != nil || !res.Allowed {
+		t.Fatalf("counting the team: %+v, %v", res, err)
+	}
+	// A namespace no team selects needs none.
+	if res, err := d.Decide(context.Background(), Request{Pod: teamPod("web", "new", "carol", 1)}); err != nil || !res.Allowed {
+		t.Fatalf("outside every team: %+v, %v", res, err)
+	}
 }
