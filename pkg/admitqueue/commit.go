@@ -2,6 +2,7 @@ package admitqueue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 )
 
 // A batch is committed round after round until every review is answered.
@@ -83,6 +85,10 @@ func (s *Store) commit(ns string, q *queue, b batch) {
 		ctx, cancel := b.context()
 		err := s.round(ctx, ns, &b, &try)
 		switch {
+		case errors.Is(err, decision.ErrTeamsChanged) && ctx.Err() == nil:
+			// a team quota selects the namespace since the round listed
+			// the teams: the next round lists them again
+			s.backOff(ctx)
 		case err != nil && (apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)):
 			try.conflicts++
 			try.uncounted = true // counted once the next round read the winner's write
@@ -149,6 +155,9 @@ func (s *Store) round(ctx context.Context, ns string, b *batch, try *attempt) er
 	st := *v.status.DeepCopy()
 	ended, notes := s.tidy(ns, &st)
 	added := s.decideInOrder(ns, b.reviews, &st, teams, try.conflicts)
+	if err := teamsChanged(b.reviews); err != nil {
+		return err // nothing written: decided again with the teams listed again
+	}
 	restores := v.kept && (len(st.Reservations) > 0 || len(st.Gangs) > 0) // a deleted object's reservations or holds to write back
 	try.refused, try.teamRefused, try.teamRV = "", "", ""
 	if err := s.writeTeams(ctx, teams, try); err != nil {

@@ -48,6 +48,25 @@ func (s *Store) cleanTeams(ctx context.Context, items []gpuadmitv1.GPUReservatio
 	if s.teams == nil {
 		return 0
 	}
+	names := s.ownedTeams(ctx, items, present, budget)
+	removed := 0
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		jctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		n, err := s.tidyTeam(jctx, name)
+		cancel()
+		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			s.opts.Log.Error(err, "cleaning a team's GPUReservationSet", "quota", name)
+		}
+		removed += n
+	}
+	return removed
+}
+
+// ownedTeams returns the team quotas whose objects this replica tidies:
+// of the team objects (items, confirming their due entries within budget
+// and noting every entry in present), the kept ones of deleted objects and
+// the team quotas.
+func (s *Store) ownedTeams(ctx context.Context, items []gpuadmitv1.GPUReservationSet, present map[types.UID]bool, budget *int) map[string]bool {
 	names := map[string]bool{}
 	for i := range items {
 		u := s.copies.Newest(&items[i])
@@ -58,32 +77,22 @@ func (s *Store) cleanTeams(ctx context.Context, items []gpuadmitv1.GPUReservatio
 		for _, r := range u.Status.Reservations {
 			present[r.PodUID] = true
 		}
-		if !s.ownsTeam(name) {
-			continue
+		if s.ownsTeam(name) {
+			names[name] = true
+			*budget -= s.confirmer.ConfirmDue(ctx, u, *budget)
 		}
-		names[name] = true
-		*budget -= s.confirmer.ConfirmDue(ctx, u, *budget)
 	}
 	for _, name := range s.lostTeams.namespaces() {
-		names[name] = s.ownsTeam(name) || names[name]
+		if s.ownsTeam(name) {
+			names[name] = true
+		}
 	}
 	for _, q := range s.teams.ClusterQuotas() {
-		names[q.Name] = s.ownsTeam(q.Name) || names[q.Name]
-	}
-	removed := 0
-	for _, name := range slices.Sorted(maps.Keys(names)) {
-		if !names[name] {
-			continue
+		if s.ownsTeam(q.Name) {
+			names[q.Name] = true
 		}
-		jctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		n, err := s.tidyTeam(jctx, name)
-		cancel()
-		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
-			s.opts.Log.Error(err, "cleaning a team's GPUReservationSet", "quota", name)
-		}
-		removed += n
 	}
-	return removed
+	return names
 }
 
 // ownsTeam reports whether this replica tidies team quota name's object.

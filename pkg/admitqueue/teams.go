@@ -3,6 +3,7 @@ package admitqueue
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -247,6 +248,19 @@ func (s *Store) writeTeams(ctx context.Context, teams []*team, try *attempt) err
 			s.lostTeams.forget(name)
 		}
 		s.countEnded(t.ended)
+	}
+	return nil
+}
+
+// teamsChanged returns the error of a review the decider refused because
+// a team quota selects the namespace that the round did not load
+// (decision.ErrTeamsChanged: its labels or the quota changed since the
+// round listed the teams); nil when there is none.
+func teamsChanged(reviews []*review) error {
+	for _, r := range reviews {
+		if r.outcome == failed && errors.Is(r.err, decision.ErrTeamsChanged) {
+			return r.err
+		}
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 )
 
 // TestTeamTwoReplicasNeverPassLimit: two replicas admit at once in two
@@ -254,5 +255,53 @@ func TestTeamGhostIsABlocker(t *testing.T) {
 	o, err := a.s.waitOrDecide(r, st, []*team{tm, tm})
 	if o != waiting || err != nil || len(r.blockers) != 1 || r.blockers[0].Namespace != "ns-a" {
 		t.Fatalf("with the team's ghost: %v, %v, blockers %+v; want waiting for the ghost of ns-a", o, err, r.blockers)
+	}
+}
+
+// TestTeamQuotaRecreatedCountsItsEntries: the team quota deleted and
+// created again keeps its object: the entries of the pods admitted before
+// count against the new quota at once (nothing starts from zero).
+func TestTeamQuotaRecreatedCountsItsEntries(t *testing.T) {
+	c := fakeClient(t)
+	a := newTeamReplica(t, c, "a", 2, inTeam("ns-a"), inTeam("ns-b"))
+	if got := burst(t, a, "ns-a", 2, 2, 1); got != 2 {
+		t.Fatalf("admitted %d, want 2", got)
+	}
+	a.l.DeleteClusterQuota(teamName)
+	a.l.UpsertClusterQuota(teamQuota(2))
+	if got := burst(t, a, "ns-b", 1, 2, 1); got != 0 {
+		t.Fatal("the re-created team quota did not count the entries of the pods admitted before")
+	}
+	if u := teamObject(t, c); u == nil || len(u.Status.Reservations) != 2 {
+		t.Fatalf("the team object lost its entries: %+v", u)
+	}
+}
+
+// TestTeamsChangedDecidesAgain: the decider refuses a review that does not
+// count a team quota selecting its namespace (a label or a quota changed
+// after the round listed the teams): the round writes nothing, lists the
+// teams again and decides again; the review is answered by that decision,
+// never with the refusal, never without the team.
+func TestTeamsChangedDecidesAgain(t *testing.T) {
+	c := fakeClient(t)
+	a := newTeamReplica(t, c, "a", 1, inTeam("ns-a"))
+	var calls atomic.Int64
+	decide := func(req decision.Request) (verdict, error) {
+		if calls.Add(1) == 1 {
+			return verdict{}, fmt.Errorf("namespace %q: GPUClusterQuota %q: %w", "ns-a", teamName, decision.ErrTeamsChanged)
+		}
+		if len(req.Teams) != 1 {
+			return verdict{}, fmt.Errorf("decided with %d teams, want 1", len(req.Teams))
+		}
+		return teamDecider(a.l, 1, 1)(req)
+	}
+	if err := admitPod(context.Background(), a.s, "ns-a", "p1", "p1", decide); err != nil {
+		t.Fatalf("the review was answered with the refusal: %v", err)
+	}
+	if calls.Load() != 2 {
+		t.Errorf("decided %d times, want 2", calls.Load())
+	}
+	if u := teamObject(t, c); u == nil || len(u.Status.Reservations) != 1 {
+		t.Fatalf("the team object holds %+v, want the one reservation", u)
 	}
 }
