@@ -7,6 +7,12 @@
 // reservation in the namespace's GPUReservationSet before answering), so
 // that a burst of concurrent creates on any replica cannot over-admit.
 //
+// The mutating handlers also write the requesting-user stamp (pkg/stamp)
+// on pods (Mutator), on workloads' pod templates (WorkloadStamper) and on
+// ResourceClaims (ClaimStamper), and the validating handlers charge the
+// decision to the user the reviewed object's stamp verifies to
+// (decision.Request.ChargedUser).
+//
 // The handlers are thin: decode -> gate -> Reserver -> response. They
 // depend only on the small interfaces of admission.go, so tests run them
 // with fakes and the server wires the real store and decision; they log

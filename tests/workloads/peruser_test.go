@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -26,7 +27,8 @@ import (
 // a namespace where a GPUClusterQuota allows each user 2 GPUs. The
 // Deployment and ReplicaSet controllers create the pods, yet each pod is
 // charged to the user whose Deployment made it: each user stops at 2
-// (never 3, at any moment), the third pod refused naming the user. Then
+// (never 3, at any moment), the third pod refused naming the user. An
+// edit of the stamp of alice's running pod is undone. Then
 // bob writes alice's name, with a signature copied from one of alice's
 // pods, into his own Deployment's template: the stamp is overwritten with
 // his name, and the pod is refused as his, alice's pods untouched.
@@ -53,6 +55,17 @@ func testPerUser(t *testing.T, c *local.Cluster) {
 		if user := stamper.UserOf(&p); user != "alice" {
 			t.Errorf("pod %s is charged to %q, want alice", p.Name, user)
 		}
+	}
+	// An edit of a running pod's stamp (here to bob's valid stamp, copied
+	// from his pod) is put back by the webhook.
+	bobSig := podsOf(t, c, ns, "bob-train")[0].Annotations[stamp.SignatureAnnotation]
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"bob",%q:%q}}}`, stamp.UserAnnotation, stamp.SignatureAnnotation, bobSig)
+	edited, err := c.Kube.CoreV1().Pods(ns).Patch(ctx, alicePods[0].Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("editing alice's pod's stamp: %v", err)
+	}
+	if user := stamper.UserOf(edited); user != "alice" {
+		t.Errorf("alice's pod after an edit of its stamp is charged to %q, want alice", user)
 	}
 	forged := deployment(ns, "bob-forged", 1, 1024)
 	forged.Spec.Template.Annotations = map[string]string{stamp.UserAnnotation: "alice",
