@@ -143,8 +143,10 @@ func testTeamLimit(ctx context.Context, t *testing.T, c *local.Cluster) {
 		}
 	}
 	awaitKubectl(ctx, t, c, []string{"get", "gcq", "ml"}, "ml", "2", "4/4", "49152/49152")
-	awaitKubectl(ctx, t, c, []string{"get", "gpuclusterquota", "ml", "-o", "wide"}, "USERS")
-	awaitKubectl(ctx, t, c, []string{"get", "gpuusage", "-n", "ml-dev", "-o", "wide"}, "USERS", "2/-")
+	// Every pod was created by the suite's one user: stamped with it, it
+	// holds the team's 4 devices, 2 of them in ml-dev.
+	awaitKubectl(ctx, t, c, []string{"get", "gpuclusterquota", "ml", "-o", "wide"}, "USERS", "=4")
+	awaitKubectl(ctx, t, c, []string{"get", "gpuusage", "-n", "ml-dev", "-o", "wide"}, "USERS", "2/-", "=2")
 }
 
 // awaitKubectl runs kubectl with args until its output holds every want
