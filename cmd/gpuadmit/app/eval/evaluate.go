@@ -169,6 +169,11 @@ func (e *Evaluation) loadState(ctx context.Context, objs *manifest.Objects) erro
 	if e.ledger, e.reserved, err = e.Source.Ledger(ctx, ch, namespaces, true); err != nil {
 		return err
 	}
+	if teams := e.Source.Teams(); teams != nil {
+		for _, w := range teams.Warnings { // a dump's (the cluster's are said as read)
+			e.Warn(w)
+		}
+	}
 	for _, t := range objs.ClaimTemplates {
 		t = t.DeepCopy()
 		t.Namespace = e.namespaceOf(t.Namespace)

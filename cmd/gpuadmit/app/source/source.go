@@ -321,6 +321,7 @@ func (l live) readTeams(ctx context.Context, dc dynamic.Interface, led *ledger.L
 	for _, w := range teams.Warnings {
 		l.warn(w)
 	}
+	teams.Warnings = nil // said
 	teams.Feed(led)
 	l.read.teams = teams
 }

@@ -90,6 +90,11 @@ func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve b
 		return v, err
 	}
 	v.teams = src.Teams()
+	if v.teams != nil {
+		for _, w := range v.teams.Warnings { // a dump's (the cluster's are said as read)
+			v.Warn(w)
+		}
+	}
 	if v.Ns == "" {
 		return v, nil
 	}
