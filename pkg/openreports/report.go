@@ -37,12 +37,13 @@ const (
 	severityHigh   reportsv1alpha1.ResultSeverity = "high"
 )
 
-// desired is the Report of namespace n: nil when it has no GPU limit.
+// desired is the Report of namespace n, with the results of the team
+// quotas that count it (teams): nil when it has no GPU limit and no team.
 // Each result keeps the timestamp of prev's result for the same rule while
 // its outcome and message stay (a rewrite with nothing new moves nothing).
-func desired(n ledger.NamespaceSnapshot, fams []effective.Family, prev *reportsv1alpha1.Report, now time.Time) *reportsv1alpha1.Report {
+func desired(n ledger.NamespaceSnapshot, fams []effective.Family, teams []reportsv1alpha1.ReportResult, prev *reportsv1alpha1.Report, now time.Time) *reportsv1alpha1.Report {
 	uses := ledger.LimitUses(n, fams)
-	if len(uses) == 0 {
+	if len(uses) == 0 && len(teams) == 0 {
 		return nil
 	}
 	r := &reportsv1alpha1.Report{
@@ -50,8 +51,11 @@ func desired(n ledger.NamespaceSnapshot, fams []effective.Family, prev *reportsv
 		Source:     Source,
 		Scope:      &corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: n.Namespace},
 	}
+	results := make([]reportsv1alpha1.ReportResult, 0, len(uses)+len(teams))
 	for _, u := range uses {
-		res := result(n.Namespace, u, now)
+		results = append(results, result(n.Namespace, u, now))
+	}
+	for _, res := range append(results, teams...) {
 		if p := prevResult(prev, res.Rule); p != nil && p.Result == res.Result && p.Description == res.Description {
 			res.Timestamp = p.Timestamp
 		}

@@ -35,8 +35,11 @@ type Writer struct {
 	// 2s); MinGap the least time between two writes of one Report
 	// (default 10s).
 	Every, MinGap time.Duration
-	Clock         clock.PassiveClock
-	Log           logr.Logger
+	// Namespace is gpuadmit's own, where the teams' GPUReservationSets
+	// are ("": the teams' reservations are not read).
+	Namespace string
+	Clock     clock.PassiveClock
+	Log       logr.Logger
 
 	known  map[string]*reportsv1alpha1.Report // by namespace; nil: list first
 	listed time.Time
@@ -81,9 +84,15 @@ func (w *Writer) Round(ctx context.Context) error {
 		return fmt.Errorf("listing the reservations: %w", err)
 	}
 	snap := w.Ledger.Snapshot(pending)
+	teams, err := w.teamsByNamespace(ctx)
+	if err != nil {
+		return err
+	}
+	fams := w.Ledger.Families()
 	var firstErr error
 	for ns, n := range snap.Namespaces {
-		if err := w.sync(ctx, ns, desired(n, w.Ledger.Families(), w.known[ns], now), now); err != nil && firstErr == nil {
+		want := desired(n, fams, teamResults(ns, teams[ns], fams, now), w.known[ns], now)
+		if err := w.sync(ctx, ns, want, now); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}

@@ -48,6 +48,9 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	if err := metrics.RegisterState(s.opts.Registry, s.Ledger, s.Engine, s.feed, s.Store); err != nil {
 		return err
 	}
+	if err := metrics.RegisterTeams(s.opts.Registry, s.Ledger, s.Store); err != nil {
+		return err
+	}
 	if err := s.handlers(dec); err != nil {
 		return err
 	}
@@ -143,11 +146,12 @@ func (s *Server) runnables(kube kubernetes.Interface) error {
 	// The summaries users read (kubectl get gpuusage) have one writer: the
 	// replica elected through the Lease gpuadmit-usage-status.
 	summaries := &summary.Summarizer{Client: s.mgr.GetClient(), Ledger: s.Ledger, Reservations: s.Store, Clock: s.opts.Clock,
-		OnWrite: s.counters.SummaryWritten, Events: s.events, DeniedFrom: kube, Log: s.opts.Log.WithName("summary")}
+		OnWrite: s.counters.SummaryWritten, Events: s.events, DeniedFrom: kube, Namespace: s.opts.Namespace,
+		Log: s.opts.Log.WithName("summary")}
 	run := summaries.Start
 	if s.opts.Config.OpenReportsEnabled() {
 		reports := &openreports.Writer{Client: s.mgr.GetClient(), Reader: s.mgr.GetAPIReader(), Ledger: s.Ledger,
-			Reservations: s.Store, Clock: s.opts.Clock, Log: s.opts.Log.WithName("openreports")}
+			Reservations: s.Store, Namespace: s.opts.Namespace, Clock: s.opts.Clock, Log: s.opts.Log.WithName("openreports")}
 		run = election.Both(summaries.Start, reports.Start)
 	}
 	if err := s.mgr.Add(&election.Elected{Run: run, Kube: kube, Namespace: s.opts.Namespace, Name: LeaderElectionID,

@@ -20,7 +20,7 @@ func fakeClient(t *testing.T, objs ...client.Object) client.WithWatch {
 	if err := errors.Join(clientgoscheme.AddToScheme(s), gpuadmitv1.AddToScheme(s)); err != nil {
 		t.Fatal(err)
 	}
-	return fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&gpuadmitv1.GPUUsage{}, &gpuadmitv1.GPUReservationSet{}).
+	return fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&gpuadmitv1.GPUUsage{}, &gpuadmitv1.GPUReservationSet{}, &gpuadmitv1.GPUClusterQuota{}).
 		WithObjects(objs...).Build()
 }
 

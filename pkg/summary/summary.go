@@ -50,18 +50,24 @@ type Summarizer struct {
 	// from (each term of the election) to list each namespace's denied
 	// workloads (denied.go); nil leaves the list as it is.
 	DeniedFrom kubernetes.Interface
-	Log        logr.Logger
+	// Namespace is gpuadmit's own, where the teams' GPUReservationSets
+	// are (gcq.<quota name>); "" : the teams' reservations are not read
+	// (their status shows only what the ledger recorded).
+	Namespace string
+	Log       logr.Logger
 
-	last     map[string]time.Time
-	reported map[ledger.Problem]bool
-	denied   *denials
+	last           map[string]time.Time
+	lastTeam       map[string]time.Time
+	teamListFailed bool
+	reported       map[ledger.Problem]bool
+	denied         *denials
 }
 
 // Start compares and writes until ctx ends; the server runs it on the
 // elected replica only, and again each time that replica is elected.
 func (s *Summarizer) Start(ctx context.Context) error {
 	s.defaults()
-	s.last, s.reported, s.denied = map[string]time.Time{}, nil, nil
+	s.last, s.lastTeam, s.reported, s.denied = map[string]time.Time{}, map[string]time.Time{}, nil, nil
 	if s.DeniedFrom != nil {
 		s.denied = startDenials(ctx, s.DeniedFrom)
 	}
@@ -92,10 +98,14 @@ func (s *Summarizer) defaults() {
 	if s.last == nil {
 		s.last = map[string]time.Time{}
 	}
+	if s.lastTeam == nil {
+		s.lastTeam = map[string]time.Time{}
+	}
 }
 
 // Round writes every namespace whose summary changed (and whose last write
-// is MinGap old); it returns how many it wrote.
+// is MinGap old), then every GPUClusterQuota's (teams.go); it returns how
+// many it wrote.
 func (s *Summarizer) Round(ctx context.Context) int {
 	s.defaults()
 	var list gpuadmitv1.GPUUsageList
@@ -122,7 +132,7 @@ func (s *Summarizer) Round(ctx context.Context) int {
 	now := s.Clock.Now()
 	wrote := 0
 	for ns, n := range snap.Namespaces {
-		if s.consider(ctx, existing[ns], n, now) {
+		if s.consider(ctx, existing[ns], n, namespaceUsers(s.Ledger, ns, pending[ns]), now) {
 			s.last[ns] = now
 			wrote++
 		}
@@ -132,23 +142,23 @@ func (s *Summarizer) Round(ctx context.Context) int {
 			delete(s.last, ns)
 		}
 	}
-	return wrote
+	return wrote + s.teamRound(ctx, now)
 }
 
-// consider writes the summary of n into u (nil: the namespace has no
-// object yet) when it changed and the namespace's last write is MinGap
-// old, and reports whether it wrote.
-func (s *Summarizer) consider(ctx context.Context, u *gpuadmitv1.GPUUsage, n ledger.NamespaceSnapshot, now time.Time) bool {
+// consider writes the summary of n (and users, the printer cell of its
+// users) into u (nil: the namespace has no object yet) when it changed and
+// the namespace's last write is MinGap old, and reports whether it wrote.
+func (s *Summarizer) consider(ctx context.Context, u *gpuadmitv1.GPUUsage, n ledger.NamespaceSnapshot, users string, now time.Time) bool {
 	var old gpuadmitv1.GPUUsageStatus
 	if u != nil {
 		old = u.Status
 	}
 	want := summarize(n, s.Ledger.Families(), old.Conditions, now)
-	want.DeniedWorkloads = old.DeniedWorkloads
+	want.DeniedWorkloads, want.Users = old.DeniedWorkloads, users
 	if list, ok := s.denied.of(n.Namespace, now); ok {
 		want.DeniedWorkloads = list
 	}
-	if (u != nil && sameSummary(old, want) && sameDenied(old.DeniedWorkloads, want.DeniedWorkloads)) ||
+	if (u != nil && sameSummary(old, want) && old.Users == want.Users && sameDenied(old.DeniedWorkloads, want.DeniedWorkloads)) ||
 		now.Sub(s.last[n.Namespace]) < s.MinGap {
 		return false
 	}
@@ -173,7 +183,7 @@ func (s *Summarizer) write(ctx context.Context, ns string, u *gpuadmitv1.GPUUsag
 	}
 	next := u.DeepCopy()
 	next.Status.Resources, next.Status.Summary, next.Status.Conditions = want.Resources, want.Summary, want.Conditions
-	next.Status.DeniedWorkloads = want.DeniedWorkloads
+	next.Status.DeniedWorkloads, next.Status.Users = want.DeniedWorkloads, want.Users
 	if err := s.Client.Status().Patch(ctx, next, client.MergeFrom(u)); err != nil {
 		return err
 	}

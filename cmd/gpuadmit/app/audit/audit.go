@@ -13,6 +13,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/view"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/summary"
 )
 
 // auditOptions are audit's flags.
@@ -31,8 +32,21 @@ type auditOutput struct {
 	// NotEnforced are the ResourceQuota keys gpuadmit does not enforce as
 	// written (ledger.ProblemQuota) or at all (ledger.ProblemUngoverned).
 	NotEnforced []ledger.Problem `json:"notEnforced,omitempty"`
+	// TeamOver are the limits of the team quotas (GPUClusterQuotas)
+	// counting the namespaces checked that the team's (or one of its
+	// users') used + reserved passes, quota by quota; TeamNotEnforced the
+	// team quotas' keys not enforced as written.
+	TeamOver        []auditTeamOver  `json:"teamOver,omitempty"`
+	TeamNotEnforced []ledger.Problem `json:"teamNotEnforced,omitempty"`
 	// only is the namespace of -n ("" for every one).
 	only string
+}
+
+// auditTeamOver is a limit of a team quota (or, with user, of one of its
+// users) passed.
+type auditTeamOver struct {
+	Quota string `json:"quota"`
+	summary.TeamOver
 }
 
 // auditNamespace is one namespace checked: the limits it passes (none:
@@ -100,10 +114,11 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o auditOptions, out output.Output) 
 	s := v.Snapshot()
 	v.WarnProblems(s)
 	a := auditReport(s, v.Ch.Families, v.Ns)
+	a.teams(v.Teams(), v.Ch.Families)
 	if err := out.Write(c.Stdout, a, func(w io.Writer, _ bool) error { return printAudit(w, a) }); err != nil {
 		return err
 	}
-	if len(a.Over) > 0 || len(a.NotEnforced) > 0 {
+	if len(a.Over) > 0 || len(a.NotEnforced) > 0 || len(a.TeamOver) > 0 || len(a.TeamNotEnforced) > 0 {
 		return cmdline.ExitCode(1)
 	}
 	return nil
@@ -130,6 +145,41 @@ func auditReport(s ledger.Snapshot, fams []effective.Family, only string) auditO
 	return a
 }
 
+// teams adds the limits teams passes and their keys not enforced.
+func (a *auditOutput) teams(teams []summary.Team, fams []effective.Family) {
+	for _, t := range teams {
+		for _, o := range t.OverLimits(fams) {
+			a.TeamOver = append(a.TeamOver, auditTeamOver{Quota: t.Quota.Name, TeamOver: o})
+		}
+		a.TeamNotEnforced = append(a.TeamNotEnforced, t.Quota.Problems...)
+	}
+}
+
+// printTeams writes the rows of the team limits passed and the team
+// quotas' keys not enforced.
+func printTeams(w io.Writer, a auditOutput) error {
+	if len(a.TeamOver) > 0 {
+		fmt.Fprintln(w, "\nGPUClusterQuota limits passed:")
+		t := output.NewTable(w)
+		fmt.Fprintln(t, "QUOTA\tUSER\tRESOURCE\tUSED\tRESERVED\tLIMIT")
+		for _, o := range a.TeamOver {
+			fmt.Fprintf(t, "%s\t%s\t%s\t%d\t%d\t%d\n", o.Quota, output.OrDash(o.User), o.Key, o.Used, o.Reserved, o.Limit)
+		}
+		if err := t.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(a.TeamNotEnforced) > 0 {
+		fmt.Fprintln(w, "\nGPUClusterQuota keys not enforced as written:")
+		for _, p := range a.TeamNotEnforced {
+			if _, err := fmt.Fprintf(w, "  %s\n", p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // printAudit writes `audit -o table`: a row per limit passed, or a line
 // saying none is, then a line per ResourceQuota key not enforced as
 // written.
@@ -138,7 +188,7 @@ func printAudit(w io.Writer, a auditOutput) error {
 		return err
 	}
 	if len(a.NotEnforced) == 0 {
-		return nil
+		return printTeams(w, a)
 	}
 	if _, err := fmt.Fprintln(w, "\nResourceQuota keys not enforced as written:"); err != nil {
 		return err
@@ -148,7 +198,7 @@ func printAudit(w io.Writer, a auditOutput) error {
 			return err
 		}
 	}
-	return nil
+	return printTeams(w, a)
 }
 
 // printOver writes the rows of the limits passed, or a line saying none

@@ -23,7 +23,7 @@ func (e *Evaluation) claim(ctx context.Context, w *manifest.Workload) (evalObjec
 	c.Namespace, c.Status = o.evaluatedIn, resourcev1.ResourceClaimStatus{}
 	c.UID = types.UID(fmt.Sprintf("gpuadmit-eval/ResourceClaim/%s/%s", c.Namespace, c.Name))
 	res, err := e.decider.Decide(ctx, decision.Request{Claim: c, Namespace: c.Namespace, Operation: "CREATE", User: *e.User,
-		Explain: e.explain, Reservations: e.reserved[c.Namespace]})
+		Explain: e.explain, Reservations: e.reserved[c.Namespace], Teams: e.Source.Teams().For(e.ledger, c.Namespace)})
 	if err != nil {
 		return o, err
 	}

@@ -224,6 +224,7 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o evalOptions, format output.Output
 	defer cancel()
 	warn := func(w string) { fmt.Fprintf(c.Stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }
 	src := source.Of(c, o.state, warn)
+	source.SetGpuadmitNamespace(src, o.setup.Namespace())
 	kube, err := src.Gpuadmit()
 	if err != nil {
 		return err

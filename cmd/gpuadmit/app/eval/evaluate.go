@@ -169,6 +169,11 @@ func (e *Evaluation) loadState(ctx context.Context, objs *manifest.Objects) erro
 	if e.ledger, e.reserved, err = e.Source.Ledger(ctx, ch, namespaces, true); err != nil {
 		return err
 	}
+	if teams := e.Source.Teams(); teams != nil {
+		for _, w := range teams.Warnings { // a dump's (the cluster's are said as read)
+			e.Warn(w)
+		}
+	}
 	for _, t := range objs.ClaimTemplates {
 		t = t.DeepCopy()
 		t.Namespace = e.namespaceOf(t.Namespace)
@@ -255,8 +260,10 @@ func (e *Evaluation) pods(ctx context.Context, w *manifest.Workload, o evalObjec
 			p.Name = fmt.Sprintf("%s-%d", w.Name, i)
 		}
 		p.UID = types.UID(fmt.Sprintf("gpuadmit-eval/%s/%s/%s/%d", w.Kind, p.Namespace, w.Name, i))
+		// The pods are charged to whoever created the workload (its
+		// template's stamp), whichever controller creates them.
 		res, err := e.decider.Decide(ctx, decision.Request{Pod: p, NoManagedResource: !gpu, Operation: "CREATE", Written: w.Written, User: user, Explain: e.explain,
-			Reservations: e.reserved[p.Namespace]})
+			Reservations: e.reserved[p.Namespace], Teams: e.Source.Teams().For(e.ledger, p.Namespace), ChargedUser: e.User.Username})
 		if err != nil {
 			return o, err
 		}

@@ -226,7 +226,7 @@ func verifyCase(ctx context.Context, c *cmdline.CLI, suite *policySuite, t suite
 	state := cmp.Or(cs.State, t.State)
 	e := eval.Evaluation{
 		Namespace: cs.Namespace,
-		Source:    source.Dump{Path: suite.path(state)},
+		Source:    source.NewDump(suite.path(state)),
 		Warn: func(w string) {
 			fmt.Fprintf(c.Stderr, "gpuadmit policy verify: warning: %s/%s: %s\n", t.Name, cs.Name, w)
 		},

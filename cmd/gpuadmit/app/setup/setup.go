@@ -29,6 +29,9 @@ type Flags struct {
 	config, policy, namespace string
 }
 
+// Namespace is --gpuadmit-namespace: where gpuadmit's own objects are.
+func (f Flags) Namespace() string { return f.namespace }
+
 // FlagsOn adds the flags of f to cmd; policies adds --policy.
 func FlagsOn(cmd *cobra.Command, f *Flags, policies bool) {
 	cmdline.ConfigFlag(cmd, &f.config, "the cluster's (ConfigMap gpuadmit-config), or every default with --state")

@@ -46,15 +46,45 @@ type Source interface {
 	// gpuadmit is the client that reads gpuadmit's own configuration and
 	// policies in the cluster; nil for a dump.
 	Gpuadmit() (kubernetes.Interface, error)
+	// Teams are the team quotas (GPUClusterQuotas) and the teams'
+	// GPUReservationSets read with the last ledger (its team quotas fed);
+	// nil: none were read.
+	Teams() *clusterstate.Teams
+}
+
+// read is what a source read besides its ledger: the teams, and where
+// gpuadmit's own objects are (its namespace).
+type read struct {
+	teams *clusterstate.Teams
+	// namespace is gpuadmit's (--gpuadmit-namespace), where the teams'
+	// GPUReservationSets are.
+	namespace string
+}
+
+// defaultGpuadmitNamespace is where the chart installs gpuadmit.
+const defaultGpuadmitNamespace = "gpuadmit-system"
+
+// SetGpuadmitNamespace tells src where gpuadmit's own objects are (the
+// teams' GPUReservationSets): --gpuadmit-namespace.
+func SetGpuadmitNamespace(src Source, ns string) {
+	switch s := src.(type) {
+	case live:
+		s.read.namespace = ns
+	case Dump:
+		if s.read != nil {
+			s.read.namespace = ns
+		}
+	}
 }
 
 // Of returns the dump at path or, when path is empty, the cluster;
 // warn reports what the cluster would not let it read.
 func Of(c *cmdline.CLI, path string, warn func(string)) Source {
 	if path != "" {
-		return Dump{Path: path, stdin: c.Stdin, kube: c.Kube}
+		return Dump{Path: path, stdin: c.Stdin, kube: c.Kube, read: &read{}}
 	}
-	return live{kube: c.Kube, userAgent: c.UserAgent(), warn: warn, progress: func() *progress { return startProgress(c) }, gaps: &gaps{}}
+	return live{kube: c.Kube, userAgent: c.UserAgent(), warn: warn, progress: func() *progress { return startProgress(c) }, gaps: &gaps{},
+		read: &read{namespace: defaultGpuadmitNamespace}}
 }
 
 // Dump is a 'kubectl get -o yaml' dump of Pods, Nodes, ResourceQuotas (and
@@ -63,7 +93,12 @@ type Dump struct {
 	Path  string
 	stdin io.Reader
 	kube  *genericclioptions.ConfigFlags // --as and --as-group only
+	read  *read
 }
+
+// NewDump is the dump at path (a file or a directory), its teams read
+// with its ledger (Teams).
+func NewDump(path string) Dump { return Dump{Path: path, read: &read{}} }
 
 // Namespace is the namespace a dump is read in without -n: "default".
 func (Dump) Namespace() (string, error) { return "default", nil }
@@ -72,26 +107,45 @@ func (Dump) Namespace() (string, error) { return "default", nil }
 func (Dump) Gpuadmit() (kubernetes.Interface, error) { return nil, nil }
 
 // Ledger reads the dump into a ledger charging as ch says; a dump holds no
-// reservations.
+// namespace's reservations, but a team's GPUReservationSets and its
+// GPUClusterQuotas (Teams).
 func (d Dump) Ledger(_ context.Context, ch Charging, _ []string, _ bool) (*ledger.Ledger, map[string][]reservation.Reservation, error) {
-	l, err := loadState(d.Path, d.stdin, ch, logr.Discard())
+	l, teams, err := loadState(d.Path, d.stdin, ch, logr.Discard())
+	if d.read != nil {
+		d.read.teams = teams
+	}
 	return l, nil, err
 }
 
+// Teams are the dump's team quotas and teams' objects (nil: not read).
+func (d Dump) Teams() *clusterstate.Teams {
+	if d.read == nil {
+		return nil
+	}
+	return d.read.teams
+}
+
 // loadState reads a cluster dump ('kubectl get -o yaml' of Pods, Nodes,
-// ResourceQuotas, ...) and builds the usage ledger from it.
-func loadState(path string, stdin io.Reader, ch Charging, log logr.Logger) (*ledger.Ledger, error) {
+// ResourceQuotas, ...) and builds the usage ledger from it, its team
+// quotas (GPUClusterQuotas) fed.
+func loadState(path string, stdin io.Reader, ch Charging, log logr.Logger) (*ledger.Ledger, *clusterstate.Teams, error) {
 	stdin, seen := cmdline.TeeStdin([]string{path}, stdin)
 	objs, err := manifest.ReadFiles([]string{path}, false, stdin) // a file, or a directory's
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(objs.Pods)+len(objs.Nodes)+len(objs.Quotas)+len(objs.Namespaces)+
 		len(objs.Claims)+len(objs.ClaimTemplates)+len(objs.Slices)+len(objs.DeviceClasses) == 0 {
-		return nil, fmt.Errorf("%s: no Pod, Node, ResourceQuota, Namespace, ResourceClaim, ResourceClaimTemplate, ResourceSlice or DeviceClass found (%d other objects)%s",
+		return nil, nil, fmt.Errorf("%s: no Pod, Node, ResourceQuota, Namespace, ResourceClaim, ResourceClaimTemplate, ResourceSlice or DeviceClass found (%d other objects)%s",
 			path, objs.Skipped, cmdline.KindsHint([]string{path}, seen.Bytes()))
 	}
-	return LedgerOf(objs, ch, log), nil
+	teams, err := clusterstate.TeamsIn(objs)
+	if err != nil {
+		return nil, nil, err
+	}
+	l := LedgerOf(objs, ch, log)
+	teams.Feed(l)
+	return l, teams, nil
 }
 
 // Charging is how the ledger charges requests: the device families (the
@@ -124,7 +178,11 @@ func (ch Charging) governs() bool { return len(ch.Claims.Classes()) > 0 }
 // are recorded), claims, then pods. The DeviceClasses are not read: which
 // classes are governed, and how, is the configuration's.
 func LedgerOf(objs *manifest.Objects, ch Charging, log logr.Logger) *ledger.Ledger {
-	l := ledger.New(ledger.Options{Families: ch.Families, Claims: ch.Claims, MaxDeviceMemoryMiB: ch.bound, Log: log})
+	opts := ledger.Options{Families: ch.Families, Claims: ch.Claims, MaxDeviceMemoryMiB: ch.bound, Log: log}
+	if u := stateUsers(); u != nil {
+		opts.Users = u
+	}
+	l := ledger.New(opts)
 	for _, ns := range objs.Namespaces {
 		l.UpsertNamespace(ns)
 	}
@@ -160,6 +218,7 @@ type live struct {
 	progress func() *progress
 	// gaps are the reads the user was refused (nil: not kept).
 	gaps *gaps
+	read *read
 }
 
 // Namespace is kubectl's: -n, else the context's, else "default".
@@ -196,6 +255,15 @@ func (l live) client() (kubernetes.Interface, error) {
 
 func (l live) Gpuadmit() (kubernetes.Interface, error) { return l.client() }
 
+// Teams are the cluster's team quotas and teams' objects read with the
+// last ledger (nil: not read).
+func (l live) Teams() *clusterstate.Teams {
+	if l.read == nil {
+		return nil
+	}
+	return l.read.teams
+}
+
 func (l live) Ledger(ctx context.Context, ch Charging, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]reservation.Reservation, error) {
 	cfg, err := l.config()
 	if err != nil {
@@ -210,12 +278,13 @@ func (l live) Ledger(ctx context.Context, ch Charging, namespaces []string, rese
 		return nil, nil, err
 	}
 	led := LedgerOf(st.Objects, ch, logr.Discard())
-	if !reserve {
-		return led, nil, nil
-	}
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	l.readTeams(ctx, dc, led, st.PodsResourceVersion)
+	if !reserve {
+		return led, nil, nil
 	}
 	if namespaces == nil { // every namespace: those the state has
 		namespaces = SortedNamespaces(led.Snapshot(nil))
@@ -233,6 +302,28 @@ func (l live) Ledger(ctx context.Context, ch Charging, namespaces []string, rese
 		reserved[ns] = rs
 	}
 	return led, reserved, nil
+}
+
+// readTeams reads the cluster's team quotas and the teams' objects into
+// led; what it cannot read is a warning (the teams are then not counted).
+func (l live) readTeams(ctx context.Context, dc dynamic.Interface, led *ledger.Ledger, podsRV string) {
+	if l.read == nil {
+		return
+	}
+	teams, err := clusterstate.ReadTeams(ctx, dc, l.read.namespace, podsRV)
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			l.gaps.add("list gpuclusterquotas, get gpureservationsets in namespace " + l.read.namespace)
+		}
+		l.warn(fmt.Sprintf("%v: the team quotas are not counted", err))
+		return
+	}
+	for _, w := range teams.Warnings {
+		l.warn(w)
+	}
+	teams.Warnings = nil // said
+	teams.Feed(led)
+	l.read.teams = teams
 }
 
 // Read lists the cluster's objects (the DRA objects too when ch governs

@@ -16,7 +16,7 @@ import (
 
 // topColumns says which optional columns top's tables have.
 type topColumns struct {
-	byFamily, claims, pod, wide bool
+	byFamily, claims, pod, user, wide bool
 }
 
 // printTop writes `top -o table`: a row per namespace (and family), then
@@ -43,6 +43,9 @@ func printTop(w io.Writer, t topOutput, wide bool) error {
 			return err
 		}
 	}
+	if err := printTeams(w, t.teams); err != nil {
+		return err
+	}
 	return output.PrintNotes(w, whatIfNotes(t.WhatIf))
 }
 
@@ -57,6 +60,7 @@ func topColumnsOf(t topOutput, wide bool) (topColumns, bool) {
 		for _, c := range n.Charges {
 			charges = true
 			cols.pod = cols.pod || c.Pod != ""
+			cols.user = cols.user || (wide && c.User != "")
 			cols.byFamily = cols.byFamily || len(c.Families) > 0
 		}
 	}
@@ -117,6 +121,9 @@ func printCharges(w io.Writer, t topOutput, c topColumns) error {
 	if c.pod {
 		h = append(h, "POD")
 	}
+	if c.user {
+		h = append(h, "USER")
+	}
 	fmt.Fprintln(tw, strings.Join(append(h, "NODE", "STATE", "GPU", "GPUMEM(MiB)", "GPUCORES"), "\t"))
 	for _, n := range t.Namespaces {
 		for _, ch := range n.Charges {
@@ -140,6 +147,9 @@ func (c topColumns) chargeRow(ns, family string, ch topCharge, v effective.Vecto
 	cells = append(cells, ch.Kind, ch.Name)
 	if c.pod {
 		cells = append(cells, output.OrDash(ch.Pod))
+	}
+	if c.user {
+		cells = append(cells, output.OrDash(ch.User))
 	}
 	cells = append(cells, output.OrDash(ch.Node), output.OrDash(string(ch.State)), output.DemandCells(v))
 	return strings.Join(cells, "\t")
@@ -194,7 +204,11 @@ func whatIfNotes(ws []whatIfShown) []string {
 		case w.ActualInvalid:
 			actual = "an invalid quota value (blocking)"
 		}
-		notes = append(notes, fmt.Sprintf("what-if: namespace %s, %s: limit %d instead of %s", w.Namespace, w.Resource, w.Limit, actual))
+		who := "namespace " + w.Namespace
+		if w.Quota != "" {
+			who = "GPUClusterQuota " + w.Quota
+		}
+		notes = append(notes, fmt.Sprintf("what-if: %s, %s: limit %d instead of %s", who, w.Resource, w.Limit, actual))
 	}
 	return notes
 }

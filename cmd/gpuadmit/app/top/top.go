@@ -51,7 +51,13 @@ type topOutput struct {
 	OverNamespaces []string                `json:"overNamespaces"`
 	WhatIf         []whatIfShown           `json:"whatIf,omitempty"`
 	Problems       []string                `json:"problems,omitempty"`
-	primary        string
+	// Teams are the team quotas (GPUClusterQuotas) that count the
+	// namespaces shown, by name; OverTeams those over a limit (the team's
+	// or a user's).
+	Teams     map[string]topTeam `json:"teams,omitempty"`
+	OverTeams []string           `json:"overTeams,omitempty"`
+	teams     []topTeam
+	primary   string
 }
 
 // topNamespace is one namespace: the first family's usage at the first
@@ -98,11 +104,14 @@ type OverLimit struct {
 // topCharge is what one pod or claim is charged: the first family at the
 // first level, the others under families.
 type topCharge struct {
-	Kind     string                      `json:"kind"`
-	Name     string                      `json:"name"`
-	Node     string                      `json:"node,omitempty"`
-	State    effective.State             `json:"state,omitempty"`
-	Pod      string                      `json:"pod,omitempty"`
+	Kind  string          `json:"kind"`
+	Name  string          `json:"name"`
+	Node  string          `json:"node,omitempty"`
+	State effective.State `json:"state,omitempty"`
+	Pod   string          `json:"pod,omitempty"`
+	// User is who the object is charged to (its requesting-user stamp as
+	// the state holds it, else its controller's or its own service account).
+	User     string                      `json:"user,omitempty"`
 	Used     effective.Vector            `json:"used"`
 	Families map[string]effective.Vector `json:"families,omitempty"`
 }
@@ -159,7 +168,7 @@ OVER (its "over" list in JSON); --fail-over exits 1 when any is.`,
 		"order of the namespaces and of their pods and claims: used (GPUs, then memory, then cores), memory, gpu, cores, percent (of a limit), largest first; or name")
 	_ = cmd.RegisterFlagCompletionFunc("sort-by", cobra.FixedCompletions(topSorts(), cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().StringArrayVar(&o.whatIf, "what-if", nil,
-		"NAMESPACE=RESOURCE=LIMIT: evaluate with that limit instead of the namespace's (repeat for more)")
+		"NAMESPACE=RESOURCE=LIMIT: evaluate with that limit instead of the namespace's; gcq/QUOTA=RESOURCE=LIMIT: instead of the team quota's (repeat for more)")
 	cmd.Flags().BoolVar(&o.failOver, "fail-over", false, "exit 1 when a namespace shown is over a limit (a quota's or a --what-if's)")
 	output.Flag(cmd, &o.output, output.FormatTable, output.TableFormats)
 	return cmd
@@ -176,6 +185,12 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o topOptions, ws []whatIf, out outp
 	if err != nil {
 		return err
 	}
+	teams, teamShown, err := applyTeamWhatIfs(v.Teams(), ws)
+	if err != nil {
+		return err
+	}
+	t.WhatIf = append(t.WhatIf, teamShown...)
+	t.Teams, t.teams, t.OverTeams = topTeams(teams, v.Ch.Families)
 	v.WarnProblems(s)
 	if out.Table() {
 		for _, n := range t.Namespaces {
@@ -187,7 +202,7 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o topOptions, ws []whatIf, out outp
 	if err := out.Write(c.Stdout, t, func(w io.Writer, wide bool) error { return printTop(w, t, wide) }); err != nil {
 		return err
 	}
-	if o.failOver && len(t.OverNamespaces) > 0 {
+	if o.failOver && (len(t.OverNamespaces) > 0 || len(t.OverTeams) > 0) {
 		return cmdline.ExitCode(1)
 	}
 	return nil
@@ -259,7 +274,7 @@ func (u topUsage) charged() effective.Vector {
 }
 
 func topChargeOf(ch ledger.Charge, primary string) topCharge {
-	t := topCharge{Kind: ch.Kind, Name: ch.Name, Node: ch.Node, State: ch.State, Pod: ch.Pod, Used: ch.Used.Of(primary)}
+	t := topCharge{Kind: ch.Kind, Name: ch.Name, Node: ch.Node, State: ch.State, Pod: ch.Pod, User: ch.User, Used: ch.Used.Of(primary)}
 	for _, f := range ch.Used.Families() {
 		if f != primary {
 			t.Families = withKey(t.Families, f, ch.Used.Of(f))

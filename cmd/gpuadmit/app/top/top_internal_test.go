@@ -83,7 +83,7 @@ what-if: namespace team-a, huawei.com/Ascend910B2: limit 2 instead of 4
 		`"families":{"ascend-910B2":{"used":{"gpu":3,"gpumem":8192,"gpucores":0},"reserved":{"gpu":0,"gpumem":0,"gpucores":0},` +
 		`"limits":{"gpu":2,"gpumem":16384},"percent":{"gpu":150,"gpumem":50}}},"quotas":["q-both","q-npu","q-nv"],` +
 		`"over":[{"family":"ascend-910B2","resource":"huawei.com/Ascend910B2","used":3,"reserved":0,"charged":3,"limit":2,"key":"limits.huawei.com/Ascend910B2","whatIf":true}],` +
-		`"charges":[{"kind":"Pod","name":"mixed","state":"full","used":{"gpu":1,"gpumem":1024,"gpucores":0},"families":{"ascend-910B2":{"gpu":3,"gpumem":8192,"gpucores":0}}}]},` +
+		`"charges":[{"kind":"Pod","name":"mixed","state":"full","user":"system:serviceaccount:team-a:default","used":{"gpu":1,"gpumem":1024,"gpucores":0},"families":{"ascend-910B2":{"gpu":3,"gpumem":8192,"gpucores":0}}}]},` +
 		`"team-b":{"pods":0,"used":{"gpu":0,"gpumem":0,"gpucores":0},"reserved":{"gpu":0,"gpumem":0,"gpucores":0},"limits":{},"percent":{},` +
 		`"families":{"ascend-910B2":{"used":{"gpu":0,"gpumem":0,"gpucores":0},"reserved":{"gpu":2,"gpumem":0,"gpucores":0},"limits":{"gpu":1},"percent":{"gpu":200}}},` +
 		`"quotas":["npus"],"over":[{"family":"ascend-910B2","resource":"huawei.com/Ascend910B2","used":0,"reserved":2,"charged":2,"limit":1,"quota":"npus","key":"limits.huawei.com/Ascend910B2"}],` +

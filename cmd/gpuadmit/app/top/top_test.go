@@ -29,7 +29,7 @@ team-a      Pod    llm-server   node1   full    1     20480         0
 			Args: []string{"top", "--state", fixtures.TopSeed, "-o", "json"},
 			WantOut: `{"namespaces":{"team-a":{"pods":1,"used":{"gpu":1,"gpumem":20480,"gpucores":0},"reserved":{"gpu":0,"gpumem":0,"gpucores":0},
 				"limits":{"gpumem":24576},"percent":{"gpumem":83},"quotas":["gpu-quota"],
-				"charges":[{"kind":"Pod","name":"llm-server","node":"node1","state":"full","used":{"gpu":1,"gpumem":20480,"gpucores":0}}]}},
+				"charges":[{"kind":"Pod","name":"llm-server","node":"node1","state":"full","user":"system:serviceaccount:team-a:default","used":{"gpu":1,"gpumem":20480,"gpucores":0}}]}},
 				"overNamespaces":[]}`},
 		{Name: "a what-if under the usage marks the namespace over; exit 0 without --fail-over",
 			Args: []string{"top", "--state", fixtures.TopSeed, "--what-if", "team-a=nvidia.com/gpumem=8192"},

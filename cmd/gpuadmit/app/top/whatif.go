@@ -1,7 +1,9 @@
 package top
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -11,10 +13,15 @@ import (
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+	"github.com/gpuadmit/gpuadmit/pkg/summary"
 )
 
 // whatIfExample is how --what-if is written.
-const whatIfExample = "want NAMESPACE=RESOURCE=LIMIT, as in team-a=nvidia.com/gpumem=8192"
+const whatIfExample = "want NAMESPACE=RESOURCE=LIMIT, as in team-a=nvidia.com/gpumem=8192 (or gcq/QUOTA=RESOURCE=LIMIT for a team quota)"
+
+// teamPrefix marks a --what-if of a team quota (GPUClusterQuota): a
+// namespace's name has no "/".
+const teamPrefix = "gcq/"
 
 // whatIf is one --what-if: a namespace's limit on a resource replaced,
 // for the evaluation only. Limit is in the resource's own unit as given,
@@ -22,6 +29,9 @@ const whatIfExample = "want NAMESPACE=RESOURCE=LIMIT, as in team-a=nvidia.com/gp
 type whatIf struct {
 	arg                        string
 	namespace, resource, value string
+	// quota is the team quota (GPUClusterQuota) of a what-if written
+	// gcq/QUOTA=...; namespace is then "".
+	quota string
 	// family and dim are the resolved resource's family and dimension,
 	// limit its value.
 	family string
@@ -33,7 +43,8 @@ type whatIf struct {
 // the actual one it replaced (absent when none; actualInvalid when the
 // quota's value is not usable, and blocks).
 type whatIfShown struct {
-	Namespace     string `json:"namespace"`
+	Namespace     string `json:"namespace,omitempty"`
+	Quota         string `json:"quota,omitempty"`
 	Resource      string `json:"resource"`
 	Limit         int64  `json:"limit"`
 	Actual        *int64 `json:"actual,omitempty"`
@@ -49,8 +60,14 @@ func parseWhatIfs(args []string) ([]whatIf, error) {
 		if err != nil {
 			return nil, cmdline.UsageErrorf("--what-if %q: %w", arg, err)
 		}
-		if slices.ContainsFunc(out, func(o whatIf) bool { return o.namespace == w.namespace && o.resource == w.resource }) {
-			return nil, cmdline.UsageErrorf("--what-if %q: namespace %s's %s is given twice", arg, w.namespace, w.resource)
+		if slices.ContainsFunc(out, func(o whatIf) bool {
+			return o.namespace == w.namespace && o.quota == w.quota && o.resource == w.resource
+		}) {
+			who := "namespace " + w.namespace
+			if w.quota != "" {
+				who = "GPUClusterQuota " + w.quota
+			}
+			return nil, cmdline.UsageErrorf("--what-if %q: %s's %s is given twice", arg, who, w.resource)
 		}
 		out = append(out, w)
 	}
@@ -68,6 +85,13 @@ func parseWhatIf(arg string) (whatIf, error) {
 		if p.v == "" {
 			return whatIf{}, fmt.Errorf("the %s is empty; %s", p.what, whatIfExample)
 		}
+	}
+	if quota, ok := strings.CutPrefix(w.namespace, teamPrefix); ok {
+		if errs := validation.IsDNS1123Subdomain(quota); len(errs) > 0 {
+			return whatIf{}, fmt.Errorf("%q is not a GPUClusterQuota name: %s", quota, strings.Join(errs, "; "))
+		}
+		w.namespace, w.quota = "", quota
+		return w, nil
 	}
 	if errs := validation.IsDNS1123Label(w.namespace); len(errs) > 0 {
 		return whatIf{}, fmt.Errorf("%q is not a namespace name: %s", w.namespace, strings.Join(errs, "; "))
@@ -122,6 +146,9 @@ func applyWhatIfs(s ledger.Snapshot, ws []whatIf, fams []effective.Family, only 
 		if err := w.resolve(fams); err != nil {
 			return nil, err
 		}
+		if w.quota != "" {
+			continue // a team's (applyTeamWhatIfs)
+		}
 		ns, ok := s.Namespaces[w.namespace]
 		switch {
 		case !ok && only != "":
@@ -146,6 +173,43 @@ func applyWhatIfs(s ledger.Snapshot, ws []whatIf, fams []effective.Family, only 
 		shown = append(shown, sh)
 	}
 	return shown, nil
+}
+
+// applyTeamWhatIfs replaces, in copies of teams, each team what-if's
+// limit (ws resolved by applyWhatIfs); a team not shown is an error.
+func applyTeamWhatIfs(teams []summary.Team, ws []whatIf) ([]summary.Team, []whatIfShown, error) {
+	out := slices.Clone(teams)
+	var shown []whatIfShown
+	for _, w := range ws {
+		if w.quota == "" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(t summary.Team) bool { return t.Quota.Name == w.quota })
+		if i < 0 {
+			names := make([]string, 0, len(out))
+			for _, t := range out {
+				names = append(names, t.Quota.Name)
+			}
+			return nil, nil, cmdline.UsageErrorf("--what-if %q: GPUClusterQuota %s does not count a namespace shown; the team quotas shown are %s",
+				w.arg, w.quota, cmp.Or(strings.Join(names, ", "), "none"))
+		}
+		q := &out[i].Quota
+		q.Limits = maps.Clone(q.Limits)
+		if q.Limits == nil {
+			q.Limits = map[string]ledger.Limits{}
+		}
+		lim := q.Limits[w.family]
+		sh := whatIfShown{Quota: w.quota, Resource: w.resource, Limit: w.limit}
+		switch old := lim.Of(w.dim); {
+		case old != nil && old.Invalid:
+			sh.ActualInvalid = true
+		case old != nil:
+			sh.Actual = &old.Value
+		}
+		q.Limits[w.family] = lim.With(w.dim, &ledger.Limit{Value: w.limit, Quota: w.quota, Key: "limits." + w.resource})
+		shown = append(shown, sh)
+	}
+	return out, shown, nil
 }
 
 // isWhatIf reports whether the limit of o in namespace ns is a what-if's.

@@ -23,6 +23,9 @@ func printUsage(w io.Writer, u usageOutput, wide bool) error {
 	if err := printNamespaces(w, u, wide); err != nil {
 		return err
 	}
+	if err := printTeams(w, u.Teams); err != nil {
+		return err
+	}
 	if len(u.Nodes) == 0 {
 		return nil
 	}

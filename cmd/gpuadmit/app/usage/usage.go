@@ -22,6 +22,9 @@ type usageOutput struct {
 	Namespaces map[string]usageNamespace `json:"namespaces"`
 	Nodes      map[string]usageNode      `json:"nodes"`
 	Problems   []string                  `json:"problems,omitempty"`
+	// Teams are the team quotas (GPUClusterQuotas) counting the
+	// namespaces shown, by name (absent without any).
+	Teams map[string]usageTeam `json:"teams,omitempty"`
 	// primary is the family at the first level of each namespace.
 	primary string
 }
@@ -141,6 +144,7 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o usageOptions, out output.Output) 
 		return err
 	}
 	u := usageReport(v.Ledger.Snapshot(nil), v.Ns, v.Primary())
+	u.Teams = teamsOf(v.Teams(), v.Primary())
 	for _, p := range u.Problems {
 		v.Warn(p)
 	}

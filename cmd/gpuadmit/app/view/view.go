@@ -9,8 +9,10 @@ import (
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/setup"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
+	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/reservation"
+	"github.com/gpuadmit/gpuadmit/pkg/summary"
 )
 
 // StateFlags are the flags of the commands that report on the cluster's
@@ -51,6 +53,9 @@ type View struct {
 	Ch       source.Charging
 	Ns       string
 	Warn     func(string)
+	// teams are the team quotas and the teams' objects read with the
+	// ledger (nil: none).
+	teams *clusterstate.Teams
 }
 
 // ReadView reads the configuration (saying on stderr which, as usage
@@ -61,6 +66,7 @@ type View struct {
 func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve bool) (View, error) {
 	v := View{Warn: func(w string) { fmt.Fprintf(c.Stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }}
 	src := source.Of(c, f.state, v.Warn)
+	source.SetGpuadmitNamespace(src, f.setup.Namespace())
 	kube, err := src.Gpuadmit()
 	if err != nil {
 		return v, err
@@ -80,8 +86,17 @@ func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve b
 	if v.Ns != "" {
 		scope = []string{v.Ns}
 	}
-	if v.Ledger, v.reserved, err = src.Ledger(cmd.Context(), v.Ch, scope, reserve); err != nil || v.Ns == "" {
+	if v.Ledger, v.reserved, err = src.Ledger(cmd.Context(), v.Ch, scope, reserve); err != nil {
 		return v, err
+	}
+	v.teams = src.Teams()
+	if v.teams != nil {
+		for _, w := range v.teams.Warnings { // a dump's (the cluster's are said as read)
+			v.Warn(w)
+		}
+	}
+	if v.Ns == "" {
+		return v, nil
 	}
 	return v, source.NamespaceExists(cmd.Context(), src, v.Ledger, v.Ns)
 }
@@ -102,6 +117,22 @@ func shownNamespace(c *cmdline.CLI, src source.Source, f StateFlags, every bool)
 // Snapshot is the ledger's snapshot, reservations counted, of the
 // namespace shown (scoped).
 func (v View) Snapshot() ledger.Snapshot { return Scoped(v.Ledger.Snapshot(v.reserved), v.Ns) }
+
+// Teams are the team quotas of the state as their status says them
+// (summary.TeamOf), by name: with a namespace shown, those that count it.
+func (v View) Teams() []summary.Team {
+	if v.teams == nil {
+		return nil
+	}
+	var out []summary.Team
+	for _, q := range v.Ledger.ClusterQuotas() {
+		t := summary.TeamOf(v.Ledger, q, v.teams.Objects[q.Name], v.teams.PodsResourceVersion)
+		if v.Ns == "" || slices.ContainsFunc(t.Namespaces, func(p summary.Part) bool { return p.Name == v.Ns }) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
 
 // Primary is the family at the first level of every report.
 func (v View) Primary() string { return v.Ch.Families[0].Name }

@@ -46,6 +46,7 @@ func AddToScheme(s *runtime.Scheme) error {
 // +kubebuilder:printcolumn:name="GPUCORES",type=string,JSONPath=`.status.summary.gpucores`,description="cores used/hard, percent of a device"
 // +kubebuilder:printcolumn:name="FAMILIES",type=string,JSONPath=`.status.summary.families`,description="other device families: count and memory used/hard"
 // +kubebuilder:printcolumn:name="CLAIMS",type=integer,JSONPath=`.status.summary.claims`,priority=1,description="ResourceClaims charged"
+// +kubebuilder:printcolumn:name="USERS",type=string,JSONPath=`.status.users`,priority=1,description="per user: devices charged (largest first)"
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 type GPUUsage struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -93,6 +94,14 @@ type GPUUsageStatus struct {
 	// +kubebuilder:validation:MaxItems=20
 	// +optional
 	DeniedWorkloads []DeniedWorkload `json:"deniedWorkloads,omitempty"`
+	// Users is "user=devices" of the namespace's largest users (devices of
+	// the first governed family charged to each user: used and reserved),
+	// largest first, for the printer column (kubectl get gpuusage -o wide).
+	// A pod's user is its verified requesting-user stamp, else its
+	// controller's service account.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Users string `json:"users,omitempty"`
 }
 
 // ResourceUsage is one managed resource's usage in a namespace.
