@@ -30,7 +30,8 @@ import (
 //
 //	load ──▶ N's object; each team counting N: its object (after a
 //	         conflict on it: from the API server), a deleted one's kept
-//	         reservations merged, tidied, its departures brought up to date
+//	         reservations merged, tidied, its departures brought up to date,
+//	         a joining member's own entries copied in (teamjoin.go)
 //	decide ▶ each review counting, per team, the team's reservations (but
 //	         its own) and those the round added before it
 //	write ─▶ the teams' objects in name order, then N's; a conflict on any:
