@@ -26,7 +26,8 @@ import (
 // What remains: a pod admitted in the namespace by a replica that had not
 // seen it join, after the joining write read the namespace's object, is
 // counted on the team's side only once a watch records it (seconds). A
-// copied entry carries no user: per-user limits count it once recorded.
+// copied entry keeps the user the namespace's entry names (the user the
+// review was charged to), for the team's per-user limits.
 
 // adopt copies into team status st the entries of the own objects of the
 // members that were not in prior (the members the object held as read).

@@ -3,6 +3,12 @@ package admitqueue
 import (
 	"context"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpuadmit/gpuadmit/pkg/decision"
 )
 
 // TestTeamJoinCountsInFlightReservations attacks the join of a namespace
@@ -97,5 +103,42 @@ func TestTeamObjectDeletedKeepsMembers(t *testing.T) {
 				t.Errorf("the departure of ns-b was not written: %+v", u)
 			}
 		})
+	}
+}
+
+// TestTeamJoinKeepsTheUser attacks the per-user limit across a join: the
+// entries copied from the joining namespace's object keep the user they
+// were charged to, so alice, with 2 devices in flight in ns-b, gets
+// nothing more in ns-a under a per-user limit of 2, while bob does.
+func TestTeamJoinKeepsTheUser(t *testing.T) {
+	c := fakeClient(t)
+	a := newTeamReplica(t, c, "a", 10, inTeam("ns-a"), outOfTeam("ns-b"))
+	admit := func(ns, name, user string) bool {
+		t.Helper()
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(name)}}
+		ctx := context.WithValue(context.Background(), decideKey{}, perUserDecider(2, 1)) // no deadline: decided, never waits
+		res, err := a.s.Admit(ctx, pod.UID, decision.Request{Pod: pod, Namespace: ns, ChargedUser: user})
+		if err != nil {
+			t.Fatalf("%s/%s: %v", ns, name, err)
+		}
+		return res.Allowed
+	}
+	for _, name := range []string{"b1", "b2"} {
+		if !admit("ns-b", name, "alice") {
+			t.Fatalf("alice's %s was denied in ns-b outside the team", name)
+		}
+	}
+	a.l.UpsertNamespace(inTeam("ns-b"))
+	if admit("ns-a", "a1", "alice") {
+		t.Error("alice admitted a third device in ns-a (per-user limit 2) with 2 in flight in ns-b, which joined the team: the copied entries lost her name")
+	}
+	if !admit("ns-a", "a2", "bob") {
+		t.Error("bob was denied: alice's entries were counted as his")
+	}
+	u := teamObject(t, c)
+	for _, r := range u.Status.Reservations {
+		if r.Namespace == "ns-b" && r.User != "alice" {
+			t.Errorf("copied entry %s names user %q, want alice", r.PodUID, r.User)
+		}
 	}
 }
