@@ -91,7 +91,8 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUReservationSet
 	}
 	s.reserveInTeams(ns, r, teams, demand, others)
 	st.Reservations = append(st.Reservations, gpuadmitv1.Reservation{PodUID: r.uid, PodName: podName(r.req), ClaimName: claimName(r.req),
-		Demand: demand, Families: others, Writer: s.opts.Replica, AdmittedAt: metav1.NewTime(s.opts.Clock.Now())})
+		Demand: demand, Families: others, User: chargedUser(r.req), // its user goes with it when the namespace joins a team (teamjoin.go)
+		Writer: s.opts.Replica, AdmittedAt: metav1.NewTime(s.opts.Clock.Now())})
 	s.holdGang(r, turn, st, res.Reserve)
 	s.confirmer.DueAt(r.uid) // its absence check is scheduled from now
 	return reserving, nil

@@ -45,11 +45,16 @@ func (s *Store) Deleted(obj any) {
 		obj = d.Obj
 	}
 	u, ok := obj.(*gpuadmitv1.GPUReservationSet)
-	if !ok || len(u.Status.Reservations) == 0 && len(u.Status.Gangs) == 0 && len(u.Status.Departures) == 0 || reservation.Validate(u) != nil {
+	if !ok || reservation.Validate(u) != nil {
 		return
 	}
-	if u.Name != gpuadmitv1.ObjectName {
-		s.teamDeleted(u)
+	if u.Name != gpuadmitv1.ObjectName { // a team's: its members too (a member that leaves before the object is written again departs)
+		if len(u.Status.Reservations) > 0 || len(u.Status.Members) > 0 || len(u.Status.Departures) > 0 {
+			s.teamDeleted(u)
+		}
+		return
+	}
+	if len(u.Status.Reservations) == 0 && len(u.Status.Gangs) == 0 {
 		return
 	}
 	s.opts.Log.Info("GPUReservationSet deleted while it held reservations or gang holds: they are kept and the object is recreated",

@@ -70,9 +70,10 @@ func compareSize(a, b effective.Usage) int {
 	return cmp.Or(cmp.Compare(am, bm), cmp.Compare(ag, bg))
 }
 
-// heldFor is the room held for a review that waits.
+// heldFor is the room held for a review that waits: its user's, so that
+// the per-user limits of the teams count it for the user it is charged to.
 func heldFor(r *review) reservation.Reservation {
-	return reservation.Reservation{UID: r.uid, Name: podName(r.req), Demand: r.result.Effective, Unconfirmed: true}
+	return reservation.Reservation{UID: r.uid, Name: podName(r.req), User: chargedUser(r.req), Demand: r.result.Effective, Unconfirmed: true}
 }
 
 // waitMargin: a waiting review is answered (with its denial) this long

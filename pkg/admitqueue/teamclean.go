@@ -34,8 +34,8 @@ func (s *Store) teamDeleted(u *gpuadmitv1.GPUReservationSet) {
 	if !ok || u.Namespace != s.opts.Namespace {
 		return
 	}
-	s.opts.Log.Info("a team's GPUReservationSet was deleted while it held reservations or departures: they are kept and the object is recreated",
-		"quota", name, "reservations", len(u.Status.Reservations), "departures", len(u.Status.Departures))
+	s.opts.Log.Info("a team's GPUReservationSet was deleted while it held reservations, members or departures: they are kept and the object is recreated",
+		"quota", name, "reservations", len(u.Status.Reservations), "members", len(u.Status.Members), "departures", len(u.Status.Departures))
 	s.lostTeams.mu.Lock()
 	defer s.lostTeams.mu.Unlock()
 	s.lostTeams.m[name] = merged(u.Status, s.lostTeams.m[name])

@@ -30,7 +30,8 @@ import (
 //
 //	load ──▶ N's object; each team counting N: its object (after a
 //	         conflict on it: from the API server), a deleted one's kept
-//	         reservations merged, tidied, its departures brought up to date
+//	         reservations merged, tidied, its departures brought up to date,
+//	         a joining member's own entries copied in (teamjoin.go)
 //	decide ▶ each review counting, per team, the team's reservations (but
 //	         its own) and those the round added before it
 //	write ─▶ the teams' objects in name order, then N's; a conflict on any:
@@ -72,7 +73,7 @@ type team struct {
 // dirty reports whether the round must write t.
 func (t *team) dirty() bool {
 	return t.added > 0 || t.moved || len(t.ended) > 0 ||
-		t.kept && (len(t.status.Reservations) > 0 || len(t.status.Departures) > 0)
+		t.kept && (len(t.status.Reservations) > 0 || len(t.status.Departures) > 0 || len(t.status.Members) > 0)
 }
 
 func (s *Store) teamKey(quota string) client.ObjectKey {
@@ -149,7 +150,8 @@ func (s *Store) loadTeams(ctx context.Context, ns string, names []string, try *a
 // loadTeam reads team quota name's object (after a conflict on it,
 // refused: once newer than the refused write), merges a deleted one's
 // kept reservations, waits for the pod watch to pass its removals, tidies
-// it and brings its members and departures up to date.
+// it, brings its members and departures up to date and copies in the
+// entries of the namespaces that joined (adopt).
 func (s *Store) loadTeam(ctx context.Context, name, refused string) (*team, error) {
 	key := s.teamKey(name)
 	u, err := s.readObject(ctx, key, refused)
@@ -168,7 +170,13 @@ func (s *Store) loadTeam(ctx context.Context, name, refused string) (*team, erro
 		return nil, err
 	}
 	t.ended, _ = s.tidy(key.Name, &t.status)
+	prior := slices.Clone(t.status.Members)
 	t.moved = s.departures(name, &t.status)
+	adopted, err := s.adopt(ctx, prior, &t.status) // the joining members' entries (teamjoin.go)
+	if err != nil {
+		return nil, fmt.Errorf("GPUClusterQuota %q: %w", name, err)
+	}
+	t.moved = t.moved || adopted > 0
 	return t, nil
 }
 

@@ -132,7 +132,7 @@ type Reservation struct {
 	Namespace string `json:"namespace,omitempty"`
 	// User is who the pod is charged to (its requesting-user stamp, or its
 	// controller's service account), for per-user limits; set in a team's
-	// object.
+	// object, and in a namespace's (copied when the namespace joins a team).
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	User string `json:"user,omitempty"`
