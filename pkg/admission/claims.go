@@ -74,7 +74,10 @@ func (v *ClaimValidator) handle(ctx context.Context, req admission.Request) (adm
 	}
 	dreq := decision.Request{Claim: claim, Namespace: claim.Namespace, Operation: string(req.Operation), DryRun: isDryRun(req),
 		User:        decision.UserInfo{Username: req.UserInfo.Username, Groups: req.UserInfo.Groups},
-		ChargedUser: req.UserInfo.Username} // a claim is charged to who created it
+		ChargedUser: req.UserInfo.Username} // without Users: charged to who created it
+	if v.Users != nil {
+		dreq.ChargedUser = v.Users.ClaimUserOf(claim) // the stamp the mutating handler wrote, as the ledger reads it
+	}
 	resp, reason := answer(ctx, v.Reserver, v.Gate, v.Events, claimKey(claim, req), dreq, s)
 	if reason == reasonGPU {
 		v.Metrics.reserved()

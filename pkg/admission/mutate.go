@@ -12,6 +12,7 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -43,8 +44,9 @@ type Mutator struct {
 // Stamps chooses and signs the requesting-user stamp (*stamp.Stamper).
 type Stamps interface {
 	// Choose returns the user to stamp on an object of namespace ns
-	// created or changed by requester, carrying annotations.
-	Choose(ns, requester string, annotations map[string]string) string
+	// created or changed by requester, controlled by owner (nil: none),
+	// carrying annotations.
+	Choose(ns, requester string, owner *metav1.OwnerReference, annotations map[string]string) string
 	// Stamp returns the annotations stamping user in namespace ns.
 	Stamp(ns, user string) map[string]string
 }
@@ -67,7 +69,7 @@ func (m *Mutator) handle(ctx context.Context, req admission.Request) (admission.
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed(""), reasonNotCreate
 	}
-	set, drop, err := stampOf(m.Stamp, req, pod.Namespace, pod.Annotations)
+	set, drop, err := stampOf(m.Stamp, req, pod.Namespace, metav1.GetControllerOfNoCopy(pod), pod.Annotations)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err), reasonBadRequest
 	}

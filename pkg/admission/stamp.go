@@ -9,17 +9,18 @@ import (
 
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpuadmit/gpuadmit/pkg/stamp"
 )
 
 // stampOf returns the stamp annotations to set on an object of namespace
-// ns carrying annotations, and those to remove: at CREATE the user
-// s.Choose picks (none for a review without a username: the object is
+// ns controlled by owner (nil: none) carrying annotations, and those to
+// remove: at CREATE the user s.Choose picks (none for a review without a username: the object is
 // then charged as an unstamped one), at UPDATE the old object's stamp
 // verbatim (absent keys removed). s nil: nothing.
-func stampOf(s Stamps, req admission.Request, ns string, annotations map[string]string) (map[string]string, []string, error) {
+func stampOf(s Stamps, req admission.Request, ns string, owner *metav1.OwnerReference, annotations map[string]string) (map[string]string, []string, error) {
 	set := map[string]string{}
 	if s == nil {
 		return set, nil, nil
@@ -31,7 +32,7 @@ func stampOf(s Stamps, req admission.Request, ns string, annotations map[string]
 		}
 		return restore(old, annotations)
 	}
-	user := s.Choose(ns, req.UserInfo.Username, annotations)
+	user := s.Choose(ns, req.UserInfo.Username, owner, annotations)
 	if user == "" {
 		return restore(nil, annotations)
 	}

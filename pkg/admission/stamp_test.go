@@ -78,6 +78,8 @@ func withStamp(b *testpod.Builder, a map[string]string) *testpod.Builder {
 func TestMutatorStampsTheRequester(t *testing.T) {
 	s := testStamper(t)
 	gpu := func() *testpod.Builder { return testpod.New("p").NS("ml").App("c", testpod.GPU(1)) }
+	rs := func() *testpod.Builder { return gpu().Controller("apps/v1", "ReplicaSet", "r") }
+	const rcController = "system:serviceaccount:kube-system:replication-controller"
 	alice := s.Stamp("ml", "alice")
 	forged := map[string]string{stamp.UserAnnotation: "alice", stamp.SignatureAnnotation: s.Sign("ml", "bob")}
 	for _, c := range []struct {
@@ -93,11 +95,16 @@ func TestMutatorStampsTheRequester(t *testing.T) {
 		{"a plain pod", gpu().Build(), "bob", "bob"},
 		{"a pod without GPUs", testpod.New("web").NS("ml").App("c", testpod.CPU("1")).Build(), "bob", "bob"},
 		{"an invalid GPU pod", testpod.New("bad").NS("ml").App("c", testpod.Res(testpod.MemName, "1.5")).Build(), "bob", "bob"},
-		{"the controller copies alice's stamp", withStamp(gpu(), alice).Build(), rsController, "alice"},
-		{"the controller copies a forged stamp", withStamp(gpu(), forged).Build(), rsController, rsController},
-		{"the controller's template had none", gpu().Build(), rsController, rsController},
-		{"posing as the controller", withStamp(gpu(), alice).Build(), "system:serviceaccount:ml:replicaset-controller",
+		{"the controller copies alice's stamp", withStamp(rs(), alice).Build(), rsController, "alice"},
+		{"the controller copies a forged stamp", withStamp(rs(), forged).Build(), rsController, rsController},
+		{"the controller's template had none", rs().Build(), rsController, rsController},
+		{"posing as the controller", withStamp(rs(), alice).Build(), "system:serviceaccount:ml:replicaset-controller",
 			"system:serviceaccount:ml:replicaset-controller"},
+		{"the replication controller copies alice's stamp", withStamp(gpu(), alice).Controller("v1", "ReplicationController", "r").Build(),
+			rcController, "alice"},
+		{"a trusted creator's pod with no controller", withStamp(gpu(), alice).Build(), rsController, rsController},
+		{"a trusted creator's pod controlled by an unstamped kind", withStamp(gpu(), alice).Controller("ray.io/v1", "RayService", "r").Build(),
+			"system:kube-controller-manager", "system:kube-controller-manager"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := &Mutator{Demand: computeDemand{}, Stamp: s}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpuadmit/gpuadmit/pkg/stamp"
@@ -20,12 +21,15 @@ import (
 // requesting-user stamp (pkg/stamp) on every pod template of a workload
 // of a kind Kinds knows (Deployments, ReplicaSets, StatefulSets, Jobs,
 // CronJobs' job templates, the configured kinds, by their template paths)
-// or a DaemonSet, so that the pods its controller makes are charged to
+// or a DaemonSet or ReplicationController, so that the pods its controller makes are charged to
 // who created or last changed the template.
 //
 // At CREATE every template is stamped with Stamp.Choose's user (the
 // requester, overwriting any stamp, unless a trusted creator copied a
-// valid one: a ReplicaSet made from a stamped Deployment). At UPDATE a
+// valid one on an object whose controller is of a kind whose templates
+// are stamped: a ReplicaSet made from a stamped Deployment). Every template
+// is stamped, whether or not it asks for a GPU (one may get it at pod
+// CREATE from a LimitRange or another webhook). At UPDATE a
 // template unchanged apart from its stamp keeps the old object's stamp
 // verbatim (a change by anyone else, a controller's or a label's, neither
 // moves the pods' charge nor rolls them out; an edit of the stamp alone
@@ -45,6 +49,23 @@ var _ admission.Handler = (*WorkloadStamper)(nil)
 var daemonSet = &workload.Kind{Group: "apps", Version: "v1", Kind: "DaemonSet",
 	Templates: []workload.Template{{Path: workload.MustPath("spec.template")}}}
 
+// replicationController is the core ReplicationController kind: its pods
+// are stamped (its controller is a trusted pod creator), though no
+// workload check counts it.
+var replicationController = &workload.Kind{Group: "", Version: "v1", Kind: "ReplicationController",
+	Templates: []workload.Template{{Path: workload.MustPath("spec.template")}}}
+
+// stampedKind is the kind of a workload review whose templates are
+// stamped: a kind Kinds knows, a DaemonSet or a ReplicationController.
+func (w *WorkloadStamper) stampedKind(g metav1.GroupVersionKind) *workload.Kind {
+	for _, k := range []*workload.Kind{daemonSet, replicationController} {
+		if g.Group == k.Group && g.Version == k.Version && g.Kind == k.Kind {
+			return k
+		}
+	}
+	return w.Kinds.Lookup(g.Group, g.Version, g.Kind)
+}
+
 // Handle implements admission.Handler.
 func (w *WorkloadStamper) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
@@ -57,10 +78,7 @@ func (w *WorkloadStamper) handle(req admission.Request) (admission.Response, str
 	if (req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) || req.SubResource != "" {
 		return admission.Allowed(""), reasonNotCreate
 	}
-	k := w.Kinds.Lookup(req.Kind.Group, req.Kind.Version, req.Kind.Kind)
-	if req.Kind.Group == daemonSet.Group && req.Kind.Version == daemonSet.Version && req.Kind.Kind == daemonSet.Kind {
-		k = daemonSet
-	}
+	k := w.stampedKind(req.Kind)
 	if k == nil {
 		return admission.Allowed(""), reasonNonGPU // a kind gpuadmit is not configured to read
 	}
@@ -77,7 +95,11 @@ func (w *WorkloadStamper) handle(req admission.Request) (admission.Response, str
 			return bad(fmt.Errorf("the old object: %w", err))
 		}
 	}
-	if !w.stampTemplates(k, req, obj, old) {
+	owner, err := controllerOf(req.Object.Raw)
+	if err != nil {
+		return bad(err)
+	}
+	if !w.stampTemplates(k, req, owner, obj, old) {
 		return admission.Allowed(""), reasonUnchanged
 	}
 	mutated, err := json.Marshal(obj)
@@ -87,9 +109,21 @@ func (w *WorkloadStamper) handle(req admission.Request) (admission.Response, str
 	return admission.PatchResponseFromRaw(req.Object.Raw, mutated), reasonGPU
 }
 
-// stampTemplates writes the stamp of every template of obj (old: the
-// object before an UPDATE) and reports whether one changed.
-func (w *WorkloadStamper) stampTemplates(k *workload.Kind, req admission.Request, obj, old map[string]any) bool {
+// controllerOf is the controller ownerReference of the object in raw
+// (nil: none).
+func controllerOf(raw []byte) (*metav1.OwnerReference, error) {
+	var o struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, fmt.Errorf("reading its ownerReferences: %w", err)
+	}
+	return metav1.GetControllerOf(&o.Metadata), nil
+}
+
+// stampTemplates writes the stamp of every template of obj (controlled by
+// owner; old: the object before an UPDATE) and reports whether one changed.
+func (w *WorkloadStamper) stampTemplates(k *workload.Kind, req admission.Request, owner *metav1.OwnerReference, obj, old map[string]any) bool {
 	before := map[string]map[string]any{}
 	if old != nil {
 		for _, t := range k.TemplateObjects(old) {
@@ -108,7 +142,7 @@ func (w *WorkloadStamper) stampTemplates(k *workload.Kind, req admission.Request
 					set[key] = v
 				}
 			}
-		} else if user := w.Stamp.Choose(ns, req.UserInfo.Username, have); user != "" {
+		} else if user := w.Stamp.Choose(ns, req.UserInfo.Username, owner, have); user != "" {
 			set = w.Stamp.Stamp(ns, user)
 		}
 		if writeStamp(t.Template, have, set) {

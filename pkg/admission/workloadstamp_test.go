@@ -1,8 +1,10 @@
 package admission
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
@@ -34,6 +36,10 @@ func workloadObject(kind, tmpl string) []byte {
 	switch kind {
 	case "CronJob":
 		spec = `{"schedule":"* * * * *","jobTemplate":{"spec":{"template":` + tmpl + `}}}`
+	case "RayCluster":
+		spec = `{"headGroupSpec":{"template":` + tmpl + `},"workerGroupSpecs":[{"replicas":1,"template":` + tmpl + `}]}`
+	case "RayJob":
+		spec = `{"rayClusterSpec":{"headGroupSpec":{"template":` + tmpl + `}},"submitterPodTemplate":` + tmpl + `}`
 	case "PyTorchJob":
 		spec = `{"pytorchReplicaSpecs":{"Master":{"replicas":1,"template":` + tmpl + `},"Worker":{"replicas":3,"template":` + tmpl + `}}}`
 	default:
@@ -46,7 +52,30 @@ var kindGVK = map[string]metav1.GroupVersionKind{
 	"Deployment": {Group: "apps", Version: "v1", Kind: "Deployment"}, "ReplicaSet": {Group: "apps", Version: "v1", Kind: "ReplicaSet"},
 	"StatefulSet": {Group: "apps", Version: "v1", Kind: "StatefulSet"}, "DaemonSet": {Group: "apps", Version: "v1", Kind: "DaemonSet"},
 	"Job": {Group: "batch", Version: "v1", Kind: "Job"}, "CronJob": {Group: "batch", Version: "v1", Kind: "CronJob"},
-	"PyTorchJob": {Group: "kubeflow.org", Version: "v1", Kind: "PyTorchJob"},
+	"PyTorchJob":            {Group: "kubeflow.org", Version: "v1", Kind: "PyTorchJob"},
+	"ReplicationController": {Group: "", Version: "v1", Kind: "ReplicationController"},
+	"RayCluster":            {Group: "ray.io", Version: "v1", Kind: "RayCluster"},
+	"RayJob":                {Group: "ray.io", Version: "v1", Kind: "RayJob"},
+}
+
+// ownedBy is obj with a controller ownerReference to an object of
+// apiVersion and kind ("": obj unchanged).
+func ownedBy(t *testing.T, obj []byte, apiVersion, kind string) []byte {
+	t.Helper()
+	if kind == "" {
+		return obj
+	}
+	var o map[string]any
+	if err := json.Unmarshal(obj, &o); err != nil {
+		t.Fatal(err)
+	}
+	o["metadata"].(map[string]any)["ownerReferences"] = []any{map[string]any{"apiVersion": apiVersion, "kind": kind,
+		"name": "o", "uid": "o", "controller": true}}
+	out, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // stampedUsers runs the stamper on the review and returns the users each
@@ -72,9 +101,9 @@ func stampedUsers(t *testing.T, w *WorkloadStamper, req admission.Request) []str
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := daemonSet
-	if g := req.Kind; g.Kind != "DaemonSet" {
-		k = w.Kinds.Lookup(g.Group, g.Version, g.Kind)
+	k := w.stampedKind(req.Kind)
+	if k == nil {
+		t.Fatalf("%s is no kind whose templates are stamped", req.Kind)
 	}
 	var users []string
 	s := w.Stamp.(*stamp.Stamper)
@@ -94,6 +123,25 @@ func workloadStamper(t *testing.T) *WorkloadStamper {
 	return &WorkloadStamper{Kinds: kinds, Stamp: testStamper(t)}
 }
 
+// configuredStamper is a workload stamper whose Stamper trusts every
+// configured kind's pod creator, as the server builds it.
+func configuredStamper(t *testing.T) *WorkloadStamper {
+	t.Helper()
+	w := workloadStamper(t)
+	var creators []stamp.Creator
+	w.Kinds.Each(func(k *workload.Kind) {
+		if k.PodCreator.Username != "" {
+			creators = append(creators, stamp.Creator{Group: k.Group, Kind: k.Kind, Username: k.PodCreator.Username})
+		}
+	})
+	s, err := stamp.New(bytes.Repeat([]byte{3}, stamp.MinKeyBytes), creators)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stamp = s
+	return w
+}
+
 func stampReview(op admissionv1.Operation, kind, requester string, obj, old []byte) admission.Request {
 	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{UID: "r", Operation: op, Namespace: "ml", Name: "w",
 		Kind: kindGVK[kind], UserInfo: authUser(requester), Object: runtime.RawExtension{Raw: obj}, OldObject: runtime.RawExtension{Raw: old}}}
@@ -109,29 +157,56 @@ func TestWorkloadStamperOverwritesUsers(t *testing.T) {
 	s := testStamper(t)
 	alice := s.Stamp("ml", "alice")
 	forged := map[string]string{stamp.UserAnnotation: "alice", stamp.SignatureAnnotation: "handwritten"}
+	const deploy, cron, kuberay = "system:serviceaccount:kube-system:deployment-controller",
+		"system:serviceaccount:kube-system:cronjob-controller", "system:serviceaccount:ray-system:kuberay-operator"
 	for _, c := range []struct {
 		name, kind, requester string
+		owner                 [2]string // the object's controller: apiVersion, kind
 		annotations           map[string]string
+		nonGPU                bool // a template asking for no GPU (one may be added at pod CREATE)
+		templates             int  // how many templates the object has (0: not checked)
 		want                  string
 	}{
-		{"bob's Deployment naming alice", "Deployment", "bob", forged, "bob"},
-		{"bob's Deployment with alice's copied stamp", "Deployment", "bob", alice, "bob"},
-		{"bob's Deployment with another namespace's stamp", "Deployment", "bob", s.Stamp("dev", "alice"), "bob"},
-		{"an unstamped Deployment", "Deployment", "bob", nil, "bob"},
-		{"a StatefulSet", "StatefulSet", "bob", alice, "bob"},
-		{"a DaemonSet", "DaemonSet", "bob", alice, "bob"},
-		{"a Job", "Job", "bob", forged, "bob"},
-		{"a CronJob's job template", "CronJob", "bob", alice, "bob"},
-		{"every template of a configured kind", "PyTorchJob", "bob", alice, "bob"},
-		{"the deployment controller copies alice's stamp", "ReplicaSet", "system:serviceaccount:kube-system:deployment-controller", alice, "alice"},
-		{"the cronjob controller copies alice's stamp", "Job", "system:serviceaccount:kube-system:cronjob-controller", alice, "alice"},
-		{"a controller copies a forged stamp", "ReplicaSet", "system:serviceaccount:kube-system:deployment-controller", forged,
-			"system:serviceaccount:kube-system:deployment-controller"},
-		{"posing as the deployment controller", "ReplicaSet", "system:serviceaccount:ml:deployment-controller", alice,
-			"system:serviceaccount:ml:deployment-controller"},
+		{name: "bob's Deployment naming alice", kind: "Deployment", requester: "bob", annotations: forged, want: "bob"},
+		{name: "bob's Deployment with alice's copied stamp", kind: "Deployment", requester: "bob", annotations: alice, want: "bob"},
+		{name: "bob's Deployment with another namespace's stamp", kind: "Deployment", requester: "bob", annotations: s.Stamp("dev", "alice"), want: "bob"},
+		{name: "an unstamped Deployment", kind: "Deployment", requester: "bob", want: "bob"},
+		{name: "a Deployment without GPUs carrying alice's stamp", kind: "Deployment", requester: "bob", annotations: alice, nonGPU: true, want: "bob"},
+		{name: "a StatefulSet", kind: "StatefulSet", requester: "bob", annotations: alice, want: "bob"},
+		{name: "a DaemonSet", kind: "DaemonSet", requester: "bob", annotations: alice, want: "bob"},
+		{name: "a ReplicationController", kind: "ReplicationController", requester: "bob", annotations: alice, want: "bob"},
+		{name: "a Job", kind: "Job", requester: "bob", annotations: forged, want: "bob"},
+		{name: "a CronJob's job template", kind: "CronJob", requester: "bob", annotations: alice, want: "bob"},
+		{name: "every template of a configured kind", kind: "PyTorchJob", requester: "bob", annotations: alice, want: "bob"},
+		{name: "a RayJob's submitter template too", kind: "RayJob", requester: "bob", annotations: alice, templates: 2, want: "bob"},
+		{name: "the deployment controller copies alice's stamp", kind: "ReplicaSet", requester: deploy,
+			owner: [2]string{"apps/v1", "Deployment"}, annotations: alice, want: "alice"},
+		{name: "the cronjob controller copies alice's stamp", kind: "Job", requester: cron,
+			owner: [2]string{"batch/v1", "CronJob"}, annotations: alice, want: "alice"},
+		{name: "KubeRay copies a RayJob's stamp", kind: "RayCluster", requester: kuberay,
+			owner: [2]string{"ray.io/v1", "RayJob"}, annotations: alice, want: "alice"},
+		{name: "KubeRay copies a RayService's template (a kind gpuadmit does not stamp)", kind: "RayCluster", requester: kuberay,
+			owner: [2]string{"ray.io/v1", "RayService"}, annotations: alice, want: kuberay},
+		{name: "a trusted creator's object with no controller", kind: "ReplicaSet", requester: deploy, annotations: alice, want: deploy},
+		{name: "a controller copies a forged stamp", kind: "ReplicaSet", requester: deploy,
+			owner: [2]string{"apps/v1", "Deployment"}, annotations: forged, want: deploy},
+		{name: "posing as the deployment controller", kind: "ReplicaSet", requester: "system:serviceaccount:ml:deployment-controller",
+			owner: [2]string{"apps/v1", "Deployment"}, annotations: alice, want: "system:serviceaccount:ml:deployment-controller"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			users := stampedUsers(t, w, stampReview(admissionv1.Create, c.kind, c.requester, workloadObject(c.kind, tmplJSON(c.annotations, "x")), nil))
+			w := w
+			if c.kind == "RayCluster" || c.kind == "RayJob" {
+				w = configuredStamper(t) // same key: alice's stamp verifies
+			}
+			tmpl := tmplJSON(c.annotations, "x")
+			if c.nonGPU {
+				tmpl = strings.ReplaceAll(tmpl, `"nvidia.com/gpu":"1"`, `"cpu":"1"`)
+			}
+			obj := ownedBy(t, workloadObject(c.kind, tmpl), c.owner[0], c.owner[1])
+			users := stampedUsers(t, w, stampReview(admissionv1.Create, c.kind, c.requester, obj, nil))
+			if c.templates != 0 && len(users) != c.templates {
+				t.Errorf("%d templates stamped, want %d", len(users), c.templates)
+			}
 			if len(users) == 0 {
 				t.Fatal("no template found")
 			}

@@ -57,6 +57,9 @@ func DefaultWorkloadKinds() []configv1alpha1.WorkloadKind {
 		rayKind("RayCluster", "rayclusters", "spec."),
 		rayKind("RayJob", "rayjobs", "spec.rayClusterSpec."),
 	}
+	// A RayJob's submitter Job is made from spec.submitterPodTemplate: it is
+	// stamped (KubeRay copies its stamp) and its one pod counted.
+	kinds[len(kinds)-1].Templates = append(kinds[len(kinds)-1].Templates, configv1alpha1.WorkloadTemplate{Path: "spec.submitterPodTemplate"})
 	for _, k := range []struct{ kind, version, field string }{{"PyTorchJob", "v1", "pytorchReplicaSpecs"}, {"TFJob", "v1", "tfReplicaSpecs"},
 		{"MPIJob", "v2beta1", "mpiReplicaSpecs"}, {"XGBoostJob", "v1", "xgbReplicaSpecs"}, {"PaddleJob", "v1", "paddleReplicaSpecs"},
 		{"JAXJob", "v1", "jaxReplicaSpecs"}} {

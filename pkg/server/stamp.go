@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -58,7 +60,8 @@ func (s *Server) loadStamper(kube kubernetes.Interface) error {
 }
 
 // stampHandlers registers the mutating handlers of workloads and claims.
-func (s *Server) stampHandlers(am *admission.Metrics, requestLog func(string) ctrlLog) error {
+// A template claim's pod is read from the API with kube.
+func (s *Server) stampHandlers(kube kubernetes.Interface, am *admission.Metrics, requestLog func(string) ctrlLog) error {
 	kinds, err := config.WorkloadKinds(s.opts.Config)
 	if err != nil {
 		return err
@@ -68,6 +71,18 @@ func (s *Server) stampHandlers(am *admission.Metrics, requestLog func(string) ct
 	hooks.Register(MutateWorkloadsPath, s.draining(detached(&ctrladmission.Webhook{Handler: &admission.WorkloadStamper{
 		Kinds: kinds, Stamp: s.stamper, Metrics: am}, RecoverPanic: ptr.To(true), LogConstructor: requestLog("mutate-workloads")}, timeout)))
 	hooks.Register(MutateClaimsPath, s.draining(detached(&ctrladmission.Webhook{Handler: &admission.ClaimStamper{
-		Stamp: s.stamper, Metrics: am}, RecoverPanic: ptr.To(true), LogConstructor: requestLog("mutate-claims")}, timeout)))
+		Stamp: s.stamper, Pods: podReader{kube}, Metrics: am}, RecoverPanic: ptr.To(true), LogConstructor: requestLog("mutate-claims")}, timeout)))
 	return nil
+}
+
+// podReader reads a pod with a GET (a template claim's pod was just
+// created: an informer may not have it yet).
+type podReader struct{ kube kubernetes.Interface }
+
+func (p podReader) Pod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	pod, err := p.kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading pod %s/%s: %w", namespace, name, err)
+	}
+	return pod, nil
 }

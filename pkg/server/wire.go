@@ -51,7 +51,7 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	if err := metrics.RegisterTeams(s.opts.Registry, s.Ledger, s.Store); err != nil {
 		return err
 	}
-	if err := s.handlers(dec); err != nil {
+	if err := s.handlers(kube, dec); err != nil {
 		return err
 	}
 	if err := s.runnables(kube); err != nil {
@@ -69,7 +69,7 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 // handlers registers the mutating and validating handlers; with an
 // advertised address, the validating reviews of GPU pods go to their
 // namespace's owner first.
-func (s *Server) handlers(dec *decision.Decider) error {
+func (s *Server) handlers(kube kubernetes.Interface, dec *decision.Decider) error {
 	am, err := admission.NewMetrics(s.opts.Registry)
 	if err != nil {
 		return err
@@ -100,7 +100,7 @@ func (s *Server) handlers(dec *decision.Decider) error {
 		Users: s.stamper},
 		RecoverPanic: ptr.To(true), LogConstructor: requestLog("validate-claims")}
 	hooks.Register(ValidateClaimsPath, s.draining(detached(claims, s.opts.Config.Admission.ReviewTimeout.Duration)))
-	if err := s.stampHandlers(am, requestLog); err != nil {
+	if err := s.stampHandlers(kube, am, requestLog); err != nil {
 		return err
 	}
 	return s.workloads(dec, am, requestLog)

@@ -10,7 +10,11 @@
 // Choose says which user the webhook writes: the requester, except that a
 // trusted pod creator (kube-controller-manager's controllers and the
 // configured workload kinds' pod creators) keeps a valid stamp already on
-// the object (the controller copied it from a stamped template). UserOf
+// an object whose controller ownerReference is of a kind whose templates
+// the webhook stamps (the controller copied it from a stamped template);
+// anything else it makes is stamped with the creator. ClaimCreator names
+// the claim controller, whose claims made for a pod carry that pod's user
+// (the caller reads the pod). UserOf
 // says who a pod is charged to: its verified stamp, else its controller's
 // service account (by its controller ownerReference's kind), else its own
 // service account.

@@ -62,7 +62,16 @@ type Stamper struct {
 	trusted map[string]bool
 	// creators are the pod creators by "group/Kind" of a pod's controller.
 	creators map[string]string
+	// stamped are the kinds, by "group/Kind", whose pod templates the
+	// mutating webhook stamps: a trusted creator keeps a valid stamp only
+	// on what one of them controls.
+	stamped map[string]bool
 }
+
+// stampedKinds are the built-in kinds whose pod templates the mutating
+// webhook stamps (the configured kinds with a pod creator are added).
+var stampedKinds = []string{"apps/Deployment", "apps/ReplicaSet", "apps/StatefulSet", "apps/DaemonSet",
+	"batch/Job", "batch/CronJob", "/ReplicationController"}
 
 // New returns a Stamper signing with key (at least MinKeyBytes). creators
 // are the configured kinds' pod creators: each is trusted, and a pod whose
@@ -73,7 +82,10 @@ func New(key []byte, creators []Creator) (*Stamper, error) {
 		return nil, fmt.Errorf("the stamp key has %d bytes, fewer than %d", len(key), MinKeyBytes)
 	}
 	s := &Stamper{key: append([]byte(nil), key...), trusted: map[string]bool{"system:kube-controller-manager": true},
-		creators: map[string]string{}}
+		creators: map[string]string{}, stamped: map[string]bool{}}
+	for _, k := range stampedKinds {
+		s.stamped[k] = true
+	}
 	for _, c := range kcmControllers {
 		s.trusted[kcmPrefix+c] = true
 	}
@@ -83,6 +95,7 @@ func New(key []byte, creators []Creator) (*Stamper, error) {
 		}
 		s.trusted[c.Username] = true
 		s.creators[c.Group+"/"+c.Kind] = c.Username
+		s.stamped[c.Group+"/"+c.Kind] = true
 	}
 	return s, nil
 }
@@ -122,12 +135,26 @@ func (s *Stamper) Verified(ns string, annotations map[string]string) (string, bo
 // counts (groups never do).
 func (s *Stamper) Trusted(username string) bool { return s.trusted[username] }
 
+// StampedOwner reports whether owner (an object's controller
+// ownerReference, nil: none) is of a kind whose pod templates the mutating
+// webhook stamps: only what such an object controls was copied from a
+// template gpuadmit stamped.
+func (s *Stamper) StampedOwner(owner *metav1.OwnerReference) bool {
+	if owner == nil {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(owner.APIVersion)
+	return err == nil && s.stamped[gv.Group+"/"+owner.Kind]
+}
+
 // Choose returns the user to stamp on an object of namespace ns, created
-// or changed by requester, that carries annotations: the valid stamp
-// already there when the requester is a trusted creator, else the
-// requester.
-func (s *Stamper) Choose(ns, requester string, annotations map[string]string) string {
-	if s.Trusted(requester) {
+// or changed by requester, controlled by owner (its controller
+// ownerReference, nil: none), that carries annotations: the valid stamp
+// already there when the requester is a trusted creator and owner is of a
+// kind whose templates gpuadmit stamps (so the stamp was copied from a
+// stamped template), else the requester.
+func (s *Stamper) Choose(ns, requester string, owner *metav1.OwnerReference, annotations map[string]string) string {
+	if s.Trusted(requester) && s.StampedOwner(owner) {
 		if user, ok := s.Verified(ns, annotations); ok {
 			return user
 		}
@@ -141,11 +168,19 @@ func (s *Stamper) Stamp(ns, user string) map[string]string {
 	return map[string]string{UserAnnotation: user, SignatureAnnotation: s.Sign(ns, user)}
 }
 
+// ClaimCreator reports whether username is kube-controller-manager's
+// claim controller (or kube-controller-manager's own identity), which
+// creates a claim from a pod's ResourceClaimTemplate: such a claim whose
+// controller is a Pod is charged to that pod's user.
+func (s *Stamper) ClaimCreator(username string) bool {
+	return username == kcmPrefix+"resourceclaim-controller" || username == "system:kube-controller-manager"
+}
+
 // ClaimUserOf returns who claim is charged to: the user of its stamp when
 // the signature verifies for its namespace (the mutating webhook stamps
-// who created it); else, for a claim whose controller is a Pod (made from
-// the pod's claim template), kube-controller-manager's
-// resourceclaim-controller; else "" (a claim created before gpuadmit was
+// who created it, or, for a claim the claim controller made from a pod's
+// claim template, the pod's user); else, for a claim whose controller is a
+// Pod, kube-controller-manager's resourceclaim-controller; else "" (a claim created before gpuadmit was
 // installed: no user's).
 func (s *Stamper) ClaimUserOf(claim *resourcev1.ResourceClaim) string {
 	if user, ok := s.Verified(claim.Namespace, claim.Annotations); ok {

@@ -6,6 +6,7 @@ import (
 
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 )
@@ -65,31 +66,42 @@ func TestChooseOverwritesUsers(t *testing.T) {
 	valid := s.Stamp("ml", "alice")
 	forged := map[string]string{UserAnnotation: "alice", SignatureAnnotation: "forged"}
 	otherNS := s.Stamp("dev", "alice")
+	rs := ownerRef("apps/v1", "ReplicaSet")
 	for _, c := range []struct {
 		name, requester string
+		owner           *metav1.OwnerReference
 		annotations     map[string]string
 		want            string
 	}{
-		{"a user writing another's name", "bob", forged, "bob"},
-		{"a user copying another's valid stamp", "bob", valid, "bob"},
-		{"a controller copying the template's stamp", rsController, valid, "alice"},
-		{"kube-controller-manager's own identity", "system:kube-controller-manager", valid, "alice"},
-		{"a configured pod creator", kubeflow, valid, "alice"},
-		{"a controller with a forged stamp", rsController, forged, rsController},
-		{"a controller with a stamp from another namespace", rsController, otherNS, rsController},
-		{"a controller with no stamp", rsController, nil, rsController},
-		{"posing: a longer name", rsController + "-x", valid, rsController + "-x"},
-		{"posing: the bare controller name", "replicaset-controller", valid, "replicaset-controller"},
-		{"posing: another namespace's service account", "system:serviceaccount:ml:replicaset-controller", valid,
+		{"a user writing another's name", "bob", rs, forged, "bob"},
+		{"a user copying another's valid stamp", "bob", rs, valid, "bob"},
+		{"a controller copying the template's stamp", rsController, rs, valid, "alice"},
+		{"kube-controller-manager's own identity", "system:kube-controller-manager", rs, valid, "alice"},
+		{"a configured pod creator", kubeflow, ownerRef("kubeflow.org/v1", "PyTorchJob"), valid, "alice"},
+		{"a ReplicationController's pod", "system:serviceaccount:kube-system:replication-controller", ownerRef("v1", "ReplicationController"), valid, "alice"},
+		{"a controller with a forged stamp", rsController, rs, forged, rsController},
+		{"a controller with a stamp from another namespace", rsController, rs, otherNS, rsController},
+		{"a controller with no stamp", rsController, rs, nil, rsController},
+		{"a trusted creator, no owner", rsController, nil, valid, rsController},
+		{"a trusted creator, owner of an unstamped kind (RayService)", kubeflow, ownerRef("ray.io/v1", "RayService"), valid, kubeflow},
+		{"a trusted creator, owner a Pod", "system:kube-controller-manager", ownerRef("v1", "Pod"), valid, "system:kube-controller-manager"},
+		{"a trusted creator, owner kind in another group", rsController, ownerRef("example.com/v1", "ReplicaSet"), valid, rsController},
+		{"posing: a longer name", rsController + "-x", rs, valid, rsController + "-x"},
+		{"posing: the bare controller name", "replicaset-controller", rs, valid, "replicaset-controller"},
+		{"posing: another namespace's service account", "system:serviceaccount:ml:replicaset-controller", rs, valid,
 			"system:serviceaccount:ml:replicaset-controller"},
-		{"posing: case", "System:Kube-Controller-Manager", valid, "System:Kube-Controller-Manager"},
-		{"posing: the garbage collector", "system:serviceaccount:kube-system:generic-garbage-collector", valid,
+		{"posing: case", "System:Kube-Controller-Manager", rs, valid, "System:Kube-Controller-Manager"},
+		{"posing: the garbage collector", "system:serviceaccount:kube-system:generic-garbage-collector", rs, valid,
 			"system:serviceaccount:kube-system:generic-garbage-collector"},
 	} {
-		if got := s.Choose("ml", c.requester, c.annotations); got != c.want {
+		if got := s.Choose("ml", c.requester, c.owner, c.annotations); got != c.want {
 			t.Errorf("%s: Choose = %q, want %q", c.name, got, c.want)
 		}
 	}
+}
+
+func ownerRef(apiVersion, kind string) *metav1.OwnerReference {
+	return &metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: "o", UID: "o", Controller: ptr.To(true)}
 }
 
 // TestUserOf: a pod is charged to its verified stamp's user, else to its
