@@ -28,8 +28,10 @@ import (
 // requester, overwriting any stamp, unless a trusted creator copied a
 // valid one on an object whose controller is of a kind whose templates
 // are stamped: a ReplicaSet made from a stamped Deployment). Every template
-// is stamped, whether or not it asks for a GPU (one may get it at pod
-// CREATE from a LimitRange or another webhook). At UPDATE a
+// it reviews is stamped, whether or not it asks for a GPU (one may get it
+// at pod CREATE from a LimitRange or another webhook): the webhook's
+// matchCondition sends it every template that asks for a GPU or carries
+// a stamp, so a copied stamp is always overwritten. At UPDATE a
 // template unchanged apart from its stamp keeps the old object's stamp
 // verbatim (a change by anyone else, a controller's or a label's, neither
 // moves the pods' charge nor rolls them out; an edit of the stamp alone

@@ -43,6 +43,16 @@ func hookRules(h map[string]any) []string {
 	return out
 }
 
+// hookExpression is the expression of a webhook's i-th matchCondition.
+func hookExpression(h map[string]any, i int) string {
+	conds, _, _ := unstructured.NestedSlice(h, "matchConditions")
+	if i >= len(conds) {
+		return ""
+	}
+	expr, _, _ := unstructured.NestedString(conds[i].(map[string]any), "expression")
+	return expr
+}
+
 // hookConditions are the names of a webhook's matchConditions.
 func hookConditions(h map[string]any) []string {
 	conds, _, _ := unstructured.NestedSlice(h, "matchConditions")
@@ -67,8 +77,10 @@ func TestStampWebhooksLeaveNoCopiedStamp(t *testing.T) {
 	if rules := hookRules(w); !slices.Contains(rules, " replicationcontrollers CREATE,UPDATE") {
 		t.Errorf("mutate-workloads rules %q: no CREATE,UPDATE of core replicationcontrollers", rules)
 	}
-	if conds := hookConditions(w); len(conds) != 0 {
-		t.Errorf("mutate-workloads has matchConditions %q: a template not asking for a GPU keeps a copied stamp", conds)
+	if conds := hookConditions(w); !slices.Equal(conds, []string{"a-governed-or-stamped-pod-template"}) {
+		t.Errorf("mutate-workloads matchConditions %q, want only a-governed-or-stamped-pod-template (a copied stamp in any template is reviewed)", conds)
+	} else if expr := hookExpression(w, 0); !strings.Contains(expr, "'gpuadmit.io/requested-by'") || !strings.Contains(expr, "'']") {
+		t.Errorf("mutate-workloads matchCondition %q: a template carrying a stamp, or a ReplicationController's, must be reviewed", expr)
 	}
 	c := mutatingHook(t, objs, "mutate-resourceclaims.gpuadmit.io")
 	if rules := hookRules(c); !slices.Equal(rules, []string{"resource.k8s.io resourceclaims CREATE,UPDATE"}) {

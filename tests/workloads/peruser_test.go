@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -81,6 +82,45 @@ func testPerUser(t *testing.T, c *local.Cluster) {
 	if n := len(podsOf(t, c, ns, "alice-train")); n != 2 {
 		t.Errorf("alice has %d pods after bob's forgery, want 2", n)
 	}
+	templatesWithoutGPU(t, users["bob"], ns, alicePods[0].Annotations)
+}
+
+// templatesWithoutGPU: the real API server's matchCondition sends a
+// template that asks for no GPU to the stamping webhook only when it
+// carries a stamp. bob's copy of alice's stamp in such a template is
+// overwritten with his own (a GPU added at the pod's CREATE, by a
+// LimitRange or another webhook, cannot then be charged to alice); a
+// template with neither is left alone (no stamp written: the webhook never
+// saw it, so workloads without GPUs do not depend on gpuadmit).
+func templatesWithoutGPU(t *testing.T, bob kubernetes.Interface, ns string, alices map[string]string) {
+	t.Helper()
+	copied := cpuDeployment(ns, "bob-cpu-copied")
+	copied.Spec.Template.Annotations = map[string]string{stamp.UserAnnotation: alices[stamp.UserAnnotation],
+		stamp.SignatureAnnotation: alices[stamp.SignatureAnnotation]}
+	got, err := bob.AppsV1().Deployments(ns).Create(t.Context(), copied, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("bob's CPU Deployment with alice's stamp: %v", err)
+	}
+	if user := got.Spec.Template.Annotations[stamp.UserAnnotation]; user != "bob" {
+		t.Errorf("bob's CPU template carrying alice's stamp is stamped %q, want bob", user)
+	}
+	plain, err := bob.AppsV1().Deployments(ns).Create(t.Context(), cpuDeployment(ns, "bob-cpu"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("bob's CPU Deployment: %v", err)
+	}
+	if a := plain.Spec.Template.Annotations; a[stamp.UserAnnotation] != "" || a[stamp.SignatureAnnotation] != "" {
+		t.Errorf("a CPU template without a stamp was sent to the stamping webhook: stamped %q", a)
+	}
+}
+
+// cpuDeployment is a Deployment of no replicas whose template asks for no
+// GPU.
+func cpuDeployment(ns, name string) *appsv1.Deployment {
+	d := deployment(ns, name, 0, 0)
+	for i := range d.Spec.Template.Spec.Containers {
+		d.Spec.Template.Spec.Containers[i].Resources = corev1.ResourceRequirements{}
+	}
+	return d
 }
 
 // createPerUserQuota limits each user to gpus GPUs in ns.
