@@ -17,7 +17,8 @@ import (
 // annotation is never trusted), decides through the shared decision
 // function against the namespace's usage and the reservations of every
 // replica, and on an allowed non-dry-run CREATE returns only once the
-// reservation is written in the namespace's GPUUsage object; it answers 403
+// reservation is written in the namespace's GPUReservationSet (and its
+// teams'); it answers 403
 // with the policy's messages on deny.
 //
 // Within a replica, the Reserver decides the reviews of one namespace in

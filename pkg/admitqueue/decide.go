@@ -89,6 +89,9 @@ func (s *Store) decideOne(ns string, r *review, st *gpuadmitv1.GPUReservationSet
 	if err := s.teamPrior(ns, r, teams, demand, others); err != nil {
 		return failed, err
 	}
+	if err := s.teamRoom(r, teams); err != nil {
+		return failed, err
+	}
 	s.reserveInTeams(ns, r, teams, demand, others)
 	st.Reservations = append(st.Reservations, gpuadmitv1.Reservation{PodUID: r.uid, PodName: podName(r.req), ClaimName: claimName(r.req),
 		Demand: demand, Families: others, User: chargedUser(r.req), // its user goes with it when the namespace joins a team (teamjoin.go)

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // A namespace that joins a team (its labels changed, or a GPUClusterQuota
@@ -14,10 +17,10 @@ import (
 // its members' recorded pods and its own object's entries, so those pods,
 // not recorded yet, would count for nothing on the team's side. The first
 // write that lists a namespace as a member therefore copies the countable
-// entries of the namespace's own object (the informer's copy, with the
-// kept ones of a deleted object) into the team's, with the namespace set:
-// the team's compare-and-swap write makes them durable, and they end like
-// any team entry (recorded, or found absent in their namespace).
+// entries of the namespace's own object (read from the API server, with
+// the kept ones of a deleted object) into the team's, with the namespace
+// set: the team's compare-and-swap write makes them durable, and they end
+// like any team entry (recorded, or found absent in their namespace).
 //
 //	member not in the object's members ──▶ its own object's entries copied
 //	                                       (those the team lacks, by UID)
@@ -59,9 +62,20 @@ func (s *Store) adopt(ctx context.Context, prior []string, st *gpuadmitv1.GPURes
 }
 
 // ownEntries returns the pods' and claims' entries of namespace ns's own
-// object, with the kept ones of a deleted object.
+// object, with the kept ones of a deleted object. The object is read from
+// the API server, not the informer: a copy behind another replica's last
+// write would copy nothing, and the namespace, a member from then on, is
+// never adopted again (TestTeamJoinReadsTheNamespaceLive). It is read
+// once per join.
 func (s *Store) ownEntries(ctx context.Context, ns string) ([]gpuadmitv1.Reservation, error) {
-	u, err := s.read(ctx, ns, "")
+	u, err := s.get(ctx, s.api, nsObject(ns))
+	switch {
+	case apierrors.IsNotFound(err):
+		u, err = nil, nil
+	case err == nil:
+		u = s.copies.Newest(u)
+		err = reservation.Validate(u)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the reservations of namespace %s, which joins a team quota: %w", ns, err)
 	}

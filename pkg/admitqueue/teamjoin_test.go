@@ -2,12 +2,19 @@ package admitqueue
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 )
 
@@ -140,5 +147,77 @@ func TestTeamJoinKeepsTheUser(t *testing.T) {
 		if r.Namespace == "ns-b" && r.User != "alice" {
 			t.Errorf("copied entry %s names user %q, want alice", r.PodUID, r.User)
 		}
+	}
+}
+
+// staleNamespace is a replica's informer-backed client whose cache has not
+// received another replica's write of namespace ns's own object yet (while
+// stale is set): it reads as absent.
+type staleNamespace struct {
+	client.Client
+	ns    string
+	stale atomic.Bool
+}
+
+func (c *staleNamespace) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if c.stale.Load() && key.Namespace == c.ns && key.Name == gpuadmitv1.ObjectName {
+		return apierrors.NewNotFound(schema.GroupResource{Group: gpuadmitv1.Group, Resource: gpuadmitv1.ReservationSetResource}, key.Name)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// TestTeamJoinReadsTheNamespaceLive: replica b admitted 4 devices in ns-b
+// (outside the team) and wrote ns-b's object; replica a's informer has not
+// delivered that write when a makes the joining round. Copying from the
+// informer copied nothing, wrote ns-b as a member, and never adopted again
+// (ns-b was then in the members): ns-a filled the team's limit a second
+// time until the pod watch recorded ns-b's pods. The joining namespace's
+// object is read from the API server.
+func TestTeamJoinReadsTheNamespaceLive(t *testing.T) {
+	c := fakeClient(t)
+	stale := &staleNamespace{Client: c, ns: "ns-b"}
+	b := newTeamReplica(t, c, "b", 4, inTeam("ns-a"), outOfTeam("ns-b"))
+	a := newTeamReplica(t, c, "a", 4, inTeam("ns-a"), outOfTeam("ns-b"))
+	a.s.client = stale // a's informer copy
+	stale.stale.Store(true)
+	if got := burst(t, b, "ns-b", 4, 4, 1); got != 4 {
+		t.Fatalf("b admitted %d in ns-b before it joined, want 4", got)
+	}
+	a.l.UpsertNamespace(inTeam("ns-b"))
+	b.l.UpsertNamespace(inTeam("ns-b"))
+	got := burst(t, a, "ns-a", 4, 4, 1)
+	stale.stale.Store(false) // a's informer catches up
+	got += burst(t, a, "ns-a", 4, 4, 1)
+	got += burst(t, b, "ns-a", 4, 4, 1)
+	if got != 0 {
+		t.Errorf("admitted %d more in ns-a after ns-b joined with 4 devices in flight (team limit 4)", got)
+	}
+}
+
+// TestTeamObjectBounded: reviews spread over many namespaces of one team
+// (each namespace's own object within admission.reservations.maxPerNamespace)
+// cannot grow the team's object past teamCapFactor times that bound: the
+// review that would add one more is refused naming the team's object, and
+// the object keeps its bound.
+func TestTeamObjectBounded(t *testing.T) {
+	c := fakeClient(t)
+	var nss []*corev1.Namespace
+	for i := range 5 {
+		nss = append(nss, inTeam(fmt.Sprintf("ns-%d", i)))
+	}
+	r := newTeamReplica(t, c, "a", 100, nss...)
+	r.s.opts.MaxReservations = 1 // the team's object: at most 4
+	admitted := 0
+	var refused []error
+	for _, ns := range nss {
+		n, errs := burstErr(r, ns.Name, 1, 100, 1)
+		admitted += n
+		refused = append(refused, errs...)
+	}
+	if admitted != teamCapFactor || len(refused) != 1 || !strings.Contains(refused[0].Error(), "GPUReservationSet "+ownNS+"/gcq.") {
+		t.Errorf("admitted %d (want %d), refused %v (want one naming the team's object)", admitted, teamCapFactor, refused)
+	}
+	if u := teamObject(t, c); u == nil || len(u.Status.Reservations) != teamCapFactor {
+		t.Errorf("the team's object holds %v, want %d entries", u, teamCapFactor)
 	}
 }

@@ -217,6 +217,30 @@ func (s *Store) teamPrior(ns string, r *review, teams []*team, d gpuadmitv1.Dema
 	return nil
 }
 
+// teamCapFactor: a team's object holds at most this many times
+// admission.reservations.maxPerNamespace entries (2000 by default, at most
+// ~400 bytes each), so that reviews in many namespaces of one team cannot
+// grow it toward etcd's object limit (every write of it would then fail,
+// refusing the whole team's GPU pods).
+const teamCapFactor = 4
+
+// teamRoom refuses review r when a team object that lacks its entry holds
+// the most it may (teamCapFactor); its entries end as their pods are
+// recorded or found absent.
+func (s *Store) teamRoom(r *review, teams []*team) error {
+	limit := teamCapFactor * s.opts.MaxReservations
+	for _, t := range teams {
+		if limit <= 0 || len(t.status.Reservations) < limit ||
+			slices.ContainsFunc(t.status.Reservations, func(x gpuadmitv1.Reservation) bool { return x.PodUID == r.uid }) {
+			continue
+		}
+		s.metrics.Refused(RefusedLimit)
+		return fmt.Errorf("GPUReservationSet %s holds %d reservations of the team's admitted pods that the watches have not recorded yet, its limit (%d x admission.reservations.maxPerNamespace); "+
+			"they end as their pods are recorded or found absent: create the pod again shortly", t.key, len(t.status.Reservations), teamCapFactor)
+	}
+	return nil
+}
+
 // reserveInTeams adds review r's entry to every team that lacks it.
 func (s *Store) reserveInTeams(ns string, r *review, teams []*team, d gpuadmitv1.Demand, others map[string]gpuadmitv1.Demand) {
 	for _, t := range teams {

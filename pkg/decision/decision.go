@@ -41,7 +41,7 @@ type Request struct {
 	// User is who asked (the AdmissionReview's userInfo).
 	User UserInfo
 	// Reservations are the namespace's admitted pods the caller would count
-	// (the namespace's admission queue reads them from the GPUUsage object;
+	// (the namespace's admission queue reads them from its GPUReservationSet;
 	// the command line from a dump): those the ledger has not recorded count
 	// beside its usage (reservation.Reservation).
 	Reservations []reservation.Reservation
