@@ -3,7 +3,6 @@ package ha_test
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -100,9 +99,9 @@ func everyReplicaCharges(t *testing.T, c *replicas.Cluster, ns, want string, ok 
 	}
 }
 
-// deniedByEveryReplica creates one-GPU claims in ns, six at a time, until
-// every replica has decided at least one of them: each must be denied
-// against 144384 MiB.
+// deniedByEveryReplica creates one-GPU claims in ns through each replica
+// in turn until that replica has decided at least one of them: each must
+// be denied against 144384 MiB.
 func deniedByEveryReplica(t *testing.T, c *replicas.Cluster, k kubernetes.Interface, ns string) {
 	t.Helper()
 	decided := func(i int) float64 {
@@ -112,39 +111,33 @@ func deniedByEveryReplica(t *testing.T, c *replicas.Cluster, k kubernetes.Interf
 		}
 		return n
 	}
-	before := make([]float64, len(c.Replicas))
-	for i := range c.Replicas {
-		before[i] = decided(i)
-	}
-	for round, deadline := 0, time.Now().Add(time.Minute); ; round++ {
-		var wg sync.WaitGroup
-		for j := range 6 {
-			name := fmt.Sprintf("probe-%02d-%d", round, j)
-			wg.Go(func() {
-				_, err := k.ResourceV1().ResourceClaims(ns).Create(t.Context(), wholeGPUClaim(ns, name), metav1.CreateOptions{})
-				if err == nil {
-					t.Errorf("claim %s admitted: a new GPU was decided against less than node-b's %d MiB (the hijacker's %d MiB device hid it)", name, bigGPUMiB, hijackMiB)
-				} else if msg := err.Error(); !strings.Contains(msg, "denied") || !strings.Contains(msg, fmt.Sprint(bigGPUMiB)) {
-					t.Errorf("claim %s: %v; want denied against %d MiB", name, err, bigGPUMiB)
-				}
-			})
-		}
-		wg.Wait()
-		if t.Failed() {
-			t.FailNow()
-		}
-		missing := 0
-		for i := range c.Replicas {
-			if decided(i) == before[i] {
-				missing++
+	// Each replica in turn gets every new connection (the API server keeps
+	// its webhook connections alive, and which replica a pooled connection
+	// reaches is chance: with several webhooks sharing the pool, a replica
+	// could go a minute without a claim review).
+	defer c.Proxy.Pin(-1)
+	for i, r := range c.Replicas {
+		c.Proxy.Pin(i)
+		c.Proxy.Reset()
+		before := decided(i)
+		for round, deadline := 0, time.Now().Add(time.Minute); decided(i) == before; round++ {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s decided no claim in %d rounds with every new connection sent to it", r.Name, round)
 			}
+			probeClaim(t, k, ns, fmt.Sprintf("probe-%d-%02d", i, round))
 		}
-		if missing == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %d rounds, %d replicas decided no claim: the proxy did not spread the reviews", round+1, missing)
-		}
+	}
+}
+
+// probeClaim creates a claim of a whole GPU in ns, which must be denied against
+// node-b's device.
+func probeClaim(t *testing.T, k kubernetes.Interface, ns, name string) {
+	t.Helper()
+	_, err := k.ResourceV1().ResourceClaims(ns).Create(t.Context(), wholeGPUClaim(ns, name), metav1.CreateOptions{})
+	if err == nil {
+		t.Fatalf("claim %s admitted: a new GPU was decided against less than node-b's %d MiB (the hijacker's %d MiB device hid it)", name, bigGPUMiB, hijackMiB)
+	} else if msg := err.Error(); !strings.Contains(msg, "denied") || !strings.Contains(msg, fmt.Sprint(bigGPUMiB)) {
+		t.Fatalf("claim %s: %v; want denied against %d MiB", name, err, bigGPUMiB)
 	}
 }
 
