@@ -21,11 +21,11 @@ const (
 // GroupVersion is gpuadmit.io/v1alpha1.
 func GroupVersion() schema.GroupVersion { return schema.GroupVersion{Group: Group, Version: Version} }
 
-// AddToScheme registers GPUUsage, GPUReservationSet, GPUClusterQuota and
-// their lists.
+// AddToScheme registers GPUUsage, GPUReservationSet, GPUClusterQuota,
+// GPUBudget, GPUClusterBudget and their lists.
 func AddToScheme(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion(), &GPUUsage{}, &GPUUsageList{}, &GPUReservationSet{}, &GPUReservationSetList{},
-		&GPUClusterQuota{}, &GPUClusterQuotaList{})
+		&GPUClusterQuota{}, &GPUClusterQuotaList{}, &GPUBudget{}, &GPUBudgetList{}, &GPUClusterBudget{}, &GPUClusterBudgetList{})
 	metav1.AddToGroupVersion(s, GroupVersion())
 	return nil
 }
