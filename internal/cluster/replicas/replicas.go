@@ -178,10 +178,15 @@ func (c *Cluster) StartReplica(i int, extra ...string) error {
 	}
 	args := append([]string{"--kubeconfig", kubeconfig, "--namespace", local.Namespace,
 		"--config", filepath.Join(c.opts.Dir, "config.yaml")}, certArgs...)
+	// A stopping replica answers for --shutdown-delay with every answer
+	// closing its connection, then closes the idle ones: 4 s lets each
+	// pooled connection carry a request first even on a busy 2-core machine
+	// (with 2 s, one create failed with EOF in a clean-clone run while other
+	// builds shared the cores).
 	args = append(args,
 		"--port", strconv.Itoa(r.Port), "--health-probe-bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(r.Probe)),
 		"--metrics-bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(r.Metrics)),
-		"--replica-name", r.Name, "--shutdown-delay", "2s", "--advertise-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(r.Port)))
+		"--replica-name", r.Name, "--shutdown-delay", "4s", "--advertise-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(r.Port)))
 	if c.opts.Args != nil {
 		args = append(args, c.opts.Args(i)...)
 	}
