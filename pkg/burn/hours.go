@@ -6,7 +6,6 @@ import (
 	"math/big"
 	"strings"
 
-	"gopkg.in/inf.v0"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -18,13 +17,14 @@ func HoursToAmount(q resource.Quantity) (Amount, error) {
 	if q.Sign() < 0 {
 		return 0, fmt.Errorf("%s: a budget of resource-hours cannot be negative", q.String())
 	}
-	d := q.AsDec()
-	ms := new(inf.Dec).Mul(d, inf.NewDec(MillisPerHour, 0))
-	ms.Round(ms, 0, inf.RoundDown)
-	u := ms.UnscaledBig()
-	if ms.Scale() < 0 {
-		u = new(big.Int).Mul(u, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(-ms.Scale())), nil))
+	d := q.AsDec() // unscaled × 10^-scale
+	ms := new(big.Int).Mul(d.UnscaledBig(), big.NewInt(MillisPerHour))
+	if scale := int64(d.Scale()); scale > 0 {
+		ms.Quo(ms, new(big.Int).Exp(big.NewInt(10), big.NewInt(scale), nil)) // rounds toward zero
+	} else if scale < 0 {
+		ms.Mul(ms, new(big.Int).Exp(big.NewInt(10), big.NewInt(-scale), nil))
 	}
+	u := ms
 	if !u.IsInt64() {
 		return math.MaxInt64, nil
 	}
