@@ -66,6 +66,20 @@ func TestPodTimelineBurnRule(t *testing.T) {
 				appDone),
 			obs: burn.Observed{StageSeen: map[int]time.Time{0: at(11 * time.Minute)}, Tolerance: tol},
 			gpu: hours(5) + hours(1.0/6), mem: 20480*hours(1.0/6) + 10240*hours(5)},
+		{name: "a finishedAt written in the future ends when the replica first saw the pod finished, plus the tolerance",
+			pod: withRuns(issuePod(), initRun, run{name: "train", started: at(10 * time.Minute), finish: at(300 * time.Hour)}),
+			obs: burn.Observed{LastRunning: at(5 * time.Hour), TerminalSeen: at(5*time.Hour + 9*time.Minute), Tolerance: tol},
+			gpu: hours(5) + hours(1.0/6), mem: 20480*hours(1.0/6) + 10240*hours(5)},
+		{name: "an init finishedAt written later than the replica saw the app running is bounded by that",
+			pod: withRuns(issuePod(), run{name: "fetch", init: true, started: at(0), finish: at(4 * time.Hour)}, appDone),
+			obs: burn.Observed{StageSeen: map[int]time.Time{0: at(5 * time.Minute), 1: at(3 * time.Hour)},
+				StageFirstSeen: map[int]time.Time{0: at(0), 1: at(9 * time.Minute)}, Tolerance: tol},
+			gpu: hours(5) + hours(1.0/6), mem: 20480*hours(1.0/6) + 10240*hours(5)},
+		{name: "an init running again (re-expanded) is not bounded by an earlier steady stage",
+			pod: reExpanded(withRuns(issuePod(), initRun, appRunning)),
+			obs: burn.Observed{StageSeen: map[int]time.Time{1: at(time.Hour)}, StageFirstSeen: map[int]time.Time{1: at(11 * time.Minute)},
+				Deleted: at(2 * time.Hour), Tolerance: tol},
+			gpu: hours(2), mem: 20480 * hours(2)},
 		{name: "a running pod deleted burns until the replica saw it go",
 			pod: withRuns(issuePod(), initRun, appRunning),
 			obs: burn.Observed{Deleted: at(5*time.Hour + 10*time.Minute)},
@@ -130,5 +144,16 @@ func twoInits() *corev1.Pod {
 		Init("b", testpod.GPU(1), testpod.Mem(20000)).
 		App("train", testpod.GPU(1), testpod.Mem(10000)).Build()
 	p.CreationTimestamp = metav1.NewTime(t0)
+	return p
+}
+
+// reExpanded shows the pod's init container running again after its app
+// ran (a sandbox restart): the ledger charges the init peak again.
+func reExpanded(p *corev1.Pod) *corev1.Pod {
+	p = p.DeepCopy()
+	st := &p.Status.InitContainerStatuses[0]
+	st.LastTerminationState.Terminated = st.State.Terminated
+	st.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at(90 * time.Minute))}}
+	p.Status.Phase = corev1.PodPending
 	return p
 }

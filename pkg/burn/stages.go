@@ -47,9 +47,9 @@ func podSegments(pod *corev1.Pod, chargeOf func(effective.Stage) effective.Usage
 }
 
 // regularInits lists the pod's regular init containers in spec order with
-// when each exited 0, each at the earliest at start and no earlier than
-// the replica last saw the pod at the stage it starts (obs.StageSeen,
-// less the tolerance).
+// when each exited 0, each at the earliest at start and bounded by the
+// stages the replica saw (obs.StageSeen: notBefore; obs.StageFirstSeen:
+// notAfter).
 func regularInits(pod *corev1.Pod, obs Observed, start time.Time) []initDone {
 	statuses := make(map[string]*corev1.ContainerStatus, len(pod.Status.InitContainerStatuses))
 	for i := range pod.Status.InitContainerStatuses {
@@ -68,15 +68,35 @@ func regularInits(pod *corev1.Pod, obs Observed, start time.Time) []initDone {
 		out = append(out, d)
 	}
 	for from, seen := range obs.StageSeen {
-		// Seen at a stage whose first counting init container is from: that
-		// one had not exited 0 then (a steady stage bounds nothing).
-		for j := range out {
-			if out[j].index == from && !out[j].at.IsZero() {
-				out[j].at = latest(out[j].at, seen.Add(-obs.Tolerance))
-			}
-		}
+		notBefore(out, from, seen.Add(-obs.Tolerance))
+	}
+	for from, seen := range obs.StageFirstSeen {
+		notAfter(out, from, seen.Add(obs.Tolerance))
 	}
 	return out
+}
+
+// notBefore: the pod was seen at a stage whose first counting regular
+// init container is from at bound (+ tolerance): that one had not exited 0
+// before bound. A container not shown exited 0 now is left alone.
+func notBefore(out []initDone, from int, bound time.Time) {
+	for j := range out {
+		if d := &out[j]; d.index == from && !d.at.IsZero() {
+			d.at = latest(d.at, bound)
+		}
+	}
+}
+
+// notAfter: the pod was first seen at the stage from at bound (-
+// tolerance): the regular init containers before from had exited 0 by
+// then. A container not shown exited 0 now (running again: the ledger's
+// re-expanded stage) is left alone.
+func notAfter(out []initDone, from int, bound time.Time) {
+	for j := range out {
+		if d := &out[j]; d.index < from && d.at.After(bound) {
+			d.at = bound
+		}
+	}
 }
 
 // exitedZero: terminated with exit code 0 and not running or waiting again.
