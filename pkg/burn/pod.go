@@ -90,8 +90,8 @@ func podEnd(pod *corev1.Pod, obs Observed) time.Time {
 		if !obs.LastRunning.IsZero() {
 			end = latest(end, obs.LastRunning.Add(-obs.Tolerance))
 		}
-		if cap := obs.TerminalSeen.Add(obs.Tolerance); !obs.TerminalSeen.IsZero() && end.After(cap) {
-			end = cap // never below LastRunning - Tolerance: it was seen running before
+		if bound := obs.TerminalSeen.Add(obs.Tolerance); !obs.TerminalSeen.IsZero() && end.After(bound) {
+			end = bound // never below LastRunning - Tolerance: it was seen running before
 		}
 		if end.IsZero() {
 			// Terminal with no finish written and never seen running: it
