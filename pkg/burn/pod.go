@@ -87,11 +87,11 @@ func podEnd(pod *corev1.Pod, obs Observed) time.Time {
 	var end time.Time
 	if p := pod.Status.Phase; p == corev1.PodSucceeded || p == corev1.PodFailed {
 		end = latest(latestFinish(pod), obs.LatestFinish)
-		if !obs.LastRunning.IsZero() {
-			end = latest(end, obs.LastRunning.Add(-obs.Tolerance))
-		}
 		if bound := obs.TerminalSeen.Add(obs.Tolerance); !obs.TerminalSeen.IsZero() && end.After(bound) {
-			end = bound // never below LastRunning - Tolerance: it was seen running before
+			end = bound
+		}
+		if !obs.LastRunning.IsZero() { // the lower bound wins
+			end = latest(end, obs.LastRunning.Add(-obs.Tolerance))
 		}
 		if end.IsZero() {
 			// Terminal with no finish written and never seen running: it
