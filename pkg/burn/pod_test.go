@@ -80,6 +80,11 @@ func TestPodTimelineBurnRule(t *testing.T) {
 			obs: burn.Observed{StageSeen: map[int]time.Time{1: at(time.Hour)}, StageFirstSeen: map[int]time.Time{1: at(11 * time.Minute)},
 				Deleted: at(2 * time.Hour), Tolerance: tol},
 			gpu: hours(2), mem: 20480 * hours(2)},
+		{name: "an init container that ran again after the pod was seen steady is not bounded by that",
+			pod: rerunDone(withRuns(issuePod(), initRun, appRunning)),
+			obs: burn.Observed{StageSeen: map[int]time.Time{1: at(time.Hour)}, StageFirstSeen: map[int]time.Time{1: at(11 * time.Minute)},
+				Deleted: at(2 * time.Hour), Tolerance: tol},
+			gpu: hours(2), mem: 20480*hours(100.0/60) + 10240*hours(20.0/60)},
 		{name: "a running pod deleted burns until the replica saw it go",
 			pod: withRuns(issuePod(), initRun, appRunning),
 			obs: burn.Observed{Deleted: at(5*time.Hour + 10*time.Minute)},
@@ -155,5 +160,16 @@ func reExpanded(p *corev1.Pod) *corev1.Pod {
 	st.LastTerminationState.Terminated = st.State.Terminated
 	st.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at(90 * time.Minute))}}
 	p.Status.Phase = corev1.PodPending
+	return p
+}
+
+// rerunDone shows the pod's init container run again (a sandbox restart)
+// from 90 to 100 minutes, after its first run, and the app running again.
+func rerunDone(p *corev1.Pod) *corev1.Pod {
+	p = p.DeepCopy()
+	st := &p.Status.InitContainerStatuses[0]
+	st.LastTerminationState.Terminated = st.State.Terminated
+	st.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		StartedAt: metav1.NewTime(at(90 * time.Minute)), FinishedAt: metav1.NewTime(at(100 * time.Minute))}}
 	return p
 }

@@ -14,6 +14,10 @@ import (
 type initDone struct {
 	index int
 	at    time.Time
+	// rerun: the container terminated before (its status shows a last
+	// termination): its exit may be a later cycle's than the one a replica
+	// saw the pod past.
+	rerun bool
 }
 
 // podSegments is the pod's charge over [start, end): a segment at start
@@ -64,6 +68,7 @@ func regularInits(pod *corev1.Pod, obs Observed, start time.Time) []initDone {
 		d := initDone{index: i}
 		if st := statuses[c.Name]; exitedZero(st) {
 			d.at = latest(st.State.Terminated.FinishedAt.Time, start)
+			d.rerun = st.LastTerminationState.Terminated != nil
 		}
 		out = append(out, d)
 	}
@@ -89,11 +94,11 @@ func notBefore(out []initDone, from int, bound time.Time) {
 
 // notAfter: the pod was first seen at the stage from at bound (-
 // tolerance): the regular init containers before from had exited 0 by
-// then. A container not shown exited 0 now (running again: the ledger's
-// re-expanded stage) is left alone.
+// then. A container not shown exited 0 now, or that ran before (its exit
+// may end a later cycle: the ledger's re-expanded stage), is left alone.
 func notAfter(out []initDone, from int, bound time.Time) {
 	for j := range out {
-		if d := &out[j]; d.index < from && d.at.After(bound) {
+		if d := &out[j]; d.index < from && !d.rerun && d.at.After(bound) {
 			d.at = bound
 		}
 	}
