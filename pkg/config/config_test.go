@@ -214,8 +214,10 @@ func everyField() *config.Configuration {
 			Mode: configv1alpha1.DeviceClassDevice, Driver: "example.com", MemoryCapacity: ptr.To("mem"), CoresCapacity: ptr.To("sm"),
 			CoresPerDevice: ptr.To[int64](50), Selectors: []string{"device.driver == 'example.com'"}}},
 			NetworkPoolDrivers: []string{"example.com"}},
-		Audit:    &configv1alpha1.Audit{OpenReports: ptr.To(true)},
-		Teams:    &configv1alpha1.Teams{LeaveGrace: d(3 * time.Minute)},
+		Audit: &configv1alpha1.Audit{OpenReports: ptr.To(true)},
+		Teams: &configv1alpha1.Teams{LeaveGrace: d(3 * time.Minute)},
+		Budgets: &configv1alpha1.Budgets{CheckpointInterval: d(30 * time.Second), WarnPercents: []int64{50, 90, 100},
+			ClockTolerance: d(10 * time.Second), RollingBuckets: ptr.To[int32](96)},
 		Capacity: &configv1alpha1.Capacity{MaxDeviceMemoryMiB: map[string]int64{"default": 524288, "hygon": 131072}},
 		Workloads: &configv1alpha1.Workloads{Enforcement: ptr.To(configv1alpha1.WorkloadEnforcementWarn),
 			Kinds: []configv1alpha1.WorkloadKind{{Group: "example.com", Version: "v2", Kind: "Trainer", Resource: "trainers", ScaleReplicasPath: "spec.size",
@@ -303,6 +305,15 @@ func TestVersionedConfiguration(t *testing.T) {
 		{name: "gang hold timeout", in: head + "admission: {gangs: {holdTimeout: 0s}}\n", wantErr: "admission.gangs.holdTimeout: Invalid value: \"0s\": must be within 1s..24h"},
 		{name: "team leave grace zero", in: head + "teams: {leaveGrace: 0s}\n", wantErr: "teams.leaveGrace: Invalid value: \"0s\": must be within 1s..24h"},
 		{name: "team leave grace too long", in: head + "teams: {leaveGrace: 25h}\n", wantErr: "teams.leaveGrace: Invalid value: \"25h0m0s\": must be within 1s..24h"},
+		{name: "budget checkpoint interval zero", in: head + "budgets: {checkpointInterval: 0s}\n", wantErr: "budgets.checkpointInterval: Invalid value: \"0s\": must be within 1s..1h"},
+		{name: "budget checkpoint interval too long", in: head + "budgets: {checkpointInterval: 61m}\n", wantErr: "budgets.checkpointInterval: Invalid value: \"1h1m0s\": must be within 1s..1h"},
+		{name: "budget clock tolerance negative", in: head + "budgets: {clockTolerance: -1s}\n", wantErr: "budgets.clockTolerance: Invalid value: \"-1s\": must be within 0s..1h"},
+		{name: "budget clock tolerance too long", in: head + "budgets: {clockTolerance: 2h}\n", wantErr: "budgets.clockTolerance: Invalid value: \"2h0m0s\": must be within 0s..1h"},
+		{name: "budget rolling buckets too few", in: head + "budgets: {rollingBuckets: 3}\n", wantErr: "budgets.rollingBuckets: Invalid value: 3: must be within 4..500"},
+		{name: "budget rolling buckets too many", in: head + "budgets: {rollingBuckets: 501}\n", wantErr: "budgets.rollingBuckets: Invalid value: 501: must be within 4..500"},
+		{name: "budget warn percent out of range", in: head + "budgets: {warnPercents: [0, 101]}\n", wantErr: "budgets.warnPercents[0]: Invalid value: 0: must be within 1..100, budgets.warnPercents[1]: Invalid value: 101: must be within 1..100"},
+		{name: "budget warn percents not ascending", in: head + "budgets: {warnPercents: [95, 80, 80]}\n", wantErr: "budgets.warnPercents[1]: Invalid value: 80: must be above the one before (ascending, no repeats)"},
+		{name: "budget unknown key", in: head + "budgets: {checkpointIntervall: 1m}\n", wantErr: `unknown key "budgets.checkpointIntervall"`},
 		{name: "reservations bound", in: head + "admission: {reservations: {maxPerNamespace: 0}}\n", wantErr: "admission.reservations.maxPerNamespace: Invalid value: 0: must be within 1..5000"},
 		{name: "negative confirm", in: head + "admission: {reservations: {confirmAfter: -1s}}\n", wantErr: "admission.reservations.confirmAfter: Invalid value: \"-1s\": must not be negative"},
 		{name: "recheck below confirm", in: head + "admission: {reservations: {confirmAfter: 10s, recheckMax: 5s}}\n", wantErr: "admission.reservations.recheckMax: Invalid value: \"5s\": must be at least confirmAfter"},
@@ -446,5 +457,23 @@ func TestDeviceMemoryBound(t *testing.T) {
 		if _, _, err := config.Parse([]byte(head + tt.yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v, want %q", strings.TrimSpace(tt.yaml), err, tt.want)
 		}
+	}
+}
+
+// TestBudgetsDefaultsAndExplicitNone: the budgets section's defaults, and
+// an explicit empty warnPercents (never warn) kept, not read as unset.
+func TestBudgetsDefaultsAndExplicitNone(t *testing.T) {
+	c := config.Default()
+	b := c.Budgets
+	if b.CheckpointInterval.Duration != time.Minute || b.ClockTolerance.Duration != time.Minute || *b.RollingBuckets != 48 ||
+		!slices.Equal(b.WarnPercents, []int64{80, 95}) {
+		t.Errorf("budgets defaults: %s", dump(c))
+	}
+	cfg, _, err := config.Parse([]byte(head + "budgets: {warnPercents: [], clockTolerance: 0s}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Budgets.WarnPercents == nil || len(cfg.Budgets.WarnPercents) != 0 || cfg.Budgets.ClockTolerance.Duration != 0 {
+		t.Errorf("explicit none not kept: %#v", cfg.Budgets)
 	}
 }
