@@ -99,12 +99,15 @@ func (cp *checkpoint) addBuckets(tl burn.Timeline, from, to time.Time, width tim
 
 // pruneFoldedPodsLocked drops the foldedPods entries no longer needed:
 // those ending before the window (a pod counts from the window's start
-// anyway), those of pods deleted keepDeletedFor checkpoint intervals ago;
-// beyond MaxFoldedPods, the oldest of deleted pods first, then the oldest.
+// anyway), and those of pods this replica does not hold (not live, no
+// tombstone, not dropped within keepDeletedFor checkpoint intervals: every
+// replica has seen the checkpoint folding them since) that ended
+// keepDeletedFor intervals ago; beyond MaxFoldedPods, the oldest of
+// deleted pods first, then the oldest.
 func (t *Tracker) pruneFoldedPodsLocked(cp *checkpoint, start, now time.Time) {
 	expire := now.Add(-keepDeletedFor * t.opts.CheckpointInterval)
 	for uid, until := range cp.foldedPods {
-		if !until.After(start) || (!t.liveLocked(uid) && until.Before(expire)) {
+		if !until.After(start) || (!t.heldLocked(uid) && until.Before(expire)) {
 			delete(cp.foldedPods, uid)
 		}
 	}
