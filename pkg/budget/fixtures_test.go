@@ -65,7 +65,9 @@ func gb(ns, name string, w gpuadmitv1.BudgetWindow, hours string) *gpuadmitv1.GP
 		Spec: gpuadmitv1.GPUBudgetSpec{Window: w, Hard: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(hours)}}}
 }
 
-func monthly() gpuadmitv1.BudgetWindow { return gpuadmitv1.BudgetWindow{Calendar: gpuadmitv1.WindowMonthly} }
+func monthly() gpuadmitv1.BudgetWindow {
+	return gpuadmitv1.BudgetWindow{Calendar: gpuadmitv1.WindowMonthly}
+}
 
 func rolling(d time.Duration) gpuadmitv1.BudgetWindow {
 	return gpuadmitv1.BudgetWindow{Rolling: &metav1.Duration{Duration: d}}
@@ -87,7 +89,9 @@ func used(t *testing.T, tr *Tracker, ref Ref, now time.Time) burn.Amount {
 	return 0
 }
 
-func refOf(b *gpuadmitv1.GPUBudget) Ref { return Ref{Kind: KindBudget, Namespace: b.Namespace, Name: b.Name} }
+func refOf(b *gpuadmitv1.GPUBudget) Ref {
+	return Ref{Kind: KindBudget, Namespace: b.Namespace, Name: b.Name}
+}
 
 // fakeAPI is a fake API server holding budgets with a status subresource.
 func fakeAPI(t *testing.T, objs ...client.Object) client.Client {
