@@ -142,3 +142,7 @@ func recount(runs []run, from, to time.Time) burn.Amount {
 }
 
 type apiClient = client.Client
+
+func b100() resource.Quantity { return resource.MustParse("100") }
+
+func clientKey(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }

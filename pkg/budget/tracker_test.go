@@ -98,8 +98,9 @@ func TestCalendarRolloverDST(t *testing.T) {
 	if d := obj.Status.WindowEnd.Sub(obj.Status.WindowStart.Time); d != 23*time.Hour {
 		t.Errorf("the spring day lasts %v, want 23h", d)
 	}
-	if obj.Status.Checkpoint == nil || len(obj.Status.Checkpoint.Folded) != 0 {
-		t.Errorf("the new day's checkpoint folds %+v, want nothing", obj.Status.Checkpoint)
+	if c := obj.Status.Checkpoint; c == nil || len(c.Folded) == 0 || c.Folded[0].Resource != "nvidia.com/gpu" ||
+		c.Folded[0].UnitMilliseconds != int64(gpuMinutes(11*60)) {
+		t.Errorf("the new day's checkpoint folds %+v, want b's 11 hours of Sunday only", obj.Status.Checkpoint)
 	}
 }
 
