@@ -145,4 +145,6 @@ type apiClient = client.Client
 
 func b100() resource.Quantity { return resource.MustParse("100") }
 
-func clientKey(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+func clientKey(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
