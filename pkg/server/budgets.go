@@ -128,11 +128,26 @@ func (s *Server) electBudgets(kube kubernetes.Interface) error {
 type budgetSettings struct {
 	interval, tolerance time.Duration
 	rollingBuckets      int
-	warnPercents        []int32
+	warnPercents        []int64
 }
 
-// budgetSettingsOf reads the budgets section (TODO: from the
-// configuration's budgets section once merged; its defaults until then).
-func budgetSettingsOf(_ Options) budgetSettings {
-	return budgetSettings{interval: time.Minute, tolerance: time.Minute, rollingBuckets: 48, warnPercents: []int32{80, 95}}
+// budgetSettingsOf reads the budgets section (defaulted by pkg/config; an
+// unset key leaves the tracker's own default).
+func budgetSettingsOf(o Options) budgetSettings {
+	var out budgetSettings
+	b := o.Config.Budgets
+	if b == nil {
+		return out
+	}
+	if b.CheckpointInterval != nil {
+		out.interval = b.CheckpointInterval.Duration
+	}
+	if b.ClockTolerance != nil {
+		out.tolerance = b.ClockTolerance.Duration
+	}
+	if b.RollingBuckets != nil {
+		out.rollingBuckets = int(*b.RollingBuckets)
+	}
+	out.warnPercents = b.WarnPercents
+	return out
 }
