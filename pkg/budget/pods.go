@@ -106,17 +106,7 @@ func observe(obs *burn.Observed, pod *corev1.Pod, now time.Time) {
 	each(pod, func(st *corev1.ContainerStatus) {
 		started = started || st.State.Running != nil || st.State.Terminated != nil || st.LastTerminationState.Terminated != nil
 		running = running || st.State.Running != nil
-		if r := st.State.Running; r != nil {
-			obs.EarliestStart = earliest(obs.EarliestStart, r.StartedAt.Time)
-		}
-		for _, x := range []*corev1.ContainerStateTerminated{st.State.Terminated, st.LastTerminationState.Terminated} {
-			if x != nil {
-				obs.EarliestStart = earliest(obs.EarliestStart, x.StartedAt.Time)
-				if x.FinishedAt.After(obs.LatestFinish) {
-					obs.LatestFinish = x.FinishedAt.Time
-				}
-			}
-		}
+		observeTimes(obs, st)
 	})
 	if started && obs.FirstRunning.IsZero() {
 		obs.FirstRunning = now
@@ -129,6 +119,22 @@ func observe(obs *burn.Observed, pod *corev1.Pod, now time.Time) {
 			obs.StageSeen = map[int]time.Time{}
 		}
 		obs.StageSeen[effective.StageOf(pod).From] = now
+	}
+}
+
+// observeTimes keeps the earliest startedAt and the latest finishedAt a
+// container status shows.
+func observeTimes(obs *burn.Observed, st *corev1.ContainerStatus) {
+	if r := st.State.Running; r != nil {
+		obs.EarliestStart = earliest(obs.EarliestStart, r.StartedAt.Time)
+	}
+	for _, x := range []*corev1.ContainerStateTerminated{st.State.Terminated, st.LastTerminationState.Terminated} {
+		if x != nil {
+			obs.EarliestStart = earliest(obs.EarliestStart, x.StartedAt.Time)
+			if x.FinishedAt.After(obs.LatestFinish) {
+				obs.LatestFinish = x.FinishedAt.Time
+			}
+		}
 	}
 }
 
