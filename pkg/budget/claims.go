@@ -57,6 +57,7 @@ func (t *Tracker) UpsertClaim(c *resourcev1.ResourceClaim) {
 		e.claim.owner = ref.UID
 	}
 	t.claimTimelineLocked(e)
+	t.bumpLocked(e.namespace)
 }
 
 // DeleteClaim records that this replica saw the claim deleted now.
@@ -68,6 +69,7 @@ func (t *Tracker) DeleteClaim(namespace, name string) {
 		if e.claim != nil && e.name == name && !e.deleted() {
 			e.obs.Deleted = now
 			t.claimTimelineLocked(e)
+			t.bumpLocked(namespace)
 		}
 	}
 	t.dropFoldedLocked()

@@ -47,6 +47,7 @@ func (t *Tracker) DeleteNamespace(name string) {
 // the budgets that select it again.
 func (t *Tracker) moveLocked(ns string, before map[string]string, knownBefore bool, after map[string]string, knownAfter bool) {
 	now := t.clock.Now()
+	t.version++
 	for _, b := range t.budgets {
 		if !b.cluster {
 			continue

@@ -67,6 +67,7 @@ func (t *Tracker) UpsertPod(pod *corev1.Pod) {
 	observe(&e.obs, pod, now)
 	e.timeline = burn.PodTimeline(pod, t.chargeOf(pod), e.obs)
 	t.refreshClaimsLocked(pod.Namespace)
+	t.bumpLocked(pod.Namespace)
 }
 
 // replaceSameNameLocked ends an older pod of the same namespace and name
@@ -221,6 +222,7 @@ func (t *Tracker) endLocked(e *podEntry, final *corev1.Pod, now time.Time) {
 		e.timeline = burn.PodTimeline(e.pod, t.chargeOf(e.pod), e.obs)
 	}
 	t.refreshClaimsLocked(e.namespace)
+	t.bumpLocked(e.namespace)
 }
 
 // dropFoldedLocked forgets the deleted pods no budget needs any more:
@@ -240,6 +242,7 @@ func (t *Tracker) dropFoldedLocked() {
 			continue
 		}
 		t.gone[uid] = now
+		t.bumpLocked(e.namespace)
 		delete(t.pods, uid)
 		delete(t.byNS[e.namespace], uid)
 		if len(t.byNS[e.namespace]) == 0 {

@@ -33,6 +33,8 @@ type tracked struct {
 	// GPUClusterBudget), with when this replica saw it: their burn up to
 	// then still counts until a checkpoint folds it.
 	departed map[types.UID]time.Time
+	// memo is the standing's memo (memo.go).
+	memo memoCell
 }
 
 // resourceSpec is one enforced key of spec.hard.

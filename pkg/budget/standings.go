@@ -19,7 +19,7 @@ func (t *Tracker) Standings(namespace string, now time.Time) []Standing {
 	var out []Standing
 	for _, b := range t.budgets {
 		if t.selectsLocked(b, namespace) {
-			out = append(out, t.standingOf(b, t.accrueLocked(b, &b.cp, now)))
+			out = append(out, t.standingOf(b, t.accrueFastLocked(b, now)))
 		}
 	}
 	sortStandings(out)

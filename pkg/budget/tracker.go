@@ -67,6 +67,10 @@ type Tracker struct {
 	byNS map[string]map[types.UID]*podEntry
 	// claimsByNS indexes the claims' entries by namespace.
 	claimsByNS map[string]map[types.UID]*podEntry
+	// version counts the changes of pods, claims and namespaces;
+	// nsVersion those of each namespace's pods and claims (memo.go).
+	version   uint64
+	nsVersion map[string]uint64
 	// gone are the pods deleted and folded, with when they were dropped.
 	gone map[types.UID]time.Time
 }
@@ -87,7 +91,7 @@ func NewTracker(opts Options) *Tracker {
 	}
 	t := &Tracker{opts: opts, clock: opts.Clock, log: opts.Log,
 		budgets: map[Ref]*tracked{}, namespaces: map[string]map[string]string{},
-		pods: map[types.UID]*podEntry{}, gone: map[types.UID]time.Time{}, claimsByNS: map[string]map[types.UID]*podEntry{}, byNS: map[string]map[types.UID]*podEntry{}}
+		pods: map[types.UID]*podEntry{}, gone: map[types.UID]time.Time{}, nsVersion: map[string]uint64{}, claimsByNS: map[string]map[types.UID]*podEntry{}, byNS: map[string]map[types.UID]*podEntry{}}
 	if t.clock == nil {
 		t.clock = clock.RealClock{}
 	}
