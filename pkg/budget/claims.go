@@ -68,6 +68,7 @@ func (t *Tracker) DeleteClaim(namespace, name string) {
 	for _, e := range t.byNS[namespace] {
 		if e.claim != nil && e.name == name && !e.deleted() {
 			e.obs.Deleted = now
+			t.tombstones[e.uid] = e
 			t.claimTimelineLocked(e)
 			t.bumpLocked(namespace)
 		}

@@ -218,6 +218,7 @@ func (t *Tracker) endLocked(e *podEntry, final *corev1.Pod, now time.Time) {
 		observe(&e.obs, final, now)
 	}
 	e.obs.Deleted = now
+	t.tombstones[e.uid] = e
 	if e.pod != nil {
 		e.timeline = burn.PodTimeline(e.pod, t.chargeOf(e.pod), e.obs)
 	}
@@ -237,10 +238,11 @@ func (t *Tracker) dropFoldedLocked() {
 			delete(t.gone, uid)
 		}
 	}
-	for uid, e := range t.pods {
-		if !e.deleted() || t.neededLocked(e) {
+	for uid, e := range t.tombstones {
+		if t.neededLocked(e) {
 			continue
 		}
+		delete(t.tombstones, uid)
 		t.gone[uid] = now
 		t.bumpLocked(e.namespace)
 		delete(t.pods, uid)

@@ -71,6 +71,8 @@ type Tracker struct {
 	// nsVersion those of each namespace's pods and claims (memo.go).
 	version   uint64
 	nsVersion map[string]uint64
+	// tombstones are the entries seen deleted, still held.
+	tombstones map[types.UID]*podEntry
 	// gone are the pods deleted and folded, with when they were dropped.
 	gone map[types.UID]time.Time
 }
@@ -91,7 +93,7 @@ func NewTracker(opts Options) *Tracker {
 	}
 	t := &Tracker{opts: opts, clock: opts.Clock, log: opts.Log,
 		budgets: map[Ref]*tracked{}, namespaces: map[string]map[string]string{},
-		pods: map[types.UID]*podEntry{}, gone: map[types.UID]time.Time{}, nsVersion: map[string]uint64{}, claimsByNS: map[string]map[types.UID]*podEntry{}, byNS: map[string]map[types.UID]*podEntry{}}
+		pods: map[types.UID]*podEntry{}, gone: map[types.UID]time.Time{}, tombstones: map[types.UID]*podEntry{}, nsVersion: map[string]uint64{}, claimsByNS: map[string]map[types.UID]*podEntry{}, byNS: map[string]map[types.UID]*podEntry{}}
 	if t.clock == nil {
 		t.clock = clock.RealClock{}
 	}
