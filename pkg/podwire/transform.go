@@ -91,13 +91,18 @@ type podSlimmer struct {
 
 func (t *podSlimmer) slim(p *corev1.Pod) runtime.Object {
 	if !effective.RequestsAny(p, t.families) {
-		if effective.HasTemplateClaim(p) {
+		if len(p.Spec.ResourceClaims) > 0 {
 			// Its templates' claims may be charged under it (pkg/ledger/templates.go):
-			// its claims and its phase are read.
+			// its claims and its phase are read; and its claims burn the
+			// budgets while it runs (pkg/budget): its creation and its
+			// containers' times are read.
 			out := &corev1.Pod{ObjectMeta: Identity(&p.ObjectMeta, false, stamp.Annotations()...)}
+			out.CreationTimestamp = p.CreationTimestamp
 			t.keepCreator(p, out)
 			out.Spec.ResourceClaims = p.Spec.ResourceClaims
 			out.Status.Phase = p.Status.Phase
+			out.Status.InitContainerStatuses = t.slimStatuses(p.Status.InitContainerStatuses)
+			out.Status.ContainerStatuses = t.slimStatuses(p.Status.ContainerStatuses)
 			return out
 		}
 		// Never charged: its identity is all the ledger reads, and a
@@ -116,6 +121,7 @@ func podMeta(m metav1.ObjectMeta) *metav1.PartialObjectMetadata {
 
 func (t *podSlimmer) slimGPU(p *corev1.Pod) *corev1.Pod {
 	out := &corev1.Pod{ObjectMeta: Identity(&p.ObjectMeta, false, t.annotations...)}
+	out.CreationTimestamp = p.CreationTimestamp // a budget's burn starts from it at the earliest (pkg/burn)
 	t.keepCreator(p, out)
 	out.Spec.InitContainers = t.slimContainers(p.Spec.InitContainers)
 	out.Spec.Containers = t.slimContainers(p.Spec.Containers)
@@ -221,7 +227,8 @@ func managedOnly(rl corev1.ResourceList, fams []effective.Family) corev1.Resourc
 }
 
 // slimStatuses keeps each container's name, state and last termination
-// state (which state, and the exit code): what effective.StageOf reads.
+// state (which state, the exit code, startedAt and finishedAt): what
+// effective.StageOf and the budgets' burn (pkg/burn) read.
 func (t *podSlimmer) slimStatuses(sts []corev1.ContainerStatus) []corev1.ContainerStatus {
 	if sts == nil {
 		return nil
@@ -246,26 +253,29 @@ func (t *podSlimmer) slimStatuses(sts []corev1.ContainerStatus) []corev1.Contain
 func stateKey(b *strings.Builder, st corev1.ContainerState) {
 	b.WriteByte(0)
 	if st.Running != nil {
-		b.WriteByte('R')
+		b.WriteString("R" + strconv.FormatInt(st.Running.StartedAt.UnixNano(), 36))
 	}
 	if st.Waiting != nil {
 		b.WriteByte('W')
 	}
-	if st.Terminated != nil {
-		b.WriteString("T" + strconv.Itoa(int(st.Terminated.ExitCode)))
+	if t := st.Terminated; t != nil {
+		b.WriteString("T" + strconv.Itoa(int(t.ExitCode)) + "," + strconv.FormatInt(t.StartedAt.UnixNano(), 36) +
+			"," + strconv.FormatInt(t.FinishedAt.UnixNano(), 36))
 	}
 }
 
+// slimState keeps which state, the exit code, and the times the node wrote
+// (startedAt, finishedAt: what a pod's burn is read from, pkg/burn).
 func slimState(st corev1.ContainerState) corev1.ContainerState {
 	var out corev1.ContainerState
 	if st.Running != nil {
-		out.Running = &corev1.ContainerStateRunning{}
+		out.Running = &corev1.ContainerStateRunning{StartedAt: st.Running.StartedAt}
 	}
 	if st.Waiting != nil {
 		out.Waiting = &corev1.ContainerStateWaiting{}
 	}
-	if st.Terminated != nil {
-		out.Terminated = &corev1.ContainerStateTerminated{ExitCode: st.Terminated.ExitCode}
+	if t := st.Terminated; t != nil {
+		out.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, StartedAt: t.StartedAt, FinishedAt: t.FinishedAt}
 	}
 	return out
 }
