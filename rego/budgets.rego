@@ -19,7 +19,7 @@ deny contains msg if {
 	b.demand > 0
 	b.used >= b.hard
 	msg := sprintf("namespace %q: %s is spent: %s of %s %s-hours used; no new %s using %s is admitted %s", [
-		input.namespace, budget_name(b), b.usedHours, b.hardHours, b.resource, subject, b.resource, budget_until(b),
+		input.namespace, budget_name(b), b.usedHours, b.hardHours, b.resource, budget_subject, b.resource, budget_until(b),
 	])
 }
 
@@ -63,6 +63,12 @@ over_deadline(b) if {
 	b.maxBurn >= 0
 	b.used + b.maxBurn > b.hard
 }
+
+# budget_subject is what is being created (this file stands alone: a
+# policy set may replace limits.rego and keep it).
+budget_subject := "claim" if input.claim.name
+
+else := "pod"
 
 # budget_name is `GPUBudget "ml-hours"` or `GPUClusterBudget "ml"`.
 budget_name(b) := sprintf("%s %q", [b.kind, b.name])

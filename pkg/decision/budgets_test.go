@@ -192,6 +192,7 @@ func TestBudgetsHoldAdmission(t *testing.T) {
 			}
 			if captured.last != nil {
 				matchesSchema(t, captured.last)
+				checkKeys(t, d.words, ast.NewTerm(captured.last), "input")
 				if !b.asked.Equal(clk.Now()) {
 					t.Errorf("standings asked at %v, want the decider's clock %v", b.asked, clk.Now())
 				}
