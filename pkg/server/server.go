@@ -32,6 +32,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/admission"
 	"github.com/gpuadmit/gpuadmit/pkg/admitqueue"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/budget"
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
@@ -126,10 +127,13 @@ const LeaderElectionID = "gpuadmit-usage-status"
 
 // Server is the wired admission webhook.
 type Server struct {
-	mgr     manager.Manager
-	Ledger  *ledger.Ledger
-	Engine  *policy.Engine
-	Store   *admitqueue.Store
+	mgr    manager.Manager
+	Ledger *ledger.Ledger
+	Engine *policy.Engine
+	Store  *admitqueue.Store
+	// Budgets tracks the GPU-hour budgets (every replica); admission
+	// holds what it reports. nil: no budget is held.
+	Budgets *budget.Tracker
 	members *membership.Members
 	feed    *feed.Feed
 	usage   toolscache.InformerSynced
