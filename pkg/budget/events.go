@@ -47,7 +47,7 @@ func (c *Checkpointer) events(obj runtime.Object, prev *gpuadmitv1.BudgetStatus,
 		}
 	}
 	for _, p := range slices.Sorted(slices.Values(c.o.WarnPercents)) {
-		if before < p && now >= p {
+		if int64(before) < p && int64(now) >= p {
 			c.o.Recorder.Eventf(obj, "Warning", EventThreshold, "%d%% of the budget used in the window ending %s", p, st.WindowEnd.Format(time.RFC3339))
 		}
 	}

@@ -13,9 +13,11 @@ import (
 
 // Fold is what the elected replica writes for budget ref at now, from the
 // status it read (the object its compare-and-swap carries): the
-// checkpoint read, with this replica's tombstones (pods deleted) and
-// departures (namespaces that left a GPUClusterBudget) not folded in it
-// yet folded in, and the status computed from it (used RECOMPUTED from
+// checkpoint read, with the burn of every pod it counts up to now folded
+// in (each from its foldedPods entry's until, which moves to now, or to
+// the pod's end: this replica's tombstones of pods deleted, the
+// departures of namespaces that left a GPUClusterBudget, the live pods),
+// and the status computed from it (used RECOMPUTED from
 // folded + the live pods, never incremented: writing it twice, or two
 // writers, add nothing). A calendar window's folded burn starts over at
 // its rollover. A checkpoint time ahead of now (another replica's clock)
@@ -64,14 +66,32 @@ func (t *Tracker) foldLocked(b *tracked, cp checkpoint, now time.Time, writer st
 			nc.foldedPods[e.uid] = to
 		}
 	}
+	var live []*podEntry
 	t.eachCountedLocked(b, func(e *podEntry) {
-		if e.deleted() && len(e.timeline.Segments) > 0 && !e.timeline.End.IsZero() {
+		switch {
+		case len(e.timeline.Segments) == 0:
+		case e.deleted():
 			fold(e, minTime(e.timeline.End, now))
+		default:
+			live = append(live, e)
 		}
 	})
 	for uid, at := range b.departed {
 		if e := t.pods[uid]; e != nil && !t.selectsLocked(b, e.namespace) && len(e.timeline.Segments) > 0 {
 			to := minTime(at, now)
+			if end := e.timeline.End; !end.IsZero() {
+				to = minTime(to, end)
+			}
+			fold(e, to)
+		}
+	}
+	// The live pods' burn so far is folded too (their entries' until moves
+	// to now), so that a pod deleted unseen by the next leader loses at
+	// most the burn since this checkpoint; beyond MaxFoldedPods entries, a
+	// live pod without one keeps counting from the window's start.
+	for _, e := range live {
+		if _, ok := nc.foldedPods[e.uid]; ok || len(nc.foldedPods) < MaxFoldedPods {
+			to := now
 			if end := e.timeline.End; !end.IsZero() {
 				to = minTime(to, end)
 			}
@@ -99,12 +119,15 @@ func (cp *checkpoint) addBuckets(tl burn.Timeline, from, to time.Time, width tim
 
 // pruneFoldedPodsLocked drops the foldedPods entries no longer needed:
 // those ending before the window (a pod counts from the window's start
-// anyway), those of pods deleted keepDeletedFor checkpoint intervals ago;
-// beyond MaxFoldedPods, the oldest of deleted pods first, then the oldest.
+// anyway), and those of pods this replica does not hold (not live, no
+// tombstone, not dropped within keepDeletedFor checkpoint intervals: every
+// replica has seen the checkpoint folding them since) that ended
+// keepDeletedFor intervals ago; beyond MaxFoldedPods, the oldest of
+// deleted pods first, then the oldest.
 func (t *Tracker) pruneFoldedPodsLocked(cp *checkpoint, start, now time.Time) {
 	expire := now.Add(-keepDeletedFor * t.opts.CheckpointInterval)
 	for uid, until := range cp.foldedPods {
-		if !until.After(start) || (!t.liveLocked(uid) && until.Before(expire)) {
+		if !until.After(start) || (!t.heldLocked(uid) && until.Before(expire)) {
 			delete(cp.foldedPods, uid)
 		}
 	}

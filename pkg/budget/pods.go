@@ -48,6 +48,9 @@ func (t *Tracker) UpsertPod(pod *corev1.Pod) {
 	uid := uidOf(pod)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if _, gone := t.gone[uid]; gone {
+		return // deleted and folded: a lagging list still showing it
+	}
 	e := t.pods[uid]
 	if e == nil {
 		t.replaceSameNameLocked(pod, uid, now)
@@ -216,12 +219,21 @@ func (t *Tracker) endLocked(e *podEntry, final *corev1.Pod, now time.Time) {
 
 // dropFoldedLocked forgets the deleted pods no budget needs any more:
 // every budget that counts them folded them (a checkpoint's foldedPods
-// entry up to their end), or their burn is before its window.
+// entry up to their end), or their burn is before its window. Their UIDs
+// are kept keepDeletedFor checkpoint intervals (gone), so that a lagging
+// list still showing them does not bring them back.
 func (t *Tracker) dropFoldedLocked() {
+	now := t.clock.Now()
+	for uid, at := range t.gone {
+		if now.Sub(at) > keepDeletedFor*t.opts.CheckpointInterval {
+			delete(t.gone, uid)
+		}
+	}
 	for uid, e := range t.pods {
 		if !e.deleted() || t.neededLocked(e) {
 			continue
 		}
+		t.gone[uid] = now
 		delete(t.pods, uid)
 		delete(t.byNS[e.namespace], uid)
 		if len(t.byNS[e.namespace]) == 0 {
