@@ -223,8 +223,11 @@ func overBudget(doc *inputDoc) []BudgetCheck {
 	return slices.Clip(out)
 }
 
-// warnPercents are cfg's budgets.warnPercents, ascending.
+// warnPercents are cfg's budgets.warnPercents (validated: ascending,
+// 1..100; defaulted to [80, 95]).
 func warnPercents(cfg *config.Configuration) []int64 {
-	_ = cfg
-	return []int64{80, 95} // TODO(decide): cfg.Budgets.WarnPercents once the config section is merged
+	if cfg.Budgets == nil {
+		return nil
+	}
+	return slices.Clone(cfg.Budgets.WarnPercents)
 }

@@ -61,7 +61,12 @@ func gpuBudget(resource, dim string, hard, used burn.Amount) budget.Standing {
 // and one node of 8 24 GiB GPUs, holding the budgets b reports at clk's now.
 func budgetDecider(t *testing.T, ev Evaluator, b Budgets, clk *clocktesting.FakeClock) *Decider {
 	t.Helper()
-	cfg := config.Default()
+	return budgetDeciderWith(t, config.Default(), ev, b, clk)
+}
+
+// budgetDeciderWith is budgetDecider with the configuration cfg.
+func budgetDeciderWith(t *testing.T, cfg *config.Configuration, ev Evaluator, b Budgets, clk *clocktesting.FakeClock) *Decider {
+	t.Helper()
 	fams := config.Families(cfg)
 	ch, err := dra.NewCharger(config.DeviceClasses(cfg), fams)
 	if err != nil {
@@ -233,5 +238,38 @@ func TestBudgetsNoneWithoutTracker(t *testing.T) {
 	}
 	if got, ok := field(doc, "budgets").([]any); !ok || len(got) != 0 {
 		t.Errorf("input.budgets = %v, want []", got)
+	}
+}
+
+// TestBudgetWarnPercentsFromConfig: the thresholds are the configuration's
+// budgets.warnPercents: [90] is silent at 89 % and warns at 90 %; [] never
+// warns, even one millisecond short of spent (which is still allowed).
+func TestBudgetWarnPercentsFromConfig(t *testing.T) {
+	e := loadedEngine(t)
+	for _, tc := range []struct {
+		percents []int64
+		used     burn.Amount
+		warn     string
+	}{
+		{percents: []int64{90}, used: hour * 89 / 100},
+		{percents: []int64{90}, used: hour * 90 / 100,
+			warn: `namespace "team-a": GPUBudget "ml-hours" has used 90 % of its nvidia.com/gpu-hours (0.9 of 1, 0.1 left until 2027-01-01T00:00:00+01:00)`},
+		{percents: []int64{}, used: hour - 1},
+	} {
+		cfg := config.Default()
+		cfg.Budgets.WarnPercents = tc.percents
+		b := &fakeBudgets{by: map[string][]budget.Standing{"team-a": {gpuBudget("nvidia.com/gpu", "gpu", hour, tc.used)}}}
+		d := budgetDeciderWith(t, cfg, e, b, clocktesting.NewFakeClock(time.Now()))
+		res, err := d.Decide(context.Background(), Request{Pod: gpuPod("team-a", 1, -1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		if tc.warn != "" {
+			want = []string{tc.warn}
+		}
+		if !res.Allowed || !equalStrings(res.Warnings, want) {
+			t.Errorf("%v at %d: allowed %v, warnings %q; want %q", tc.percents, tc.used, res.Allowed, res.Warnings, want)
+		}
 	}
 }
