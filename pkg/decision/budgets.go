@@ -2,6 +2,7 @@ package decision
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"math/big"
 	"slices"
@@ -117,7 +118,9 @@ func (d *Decider) budgetChecks(ns string, eff effective.Usage, deadline int64) (
 		}
 		for _, r := range s.Resources {
 			dim, ok := dimensionOf(r.Dimension)
-			if !ok {
+			if !ok { // never silently: the policies warn of it
+				problems = append(problems, budgetProblem{kind: s.Kind, namespace: s.Namespace, name: s.Name,
+					problem: fmt.Sprintf("spec.hard: %q: unknown dimension %q", r.Resource, r.Dimension)})
 				continue
 			}
 			demand := eff.Of(r.Family).Get(dim)
@@ -166,10 +169,12 @@ func maxBurn(seconds, demand int64) int64 {
 	return p.Int64()
 }
 
-// dimensionOf is the dimension of key "gpu", "gpumem" or "gpucores".
+// dimensionOf is the dimension of key: the input's name ("gpu",
+// "gpumem", "gpucores") or effective.Dimension's ("count", "memory",
+// "cores").
 func dimensionOf(key string) (effective.Dimension, bool) {
 	for _, dim := range effective.Dimensions() {
-		if dimKey(dim) == key {
+		if dimKey(dim) == key || dim.String() == key {
 			return dim, true
 		}
 	}

@@ -114,6 +114,7 @@ func budgetCases() []budgetCase {
 	broken := gpuBudget("nvidia.com/gpu", "gpu", hour, 0)
 	broken.Problems = []string{`spec.hard: "example.com/fpga" is not a resource gpuadmit governs`}
 	broken.Resources = append(broken.Resources, budget.ResourceStanding{Resource: "example.com/fpga", Family: "nvidia", Dimension: "fpga", Used: 5 * hour})
+	tracker := gpuBudget("nvidia.com/gpu", "count", hour, hour) // the Tracker's name of the dimension
 	return []budgetCase{
 		{name: "spent: the next GPU pod is denied with the window end", standings: gpu(hour, hour), req: Request{Pod: gpuPod("team-a", 1, -1)},
 			denials: []string{spentMsg}, over: []string{"ml-hours"}},
@@ -163,9 +164,12 @@ func budgetCases() []budgetCase {
 			denials: []string{spentMsg,
 				`namespace "team-a": GPUClusterBudget "ml" is spent: 1 of 1 nvidia.com/gpu-hours used; no new pod using nvidia.com/gpu is admitted until enough of its burn leaves the rolling 720h0m0s window`},
 			over: []string{"ml-hours", "ml"}},
+		{name: "a dimension named as effective names it", standings: map[string][]budget.Standing{"team-a": {tracker}},
+			req: Request{Pod: gpuPod("team-a", 1, -1)}, denials: []string{spentMsg}, over: []string{"ml-hours"}},
 		{name: "a key that cannot be enforced is warned of, the others held", standings: map[string][]budget.Standing{"team-a": {broken}},
 			req: Request{Pod: gpuPod("team-a", 1, -1)}, allowed: true,
-			warnings: []string{`namespace "team-a": GPUBudget "ml-hours" is not enforced in part: spec.hard: "example.com/fpga" is not a resource gpuadmit governs`}},
+			warnings: []string{`namespace "team-a": GPUBudget "ml-hours" is not enforced in part: spec.hard: "example.com/fpga" is not a resource gpuadmit governs`,
+				`namespace "team-a": GPUBudget "ml-hours" is not enforced in part: spec.hard: "example.com/fpga": unknown dimension "fpga"`}},
 	}
 }
 
