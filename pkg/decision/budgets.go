@@ -190,6 +190,15 @@ func deadlineOf(req *Request) int64 {
 	return max(*req.Pod.Spec.ActiveDeadlineSeconds, 0)
 }
 
+// budgetPart is input.budgets or, for key budgetProblems,
+// input.budgetProblems.
+func (d *inputDoc) budgetPart(b *builder, key string) *ast.Term {
+	if key == "budgetProblems" {
+		return d.budgetProblemsTerm(b)
+	}
+	return d.budgetsTerm(b)
+}
+
 // budgetsTerm is input.budgets.
 func (d *inputDoc) budgetsTerm(b *builder) *ast.Term {
 	items := make([]*ast.Term, len(d.budgets))

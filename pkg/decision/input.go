@@ -103,10 +103,8 @@ func (d *inputDoc) part(b *builder, key string, reads *policy.Reads) *ast.Term {
 		return d.usageTerm(b)
 	case "teamLimits":
 		return d.teamsTerm(b)
-	case "budgets":
-		return d.budgetsTerm(b)
-	case "budgetProblems":
-		return d.budgetProblemsTerm(b)
+	case "budgets", "budgetProblems":
+		return d.budgetPart(b, key)
 	case "capacity":
 		return b.term(d.capacity)
 	default:
