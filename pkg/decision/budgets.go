@@ -228,13 +228,16 @@ func (d *inputDoc) budgetProblemsTerm(b *builder) *ast.Term {
 
 // overBudget are the checks of doc that deny its pod.
 func overBudget(doc *inputDoc) []BudgetCheck {
+	return slices.DeleteFunc(budgetChecksOf(doc), func(c BudgetCheck) bool { return !c.Exceeded() })
+}
+
+// budgetChecksOf are every check of doc (nil for none).
+func budgetChecksOf(doc *inputDoc) []BudgetCheck {
 	var out []BudgetCheck
 	for i := range doc.budgets {
-		if c := doc.budgets[i].BudgetCheck; c.Exceeded() {
-			out = append(out, c)
-		}
+		out = append(out, doc.budgets[i].BudgetCheck)
 	}
-	return slices.Clip(out)
+	return out
 }
 
 // warnPercents are cfg's budgets.warnPercents (validated: ascending,

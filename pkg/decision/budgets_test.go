@@ -277,3 +277,22 @@ func TestBudgetWarnPercentsFromConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetsExplained: --explain lists every budget checked, the one
+// that denies marked.
+func TestBudgetsExplained(t *testing.T) {
+	b := &fakeBudgets{by: map[string][]budget.Standing{"team-a": {
+		gpuBudget("nvidia.com/gpu", "gpu", hour, hour), gpuBudget("nvidia.com/gpucores", "gpucores", hour, 0)}}}
+	b.by["team-a"][1].Name = "cores"
+	d := budgetDecider(t, loadedEngine(t), b, clocktesting.NewFakeClock(time.Now()))
+	res, err := d.Decide(context.Background(), Request{Pod: gpuPod("team-a", 1, 600), Explain: true})
+	if err != nil || res.Allowed || res.Explanation == nil {
+		t.Fatalf("%v %+v", err, res)
+	}
+	// the pod asks no cores: only the GPU budget is checked.
+	want := []BudgetCheck{{Kind: KindBudget, Namespace: "team-a", Name: "ml-hours", Resource: "nvidia.com/gpu", Window: "Monthly Europe/Berlin",
+		WindowEnd: windowEnd, Hard: int64(hour), Used: int64(hour), Demand: 1, MaxBurn: 600_000, Spent: true}}
+	if got := res.Explanation.Budgets; len(got) != 1 || got[0] != want[0] {
+		t.Errorf("explained budgets %+v, want %+v", got, want)
+	}
+}
