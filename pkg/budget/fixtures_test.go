@@ -23,8 +23,6 @@ import (
 // t0 is the tests' epoch: a Monday, midnight UTC, the first of a month.
 var t0 = time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC)
 
-var gpuKey = burn.Key{Family: effective.Nvidia().Name, Dimension: effective.DimensionCount}
-
 // gpuMinutes is n device-minutes as an Amount.
 func gpuMinutes(n float64) burn.Amount { return burn.Amount(n * 60_000) }
 

@@ -21,6 +21,8 @@ type podEntry struct {
 	pod       *corev1.Pod
 	obs       burn.Observed
 	timeline  burn.Timeline
+	// claim is set on a ResourceClaim's entry (claims.go).
+	claim *claimInfo
 }
 
 func (e *podEntry) deleted() bool { return !e.obs.Deleted.IsZero() }
@@ -35,9 +37,10 @@ func uidOf(m metav1.Object) types.UID {
 
 // UpsertPod records what the pod's object says now and what this replica
 // sees of it (an add, an update, a resync or a relist: all the same). A
-// pod that requests no governed resource burns nothing and is not kept.
+// pod that requests no governed resource and uses no claim burns nothing
+// and is not kept (one using claims is: its runs are its claims').
 func (t *Tracker) UpsertPod(pod *corev1.Pod) {
-	if !effective.RequestsAny(pod, t.opts.Families) {
+	if !effective.RequestsAny(pod, t.opts.Families) && len(pod.Spec.ResourceClaims) == 0 {
 		return
 	}
 	now := t.clock.Now()
@@ -55,19 +58,15 @@ func (t *Tracker) UpsertPod(pod *corev1.Pod) {
 	if e == nil {
 		t.replaceSameNameLocked(pod, uid, now)
 		e = &podEntry{uid: uid, namespace: pod.Namespace, name: pod.Name, user: user}
-		e.obs.Tolerance = t.opts.Tolerance
-		t.pods[uid] = e
-		if t.byNS[pod.Namespace] == nil {
-			t.byNS[pod.Namespace] = map[types.UID]*podEntry{}
-		}
-		t.byNS[pod.Namespace][uid] = e
+		t.addLocked(e)
 	}
-	if e.deleted() {
+	if e.deleted() || e.claim != nil {
 		return // a lagging list still showing a pod seen deleted
 	}
 	e.pod = pod
 	observe(&e.obs, pod, now)
 	e.timeline = burn.PodTimeline(pod, t.chargeOf(pod), e.obs)
+	t.refreshClaimsLocked(pod.Namespace)
 }
 
 // replaceSameNameLocked ends an older pod of the same namespace and name
@@ -75,7 +74,7 @@ func (t *Tracker) UpsertPod(pod *corev1.Pod) {
 // the new one).
 func (t *Tracker) replaceSameNameLocked(pod *corev1.Pod, uid types.UID, now time.Time) {
 	for other, e := range t.byNS[pod.Namespace] {
-		if other != uid && e.name == pod.Name && !e.deleted() {
+		if other != uid && e.claim == nil && e.name == pod.Name && !e.deleted() {
 			t.endLocked(e, nil, now)
 		}
 	}
@@ -106,17 +105,7 @@ func observe(obs *burn.Observed, pod *corev1.Pod, now time.Time) {
 	each(pod, func(st *corev1.ContainerStatus) {
 		started = started || st.State.Running != nil || st.State.Terminated != nil || st.LastTerminationState.Terminated != nil
 		running = running || st.State.Running != nil
-		if r := st.State.Running; r != nil {
-			obs.EarliestStart = earliest(obs.EarliestStart, r.StartedAt.Time)
-		}
-		for _, x := range []*corev1.ContainerStateTerminated{st.State.Terminated, st.LastTerminationState.Terminated} {
-			if x != nil {
-				obs.EarliestStart = earliest(obs.EarliestStart, x.StartedAt.Time)
-				if x.FinishedAt.After(obs.LatestFinish) {
-					obs.LatestFinish = x.FinishedAt.Time
-				}
-			}
-		}
+		observeTimes(obs, st)
 	})
 	if started && obs.FirstRunning.IsZero() {
 		obs.FirstRunning = now
@@ -129,6 +118,22 @@ func observe(obs *burn.Observed, pod *corev1.Pod, now time.Time) {
 			obs.StageSeen = map[int]time.Time{}
 		}
 		obs.StageSeen[effective.StageOf(pod).From] = now
+	}
+}
+
+// observeTimes keeps the earliest startedAt and the latest finishedAt a
+// container status shows.
+func observeTimes(obs *burn.Observed, st *corev1.ContainerStatus) {
+	if r := st.State.Running; r != nil {
+		obs.EarliestStart = earliest(obs.EarliestStart, r.StartedAt.Time)
+	}
+	for _, x := range []*corev1.ContainerStateTerminated{st.State.Terminated, st.LastTerminationState.Terminated} {
+		if x != nil {
+			obs.EarliestStart = earliest(obs.EarliestStart, x.StartedAt.Time)
+			if x.FinishedAt.After(obs.LatestFinish) {
+				obs.LatestFinish = x.FinishedAt.Time
+			}
+		}
 	}
 }
 
@@ -156,9 +161,9 @@ func (t *Tracker) DeletePod(pod *corev1.Pod) {
 	now := t.clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if e := t.pods[uidOf(pod)]; e != nil && !e.deleted() {
+	if e := t.pods[uidOf(pod)]; e != nil && e.claim == nil && !e.deleted() {
 		final := pod
-		if !effective.RequestsAny(pod, t.opts.Families) {
+		if !effective.RequestsAny(pod, t.opts.Families) && len(pod.Spec.ResourceClaims) == 0 {
 			final = nil // a tombstone's metadata only
 		}
 		t.endLocked(e, final, now)
@@ -172,7 +177,7 @@ func (t *Tracker) DeletePodByName(namespace, name string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, e := range t.byNS[namespace] {
-		if e.name == name && !e.deleted() {
+		if e.claim == nil && e.name == name && !e.deleted() {
 			t.endLocked(e, nil, now)
 		}
 	}
@@ -190,7 +195,7 @@ func (t *Tracker) ReplacePods(pods []metav1.Object) {
 	now := t.clock.Now()
 	t.mu.Lock()
 	for uid, e := range t.pods {
-		if !listed[uid] && !e.deleted() {
+		if !listed[uid] && e.claim == nil && !e.deleted() {
 			t.endLocked(e, nil, now)
 		}
 	}
@@ -215,6 +220,7 @@ func (t *Tracker) endLocked(e *podEntry, final *corev1.Pod, now time.Time) {
 	if e.pod != nil {
 		e.timeline = burn.PodTimeline(e.pod, t.chargeOf(e.pod), e.obs)
 	}
+	t.refreshClaimsLocked(e.namespace)
 }
 
 // dropFoldedLocked forgets the deleted pods no budget needs any more:
@@ -238,6 +244,12 @@ func (t *Tracker) dropFoldedLocked() {
 		delete(t.byNS[e.namespace], uid)
 		if len(t.byNS[e.namespace]) == 0 {
 			delete(t.byNS, e.namespace)
+		}
+		if e.claim != nil {
+			delete(t.claimsByNS[e.namespace], uid)
+			if len(t.claimsByNS[e.namespace]) == 0 {
+				delete(t.claimsByNS, e.namespace)
+			}
 		}
 	}
 }

@@ -92,12 +92,16 @@ func (t *Tracker) PodBurns(namespace string, now time.Time) []PodBurn {
 			if len(amounts) == 0 {
 				continue
 			}
-			out = append(out, PodBurn{Budget: b.ref, Name: e.name, UID: e.uid, User: e.user, Deleted: e.deleted(),
+			kind := "Pod"
+			if e.claim != nil {
+				kind = "ResourceClaim"
+			}
+			out = append(out, PodBurn{Budget: b.ref, Kind: kind, Name: e.name, UID: e.uid, User: e.user, Deleted: e.deleted(),
 				Amounts: burn.Amounts{}.Add(amounts)})
 		}
 	}
 	slices.SortFunc(out, func(a, b PodBurn) int {
-		return cmp.Or(compareRefs(a.Budget, b.Budget), cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
+		return cmp.Or(compareRefs(a.Budget, b.Budget), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
 	})
 	return out
 }

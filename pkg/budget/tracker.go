@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -13,9 +14,11 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
-// Users tells who a pod is charged to (the ledger's Options.Users).
+// Users tells who a pod or claim is charged to (the ledger's
+// Options.Users).
 type Users interface {
 	UserOf(pod *corev1.Pod) string
+	ClaimUserOf(claim *resourcev1.ResourceClaim) string
 }
 
 // Options configure a Tracker.
@@ -23,8 +26,11 @@ type Options struct {
 	// Families are the governed device families (the ledger's): a key of
 	// spec.hard is a family's count, memory or cores resource name.
 	Families []effective.Family
-	// Users tells who each pod is charged to (nil: "").
+	// Users tells who each pod and claim is charged to (nil: "").
 	Users Users
+	// Claims tells what the ledger charges each ResourceClaim (nil: no
+	// claim burns).
+	Claims ClaimCharges
 	// Clock stamps the replica's observations (a pod seen running, seen
 	// deleted). nil: the real clock.
 	Clock clock.PassiveClock
@@ -59,6 +65,8 @@ type Tracker struct {
 	pods       map[types.UID]*podEntry
 	// byNS indexes pods (live and deleted) by namespace.
 	byNS map[string]map[types.UID]*podEntry
+	// claimsByNS indexes the claims' entries by namespace.
+	claimsByNS map[string]map[types.UID]*podEntry
 	// gone are the pods deleted and folded, with when they were dropped.
 	gone map[types.UID]time.Time
 }
@@ -79,7 +87,7 @@ func NewTracker(opts Options) *Tracker {
 	}
 	t := &Tracker{opts: opts, clock: opts.Clock, log: opts.Log,
 		budgets: map[Ref]*tracked{}, namespaces: map[string]map[string]string{},
-		pods: map[types.UID]*podEntry{}, gone: map[types.UID]time.Time{}, byNS: map[string]map[types.UID]*podEntry{}}
+		pods: map[types.UID]*podEntry{}, gone: map[types.UID]time.Time{}, claimsByNS: map[string]map[types.UID]*podEntry{}, byNS: map[string]map[types.UID]*podEntry{}}
 	if t.clock == nil {
 		t.clock = clock.RealClock{}
 	}
@@ -96,8 +104,10 @@ func (t *Tracker) Families() []effective.Family { return t.opts.Families }
 // as the budget counts it.
 type PodBurn struct {
 	Budget Ref
-	Name   string
-	UID    types.UID
+	// Kind is "Pod" or "ResourceClaim".
+	Kind string
+	Name string
+	UID  types.UID
 	// User is who the pod is charged to (the ledger's user).
 	User string
 	// Deleted tells a pod this replica saw deleted whose burn is not

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
@@ -54,4 +56,16 @@ func (l *Ledger) Charges(ns string) []Charge {
 	}
 	slices.SortFunc(out, func(a, b Charge) int { return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name)) })
 	return out
+}
+
+// ClaimCharge is what the recorded ResourceClaim uid is charged now
+// (false: none recorded). The budgets burn it over its pods' runs.
+func (l *Ledger) ClaimCharge(uid types.UID) (effective.Usage, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	r := l.claims[uid]
+	if r == nil {
+		return nil, false
+	}
+	return r.used.Clone(), true
 }

@@ -71,7 +71,7 @@ func TestPodSkimRandomPods(t *testing.T) {
 			t.Fatalf("pod %d differs", i)
 		}
 		slim, pod := got.(*corev1.Pod)
-		if pod && effective.RequestsAny(&p, fams) {
+		if pod && (effective.RequestsAny(&p, fams) || len(p.Spec.ResourceClaims) > 0) {
 			checkTimes(t, i, &p, slim)
 		}
 		kept[pod]++

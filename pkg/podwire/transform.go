@@ -91,13 +91,18 @@ type podSlimmer struct {
 
 func (t *podSlimmer) slim(p *corev1.Pod) runtime.Object {
 	if !effective.RequestsAny(p, t.families) {
-		if effective.HasTemplateClaim(p) {
+		if len(p.Spec.ResourceClaims) > 0 {
 			// Its templates' claims may be charged under it (pkg/ledger/templates.go):
-			// its claims and its phase are read.
+			// its claims and its phase are read; and its claims burn the
+			// budgets while it runs (pkg/budget): its creation and its
+			// containers' times are read.
 			out := &corev1.Pod{ObjectMeta: Identity(&p.ObjectMeta, false, stamp.Annotations()...)}
+			out.CreationTimestamp = p.CreationTimestamp
 			t.keepCreator(p, out)
 			out.Spec.ResourceClaims = p.Spec.ResourceClaims
 			out.Status.Phase = p.Status.Phase
+			out.Status.InitContainerStatuses = t.slimStatuses(p.Status.InitContainerStatuses)
+			out.Status.ContainerStatuses = t.slimStatuses(p.Status.ContainerStatuses)
 			return out
 		}
 		// Never charged: its identity is all the ledger reads, and a

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -36,6 +37,16 @@ func (s budgetSink) DeletePodByName(ns, name string) {
 	s.budgets.DeletePodByName(ns, name)
 }
 
+func (s budgetSink) UpsertClaim(c *resourcev1.ResourceClaim) {
+	s.Ledger.UpsertClaim(c)
+	s.budgets.UpsertClaim(c)
+}
+
+func (s budgetSink) DeleteClaim(ns, name string) {
+	s.Ledger.DeleteClaim(ns, name)
+	s.budgets.DeleteClaim(ns, name)
+}
+
 func (s budgetSink) UpsertNamespace(ns *corev1.Namespace) {
 	s.Ledger.UpsertNamespace(ns)
 	s.budgets.UpsertNamespace(ns)
@@ -50,7 +61,7 @@ func (s budgetSink) DeleteNamespace(name string) {
 // ledger, and the sink that feeds both.
 func (s *Server) newBudgets() budgetSink {
 	b := budgetSettingsOf(s.opts)
-	s.Budgets = budget.NewTracker(budget.Options{Families: s.Ledger.Families(), Users: s.stamper, Clock: s.opts.Clock,
+	s.Budgets = budget.NewTracker(budget.Options{Families: s.Ledger.Families(), Users: s.stamper, Claims: s.Ledger, Clock: s.opts.Clock,
 		Tolerance: b.tolerance, RollingBuckets: b.rollingBuckets, CheckpointInterval: b.interval,
 		Log: s.opts.Log.WithName("budgets")})
 	return budgetSink{Ledger: s.Ledger, budgets: s.Budgets}
