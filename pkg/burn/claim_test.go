@@ -1,6 +1,7 @@
 package burn_test
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -48,5 +49,34 @@ func TestClaimTimelineUnion(t *testing.T) {
 				t.Errorf("memory burn %d, want %d", got[memKey], tc.gpu/2*100)
 			}
 		})
+	}
+}
+
+// TestClaimTimelineProperty: at any moment a claim burns its charge
+// exactly when one of its users burns, and nothing otherwise.
+func TestClaimTimelineProperty(t *testing.T) {
+	r := rand.New(rand.NewPCG(47, 4))
+	charge := effective.Usage{"nvidia": {GPU: 3}}
+	for i := range 1000 {
+		var users []burn.Timeline
+		for range r.IntN(5) {
+			a := time.Duration(r.Int64N(int64(10 * time.Hour)))
+			b := time.Duration(-1)
+			if r.IntN(4) != 0 {
+				b = a + time.Duration(r.Int64N(int64(3*time.Hour)))
+			}
+			users = append(users, span(a, b))
+		}
+		tl := burn.ClaimTimeline(charge, users)
+		for range 50 {
+			m := at(time.Duration(r.Int64N(int64(14 * time.Hour))))
+			anyUser := false
+			for _, u := range users {
+				anyUser = anyUser || u.Burning(m)
+			}
+			if got := tl.ChargeAt(m); got.Equal(charge) != anyUser || (!anyUser && !got.IsZero()) {
+				t.Fatalf("case %d at %s: the claim burns %v, a user burns: %v (users %+v, claim %+v)", i, m.Sub(t0), got, anyUser, users, tl)
+			}
+		}
 	}
 }

@@ -19,13 +19,20 @@ type Observed struct {
 	// seen on the pod (a node rewriting it later is ignored);
 	// LatestFinish the latest container finishedAt it has seen.
 	EarliestStart, LatestFinish time.Time
+	// TerminalSeen is the first time the replica saw the pod terminal
+	// (Succeeded or Failed): a finish written later than that (plus
+	// Tolerance) is read as then, so a node cannot stretch a run either.
+	TerminalSeen time.Time
 	// Deleted is when the replica saw the pod deleted.
 	Deleted time.Time
 	// StageSeen is, per Stage.From, the last time the replica saw the pod
-	// at that stage while it was not terminal: an init container cannot
-	// have finished before the replica last saw it count (less
-	// Tolerance). Nil: no such bound.
+	// at that stage while it was not terminal: the init container at From
+	// cannot have exited 0 before then (less Tolerance). Nil: no bound.
 	StageSeen map[int]time.Time
+	// StageFirstSeen is, per Stage.From, the first time the replica saw
+	// the pod at that stage: the regular init containers before From had
+	// exited 0 by then (plus Tolerance). Nil: no bound.
+	StageFirstSeen map[int]time.Time
 	// Tolerance is budgets.clockTolerance: how far a node may shorten a
 	// run below what the replica saw (and the replicas' clocks may differ).
 	Tolerance time.Duration
@@ -38,11 +45,18 @@ type Observed struct {
 // Failed) or it is deleted. Node-written timestamps are bounded by obs:
 //
 //	start = max(creationTimestamp, min(startedAt, obs.FirstRunning))
-//	end   = max(finishedAt, obs.LastRunning - obs.Tolerance)
+//	end   = min(max(finishedAt, obs.LastRunning - obs.Tolerance), obs.TerminalSeen + obs.Tolerance)
 //
-// with startedAt the earliest seen and finishedAt the latest seen. A pod
-// that never started burns nothing (no segment).
+// with startedAt the earliest seen and finishedAt the latest seen (and
+// end at most obs.Deleted); each init container's exit is bounded the same
+// way by obs.StageSeen and obs.StageFirstSeen. A pod
+// that never started burns nothing (no segment), and so does a nil pod.
+// chargeOf is called only with the stages the pod went through and must
+// not be nil.
 func PodTimeline(pod *corev1.Pod, chargeOf func(effective.Stage) effective.Usage, obs Observed) Timeline {
+	if pod == nil {
+		return Timeline{}
+	}
 	start, ok := podStart(pod, obs)
 	if !ok {
 		return Timeline{}
@@ -73,7 +87,10 @@ func podEnd(pod *corev1.Pod, obs Observed) time.Time {
 	var end time.Time
 	if p := pod.Status.Phase; p == corev1.PodSucceeded || p == corev1.PodFailed {
 		end = latest(latestFinish(pod), obs.LatestFinish)
-		if !obs.LastRunning.IsZero() {
+		if bound := obs.TerminalSeen.Add(obs.Tolerance); !obs.TerminalSeen.IsZero() && end.After(bound) {
+			end = bound
+		}
+		if !obs.LastRunning.IsZero() { // the lower bound wins
 			end = latest(end, obs.LastRunning.Add(-obs.Tolerance))
 		}
 		if end.IsZero() {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/burn"
 )
 
@@ -65,6 +66,25 @@ func TestPodTimelineBurnRule(t *testing.T) {
 				appDone),
 			obs: burn.Observed{StageSeen: map[int]time.Time{0: at(11 * time.Minute)}, Tolerance: tol},
 			gpu: hours(5) + hours(1.0/6), mem: 20480*hours(1.0/6) + 10240*hours(5)},
+		{name: "a finishedAt written in the future ends when the replica first saw the pod finished, plus the tolerance",
+			pod: withRuns(issuePod(), initRun, run{name: "train", started: at(10 * time.Minute), finish: at(300 * time.Hour)}),
+			obs: burn.Observed{LastRunning: at(5 * time.Hour), TerminalSeen: at(5*time.Hour + 9*time.Minute), Tolerance: tol},
+			gpu: hours(5) + hours(1.0/6), mem: 20480*hours(1.0/6) + 10240*hours(5)},
+		{name: "an init finishedAt written later than the replica saw the app running is bounded by that",
+			pod: withRuns(issuePod(), run{name: "fetch", init: true, started: at(0), finish: at(4 * time.Hour)}, appDone),
+			obs: burn.Observed{StageSeen: map[int]time.Time{0: at(5 * time.Minute), 1: at(3 * time.Hour)},
+				StageFirstSeen: map[int]time.Time{0: at(0), 1: at(9 * time.Minute)}, Tolerance: tol},
+			gpu: hours(5) + hours(1.0/6), mem: 20480*hours(1.0/6) + 10240*hours(5)},
+		{name: "an init running again (re-expanded) is not bounded by an earlier steady stage",
+			pod: reExpanded(withRuns(issuePod(), initRun, appRunning)),
+			obs: burn.Observed{StageSeen: map[int]time.Time{1: at(time.Hour)}, StageFirstSeen: map[int]time.Time{1: at(11 * time.Minute)},
+				Deleted: at(2 * time.Hour), Tolerance: tol},
+			gpu: hours(2), mem: 20480 * hours(2)},
+		{name: "an init container that ran again after the pod was seen steady is not bounded by that",
+			pod: rerunDone(withRuns(issuePod(), initRun, appRunning)),
+			obs: burn.Observed{StageSeen: map[int]time.Time{1: at(time.Hour)}, StageFirstSeen: map[int]time.Time{1: at(11 * time.Minute)},
+				Deleted: at(2 * time.Hour), Tolerance: tol},
+			gpu: hours(2), mem: 20480*hours(100.0/60) + 10240*hours(20.0/60)},
 		{name: "a running pod deleted burns until the replica saw it go",
 			pod: withRuns(issuePod(), initRun, appRunning),
 			obs: burn.Observed{Deleted: at(5*time.Hour + 10*time.Minute)},
@@ -81,6 +101,11 @@ func TestPodTimelineBurnRule(t *testing.T) {
 			pod: eraseFinish(withRuns(issuePod(), initRun, appDone)),
 			obs: burn.Observed{FirstRunning: at(0), LastRunning: at(time.Hour + time.Minute), Tolerance: tol},
 			gpu: hours(1), mem: 10240 * hours(1)},
+		{name: "progressive: each regular init container's exit lowers the charge",
+			pod: withRuns(twoInits(), run{name: "a", init: true, started: at(0), finish: at(10 * time.Minute)},
+				run{name: "b", init: true, started: at(10 * time.Minute), finish: at(20 * time.Minute)},
+				run{name: "train", started: at(20 * time.Minute), finish: at(80 * time.Minute)}),
+			gpu: hours(80.0 / 60), mem: 30000*hours(1.0/6) + 20000*hours(1.0/6) + 10000*hours(1)},
 		{name: "a terminal pod with no timestamps never seen running burns nothing",
 			pod: eraseFinish(withRuns(issuePod(), initRun, appDone))},
 	}
@@ -113,5 +138,38 @@ func eraseFinish(p *corev1.Pod) *corev1.Pod {
 			}
 		}
 	}
+	return p
+}
+
+// twoInits has two regular init containers of 30000 and 20000 MiB before
+// an app of 10000 MiB, one GPU each.
+func twoInits() *corev1.Pod {
+	p := testpod.New("two").NS("ml").
+		Init("a", testpod.GPU(1), testpod.Mem(30000)).
+		Init("b", testpod.GPU(1), testpod.Mem(20000)).
+		App("train", testpod.GPU(1), testpod.Mem(10000)).Build()
+	p.CreationTimestamp = metav1.NewTime(t0)
+	return p
+}
+
+// reExpanded shows the pod's init container running again after its app
+// ran (a sandbox restart): the ledger charges the init peak again.
+func reExpanded(p *corev1.Pod) *corev1.Pod {
+	p = p.DeepCopy()
+	st := &p.Status.InitContainerStatuses[0]
+	st.LastTerminationState.Terminated = st.State.Terminated
+	st.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at(90 * time.Minute))}}
+	p.Status.Phase = corev1.PodPending
+	return p
+}
+
+// rerunDone shows the pod's init container run again (a sandbox restart)
+// from 90 to 100 minutes, after its first run, and the app running again.
+func rerunDone(p *corev1.Pod) *corev1.Pod {
+	p = p.DeepCopy()
+	st := &p.Status.InitContainerStatuses[0]
+	st.LastTerminationState.Terminated = st.State.Terminated
+	st.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		StartedAt: metav1.NewTime(at(90 * time.Minute)), FinishedAt: metav1.NewTime(at(100 * time.Minute))}}
 	return p
 }

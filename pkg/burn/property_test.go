@@ -122,6 +122,9 @@ func observe(obs *burn.Observed, p *corev1.Pod, m time.Time) {
 	if !started {
 		return
 	}
+	if terminal && obs.TerminalSeen.IsZero() {
+		obs.TerminalSeen = m
+	}
 	if obs.FirstRunning.IsZero() {
 		obs.FirstRunning = m
 	}
@@ -131,18 +134,25 @@ func observe(obs *burn.Observed, p *corev1.Pod, m time.Time) {
 			obs.StageSeen = map[int]time.Time{}
 		}
 		obs.StageSeen[effective.StageOf(p).From] = m
+		if obs.StageFirstSeen == nil {
+			obs.StageFirstSeen = map[int]time.Time{}
+		}
+		if _, ok := obs.StageFirstSeen[effective.StageOf(p).From]; !ok {
+			obs.StageFirstSeen[effective.StageOf(p).From] = m
+		}
 	}
 }
 
 // TestPodTimelineNeverUnderLedger: at every moment a replica observed a
 // started pod, the timeline burns at least the ledger's charge of what it
-// observed, per family and dimension. With an honest node at the observed
+// observed, per family and dimension; an honest pod burns exactly what its
+// own timestamps say, whatever was observed. With an honest node at the observed
 // moment itself; with a node that rewrote every timestamp of the final
 // status (starts later, finishes earlier, init exits earlier) still at
 // that moment less the tolerance.
 func TestPodTimelineNeverUnderLedger(t *testing.T) {
 	r := rand.New(rand.NewPCG(47, 2))
-	const tol = time.Minute
+	const tol, maxGap = time.Minute, 20 * time.Minute // maxGap: between two observations
 	for i := range 500 {
 		lc := randomLifecycle(r)
 		last := lc.runs[len(lc.runs)-1]
@@ -152,14 +162,30 @@ func TestPodTimelineNeverUnderLedger(t *testing.T) {
 		}
 		obs := burn.Observed{Tolerance: tol}
 		var moments []time.Time
-		for m := t0; m.Before(horizon); m = m.Add(time.Duration(1+r.Int64N(int64(20*time.Minute))) + time.Millisecond) {
+		for m := t0; m.Before(horizon); m = m.Add(time.Duration(1+r.Int64N(int64(maxGap-time.Millisecond))) + time.Millisecond) {
 			p := lc.statusAt(m)
 			observe(&obs, p, m)
 			moments = append(moments, m)
 		}
 		final := lc.statusAt(horizon)
 		honest := burn.PodTimeline(final, chargeOf(final), obs)
+		// An honest node's timestamps are within what was observed: the
+		// observations change nothing (no over-count either).
+		bare := burn.PodTimeline(final, chargeOf(final), burn.Observed{})
+		if a, b := honest.Between(t0, horizon), bare.Between(t0, horizon); fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("case %d: an honest pod observed burns %v, by its own timestamps %v", i, a, b)
+		}
 		lying := burn.PodTimeline(lie(final, r), chargeOf(final), obs)
+		// A node stretching every run (starts no earlier than the pod's
+		// creation, finishes later) adds at most, per change of charge, the
+		// time until a replica next saw the pod plus the tolerance, and the
+		// pending time before the first run.
+		stretched := burn.PodTimeline(stretch(final, r), chargeOf(final), obs)
+		full := ledgerCharge(lc.pod)
+		slack := burn.Burn(full, time.Duration(len(lc.runs)+1)*(tol+maxGap)+lc.runs[0].started.Sub(t0))
+		if got, limit := stretched.Between(t0, horizon), bare.Between(t0, horizon).Add(slack); !within(got, limit) {
+			t.Fatalf("case %d: a stretched pod burns %v, more than %v", i, got, limit)
+		}
 		for _, m := range moments {
 			p := lc.statusAt(m)
 			if len(p.Status.InitContainerStatuses)+len(p.Status.ContainerStatuses) == 0 {
@@ -197,6 +223,34 @@ func lie(p *corev1.Pod, r *rand.Rand) *corev1.Pod {
 		}
 	}
 	return p
+}
+
+// stretch rewrites the node's timestamps the other way: every start as
+// early as the pod's creation, every finish later.
+func stretch(p *corev1.Pod, r *rand.Rand) *corev1.Pod {
+	p = p.DeepCopy()
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for i := range list {
+			if x := list[i].State.Running; x != nil {
+				x.StartedAt = p.CreationTimestamp
+			}
+			if x := list[i].State.Terminated; x != nil {
+				x.StartedAt = p.CreationTimestamp
+				x.FinishedAt = metav1.NewTime(x.FinishedAt.Add(time.Duration(r.Int64N(int64(100 * time.Hour)))))
+			}
+		}
+	}
+	return p
+}
+
+// within reports whether every amount of got is at most limit's.
+func within(got, limit burn.Amounts) bool {
+	for k, v := range got {
+		if v > limit[k] {
+			return false
+		}
+	}
+	return true
 }
 
 func assertAtLeast(t *testing.T, what string, got, want effective.Usage) {

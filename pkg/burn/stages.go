@@ -14,6 +14,10 @@ import (
 type initDone struct {
 	index int
 	at    time.Time
+	// rerun: the container terminated before (its status shows a last
+	// termination): its exit may be a later cycle's than the one a replica
+	// saw the pod past.
+	rerun bool
 }
 
 // podSegments is the pod's charge over [start, end): a segment at start
@@ -47,8 +51,9 @@ func podSegments(pod *corev1.Pod, chargeOf func(effective.Stage) effective.Usage
 }
 
 // regularInits lists the pod's regular init containers in spec order with
-// when each exited 0, each at the earliest at start and no earlier than
-// the replica last saw it count (obs.StageSeen, less the tolerance).
+// when each exited 0, each at the earliest at start and bounded by the
+// stages the replica saw (obs.StageSeen: notBefore; obs.StageFirstSeen:
+// notAfter).
 func regularInits(pod *corev1.Pod, obs Observed, start time.Time) []initDone {
 	statuses := make(map[string]*corev1.ContainerStatus, len(pod.Status.InitContainerStatuses))
 	for i := range pod.Status.InitContainerStatuses {
@@ -63,22 +68,40 @@ func regularInits(pod *corev1.Pod, obs Observed, start time.Time) []initDone {
 		d := initDone{index: i}
 		if st := statuses[c.Name]; exitedZero(st) {
 			d.at = latest(st.State.Terminated.FinishedAt.Time, start)
+			d.rerun = st.LastTerminationState.Terminated != nil
 		}
 		out = append(out, d)
 	}
 	for from, seen := range obs.StageSeen {
-		bound := seen.Add(-obs.Tolerance)
-		// The last regular init at or before from still counted then.
-		for j := len(out) - 1; j >= 0; j-- {
-			if out[j].index <= from {
-				if !out[j].at.IsZero() {
-					out[j].at = latest(out[j].at, bound)
-				}
-				break
-			}
-		}
+		notBefore(out, from, seen.Add(-obs.Tolerance))
+	}
+	for from, seen := range obs.StageFirstSeen {
+		notAfter(out, from, seen.Add(obs.Tolerance))
 	}
 	return out
+}
+
+// notBefore: the pod was seen at a stage whose first counting regular
+// init container is from at bound (+ tolerance): that one had not exited 0
+// before bound. A container not shown exited 0 now is left alone.
+func notBefore(out []initDone, from int, bound time.Time) {
+	for j := range out {
+		if d := &out[j]; d.index == from && !d.at.IsZero() {
+			d.at = latest(d.at, bound)
+		}
+	}
+}
+
+// notAfter: the pod was first seen at the stage from at bound (-
+// tolerance): the regular init containers before from had exited 0 by
+// then. A container not shown exited 0 now, or that ran before (its exit
+// may end a later cycle: the ledger's re-expanded stage), is left alone.
+func notAfter(out []initDone, from int, bound time.Time) {
+	for j := range out {
+		if d := &out[j]; d.index < from && !d.rerun && d.at.After(bound) {
+			d.at = bound
+		}
+	}
 }
 
 // exitedZero: terminated with exit code 0 and not running or waiting again.

@@ -459,3 +459,21 @@ func TestDeviceMemoryBound(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetsDefaultsAndExplicitNone: the budgets section's defaults, and
+// an explicit empty warnPercents (never warn) kept, not read as unset.
+func TestBudgetsDefaultsAndExplicitNone(t *testing.T) {
+	c := config.Default()
+	b := c.Budgets
+	if b.CheckpointInterval.Duration != time.Minute || b.ClockTolerance.Duration != time.Minute || *b.RollingBuckets != 48 ||
+		!slices.Equal(b.WarnPercents, []int64{80, 95}) {
+		t.Errorf("budgets defaults: %s", dump(c))
+	}
+	cfg, _, err := config.Parse([]byte(head + "budgets: {warnPercents: [], clockTolerance: 0s}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Budgets.WarnPercents == nil || len(cfg.Budgets.WarnPercents) != 0 || cfg.Budgets.ClockTolerance.Duration != 0 {
+		t.Errorf("explicit none not kept: %#v", cfg.Budgets)
+	}
+}
