@@ -97,9 +97,8 @@ func TestBudgets(t *testing.T) {
 	if now := time.Now().In(berlin); monthEnd(now).Sub(now) < 6*time.Hour {
 		clk.advance(monthEnd(now).Sub(now) + time.Hour)
 	}
-	c := local.ForTest(t, "../../manifests/webhook", func(c *local.Cluster) *server.Options {
+	c := local.ForTestWith(t, local.Config{Manifests: "../../manifests/webhook", Clock: clk}, func(c *local.Cluster) *server.Options {
 		o := c.Options()
-		o.Clock = clk
 		o.Config.Budgets.CheckpointInterval = &metav1.Duration{Duration: time.Second}
 		return &o
 	})
