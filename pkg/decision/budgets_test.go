@@ -296,3 +296,32 @@ func TestBudgetsExplained(t *testing.T) {
 		t.Errorf("explained budgets %+v, want %+v", got, want)
 	}
 }
+
+// TestBudgetsOfASecondFamily: a budget of another family's resource holds
+// that family's pods, named by its resource, and leaves the other
+// family's pods alone.
+func TestBudgetsOfASecondFamily(t *testing.T) {
+	fams := twoFamilies()
+	l := ledger.New(ledger.Options{Families: fams, Log: logr.Discard()})
+	testns.Known(l, "team-a")
+	st := gpuBudget(string(ascendMem), "memory", 4096*hour, 4096*hour)
+	st.Resources[0].Family = ascendName
+	b := &fakeBudgets{by: map[string][]budget.Standing{"team-a": {st}}}
+	d, err := newDecider(loadedEngine(t), l, config.Default(), fams, logr.Discard(), WithBudgets(b, clocktesting.NewFakeClock(time.Now())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	npuPod := testpod.New("n").NS("team-a").App("c", npu(1, 4096)...).Build()
+	res, err := d.Decide(context.Background(), Request{Pod: npuPod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `namespace "team-a": GPUBudget "ml-hours" is spent: 4096 of 4096 ` + string(ascendMem) + `-hours used; no new pod using ` + string(ascendMem) +
+		` is admitted until 2027-01-01T00:00:00+01:00`
+	if res.Allowed || !equalStrings(res.Denials, []string{want}) {
+		t.Errorf("NPU pod: allowed %v, denials %q; want %q", res.Allowed, res.Denials, want)
+	}
+	if res, err := d.Decide(context.Background(), Request{Pod: gpuPod("team-a", 1, -1)}); err != nil || !res.Allowed {
+		t.Errorf("an nvidia pod held by an Ascend budget: %v %+v", err, res)
+	}
+}
