@@ -202,7 +202,10 @@ func TestBudgetsHoldAdmission(t *testing.T) {
 			if captured.last != nil {
 				matchesSchema(t, captured.last)
 				checkKeys(t, d.words, ast.NewTerm(captured.last), "input")
-				if !b.asked.Equal(clk.Now()) {
+				switch update := tc.req.Operation == "UPDATE"; {
+				case update && !b.asked.IsZero():
+					t.Errorf("standings asked on UPDATE: a budget holds new pods alone")
+				case !update && !b.asked.Equal(clk.Now()):
 					t.Errorf("standings asked at %v, want the decider's clock %v", b.asked, clk.Now())
 				}
 			}

@@ -295,7 +295,9 @@ func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) 
 		doc.scoped = scopedOf(&doc.ns, req.Pod)
 	}
 	doc.teams = d.teamChecks(&req)
-	doc.budgets, doc.budgetProblems = d.budgetChecks(ns, doc.demand.Effective(), deadlineOf(&req))
+	if req.Operation == "CREATE" { // a budget holds new pods and claims alone
+		doc.budgets, doc.budgetProblems = d.budgetChecks(ns, doc.demand.Effective(), deadlineOf(&req))
+	}
 	return doc, nil
 }
 
