@@ -25,6 +25,9 @@ type Explanation struct {
 	// Limits are the namespace's limits, each with the usage it would have
 	// after this pod.
 	Limits []LimitCheck `json:"limits"`
+	// Budgets are the GPU-hour budgets of the namespace against the
+	// request, one per budget and resource it burns.
+	Budgets []BudgetCheck `json:"budgets,omitempty"`
 }
 
 // Explained is a message and the rules that produced it, the rule that made
@@ -64,7 +67,8 @@ const KindClusterQuota = "GPUClusterQuota"
 
 // explain builds the explanation of out for the document doc.
 func (d *Decider) explain(doc *inputDoc, out policy.Output) *Explanation {
-	return &Explanation{Denials: explained(out.Deny, out.Origins), Warnings: explained(out.Warn, out.Origins), Limits: d.limitChecks(doc)}
+	return &Explanation{Denials: explained(out.Deny, out.Origins), Warnings: explained(out.Warn, out.Origins), Limits: d.limitChecks(doc),
+		Budgets: budgetChecksOf(doc)}
 }
 
 // limitChecks compares the namespace's usage with the pod's demand added to
