@@ -56,6 +56,10 @@ type View struct {
 	// teams are the team quotas and the teams' objects read with the
 	// ledger (nil: none).
 	teams *clusterstate.Teams
+	// budgets are the GPU-hour budgets read with the ledger (nil: none).
+	budgets *clusterstate.Budgets
+	// NearPercent is the lowest warning threshold of the budgets.
+	NearPercent int64
 }
 
 // ReadView reads the configuration (saying on stderr which, as usage
@@ -64,7 +68,7 @@ type View struct {
 // else the kubeconfig context's, as kubectl get. reserve reads the
 // GPUReservationSet reservations of the namespaces shown (none in a dump).
 func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve bool) (View, error) {
-	v := View{Warn: func(w string) { fmt.Fprintf(c.Stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }}
+	v := View{NearPercent: DefaultNearPercent, Warn: func(w string) { fmt.Fprintf(c.Stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }}
 	src := source.Of(c, f.state, v.Warn)
 	source.SetGpuadmitNamespace(src, f.setup.Namespace())
 	kube, err := src.Gpuadmit()
@@ -95,6 +99,7 @@ func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve b
 			v.Warn(w)
 		}
 	}
+	v.budgets = src.Budgets()
 	if v.Ns == "" {
 		return v, nil
 	}

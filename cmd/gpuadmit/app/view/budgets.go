@@ -1,0 +1,237 @@
+package view
+
+import (
+	"cmp"
+	"math"
+	"math/bits"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gpuadmit/gpuadmit/pkg/budget"
+	"github.com/gpuadmit/gpuadmit/pkg/burn"
+)
+
+// The states of a budget shown (Budget.State): within it, near it (its
+// use at or past the lowest warning threshold), spent (a resource's use
+// reached its limit: admission denies new pods that burn it) or overrun
+// (past its limit: running pods went on burning, which admission never
+// stops).
+const (
+	BudgetOK      = "ok"
+	BudgetNear    = "near"
+	BudgetSpent   = "spent"
+	BudgetOverrun = "overrun"
+)
+
+// DefaultNearPercent is the lowest warning threshold when the
+// configuration sets none (budgets.warnPercents' default is [80, 95]).
+const DefaultNearPercent = 80
+
+// Budget is one GPU-hour budget as the reports show it (usage, top,
+// audit): its window, each limited resource's use in it, and its state.
+type Budget struct {
+	Kind string `json:"kind"`
+	// Namespace is a GPUBudget's; Namespaces the namespaces of the state
+	// a GPUClusterBudget selects.
+	Namespace  string   `json:"namespace,omitempty"`
+	Name       string   `json:"name"`
+	Namespaces []string `json:"namespaces,omitempty"`
+	Window     string   `json:"window"`
+	// WindowStart and WindowEnd bound the current window.
+	WindowStart *time.Time `json:"windowStart,omitempty"`
+	WindowEnd   *time.Time `json:"windowEnd,omitempty"`
+	// AsOf is the moment the use is computed at.
+	AsOf time.Time `json:"asOf"`
+	// Percent is the highest use of a resource, in percent of its limit
+	// (floored, saturating).
+	Percent   int64            `json:"percent"`
+	State     string           `json:"state"`
+	Resources []BudgetResource `json:"resources"`
+	// Problems are the keys of spec.hard (or the window) not enforced.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// BudgetResource is one limited resource of a budget: its limit, use and
+// what is left in resource-hours (decimal strings, as the status writes
+// them) and in unit-milliseconds (exact), its percent and its burn rate.
+type BudgetResource struct {
+	Resource    string `json:"resource"`
+	Hard        string `json:"hard"`
+	Used        string `json:"used"`
+	Left        string `json:"left"`
+	HardUnitMs  int64  `json:"hardUnitMilliseconds"`
+	UsedUnitMs  int64  `json:"usedUnitMilliseconds"`
+	Percent     int64  `json:"percent"`
+	BurnRate    string `json:"burnRate"`
+	BurnRateMs  int64  `json:"burnRateUnitMillisecondsPerHour"`
+	State       string `json:"state"`
+	WhatIf      bool   `json:"whatIf,omitempty"`
+	// ProjectedExhaustion is when the burn rate would reach the limit,
+	// when that is before the window ends.
+	ProjectedExhaustion *time.Time `json:"projectedExhaustion,omitempty"`
+}
+
+// Key names the budget: GPUBudget ns/name or GPUClusterBudget name.
+func (b Budget) Key() string {
+	if b.Namespace == "" {
+		return b.Kind + " " + b.Name
+	}
+	return b.Kind + " " + b.Namespace + "/" + b.Name
+}
+
+// BudgetOf is s as shown at asOf, near at nearPercent.
+func BudgetOf(s budget.Standing, asOf time.Time, nearPercent int64) Budget {
+	b := Budget{Kind: s.Kind, Namespace: s.Namespace, Name: s.Name, Window: s.Window, AsOf: asOf,
+		Resources: []BudgetResource{}, Problems: s.Problems}
+	if !s.WindowStart.IsZero() {
+		b.WindowStart = &s.WindowStart
+	}
+	if !s.WindowEnd.IsZero() {
+		b.WindowEnd = &s.WindowEnd
+	}
+	for _, r := range s.Resources {
+		br := resourceOf(r, asOf, s.WindowEnd, nearPercent)
+		b.Resources = append(b.Resources, br)
+		b.Percent = max(b.Percent, br.Percent)
+		b.State = worse(b.State, br.State)
+	}
+	if b.State == "" {
+		b.State = BudgetOK
+	}
+	return b
+}
+
+// resourceOf is r shown at asOf in a window ending at end.
+func resourceOf(r budget.ResourceStanding, asOf, end time.Time, nearPercent int64) BudgetResource {
+	left := burn.Amount(0)
+	if r.Used < r.Hard {
+		left = r.Hard - r.Used
+	}
+	br := BudgetResource{Resource: string(r.Resource), Hard: Hours(r.Hard), Used: Hours(r.Used), Left: Hours(left),
+		HardUnitMs: int64(r.Hard), UsedUnitMs: int64(r.Used), Percent: Percent(r.Used, r.Hard),
+		BurnRate: Hours(r.RatePerHour), BurnRateMs: int64(r.RatePerHour), State: StateOf(r.Used, r.Hard, nearPercent)}
+	if at, ok := Exhaustion(r.Used, r.Hard, r.RatePerHour, asOf); ok && (end.IsZero() || at.Before(end)) {
+		br.ProjectedExhaustion = &at
+	}
+	return br
+}
+
+// StateOf is the state of a use of used against hard: exact, with no
+// overflow.
+func StateOf(used, hard burn.Amount, nearPercent int64) string {
+	switch {
+	case used > hard:
+		return BudgetOverrun
+	case used == hard:
+		return BudgetSpent
+	case atLeastPercent(used, hard, nearPercent):
+		return BudgetNear
+	}
+	return BudgetOK
+}
+
+// atLeastPercent reports whether used*100 >= hard*p, exactly (both
+// non-negative; p in 1..100).
+func atLeastPercent(used, hard burn.Amount, p int64) bool {
+	if used < 0 || hard < 0 || p <= 0 {
+		return used >= hard
+	}
+	uh, ul := bits.Mul64(uint64(used), 100)
+	hh, hl := bits.Mul64(uint64(hard), uint64(p))
+	return uh > hh || (uh == hh && ul >= hl)
+}
+
+// worse is the worse of two states.
+func worse(a, b string) string {
+	rank := func(s string) int { return slices.Index([]string{"", BudgetOK, BudgetNear, BudgetSpent, BudgetOverrun}, s) }
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
+
+// Percent is used in percent of hard, floored and capped at 1000 (a limit
+// of 0 is 100 % spent, 0 % while nothing burned).
+func Percent(used, hard burn.Amount) int64 {
+	if hard <= 0 {
+		if used > 0 {
+			return 1000
+		}
+		return 100
+	}
+	p := math.Floor(float64(used) * 100 / float64(hard))
+	return int64(min(max(p, 0), 1000))
+}
+
+// Exhaustion is when used reaches hard at rate per hour from asOf (false:
+// never, or already).
+func Exhaustion(used, hard, rate burn.Amount, asOf time.Time) (time.Time, bool) {
+	if rate <= 0 || used >= hard {
+		return time.Time{}, false
+	}
+	hours := float64(hard-used) / float64(rate)
+	if hours > 24*366*10 { // beyond any window
+		return time.Time{}, false
+	}
+	return asOf.Add(time.Duration(hours * float64(time.Hour))).Truncate(time.Second), true
+}
+
+// Hours is a in resource-hours: a decimal with up to 2 places, rounded
+// down (what is used and left never shows more room than there is).
+func Hours(a burn.Amount) string {
+	neg := a < 0
+	u := uint64(a)
+	if neg {
+		u = uint64(-(a + 1)) + 1
+	}
+	hundredths := u / (burn.MillisPerHour / 100)
+	whole, frac := hundredths/100, hundredths%100
+	s := formatUint(whole)
+	switch {
+	case frac == 0:
+	case frac%10 == 0:
+		s += "." + formatUint(frac/10)
+	default:
+		s += "." + string(rune('0'+frac/10)) + string(rune('0'+frac%10))
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}
+
+func formatUint(u uint64) string {
+	if u == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; u > 0; u /= 10 {
+		b = append(b, byte('0'+u%10))
+	}
+	slices.Reverse(b)
+	return string(b)
+}
+
+// SortBudgets orders bs: GPUBudgets by namespace and name, then the
+// GPUClusterBudgets by name.
+func SortBudgets(bs []Budget) {
+	slices.SortFunc(bs, func(a, b Budget) int {
+		return cmp.Or(strings.Compare(a.Kind, b.Kind), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+}
+
+// Budgets are the GPU-hour budgets of the state that count the namespace
+// shown (every budget when every namespace is), sorted, at now: the use
+// as of each budget's last checkpoint (its status).
+func (v View) Budgets(now time.Time) []Budget {
+	ss, asOf, members := statusStandings(v.budgets, v.Ledger, v.Ns, now)
+	out := make([]Budget, 0, len(ss))
+	for i, s := range ss {
+		b := BudgetOf(s, asOf[i], v.NearPercent)
+		b.Namespaces = members[i]
+		out = append(out, b)
+	}
+	SortBudgets(out)
+	return out
+}
