@@ -56,17 +56,17 @@ type Budget struct {
 // what is left in resource-hours (decimal strings, as the status writes
 // them) and in unit-milliseconds (exact), its percent and its burn rate.
 type BudgetResource struct {
-	Resource    string `json:"resource"`
-	Hard        string `json:"hard"`
-	Used        string `json:"used"`
-	Left        string `json:"left"`
-	HardUnitMs  int64  `json:"hardUnitMilliseconds"`
-	UsedUnitMs  int64  `json:"usedUnitMilliseconds"`
-	Percent     int64  `json:"percent"`
-	BurnRate    string `json:"burnRate"`
-	BurnRateMs  int64  `json:"burnRateUnitMillisecondsPerHour"`
-	State       string `json:"state"`
-	WhatIf      bool   `json:"whatIf,omitempty"`
+	Resource   string `json:"resource"`
+	Hard       string `json:"hard"`
+	Used       string `json:"used"`
+	Left       string `json:"left"`
+	HardUnitMs int64  `json:"hardUnitMilliseconds"`
+	UsedUnitMs int64  `json:"usedUnitMilliseconds"`
+	Percent    int64  `json:"percent"`
+	BurnRate   string `json:"burnRate"`
+	BurnRateMs int64  `json:"burnRateUnitMillisecondsPerHour"`
+	State      string `json:"state"`
+	WhatIf     bool   `json:"whatIf,omitempty"`
 	// ProjectedExhaustion is when the burn rate would reach the limit,
 	// when that is before the window ends.
 	ProjectedExhaustion *time.Time `json:"projectedExhaustion,omitempty"`
@@ -144,7 +144,9 @@ func atLeastPercent(used, hard burn.Amount, p int64) bool {
 
 // worse is the worse of two states.
 func worse(a, b string) string {
-	rank := func(s string) int { return slices.Index([]string{"", BudgetOK, BudgetNear, BudgetSpent, BudgetOverrun}, s) }
+	rank := func(s string) int {
+		return slices.Index([]string{"", BudgetOK, BudgetNear, BudgetSpent, BudgetOverrun}, s)
+	}
 	if rank(b) > rank(a) {
 		return b
 	}
@@ -177,41 +179,10 @@ func Exhaustion(used, hard, rate burn.Amount, asOf time.Time) (time.Time, bool) 
 	return asOf.Add(time.Duration(hours * float64(time.Hour))).Truncate(time.Second), true
 }
 
-// Hours is a in resource-hours: a decimal with up to 2 places, rounded
-// down (what is used and left never shows more room than there is).
-func Hours(a burn.Amount) string {
-	neg := a < 0
-	u := uint64(a)
-	if neg {
-		u = uint64(-(a + 1)) + 1
-	}
-	hundredths := u / (burn.MillisPerHour / 100)
-	whole, frac := hundredths/100, hundredths%100
-	s := formatUint(whole)
-	switch {
-	case frac == 0:
-	case frac%10 == 0:
-		s += "." + formatUint(frac/10)
-	default:
-		s += "." + string(rune('0'+frac/10)) + string(rune('0'+frac%10))
-	}
-	if neg {
-		return "-" + s
-	}
-	return s
-}
-
-func formatUint(u uint64) string {
-	if u == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; u > 0; u /= 10 {
-		b = append(b, byte('0'+u%10))
-	}
-	slices.Reverse(b)
-	return string(b)
-}
+// Hours is a in resource-hours, as the status writes it: a decimal
+// with up to 2 places, truncated (what is used never reads as more than
+// it is, what is left never as more room than there is).
+func Hours(a burn.Amount) string { return burn.AmountToHours(a) }
 
 // SortBudgets orders bs: GPUBudgets by namespace and name, then the
 // GPUClusterBudgets by name.

@@ -3,16 +3,12 @@ package view
 import (
 	"fmt"
 	"maps"
-	"math"
-	"math/big"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"gopkg.in/inf.v0"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/budget"
@@ -76,15 +72,15 @@ func standingOf(kind, ns, name string, w gpuadmitv1.BudgetWindow, hard corev1.Re
 		used[r.Resource] = r
 	}
 	for _, key := range slices.Sorted(maps.Keys(hard)) {
-		h, err := hoursToAmount(hard[key])
+		h, err := burn.HoursToAmount(hard[key])
 		if err != nil {
 			s.Problems = append(s.Problems, fmt.Sprintf("spec.hard[%s]: %v", key, err))
 			continue
 		}
 		r := budget.ResourceStanding{Resource: key, Hard: h}
 		if u, ok := used[key]; ok {
-			r.Used, _ = hoursToAmount(u.Used)
-			r.RatePerHour, _ = hoursToAmount(u.BurnRate)
+			r.Used, _ = burn.HoursToAmount(u.Used)
+			r.RatePerHour, _ = burn.HoursToAmount(u.BurnRate)
 		}
 		s.Resources = append(s.Resources, r)
 	}
@@ -143,18 +139,4 @@ func selectedBy(b *gpuadmitv1.GPUClusterBudget, l *ledger.Ledger) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// hoursToAmount is q resource-hours in unit-milliseconds, rounded down,
-// saturating; negative is refused.
-func hoursToAmount(q resource.Quantity) (burn.Amount, error) {
-	if q.Sign() < 0 {
-		return 0, fmt.Errorf("%s is negative", q.String())
-	}
-	d := new(inf.Dec).Mul(q.AsDec(), inf.NewDec(burn.MillisPerHour, 0))
-	i := new(inf.Dec).Round(d, 0, inf.RoundFloor).UnscaledBig()
-	if i.Cmp(big.NewInt(math.MaxInt64)) > 0 {
-		return math.MaxInt64, nil
-	}
-	return burn.Amount(i.Int64()), nil
 }
