@@ -133,7 +133,7 @@ func (s *podSkimmer) pod(b []byte, p *corev1.Pod) error {
 	err := eachField(b, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 1:
-			if err := s.meta(v, &p.ObjectMeta, s.annotations); err != nil {
+			if err := s.meta(v, &p.ObjectMeta, s.annotations, true); err != nil {
 				return err
 			}
 			return owners(v, &p.ObjectMeta)
@@ -155,17 +155,23 @@ func (s *podSkimmer) pod(b []byte, p *corev1.Pod) error {
 func (s *podSkimmer) metaOnly(b []byte, m *metav1.ObjectMeta, keep []string) error {
 	return eachField(b, func(num protowire.Number, v []byte) error {
 		if num == 1 {
-			return s.meta(v, m, keep)
+			return s.meta(v, m, keep, false)
 		}
 		return nil
 	})
 }
 
 // meta reads the ObjectMeta message b as identity(m, false, keep...) keeps
-// it: name, namespace, UID, resourceVersion and the annotations keep names.
-func (s *podSkimmer) meta(b []byte, m *metav1.ObjectMeta, keep []string) error {
+// it: name, namespace, UID, resourceVersion and the annotations keep names;
+// with created, its creationTimestamp too (a GPU pod's: what its burn
+// starts from at the earliest, pkg/burn).
+func (s *podSkimmer) meta(b []byte, m *metav1.ObjectMeta, keep []string, created bool) error {
 	return eachField(b, func(num protowire.Number, v []byte) error {
 		switch num {
+		case 8:
+			if created {
+				return m.CreationTimestamp.Unmarshal(v)
+			}
 		case 1:
 			m.Name = string(v)
 		case 3:

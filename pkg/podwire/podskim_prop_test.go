@@ -70,10 +70,48 @@ func TestPodSkimRandomPods(t *testing.T) {
 		if t.Failed() {
 			t.Fatalf("pod %d differs", i)
 		}
-		_, pod := got.(*corev1.Pod)
+		slim, pod := got.(*corev1.Pod)
+		if pod && effective.RequestsAny(&p, fams) {
+			checkTimes(t, i, &p, slim)
+		}
 		kept[pod]++
 	}
 	if kept[true] < 200 || kept[false] < 200 {
 		t.Errorf("%d random pods kept as pods, %d as metadata: the generator hardly tests one of the ways", kept[true], kept[false])
 	}
+}
+
+// checkTimes: a GPU pod keeps what its budgets' burn is read from
+// (pkg/burn): its creationTimestamp and every container state's startedAt
+// and finishedAt, init and regular containers, current and last.
+func checkTimes(t *testing.T, i int, p, slim *corev1.Pod) {
+	t.Helper()
+	if !slim.CreationTimestamp.Equal(&p.CreationTimestamp) {
+		t.Errorf("pod %d: creationTimestamp %v, want %v", i, slim.CreationTimestamp, p.CreationTimestamp)
+	}
+	for _, pair := range [][2][]corev1.ContainerStatus{{p.Status.InitContainerStatuses, slim.Status.InitContainerStatuses},
+		{p.Status.ContainerStatuses, slim.Status.ContainerStatuses}} {
+		if len(pair[0]) != len(pair[1]) {
+			t.Fatalf("pod %d: %d container statuses kept of %d", i, len(pair[1]), len(pair[0]))
+		}
+		for j := range pair[0] {
+			for _, st := range [][2]corev1.ContainerState{{pair[0][j].State, pair[1][j].State},
+				{pair[0][j].LastTerminationState, pair[1][j].LastTerminationState}} {
+				if stateTimes(st[0]) != stateTimes(st[1]) {
+					t.Errorf("pod %d status %d: times %q, want %q", i, j, stateTimes(st[1]), stateTimes(st[0]))
+				}
+			}
+		}
+	}
+}
+
+func stateTimes(st corev1.ContainerState) string {
+	out := ""
+	if r := st.Running; r != nil {
+		out += "R" + r.StartedAt.UTC().String()
+	}
+	if x := st.Terminated; x != nil {
+		out += "T" + x.StartedAt.UTC().String() + "-" + x.FinishedAt.UTC().String()
+	}
+	return out
 }

@@ -116,6 +116,7 @@ func podMeta(m metav1.ObjectMeta) *metav1.PartialObjectMetadata {
 
 func (t *podSlimmer) slimGPU(p *corev1.Pod) *corev1.Pod {
 	out := &corev1.Pod{ObjectMeta: Identity(&p.ObjectMeta, false, t.annotations...)}
+	out.CreationTimestamp = p.CreationTimestamp // a budget's burn starts from it at the earliest (pkg/burn)
 	t.keepCreator(p, out)
 	out.Spec.InitContainers = t.slimContainers(p.Spec.InitContainers)
 	out.Spec.Containers = t.slimContainers(p.Spec.Containers)
@@ -221,7 +222,8 @@ func managedOnly(rl corev1.ResourceList, fams []effective.Family) corev1.Resourc
 }
 
 // slimStatuses keeps each container's name, state and last termination
-// state (which state, and the exit code): what effective.StageOf reads.
+// state (which state, the exit code, startedAt and finishedAt): what
+// effective.StageOf and the budgets' burn (pkg/burn) read.
 func (t *podSlimmer) slimStatuses(sts []corev1.ContainerStatus) []corev1.ContainerStatus {
 	if sts == nil {
 		return nil
@@ -246,26 +248,29 @@ func (t *podSlimmer) slimStatuses(sts []corev1.ContainerStatus) []corev1.Contain
 func stateKey(b *strings.Builder, st corev1.ContainerState) {
 	b.WriteByte(0)
 	if st.Running != nil {
-		b.WriteByte('R')
+		b.WriteString("R" + strconv.FormatInt(st.Running.StartedAt.UnixNano(), 36))
 	}
 	if st.Waiting != nil {
 		b.WriteByte('W')
 	}
-	if st.Terminated != nil {
-		b.WriteString("T" + strconv.Itoa(int(st.Terminated.ExitCode)))
+	if t := st.Terminated; t != nil {
+		b.WriteString("T" + strconv.Itoa(int(t.ExitCode)) + "," + strconv.FormatInt(t.StartedAt.UnixNano(), 36) +
+			"," + strconv.FormatInt(t.FinishedAt.UnixNano(), 36))
 	}
 }
 
+// slimState keeps which state, the exit code, and the times the node wrote
+// (startedAt, finishedAt: what a pod's burn is read from, pkg/burn).
 func slimState(st corev1.ContainerState) corev1.ContainerState {
 	var out corev1.ContainerState
 	if st.Running != nil {
-		out.Running = &corev1.ContainerStateRunning{}
+		out.Running = &corev1.ContainerStateRunning{StartedAt: st.Running.StartedAt}
 	}
 	if st.Waiting != nil {
 		out.Waiting = &corev1.ContainerStateWaiting{}
 	}
-	if st.Terminated != nil {
-		out.Terminated = &corev1.ContainerStateTerminated{ExitCode: st.Terminated.ExitCode}
+	if t := st.Terminated; t != nil {
+		out.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, StartedAt: t.StartedAt, FinishedAt: t.FinishedAt}
 	}
 	return out
 }

@@ -1,0 +1,256 @@
+package budget
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpuadmit/gpuadmit/pkg/burn"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// podEntry is one GPU pod as this replica tracks it: its last object, what
+// the replica saw of it, and its timeline.
+type podEntry struct {
+	uid       types.UID
+	namespace string
+	name      string
+	user      string
+	pod       *corev1.Pod
+	obs       burn.Observed
+	timeline  burn.Timeline
+}
+
+func (e *podEntry) deleted() bool { return !e.obs.Deleted.IsZero() }
+
+// uidOf is a pod's key: its UID, or namespace/name for objects without one.
+func uidOf(m metav1.Object) types.UID {
+	if uid := m.GetUID(); uid != "" {
+		return uid
+	}
+	return types.UID(m.GetNamespace() + "/" + m.GetName())
+}
+
+// UpsertPod records what the pod's object says now and what this replica
+// sees of it (an add, an update, a resync or a relist: all the same). A
+// pod that requests no governed resource burns nothing and is not kept.
+func (t *Tracker) UpsertPod(pod *corev1.Pod) {
+	if !effective.RequestsAny(pod, t.opts.Families) {
+		return
+	}
+	now := t.clock.Now()
+	var user string
+	if t.opts.Users != nil {
+		user = t.opts.Users.UserOf(pod)
+	}
+	uid := uidOf(pod)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.pods[uid]
+	if e == nil {
+		t.replaceSameNameLocked(pod, uid, now)
+		e = &podEntry{uid: uid, namespace: pod.Namespace, name: pod.Name, user: user}
+		e.obs.Tolerance = t.opts.Tolerance
+		t.pods[uid] = e
+		if t.byNS[pod.Namespace] == nil {
+			t.byNS[pod.Namespace] = map[types.UID]*podEntry{}
+		}
+		t.byNS[pod.Namespace][uid] = e
+	}
+	if e.deleted() {
+		return // a lagging list still showing a pod seen deleted
+	}
+	e.pod = pod
+	observe(&e.obs, pod, now)
+	e.timeline = burn.PodTimeline(pod, t.chargeOf(pod), e.obs)
+}
+
+// replaceSameNameLocked ends an older pod of the same namespace and name
+// (deleted and recreated while the watch was down: the relist only shows
+// the new one).
+func (t *Tracker) replaceSameNameLocked(pod *corev1.Pod, uid types.UID, now time.Time) {
+	for other, e := range t.byNS[pod.Namespace] {
+		if other != uid && e.name == pod.Name && !e.deleted() {
+			t.endLocked(e, nil, now)
+		}
+	}
+}
+
+// chargeOf is the ledger's charge of pod at each lifecycle stage (nothing
+// for a pod the ledger finds invalid: it charges nothing).
+func (t *Tracker) chargeOf(pod *corev1.Pod) func(effective.Stage) effective.Usage {
+	ds, err := effective.ComputeAll(pod, t.opts.Families, nil)
+	return func(st effective.Stage) effective.Usage {
+		if err != nil || st.State == effective.StateZero {
+			return nil
+		}
+		u, err := ds.From(st.From)
+		if err != nil {
+			return nil
+		}
+		return u
+	}
+}
+
+// observe records what the replica sees of pod at now: first and last
+// seen running, the earliest startedAt and latest finishedAt written, the
+// last time each lifecycle stage was seen.
+func observe(obs *burn.Observed, pod *corev1.Pod, now time.Time) {
+	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	started, running := false, false
+	each(pod, func(st *corev1.ContainerStatus) {
+		started = started || st.State.Running != nil || st.State.Terminated != nil || st.LastTerminationState.Terminated != nil
+		running = running || st.State.Running != nil
+		if r := st.State.Running; r != nil {
+			obs.EarliestStart = earliest(obs.EarliestStart, r.StartedAt.Time)
+		}
+		for _, x := range []*corev1.ContainerStateTerminated{st.State.Terminated, st.LastTerminationState.Terminated} {
+			if x != nil {
+				obs.EarliestStart = earliest(obs.EarliestStart, x.StartedAt.Time)
+				if x.FinishedAt.After(obs.LatestFinish) {
+					obs.LatestFinish = x.FinishedAt.Time
+				}
+			}
+		}
+	})
+	if started && obs.FirstRunning.IsZero() {
+		obs.FirstRunning = now
+	}
+	if running && !terminal {
+		obs.LastRunning = now
+	}
+	if !terminal {
+		if obs.StageSeen == nil {
+			obs.StageSeen = map[int]time.Time{}
+		}
+		obs.StageSeen[effective.StageOf(pod).From] = now
+	}
+}
+
+func each(pod *corev1.Pod, visit func(*corev1.ContainerStatus)) {
+	for i := range pod.Status.InitContainerStatuses {
+		visit(&pod.Status.InitContainerStatuses[i])
+	}
+	for i := range pod.Status.ContainerStatuses {
+		visit(&pod.Status.ContainerStatuses[i])
+	}
+}
+
+// earliest is the earlier of two times, a zero time being absent.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// DeletePod records that this replica saw the pod deleted now: its
+// timeline ends now at the latest, and its burn counts until a checkpoint
+// folds it.
+func (t *Tracker) DeletePod(pod *corev1.Pod) {
+	now := t.clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.pods[uidOf(pod)]; e != nil && !e.deleted() {
+		final := pod
+		if !effective.RequestsAny(pod, t.opts.Families) {
+			final = nil // a tombstone's metadata only
+		}
+		t.endLocked(e, final, now)
+	}
+	t.dropFoldedLocked()
+}
+
+// DeletePodByName is DeletePod for a pod known by name only.
+func (t *Tracker) DeletePodByName(namespace, name string) {
+	now := t.clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.byNS[namespace] {
+		if e.name == name && !e.deleted() {
+			t.endLocked(e, nil, now)
+		}
+	}
+	t.dropFoldedLocked()
+}
+
+// ReplacePods takes a list's pods: every pod tracked that the list lacks
+// was deleted while the watch was down (seen deleted now), every listed
+// pod is recorded.
+func (t *Tracker) ReplacePods(pods []metav1.Object) {
+	listed := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		listed[uidOf(p)] = true
+	}
+	now := t.clock.Now()
+	t.mu.Lock()
+	for uid, e := range t.pods {
+		if !listed[uid] && !e.deleted() {
+			t.endLocked(e, nil, now)
+		}
+	}
+	t.mu.Unlock()
+	for _, p := range pods {
+		if pod, ok := p.(*corev1.Pod); ok {
+			t.UpsertPod(pod)
+		}
+	}
+	t.mu.Lock()
+	t.dropFoldedLocked()
+	t.mu.Unlock()
+}
+
+// endLocked marks e deleted at now, its final object final when known.
+func (t *Tracker) endLocked(e *podEntry, final *corev1.Pod, now time.Time) {
+	if final != nil {
+		e.pod = final
+		observe(&e.obs, final, now)
+	}
+	e.obs.Deleted = now
+	if e.pod != nil {
+		e.timeline = burn.PodTimeline(e.pod, t.chargeOf(e.pod), e.obs)
+	}
+}
+
+// dropFoldedLocked forgets the deleted pods no budget needs any more:
+// every budget that counts them folded them (a checkpoint's foldedPods
+// entry up to their end), or their burn is before its window.
+func (t *Tracker) dropFoldedLocked() {
+	for uid, e := range t.pods {
+		if !e.deleted() || t.neededLocked(e) {
+			continue
+		}
+		delete(t.pods, uid)
+		delete(t.byNS[e.namespace], uid)
+		if len(t.byNS[e.namespace]) == 0 {
+			delete(t.byNS, e.namespace)
+		}
+	}
+}
+
+// neededLocked reports whether some budget still counts the deleted pod e
+// from this replica's tombstone.
+func (t *Tracker) neededLocked(e *podEntry) bool {
+	end := e.timeline.End
+	if len(e.timeline.Segments) == 0 || end.IsZero() {
+		return false
+	}
+	now := t.clock.Now()
+	lbl, known := t.namespaces[e.namespace]
+	for _, b := range t.budgets {
+		_, departed := b.departed[e.uid]
+		if !departed && !b.selects(e.namespace, lbl, known) {
+			continue
+		}
+		if until, ok := b.cp.foldedPods[e.uid]; ok && !until.Before(end) {
+			continue
+		}
+		if ws, _ := b.window.At(now); !end.After(ws) {
+			continue // its burn is before the window
+		}
+		return true
+	}
+	return false
+}

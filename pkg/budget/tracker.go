@@ -1,0 +1,105 @@
+package budget
+
+import (
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/gpuadmit/gpuadmit/pkg/burn"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// Users tells who a pod is charged to (the ledger's Options.Users).
+type Users interface {
+	UserOf(pod *corev1.Pod) string
+}
+
+// Options configure a Tracker.
+type Options struct {
+	// Families are the governed device families (the ledger's): a key of
+	// spec.hard is a family's count, memory or cores resource name.
+	Families []effective.Family
+	// Users tells who each pod is charged to (nil: "").
+	Users Users
+	// Clock stamps the replica's observations (a pod seen running, seen
+	// deleted). nil: the real clock.
+	Clock clock.PassiveClock
+	// Tolerance is budgets.clockTolerance: how far a node may shorten a
+	// run below what a replica saw.
+	Tolerance time.Duration
+	// RollingBuckets is budgets.rollingBuckets (0: 48).
+	RollingBuckets int
+	// CheckpointInterval is budgets.checkpointInterval (0: 1m): deleted
+	// pods' entries are dropped from a checkpoint 10 intervals after they
+	// ended.
+	CheckpointInterval time.Duration
+	// Log receives the specs that cannot be enforced whole.
+	Log logr.Logger
+}
+
+// Tracker tracks every budget in memory, on every replica: the budgets
+// (their spec, and the checkpoint of their status as last seen), the pods
+// of their namespaces (fed beside the ledger), and what this replica saw
+// of them (when first and last seen running, when deleted). Its methods
+// are safe for concurrent use.
+type Tracker struct {
+	opts  Options
+	clock clock.PassiveClock
+	log   logr.Logger
+
+	mu      sync.RWMutex
+	budgets map[Ref]*tracked
+	// namespaces are the labels of the namespaces the namespace watch
+	// reported.
+	namespaces map[string]map[string]string
+	pods       map[types.UID]*podEntry
+	// byNS indexes pods (live and deleted) by namespace.
+	byNS map[string]map[types.UID]*podEntry
+}
+
+// Ref names a budget: its kind, namespace ("" for a GPUClusterBudget) and
+// name.
+type Ref struct {
+	Kind, Namespace, Name string
+}
+
+// NewTracker returns an empty Tracker.
+func NewTracker(opts Options) *Tracker {
+	if opts.RollingBuckets <= 0 {
+		opts.RollingBuckets = 48
+	}
+	if opts.CheckpointInterval <= 0 {
+		opts.CheckpointInterval = time.Minute
+	}
+	t := &Tracker{opts: opts, clock: opts.Clock, log: opts.Log,
+		budgets: map[Ref]*tracked{}, namespaces: map[string]map[string]string{},
+		pods: map[types.UID]*podEntry{}, byNS: map[string]map[types.UID]*podEntry{}}
+	if t.clock == nil {
+		t.clock = clock.RealClock{}
+	}
+	if t.log.GetSink() == nil {
+		t.log = logr.Discard()
+	}
+	return t
+}
+
+// Families are the governed families (what the feed's Sink reports).
+func (t *Tracker) Families() []effective.Family { return t.opts.Families }
+
+// PodBurn is what one pod burned in one budget's current window, counted
+// as the budget counts it.
+type PodBurn struct {
+	Budget Ref
+	Name   string
+	UID    types.UID
+	// User is who the pod is charged to (the ledger's user).
+	User string
+	// Deleted tells a pod this replica saw deleted whose burn is not
+	// folded into the budget's checkpoint yet.
+	Deleted bool
+	Amounts burn.Amounts
+}
