@@ -17,7 +17,7 @@ import (
 // replica tracks every budget from the same watches, so every replica
 // exports the series (the alerts take the highest use of the replicas).
 type BudgetStandings interface {
-	AllStandings(now time.Time) []budget.Standing
+	All(now time.Time) []budget.Standing
 }
 
 // budgetCollector exposes, per GPU-hour budget (GPUBudget,
@@ -76,7 +76,7 @@ func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.clock.Now()
-	for _, s := range c.budgets.AllStandings(now) {
+	for _, s := range c.budgets.All(now) {
 		for _, r := range s.Resources {
 			lbls := []string{s.Kind, s.Namespace, s.Name, string(r.Resource)}
 			ch <- prometheus.MustNewConstMetric(c.hard, prometheus.GaugeValue, hours(r.Hard), lbls...)

@@ -19,7 +19,7 @@ type fixedStandings struct {
 	asked time.Time
 }
 
-func (f *fixedStandings) AllStandings(now time.Time) []budget.Standing {
+func (f *fixedStandings) All(now time.Time) []budget.Standing {
 	f.asked = now
 	return f.list
 }

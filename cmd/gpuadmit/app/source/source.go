@@ -60,6 +60,9 @@ type Source interface {
 type read struct {
 	teams   *clusterstate.Teams
 	budgets *clusterstate.Budgets
+	// objects are the state's objects the budgets are tracked over (its
+	// namespaces and pods).
+	objects *manifest.Objects
 	// namespace is gpuadmit's (--gpuadmit-namespace), where the teams'
 	// GPUReservationSets are.
 	namespace string
@@ -116,7 +119,7 @@ func (Dump) Gpuadmit() (kubernetes.Interface, error) { return nil, nil }
 func (d Dump) Ledger(_ context.Context, ch Charging, _ []string, _ bool) (*ledger.Ledger, map[string][]reservation.Reservation, error) {
 	l, got, err := loadState(d.Path, d.stdin, ch, logr.Discard())
 	if d.read != nil {
-		d.read.teams, d.read.budgets = got.teams, got.budgets
+		d.read.teams, d.read.budgets, d.read.objects = got.teams, got.budgets, got.objects
 	}
 	return l, nil, err
 }
@@ -161,7 +164,7 @@ func loadState(path string, stdin io.Reader, ch Charging, log logr.Logger) (*led
 	}
 	l := LedgerOf(objs, ch, log)
 	teams.Feed(l)
-	return l, read{teams: teams, budgets: budgets}, nil
+	return l, read{teams: teams, budgets: budgets, objects: objs}, nil
 }
 
 // Charging is how the ledger charges requests: the device families (the
@@ -309,6 +312,9 @@ func (l live) Ledger(ctx context.Context, ch Charging, namespaces []string, rese
 	}
 	l.readTeams(ctx, dc, led, st.PodsResourceVersion)
 	l.readBudgets(ctx, dc, namespaces)
+	if l.read != nil {
+		l.read.objects = st.Objects
+	}
 	if !reserve {
 		return led, nil, nil
 	}

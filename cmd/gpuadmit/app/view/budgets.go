@@ -2,7 +2,7 @@ package view
 
 import (
 	"cmp"
-	"math"
+	"fmt"
 	"math/bits"
 	"slices"
 	"strings"
@@ -44,7 +44,7 @@ type Budget struct {
 	// AsOf is the moment the use is computed at.
 	AsOf time.Time `json:"asOf"`
 	// Percent is the highest use of a resource, in percent of its limit
-	// (floored, saturating).
+	// (floored; 100 for a limit of 0), as the status's.
 	Percent   int64            `json:"percent"`
 	State     string           `json:"state"`
 	Resources []BudgetResource `json:"resources"`
@@ -91,7 +91,7 @@ func BudgetOf(s budget.Standing, asOf time.Time, nearPercent int64) Budget {
 		b.WindowEnd = &s.WindowEnd
 	}
 	for _, r := range s.Resources {
-		br := resourceOf(r, asOf, s.WindowEnd, nearPercent)
+		br := resourceOf(s, r, asOf, nearPercent)
 		b.Resources = append(b.Resources, br)
 		b.Percent = max(b.Percent, br.Percent)
 		b.State = worse(b.State, br.State)
@@ -102,16 +102,16 @@ func BudgetOf(s budget.Standing, asOf time.Time, nearPercent int64) Budget {
 	return b
 }
 
-// resourceOf is r shown at asOf in a window ending at end.
-func resourceOf(r budget.ResourceStanding, asOf, end time.Time, nearPercent int64) BudgetResource {
+// resourceOf is r of the budget s shown at asOf.
+func resourceOf(s budget.Standing, r budget.ResourceStanding, asOf time.Time, nearPercent int64) BudgetResource {
 	left := burn.Amount(0)
 	if r.Used < r.Hard {
 		left = r.Hard - r.Used
 	}
 	br := BudgetResource{Resource: string(r.Resource), Hard: Hours(r.Hard), Used: Hours(r.Used), Left: Hours(left),
-		HardUnitMs: int64(r.Hard), UsedUnitMs: int64(r.Used), Percent: Percent(r.Used, r.Hard),
+		HardUnitMs: int64(r.Hard), UsedUnitMs: int64(r.Used), Percent: int64(budget.Percent(r.Used, r.Hard)),
 		BurnRate: Hours(r.RatePerHour), BurnRateMs: int64(r.RatePerHour), State: StateOf(r.Used, r.Hard, nearPercent)}
-	if at, ok := Exhaustion(r.Used, r.Hard, r.RatePerHour, asOf); ok && (end.IsZero() || at.Before(end)) {
+	if at, ok := Exhaustion(s, r, asOf); ok {
 		br.ProjectedExhaustion = &at
 	}
 	return br
@@ -153,30 +153,24 @@ func worse(a, b string) string {
 	return a
 }
 
-// Percent is used in percent of hard, floored and capped at 1000 (a limit
-// of 0 is 100 % spent, 0 % while nothing burned).
-func Percent(used, hard burn.Amount) int64 {
-	if hard <= 0 {
-		if used > 0 {
-			return 1000
-		}
-		return 100
-	}
-	p := math.Floor(float64(used) * 100 / float64(hard))
-	return int64(min(max(p, 0), 1000))
-}
-
-// Exhaustion is when used reaches hard at rate per hour from asOf (false:
-// never, or already).
-func Exhaustion(used, hard, rate burn.Amount, asOf time.Time) (time.Time, bool) {
-	if rate <= 0 || used >= hard {
+// Exhaustion is when r of the budget s would reach its limit at its
+// burn rate from asOf: false when it never would within the window (a
+// calendar window: before it ends; a rolling window, whose end is always
+// now: within its length), when nothing burns, or when the limit is
+// reached already. (pkg/metrics projects the same for its gauge.)
+func Exhaustion(s budget.Standing, r budget.ResourceStanding, asOf time.Time) (time.Time, bool) {
+	if r.RatePerHour <= 0 || r.Used >= r.Hard {
 		return time.Time{}, false
 	}
-	hours := float64(hard-used) / float64(rate)
-	if hours > 24*366*10 { // beyond any window
+	horizon := s.WindowEnd.Sub(asOf)
+	if strings.HasPrefix(s.Window, "rolling") {
+		horizon = s.WindowEnd.Sub(s.WindowStart)
+	}
+	hoursLeft := float64(r.Hard-r.Used) / float64(r.RatePerHour)
+	if horizon <= 0 || hoursLeft > horizon.Hours() {
 		return time.Time{}, false
 	}
-	return asOf.Add(time.Duration(hours * float64(time.Hour))).Truncate(time.Second), true
+	return asOf.Add(time.Duration(hoursLeft * float64(time.Hour))).Truncate(time.Second), true
 }
 
 // Hours is a in resource-hours, as the status writes it: a decimal
@@ -193,14 +187,29 @@ func SortBudgets(bs []Budget) {
 }
 
 // Budgets are the GPU-hour budgets of the state that count the namespace
-// shown (every budget when every namespace is), sorted, at now: the use
-// as of each budget's last checkpoint (its status).
+// shown (every budget when every namespace is), sorted, at now: tracked
+// as a replica tracks them (pkg/budget), from each budget's checkpoint
+// and the pods' own timestamps, so the numbers are the webhook's.
 func (v View) Budgets(now time.Time) []Budget {
-	ss, asOf, members := statusStandings(v.budgets, v.Ledger, v.Ns, now)
+	if v.tracker == nil {
+		return nil
+	}
+	var ss []budget.Standing
+	if v.Ns == "" {
+		ss = v.tracker.All(now)
+	} else {
+		ss = v.tracker.Standings(v.Ns, now)
+	}
 	out := make([]Budget, 0, len(ss))
-	for i, s := range ss {
-		b := BudgetOf(s, asOf[i], v.NearPercent)
-		b.Namespaces = members[i]
+	for _, s := range ss {
+		b := BudgetOf(s, now, v.NearPercent)
+		if s.Kind == budget.KindClusterBudget {
+			b.Namespaces = v.selectedBy(s.Name)
+			if v.scoped {
+				b.Problems = append(b.Problems, fmt.Sprintf("only the pods of namespace %s were read: the burn of its other namespaces "+
+					"since the last checkpoint is not counted (-A counts them)", v.Ns))
+			}
+		}
 		out = append(out, b)
 	}
 	SortBudgets(out)

@@ -20,7 +20,7 @@ func PrintBudgets(w io.Writer, bs []Budget) error {
 	}
 	fmt.Fprintln(w)
 	t := output.NewTable(w)
-	fmt.Fprintln(t, "BUDGET\tWINDOW\tRESOURCE\tUSED(h)\tHARD(h)\tLEFT(h)\t%\tRATE(h/h)\tENDS\tEXHAUSTED\tSTATE\tAS-OF")
+	fmt.Fprintln(t, "BUDGET\tWINDOW\tRESOURCE\tUSED(h)\tHARD(h)\tLEFT(h)\t%\tRATE(h/h)\tENDS\tEXHAUSTED\tSTATE")
 	for _, b := range bs {
 		for _, r := range b.Resources {
 			hard := r.Hard
@@ -29,11 +29,11 @@ func PrintBudgets(w io.Writer, bs []Budget) error {
 			}
 			fmt.Fprintln(t, strings.Join([]string{b.Key(), b.Window, r.Resource, r.Used, hard, r.Left,
 				strconv.FormatInt(r.Percent, 10), r.BurnRate, timeCell(b.WindowEnd), timeCell(r.ProjectedExhaustion),
-				strings.ToUpper(r.State), asOfCell(b.AsOf)}, "\t"))
+				strings.ToUpper(r.State)}, "\t"))
 		}
 		if len(b.Resources) == 0 {
 			fmt.Fprintln(t, strings.Join([]string{b.Key(), b.Window, "-", "-", "-", "-", "-", "-", timeCell(b.WindowEnd), "-",
-				strings.ToUpper(b.State), asOfCell(b.AsOf)}, "\t"))
+				strings.ToUpper(b.State)}, "\t"))
 		}
 	}
 	if err := t.Flush(); err != nil {
@@ -51,13 +51,6 @@ func PrintBudgets(w io.Writer, bs []Budget) error {
 func timeCell(t *time.Time) string {
 	if t == nil {
 		return "-"
-	}
-	return t.Format(time.RFC3339)
-}
-
-func asOfCell(t time.Time) string {
-	if t.IsZero() {
-		return "never"
 	}
 	return t.Format(time.RFC3339)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/setup"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
+	"github.com/gpuadmit/gpuadmit/pkg/budget"
 	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/reservation"
@@ -56,8 +57,13 @@ type View struct {
 	// teams are the team quotas and the teams' objects read with the
 	// ledger (nil: none).
 	teams *clusterstate.Teams
-	// budgets are the GPU-hour budgets read with the ledger (nil: none).
+	// budgets are the GPU-hour budgets read with the ledger (nil: none),
+	// tracker tracks them over the state's pods (nil: no budget); scoped:
+	// only the pods of Ns were read (a GPUClusterBudget's other
+	// namespaces' were not).
 	budgets *clusterstate.Budgets
+	tracker *budget.Tracker
+	scoped  bool
 	// NearPercent is the lowest warning threshold of the budgets.
 	NearPercent int64
 }
@@ -100,6 +106,8 @@ func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve b
 		}
 	}
 	v.budgets = src.Budgets()
+	v.tracker = source.BudgetTracker(src, v.budgets, v.Ch, c.Clock)
+	v.scoped = f.state == "" && v.Ns != ""
 	if v.Ns == "" {
 		return v, nil
 	}

@@ -1,0 +1,45 @@
+package view
+
+import (
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+)
+
+// selectedBy are the namespaces of the state the GPUClusterBudget name
+// selects (by name, or by labels when the state has the namespace),
+// sorted; never nil.
+func (v View) selectedBy(name string) []string {
+	i := slices.IndexFunc(v.budgets.Cluster, func(b *gpuadmitv1.GPUClusterBudget) bool { return b.Name == name })
+	if i < 0 {
+		return []string{}
+	}
+	b, l := v.budgets.Cluster[i], v.Ledger
+	var sel labels.Selector
+	if b.Spec.NamespaceSelector != nil {
+		if s, err := metav1.LabelSelectorAsSelector(b.Spec.NamespaceSelector); err == nil {
+			sel = s
+		}
+	}
+	out := []string{}
+	seen := map[string]bool{}
+	for _, n := range b.Spec.Namespaces {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	if sel != nil && l != nil {
+		for name, ns := range l.Snapshot(nil).Namespaces {
+			if !seen[name] && ns.LabelsKnown && sel.Matches(labels.Set(ns.Labels)) {
+				seen[name] = true
+				out = append(out, name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
