@@ -6,7 +6,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
 )
 
 // selectedBy are the namespaces of the state the GPUClusterBudget name
@@ -42,4 +44,28 @@ func (v View) selectedBy(name string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// WhatIfBudgets tracks the budgets again with edit applied to a copy of
+// the state's (top --what-if: a changed limit or window). The copy keeps
+// each budget's status: a checkpoint's folded burn counts where its
+// window is the new window's (a calendar window starting at the same
+// moment; a rolling window's buckets within it), as the webhook would
+// count it after the same change.
+func (v *View) WhatIfBudgets(edit func(*clusterstate.Budgets) error) error {
+	cp := &clusterstate.Budgets{}
+	if v.budgets != nil {
+		for _, b := range v.budgets.Namespaced {
+			cp.Namespaced = append(cp.Namespaced, b.DeepCopy())
+		}
+		for _, b := range v.budgets.Cluster {
+			cp.Cluster = append(cp.Cluster, b.DeepCopy())
+		}
+	}
+	if err := edit(cp); err != nil {
+		return err
+	}
+	v.budgets = cp
+	v.tracker = source.BudgetTracker(v.src, cp, v.Ch, v.clock)
+	return nil
 }

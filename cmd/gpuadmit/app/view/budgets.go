@@ -50,6 +50,10 @@ type Budget struct {
 	Resources []BudgetResource `json:"resources"`
 	// Problems are the keys of spec.hard (or the window) not enforced.
 	Problems []string `json:"problems,omitempty"`
+	// Pods and Users are what each pod and each user of the namespaces
+	// shown burned in the window (top only: WithBurns).
+	Pods  []PodBurn  `json:"pods,omitempty"`
+	Users []UserBurn `json:"users,omitempty"`
 }
 
 // BudgetResource is one limited resource of a budget: its limit, use and
@@ -70,6 +74,8 @@ type BudgetResource struct {
 	// ProjectedExhaustion is when the burn rate would reach the limit,
 	// when that is before the window ends.
 	ProjectedExhaustion *time.Time `json:"projectedExhaustion,omitempty"`
+	// family and dimension say which part of a charge burns it.
+	family, dimension string
 }
 
 // Key names the budget: GPUBudget ns/name or GPUClusterBudget name.
@@ -110,7 +116,8 @@ func resourceOf(s budget.Standing, r budget.ResourceStanding, asOf time.Time, ne
 	}
 	br := BudgetResource{Resource: string(r.Resource), Hard: Hours(r.Hard), Used: Hours(r.Used), Left: Hours(left),
 		HardUnitMs: int64(r.Hard), UsedUnitMs: int64(r.Used), Percent: int64(budget.Percent(r.Used, r.Hard)),
-		BurnRate: Hours(r.RatePerHour), BurnRateMs: int64(r.RatePerHour), State: StateOf(r.Used, r.Hard, nearPercent)}
+		BurnRate: Hours(r.RatePerHour), BurnRateMs: int64(r.RatePerHour), State: StateOf(r.Used, r.Hard, nearPercent),
+		family: r.Family, dimension: r.Dimension}
 	if at, ok := Exhaustion(s, r, asOf); ok {
 		br.ProjectedExhaustion = &at
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
+	"k8s.io/utils/clock"
 
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/setup"
@@ -64,6 +65,10 @@ type View struct {
 	budgets *clusterstate.Budgets
 	tracker *budget.Tracker
 	scoped  bool
+	// src and clock are what the tracker was built from (WhatIfBudgets
+	// rebuilds it).
+	src   source.Source
+	clock clock.PassiveClock
 	// NearPercent is the lowest warning threshold of the budgets.
 	NearPercent int64
 }
@@ -106,6 +111,7 @@ func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve b
 		}
 	}
 	v.budgets = src.Budgets()
+	v.src, v.clock = src, c.Clock
 	v.tracker = source.BudgetTracker(src, v.budgets, v.Ch, c.Clock)
 	v.scoped = f.state == "" && v.Ns != ""
 	if v.Ns == "" {
