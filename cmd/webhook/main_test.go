@@ -19,7 +19,7 @@ func TestNoTestHooksInProduction(t *testing.T) {
 	if testHooks != nil {
 		t.Fatal("the production build has test hooks")
 	}
-	for _, arg := range []string{testhooks.WatchDelay(time.Second), testhooks.ClockSkew(time.Second)} {
+	for _, arg := range []string{testhooks.WatchDelay(time.Second), testhooks.ClockSkew(time.Second), testhooks.ClockFile("/tmp/offset")} {
 		var stderr bytes.Buffer
 		if code := run(t.Context(), []string{arg}, &stderr, &stderr); code != 2 {
 			t.Errorf("webhook %s: exit %d, want 2; stderr:\n%s", arg, code, stderr.String())
@@ -30,7 +30,7 @@ func TestNoTestHooksInProduction(t *testing.T) {
 	}
 	var help bytes.Buffer
 	run(t.Context(), []string{"--help"}, &help, &help)
-	for _, name := range []string{testhooks.WatchDelayFlag, testhooks.ClockSkewFlag} {
+	for _, name := range []string{testhooks.WatchDelayFlag, testhooks.ClockSkewFlag, testhooks.ClockFileFlag} {
 		if strings.Contains(help.String(), name) {
 			t.Errorf("--help lists %s:\n%s", name, help.String())
 		}

@@ -38,7 +38,7 @@ type CheckpointerOptions struct {
 	Interval time.Duration
 	// WarnPercents are budgets.warnPercents: an Event when a budget's use
 	// first reaches each in a window.
-	WarnPercents []int32
+	WarnPercents []int64
 	// Recorder records the budgets' Events (nil: none).
 	Recorder Recorder
 	// Clock ticks the checkpoints (nil: the real clock).

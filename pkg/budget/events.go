@@ -30,30 +30,39 @@ func (c *Checkpointer) events(obj runtime.Object, prev *gpuadmitv1.BudgetStatus,
 	}
 	sameWindow := isRollingStanding(st) || (prev.WindowStart != nil && prev.WindowStart.Time.Equal(st.WindowStart))
 	var before int32
-	prevUsed := map[string]bool{}
 	if sameWindow {
 		before = prev.Percent
-		for _, r := range prev.Resources {
-			h, u := r.Hard.MilliValue(), r.Used.MilliValue()
-			prevUsed[string(r.Resource)] = u > h
-		}
 	}
+	c.overruns(obj, prev, st, sameWindow)
 	var now int32
 	for _, r := range st.Resources {
 		now = max(now, Percent(r.Used, r.Hard))
-		if r.Used > r.Hard && !prevUsed[string(r.Resource)] && r.Hard > 0 {
-			c.o.Recorder.Eventf(obj, "Warning", EventOverrun, "running pods took %s past its limit: %s of %s hours used in the window ending %s (admission only: running pods are not stopped)",
-				r.Resource, burn.AmountToHours(r.Used), burn.AmountToHours(r.Hard), st.WindowEnd.Format(time.RFC3339))
-		}
 	}
 	for _, p := range slices.Sorted(slices.Values(c.o.WarnPercents)) {
-		if before < p && now >= p {
+		if int64(before) < p && int64(now) >= p {
 			c.o.Recorder.Eventf(obj, "Warning", EventThreshold, "%d%% of the budget used in the window ending %s", p, st.WindowEnd.Format(time.RFC3339))
 		}
 	}
 	wasSpent := sameWindow && meta.IsStatusConditionTrue(prev.Conditions, gpuadmitv1.ConditionBudgetSpent)
 	if spent := spentOf(st); len(spent) > 0 && !wasSpent {
 		c.o.Recorder.Eventf(obj, "Warning", EventSpent, "%s spent: new pods using it are denied until %s", fmt.Sprint(spent), st.WindowEnd.Format(time.RFC3339))
+	}
+}
+
+// overruns records BudgetOverrun for each resource running pods took past
+// its limit since the status before.
+func (c *Checkpointer) overruns(obj runtime.Object, prev *gpuadmitv1.BudgetStatus, st Standing, sameWindow bool) {
+	over := map[string]bool{}
+	if sameWindow {
+		for _, r := range prev.Resources {
+			over[string(r.Resource)] = r.Used.Cmp(r.Hard) > 0
+		}
+	}
+	for _, r := range st.Resources {
+		if r.Used > r.Hard && r.Hard > 0 && !over[string(r.Resource)] {
+			c.o.Recorder.Eventf(obj, "Warning", EventOverrun, "running pods took %s past its limit: %s of %s hours used in the window ending %s (admission only: running pods are not stopped)",
+				r.Resource, burn.AmountToHours(r.Used), burn.AmountToHours(r.Hard), st.WindowEnd.Format(time.RFC3339))
+		}
 	}
 }
 

@@ -13,9 +13,11 @@ import (
 
 // Fold is what the elected replica writes for budget ref at now, from the
 // status it read (the object its compare-and-swap carries): the
-// checkpoint read, with this replica's tombstones (pods deleted) and
-// departures (namespaces that left a GPUClusterBudget) not folded in it
-// yet folded in, and the status computed from it (used RECOMPUTED from
+// checkpoint read, with the burn of every pod it counts up to now folded
+// in (each from its foldedPods entry's until, which moves to now, or to
+// the pod's end: this replica's tombstones of pods deleted, the
+// departures of namespaces that left a GPUClusterBudget, the live pods),
+// and the status computed from it (used RECOMPUTED from
 // folded + the live pods, never incremented: writing it twice, or two
 // writers, add nothing). A calendar window's folded burn starts over at
 // its rollover. A checkpoint time ahead of now (another replica's clock)
@@ -36,50 +38,78 @@ func (t *Tracker) Fold(ref Ref, read *gpuadmitv1.BudgetStatus, generation int64,
 // foldLocked is the checkpoint cp with what this replica holds folded in.
 func (t *Tracker) foldLocked(b *tracked, cp checkpoint, now time.Time, writer string) checkpoint {
 	start, _ := b.window.At(now)
-	width := bucketWidth(b.window.Rolling(), t.opts.RollingBuckets)
-	nc := checkpoint{time: now, writer: writer, windowStart: start, foldedPods: maps.Clone(cp.foldedPods)}
-	if nc.foldedPods == nil {
-		nc.foldedPods = map[types.UID]time.Time{}
+	f := folder{start: start, width: bucketWidth(b.window.Rolling(), t.opts.RollingBuckets), rolling: b.window.Rolling() != 0,
+		nc: checkpoint{time: now, writer: writer, windowStart: start, foldedPods: maps.Clone(cp.foldedPods)}}
+	if f.nc.foldedPods == nil {
+		f.nc.foldedPods = map[types.UID]time.Time{}
 	}
-	rolling := b.window.Rolling() != 0
-	if rolling {
+	if f.rolling {
 		for _, bk := range cp.buckets {
-			if bk.start.Add(width).After(start) {
-				nc.buckets = append(nc.buckets, bucket{start: bk.start, amounts: burn.Amounts{}.Add(bk.amounts)})
+			if bk.start.Add(f.width).After(start) {
+				f.nc.buckets = append(f.nc.buckets, bucket{start: bk.start, amounts: burn.Amounts{}.Add(bk.amounts)})
 			}
 		}
 	} else {
-		nc.folded = cp.foldedIn(b.window, start, width)
+		f.nc.folded = cp.foldedIn(b.window, start, f.width)
 	}
-	fold := func(e *podEntry, to time.Time) {
-		from := maxTime(start, nc.foldedPods[e.uid])
-		if to.After(from) {
-			if rolling {
-				nc.addBuckets(e.timeline, from, to, width)
-			} else {
-				nc.folded = nc.folded.Add(e.timeline.Between(from, to))
-			}
-		}
-		if to.After(nc.foldedPods[e.uid]) {
-			nc.foldedPods[e.uid] = to
-		}
-	}
+	var live []*podEntry
 	t.eachCountedLocked(b, func(e *podEntry) {
-		if e.deleted() && len(e.timeline.Segments) > 0 && !e.timeline.End.IsZero() {
-			fold(e, minTime(e.timeline.End, now))
+		switch {
+		case len(e.timeline.Segments) == 0:
+		case e.deleted():
+			f.fold(e, minTime(e.timeline.End, now))
+		default:
+			live = append(live, e)
 		}
 	})
 	for uid, at := range b.departed {
 		if e := t.pods[uid]; e != nil && !t.selectsLocked(b, e.namespace) && len(e.timeline.Segments) > 0 {
-			to := minTime(at, now)
-			if end := e.timeline.End; !end.IsZero() {
-				to = minTime(to, end)
-			}
-			fold(e, to)
+			f.fold(e, endBy(e, minTime(at, now)))
 		}
 	}
-	t.pruneFoldedPodsLocked(&nc, start, now)
-	return nc
+	// The live pods' burn so far is folded too (their entries' until moves
+	// to now), so that a pod deleted unseen by the next leader loses at
+	// most the burn since this checkpoint; beyond MaxFoldedPods entries, a
+	// live pod without one keeps counting from the window's start.
+	for _, e := range live {
+		if _, ok := f.nc.foldedPods[e.uid]; ok || len(f.nc.foldedPods) < MaxFoldedPods {
+			f.fold(e, endBy(e, now))
+		}
+	}
+	t.pruneFoldedPodsLocked(&f.nc, start, now)
+	return f.nc
+}
+
+// endBy is the earlier of to and e's end (if it ended).
+func endBy(e *podEntry, to time.Time) time.Time {
+	if end := e.timeline.End; !end.IsZero() {
+		return minTime(to, end)
+	}
+	return to
+}
+
+// folder folds pods' burn into the checkpoint nc of the window from start.
+type folder struct {
+	nc      checkpoint
+	start   time.Time
+	width   time.Duration
+	rolling bool
+}
+
+// fold adds e's burn from its until (or the window's start) to to, and
+// moves its until to to.
+func (f *folder) fold(e *podEntry, to time.Time) {
+	from := maxTime(f.start, f.nc.foldedPods[e.uid])
+	if to.After(from) {
+		if f.rolling {
+			f.nc.addBuckets(e.timeline, from, to, f.width)
+		} else {
+			f.nc.folded = f.nc.folded.Add(e.timeline.Between(from, to))
+		}
+	}
+	if to.After(f.nc.foldedPods[e.uid]) {
+		f.nc.foldedPods[e.uid] = to
+	}
 }
 
 // addBuckets folds tl's burn in [from, to) into the buckets it burned in.
@@ -99,12 +129,15 @@ func (cp *checkpoint) addBuckets(tl burn.Timeline, from, to time.Time, width tim
 
 // pruneFoldedPodsLocked drops the foldedPods entries no longer needed:
 // those ending before the window (a pod counts from the window's start
-// anyway), those of pods deleted keepDeletedFor checkpoint intervals ago;
-// beyond MaxFoldedPods, the oldest of deleted pods first, then the oldest.
+// anyway), and those of pods this replica does not hold (not live, no
+// tombstone, not dropped within keepDeletedFor checkpoint intervals: every
+// replica has seen the checkpoint folding them since) that ended
+// keepDeletedFor intervals ago; beyond MaxFoldedPods, the oldest of
+// deleted pods first, then the oldest.
 func (t *Tracker) pruneFoldedPodsLocked(cp *checkpoint, start, now time.Time) {
 	expire := now.Add(-keepDeletedFor * t.opts.CheckpointInterval)
 	for uid, until := range cp.foldedPods {
-		if !until.After(start) || (!t.liveLocked(uid) && until.Before(expire)) {
+		if !until.After(start) || (!t.heldLocked(uid) && until.Before(expire)) {
 			delete(cp.foldedPods, uid)
 		}
 	}

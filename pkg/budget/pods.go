@@ -48,6 +48,9 @@ func (t *Tracker) UpsertPod(pod *corev1.Pod) {
 	uid := uidOf(pod)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if _, gone := t.gone[uid]; gone {
+		return // deleted and folded: a lagging list still showing it
+	}
 	e := t.pods[uid]
 	if e == nil {
 		t.replaceSameNameLocked(pod, uid, now)
@@ -103,17 +106,7 @@ func observe(obs *burn.Observed, pod *corev1.Pod, now time.Time) {
 	each(pod, func(st *corev1.ContainerStatus) {
 		started = started || st.State.Running != nil || st.State.Terminated != nil || st.LastTerminationState.Terminated != nil
 		running = running || st.State.Running != nil
-		if r := st.State.Running; r != nil {
-			obs.EarliestStart = earliest(obs.EarliestStart, r.StartedAt.Time)
-		}
-		for _, x := range []*corev1.ContainerStateTerminated{st.State.Terminated, st.LastTerminationState.Terminated} {
-			if x != nil {
-				obs.EarliestStart = earliest(obs.EarliestStart, x.StartedAt.Time)
-				if x.FinishedAt.After(obs.LatestFinish) {
-					obs.LatestFinish = x.FinishedAt.Time
-				}
-			}
-		}
+		observeTimes(obs, st)
 	})
 	if started && obs.FirstRunning.IsZero() {
 		obs.FirstRunning = now
@@ -126,6 +119,22 @@ func observe(obs *burn.Observed, pod *corev1.Pod, now time.Time) {
 			obs.StageSeen = map[int]time.Time{}
 		}
 		obs.StageSeen[effective.StageOf(pod).From] = now
+	}
+}
+
+// observeTimes keeps the earliest startedAt and the latest finishedAt a
+// container status shows.
+func observeTimes(obs *burn.Observed, st *corev1.ContainerStatus) {
+	if r := st.State.Running; r != nil {
+		obs.EarliestStart = earliest(obs.EarliestStart, r.StartedAt.Time)
+	}
+	for _, x := range []*corev1.ContainerStateTerminated{st.State.Terminated, st.LastTerminationState.Terminated} {
+		if x != nil {
+			obs.EarliestStart = earliest(obs.EarliestStart, x.StartedAt.Time)
+			if x.FinishedAt.After(obs.LatestFinish) {
+				obs.LatestFinish = x.FinishedAt.Time
+			}
+		}
 	}
 }
 
@@ -216,12 +225,21 @@ func (t *Tracker) endLocked(e *podEntry, final *corev1.Pod, now time.Time) {
 
 // dropFoldedLocked forgets the deleted pods no budget needs any more:
 // every budget that counts them folded them (a checkpoint's foldedPods
-// entry up to their end), or their burn is before its window.
+// entry up to their end), or their burn is before its window. Their UIDs
+// are kept keepDeletedFor checkpoint intervals (gone), so that a lagging
+// list still showing them does not bring them back.
 func (t *Tracker) dropFoldedLocked() {
+	now := t.clock.Now()
+	for uid, at := range t.gone {
+		if now.Sub(at) > keepDeletedFor*t.opts.CheckpointInterval {
+			delete(t.gone, uid)
+		}
+	}
 	for uid, e := range t.pods {
 		if !e.deleted() || t.neededLocked(e) {
 			continue
 		}
+		t.gone[uid] = now
 		delete(t.pods, uid)
 		delete(t.byNS[e.namespace], uid)
 		if len(t.byNS[e.namespace]) == 0 {

@@ -59,6 +59,8 @@ type Tracker struct {
 	pods       map[types.UID]*podEntry
 	// byNS indexes pods (live and deleted) by namespace.
 	byNS map[string]map[types.UID]*podEntry
+	// gone are the pods deleted and folded, with when they were dropped.
+	gone map[types.UID]time.Time
 }
 
 // Ref names a budget: its kind, namespace ("" for a GPUClusterBudget) and
@@ -77,7 +79,7 @@ func NewTracker(opts Options) *Tracker {
 	}
 	t := &Tracker{opts: opts, clock: opts.Clock, log: opts.Log,
 		budgets: map[Ref]*tracked{}, namespaces: map[string]map[string]string{},
-		pods: map[types.UID]*podEntry{}, byNS: map[string]map[types.UID]*podEntry{}}
+		pods: map[types.UID]*podEntry{}, gone: map[types.UID]time.Time{}, byNS: map[string]map[types.UID]*podEntry{}}
 	if t.clock == nil {
 		t.clock = clock.RealClock{}
 	}

@@ -95,3 +95,10 @@ func (t *Tracker) liveLocked(uid types.UID) bool {
 	e := t.pods[uid]
 	return e != nil && !e.deleted()
 }
+
+// heldLocked reports whether the tracker holds uid: a pod live or deleted,
+// or dropped lately (gone).
+func (t *Tracker) heldLocked(uid types.UID) bool {
+	_, gone := t.gone[uid]
+	return gone || t.pods[uid] != nil
+}

@@ -18,6 +18,12 @@ func HoursToAmount(q resource.Quantity) (Amount, error) {
 		return 0, fmt.Errorf("%s: a budget of resource-hours cannot be negative", q.String())
 	}
 	d := q.AsDec() // unscaled × 10^-scale
+	switch digits, scale := len(d.UnscaledBig().String()), int(d.Scale()); {
+	case d.UnscaledBig().Sign() == 0 || scale > digits+7: // below a millisecond
+		return 0, nil
+	case -scale+digits > 20: // at least 10^19 hours
+		return math.MaxInt64, nil
+	}
 	ms := new(big.Int).Mul(d.UnscaledBig(), big.NewInt(MillisPerHour))
 	if scale := int64(d.Scale()); scale > 0 {
 		ms.Quo(ms, new(big.Int).Exp(big.NewInt(10), big.NewInt(scale), nil)) // rounds toward zero

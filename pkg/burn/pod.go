@@ -58,6 +58,7 @@ func PodTimeline(pod *corev1.Pod, chargeOf func(effective.Stage) effective.Usage
 func podStart(pod *corev1.Pod, obs Observed) (time.Time, bool) {
 	started := earliest(earliestStart(pod), obs.EarliestStart)
 	started = earliest(started, obs.FirstRunning)
+	started = earliest(started, obs.LastRunning) // seen running, FirstRunning lost
 	if started.IsZero() {
 		return time.Time{}, false
 	}

@@ -69,6 +69,7 @@ func SetDefaults(c *Configuration) {
 	setDefaultsCapacity(c)
 	setDefaultsWorkloads(c)
 	setDefaultsTeams(c)
+	setDefaultsBudgets(c)
 }
 
 // setDefaultsNvidia sets HAMi's own defaults (effective.DefaultSettings:

@@ -21,6 +21,7 @@ func Validate(c *Configuration) field.ErrorList {
 	errs = append(errs, validateCapacity(c)...)
 	errs = append(errs, validateWorkloads(c)...)
 	errs = append(errs, validateTeams(c.Teams, field.NewPath("teams"))...)
+	errs = append(errs, validateBudgets(c.Budgets, field.NewPath("budgets"))...)
 	if _, err := labels.Parse(*c.Policy.ConfigMapSelector); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("policy", "configMapSelector"), *c.Policy.ConfigMapSelector, err.Error()))
 	}

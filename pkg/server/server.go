@@ -32,6 +32,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/admission"
 	"github.com/gpuadmit/gpuadmit/pkg/admitqueue"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/budget"
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
@@ -126,14 +127,19 @@ const LeaderElectionID = "gpuadmit-usage-status"
 
 // Server is the wired admission webhook.
 type Server struct {
-	mgr     manager.Manager
-	Ledger  *ledger.Ledger
-	Engine  *policy.Engine
-	Store   *admitqueue.Store
-	members *membership.Members
-	feed    *feed.Feed
-	usage   toolscache.InformerSynced
-	rotator *certs.Rotator
+	mgr    manager.Manager
+	Ledger *ledger.Ledger
+	// Budgets tracks the GPU-hour budgets (every replica): what admission
+	// decides against (Standings) and the views read (PodBurns).
+	Budgets *budget.Tracker
+	// budgetsSynced are the budget informers' (watchBudgets).
+	budgetsSynced []toolscache.InformerSynced
+	Engine        *policy.Engine
+	Store         *admitqueue.Store
+	members       *membership.Members
+	feed          *feed.Feed
+	usage         toolscache.InformerSynced
+	rotator       *certs.Rotator
 	// certificate is the serving certificate's source (the rotator, or
 	// the files' watcher in CertDir).
 	certificate certificates
@@ -296,7 +302,11 @@ func (s *Server) watches(cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("the GPUClusterQuota resource (is its CRD installed?): %w", err)
 	}
-	s.feed, err = feed.NewFeed(feedKube, s.Ledger, feed.Options{Log: opts.Log.WithName("feed"), PodConfig: feedCfg, ClusterQuotas: teams,
+	sink := s.newBudgets()
+	if err := s.watchBudgets(); err != nil {
+		return err
+	}
+	s.feed, err = feed.NewFeed(feedKube, sink, feed.Options{Log: opts.Log.WithName("feed"), PodConfig: feedCfg, ClusterQuotas: teams,
 		Freshness: feed.FreshnessOptions{ProbeEvery: adm.Watches.ProbeEvery.Duration, StaleAfter: adm.Watches.StaleAfter.Duration, Clock: opts.Clock}})
 	if err != nil {
 		return fmt.Errorf("informers: %w", err)

@@ -158,7 +158,7 @@ func (s *Server) runnables(kube kubernetes.Interface) error {
 		Identity: s.opts.Replica, Log: s.opts.Log.WithName("summary")}); err != nil {
 		return fmt.Errorf("adding the summarizer: %w", err)
 	}
-	return nil
+	return s.electBudgets(kube)
 }
 
 // everyReplica runs a runnable on every replica, elected or not.
@@ -213,6 +213,9 @@ func (s *Server) Blocked() error {
 	}
 	if !s.usage() {
 		return errors.New("the GPUReservationSet watch has not synced yet, so other replicas' reservations are unknown")
+	}
+	if !s.BudgetsSynced() {
+		return errors.New("the GPUBudget and GPUClusterBudget watches have not synced yet, so budgets would go unenforced")
 	}
 	if err := s.members.Announced(); err != nil {
 		return err

@@ -83,7 +83,7 @@ func (c *cluster) helmErr(t *testing.T, args ...string) (string, error) {
 // leftovers lists every object labelled part-of=gpuadmit, of every
 // resource the API server lists.
 // keptCRDs are what helm uninstall leaves with crds.keep (leftovers' order).
-var keptCRDs = []string{"CustomResourceDefinition/gpuclusterquotas.gpuadmit.io", "CustomResourceDefinition/gpureservationsets.gpuadmit.io", "CustomResourceDefinition/gpuusages.gpuadmit.io"}
+var keptCRDs = []string{"CustomResourceDefinition/gpubudgets.gpuadmit.io", "CustomResourceDefinition/gpuclusterbudgets.gpuadmit.io", "CustomResourceDefinition/gpuclusterquotas.gpuadmit.io", "CustomResourceDefinition/gpureservationsets.gpuadmit.io", "CustomResourceDefinition/gpuusages.gpuadmit.io"}
 
 func (c *cluster) leftovers(t *testing.T) []string {
 	t.Helper()
@@ -148,8 +148,9 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	installed := c.leftovers(t)
 	for _, want := range []string{"Deployment/gpuadmit-system/gpuadmit-webhook", "DaemonSet/gpuadmit-system/gpuadmit-nvml-agent",
 		"CustomResourceDefinition/gpuusages.gpuadmit.io", "CustomResourceDefinition/gpureservationsets.gpuadmit.io", "CustomResourceDefinition/gpuclusterquotas.gpuadmit.io", "MutatingWebhookConfiguration/gpuadmit", "ValidatingWebhookConfiguration/gpuadmit",
+		"CustomResourceDefinition/gpubudgets.gpuadmit.io", "CustomResourceDefinition/gpuclusterbudgets.gpuadmit.io",
 		"ValidatingAdmissionPolicy/gpuadmit-nvml-agent-own-node", "Secret/gpuadmit-system/gpuadmit-webhook-tls",
-		"ClusterRole/gpuadmit-gpuusage-view", "PodDisruptionBudget/gpuadmit-system/gpuadmit-webhook",
+		"ClusterRole/gpuadmit-gpuusage-view", "ClusterRole/gpuadmit-gpubudget-view", "PodDisruptionBudget/gpuadmit-system/gpuadmit-webhook",
 		"NetworkPolicy/gpuadmit-system/gpuadmit-webhook", "ClusterRole/gpuadmit-metrics-reader"} {
 		if !slices.Contains(installed, want) {
 			t.Errorf("%s was not installed; installed: %v", want, installed)

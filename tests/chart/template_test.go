@@ -50,7 +50,8 @@ func TestRender(t *testing.T) {
 			want: []string{"Deployment/gpuadmit-webhook", "Secret/gpuadmit-webhook-tls", "DaemonSet/gpuadmit-nvml-agent",
 				"ValidatingAdmissionPolicy/gpuadmit-nvml-agent-own-node", "CustomResourceDefinition/gpuusages.gpuadmit.io",
 				"CustomResourceDefinition/gpureservationsets.gpuadmit.io", "CustomResourceDefinition/gpuclusterquotas.gpuadmit.io",
-				"PodDisruptionBudget/gpuadmit-webhook", "ClusterRole/gpuadmit-gpuusage-view", "ConfigMap/gpuadmit-policy",
+				"CustomResourceDefinition/gpubudgets.gpuadmit.io", "CustomResourceDefinition/gpuclusterbudgets.gpuadmit.io",
+				"PodDisruptionBudget/gpuadmit-webhook", "ClusterRole/gpuadmit-gpuusage-view", "ClusterRole/gpuadmit-gpubudget-view", "ConfigMap/gpuadmit-policy",
 				"NetworkPolicy/gpuadmit-webhook", "ClusterRole/gpuadmit-metrics-reader"},
 			never: []string{"Certificate/gpuadmit-webhook", "ServiceMonitor/gpuadmit-webhook", "Namespace/gpuadmit-system",
 				"ConfigMap/gpuadmit-client-ca", "ClusterRoleBinding/gpuadmit-metrics-reader",
@@ -82,7 +83,9 @@ func TestRender(t *testing.T) {
 				for _, want := range []string{"authentication.k8s.io tokenreviews create", "authorization.k8s.io subjectaccessreviews create",
 					"admissionregistration.k8s.io validatingwebhookconfigurations list,watch",
 					"admissionregistration.k8s.io validatingwebhookconfigurations/gpuadmit get,update", "events create,patch,list,watch",
-					"gpuadmit.io gpuclusterquotas get,list,watch", "gpuadmit.io gpuclusterquotas/status update"} {
+					"gpuadmit.io gpuclusterquotas get,list,watch", "gpuadmit.io gpuclusterquotas/status update",
+					"gpuadmit.io gpubudgets get,list,watch", "gpuadmit.io gpuclusterbudgets get,list,watch",
+					"gpuadmit.io gpubudgets/status update,patch", "gpuadmit.io gpuclusterbudgets/status update,patch"} {
 					if !slices.Contains(role, want) {
 						t.Errorf("the webhook's ClusterRole lacks %q: %q", want, role)
 					}
@@ -90,7 +93,20 @@ func TestRender(t *testing.T) {
 				if got := grants(find(objs, "ClusterRole", "gpuadmit-metrics-reader")); !slices.Equal(got, []string{"/metrics get"}) {
 					t.Errorf("gpuadmit-metrics-reader grants %q, want only get of /metrics", got)
 				}
-				for _, name := range []string{"gpuusages.gpuadmit.io", "gpureservationsets.gpuadmit.io", "gpuclusterquotas.gpuadmit.io"} {
+				// A tenant reads budgets (kubectl get gpubudget) and can never
+				// write one: only read verbs are aggregated into view/edit/admin,
+				// and nothing of a budget's spec is writable by the webhook.
+				if got, want := grants(find(objs, "ClusterRole", "gpuadmit-gpubudget-view")),
+					[]string{"gpuadmit.io gpubudgets get,list,watch", "gpuadmit.io gpubudgets/status get,list,watch"}; !slices.Equal(got, want) {
+					t.Errorf("gpuadmit-gpubudget-view grants %q, want %q", got, want)
+				}
+				for _, g := range role {
+					if strings.Contains(g, "budgets ") && !strings.HasSuffix(g, " get,list,watch") {
+						t.Errorf("the webhook's ClusterRole may write a budget's spec: %q", g)
+					}
+				}
+				for _, name := range []string{"gpuusages.gpuadmit.io", "gpureservationsets.gpuadmit.io", "gpuclusterquotas.gpuadmit.io",
+					"gpubudgets.gpuadmit.io", "gpuclusterbudgets.gpuadmit.io"} {
 					if crd := find(objs, "CustomResourceDefinition", name); crd == nil || crd.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
 						t.Errorf("the CRD %s is not kept on uninstall by default: %v", name, crd.GetAnnotations())
 					}

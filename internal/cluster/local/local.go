@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gpuadmit/gpuadmit/pkg/certs"
@@ -54,6 +55,8 @@ type Cluster struct {
 	cancel   context.CancelFunc
 	done     chan error
 	kcm      *controllerManager
+	// clock is Config.Clock.
+	clock clock.WithTicker
 }
 
 // Start starts kube-apiserver and etcd from assets (a bin/k8s-* directory)
@@ -77,12 +80,16 @@ type Config struct {
 	// and CronJobs make their pods through the webhooks as in a real
 	// cluster (controllermanager.go).
 	ControllerManager bool
+	// Clock is the webhook's clock in Options (nil: the real clock): a
+	// suite steps a fake clock to run its pods for simulated hours (the
+	// budgets' burn, windows and checkpoints).
+	Clock clock.WithTicker
 }
 
 // StartWith starts a control plane as cfg says.
 func StartWith(ctx context.Context, cfg Config) (*Cluster, error) {
 	assets, manifestsDir := cfg.Assets, cfg.Manifests
-	c := &Cluster{Assets: assets, manifest: filepath.Join(manifestsDir, "webhooks.yaml"),
+	c := &Cluster{Assets: assets, manifest: filepath.Join(manifestsDir, "webhooks.yaml"), clock: cfg.Clock,
 		env: &envtest.Environment{BinaryAssetsDirectory: assets,
 			CRDDirectoryPaths: []string{filepath.Join(filepath.Dir(manifestsDir), "crd")}, ErrorIfCRDPathMissing: true}}
 	var err error
@@ -151,7 +158,7 @@ func (c *Cluster) setUp(ctx context.Context) error {
 
 // Options returns the server options the suites and the demo run with:
 // cmd/webhook's defaults, on 127.0.0.1:Port, without metrics and probe
-// listeners, with a fresh metrics registry.
+// listeners, with a fresh metrics registry, on Config.Clock.
 func (c *Cluster) Options() server.Options {
 	return server.Options{
 		Config:            config.Default(),
@@ -169,6 +176,7 @@ func (c *Cluster) Options() server.Options {
 		ShutdownTimeout: 10 * time.Second,
 		Replica:         "local",
 		Log:             logr.Discard(),
+		Clock:           c.clock,
 	}
 }
 

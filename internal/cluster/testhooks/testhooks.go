@@ -26,12 +26,20 @@ const Tag = "gpuadmit_testhooks"
 func Register(fs *flag.FlagSet) func(*server.Options, *rest.Config) {
 	watchDelay := fs.Duration(WatchDelayFlag, 0, "fault injection for tests: hold every event of the ledger's watches back this long")
 	clockSkew := fs.Duration(ClockSkewFlag, 0, "fault injection for tests: run this replica's clock this far ahead")
+	clockFile := fs.String(ClockFileFlag, "", "simulated time for tests: run this replica's clock ahead by the duration this file holds (re-read every 100 ms)")
 	return func(o *server.Options, cfg *rest.Config) {
 		if *watchDelay > 0 {
 			cfg.Wrap(DelayWatches(*watchDelay, clock.RealClock{}))
 		}
 		if *clockSkew != 0 {
 			o.Clock = skewed{by: *clockSkew}
+		}
+		if *clockFile != "" {
+			var base clock.WithTicker = clock.RealClock{}
+			if o.Clock != nil {
+				base = o.Clock
+			}
+			o.Clock = NewFileClock(base, *clockFile)
 		}
 	}
 }

@@ -29,6 +29,8 @@ type Configuration struct {
 	Workloads *Workloads `json:"workloads,omitempty"`
 	// Teams tune the team quotas (teams.go).
 	Teams *Teams `json:"teams,omitempty"`
+	// Budgets tune the GPU-hour budgets (budgets.go).
+	Budgets *Budgets `json:"budgets,omitempty"`
 }
 
 // Admission tunes decisions and reservations.

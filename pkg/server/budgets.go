@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/budget"
+	"github.com/gpuadmit/gpuadmit/pkg/election"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
+)
+
+// budgetSink feeds the budgets' tracker the pod and namespace events the
+// ledger gets, beside it (the ledger first): the feed's Sink.
+type budgetSink struct {
+	*ledger.Ledger
+	budgets *budget.Tracker
+}
+
+func (s budgetSink) UpsertPod(p *corev1.Pod) { s.Ledger.UpsertPod(p); s.budgets.UpsertPod(p) }
+func (s budgetSink) DeletePod(p *corev1.Pod) { s.Ledger.DeletePod(p); s.budgets.DeletePod(p) }
+func (s budgetSink) ReplacePods(pods []metav1.Object) {
+	s.Ledger.ReplacePods(pods)
+	s.budgets.ReplacePods(pods)
+}
+
+func (s budgetSink) DeletePodByName(ns, name string) {
+	s.Ledger.DeletePodByName(ns, name)
+	s.budgets.DeletePodByName(ns, name)
+}
+
+func (s budgetSink) UpsertNamespace(ns *corev1.Namespace) {
+	s.Ledger.UpsertNamespace(ns)
+	s.budgets.UpsertNamespace(ns)
+}
+
+func (s budgetSink) DeleteNamespace(name string) {
+	s.Ledger.DeleteNamespace(name)
+	s.budgets.DeleteNamespace(name)
+}
+
+// newBudgets builds the budgets' tracker (every replica) beside the
+// ledger, and the sink that feeds both.
+func (s *Server) newBudgets() budgetSink {
+	b := budgetSettingsOf(s.opts)
+	s.Budgets = budget.NewTracker(budget.Options{Families: s.Ledger.Families(), Users: s.stamper, Clock: s.opts.Clock,
+		Tolerance: b.tolerance, RollingBuckets: b.rollingBuckets, CheckpointInterval: b.interval,
+		Log: s.opts.Log.WithName("budgets")})
+	return budgetSink{Ledger: s.Ledger, budgets: s.Budgets}
+}
+
+// watchBudgets hands the tracker the GPUBudgets and GPUClusterBudgets
+// (gpuadmit's own kinds, watched by the manager's cache).
+func (s *Server) watchBudgets() error {
+	ctx := context.Background()
+	gb, err := s.mgr.GetCache().GetInformer(ctx, &gpuadmitv1.GPUBudget{}, ctrlcache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("the GPUBudget resource (is its CRD installed?): %w", err)
+	}
+	gcb, err := s.mgr.GetCache().GetInformer(ctx, &gpuadmitv1.GPUClusterBudget{}, ctrlcache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("the GPUClusterBudget resource (is its CRD installed?): %w", err)
+	}
+	t := s.Budgets
+	upsert := func(obj any) {
+		switch o := obj.(type) {
+		case *gpuadmitv1.GPUBudget:
+			t.UpsertBudget(o)
+		case *gpuadmitv1.GPUClusterBudget:
+			t.UpsertClusterBudget(o)
+		}
+	}
+	remove := func(obj any) {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		switch o := obj.(type) {
+		case *gpuadmitv1.GPUBudget:
+			t.DeleteBudget(o.Namespace, o.Name)
+		case *gpuadmitv1.GPUClusterBudget:
+			t.DeleteClusterBudget(o.Name)
+		}
+	}
+	h := toolscache.ResourceEventHandlerFuncs{AddFunc: upsert, UpdateFunc: func(_, o any) { upsert(o) }, DeleteFunc: remove}
+	for what, inf := range map[string]ctrlcache.Informer{"GPUBudget": gb, "GPUClusterBudget": gcb} {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return fmt.Errorf("watching %s: %w", what, err)
+		}
+	}
+	s.budgetsSynced = []toolscache.InformerSynced{gb.HasSynced, gcb.HasSynced}
+	return nil
+}
+
+// BudgetsSynced reports whether both budget kinds' initial lists are in
+// the tracker.
+func (s *Server) BudgetsSynced() bool {
+	for _, synced := range s.budgetsSynced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
+
+// electBudgets runs the budgets' checkpointer on the replica elected
+// through the Lease gpuadmit-budgets.
+func (s *Server) electBudgets(kube kubernetes.Interface) error {
+	b := budgetSettingsOf(s.opts)
+	cp := budget.NewCheckpointer(budget.CheckpointerOptions{Tracker: s.Budgets, Client: s.mgr.GetClient(),
+		Reader: s.mgr.GetAPIReader(), Identity: s.opts.Replica, Interval: b.interval,
+		WarnPercents: b.warnPercents, Recorder: s.mgr.GetEventRecorderFor("gpuadmit-budgets"), //nolint:staticcheck // the events/v1 recorder needs a broadcaster of its own
+		Clock: s.opts.Clock, Log: s.opts.Log.WithName("budgets")})
+	if err := s.mgr.Add(&election.Elected{Run: cp.Run, Kube: kube, Namespace: s.opts.Namespace, Name: budget.LeaseName,
+		Identity: s.opts.Replica, Log: s.opts.Log.WithName("budgets")}); err != nil {
+		return fmt.Errorf("adding the budgets' checkpointer: %w", err)
+	}
+	return nil
+}
+
+// budgetSettings is the configuration's budgets section.
+type budgetSettings struct {
+	interval, tolerance time.Duration
+	rollingBuckets      int
+	warnPercents        []int64
+}
+
+// budgetSettingsOf reads the budgets section (defaulted by pkg/config; an
+// unset key leaves the tracker's own default).
+func budgetSettingsOf(o Options) budgetSettings {
+	var out budgetSettings
+	b := o.Config.Budgets
+	if b == nil {
+		return out
+	}
+	if b.CheckpointInterval != nil {
+		out.interval = b.CheckpointInterval.Duration
+	}
+	if b.ClockTolerance != nil {
+		out.tolerance = b.ClockTolerance.Duration
+	}
+	if b.RollingBuckets != nil {
+		out.rollingBuckets = int(*b.RollingBuckets)
+	}
+	out.warnPercents = b.WarnPercents
+	return out
+}
