@@ -33,3 +33,21 @@ func TestBetweenSaturates(t *testing.T) {
 		t.Errorf("%v, want saturated", got)
 	}
 }
+
+// TestBurn: a charge held for a duration, saturating; nothing for a
+// non-positive duration or a hostile negative charge.
+func TestBurn(t *testing.T) {
+	u := effective.Usage{"nvidia": {GPU: 2, MemMiB: -10}}
+	if got := burn.Burn(u, 2*time.Hour); got[gpuKey] != 4*burn.MillisPerHour || got[memKey] != 0 {
+		t.Errorf("Burn = %v", got)
+	}
+	if got := burn.Burn(u, -time.Hour); len(got) != 0 {
+		t.Errorf("negative duration burns %v", got)
+	}
+	if got := burn.Burn(effective.Usage{"nvidia": {GPU: math.MaxInt64}}, time.Hour); got[gpuKey] != math.MaxInt64 {
+		t.Errorf("not saturated: %v", got)
+	}
+	if tl := burn.PodTimeline(nil, nil, burn.Observed{}); len(tl.Segments) != 0 {
+		t.Errorf("a nil pod burns: %+v", tl)
+	}
+}

@@ -62,3 +62,10 @@ func AmountToHours(a Amount) string {
 	}
 	return sign + strings.TrimRight(fmt.Sprintf("%d.%02d", whole, frac), "0")
 }
+
+// AmountToQuantity renders an Amount in resource-hours as a Quantity with
+// milli-hour precision (3.6 s), truncated toward zero: the status's
+// hard, used and burn rate. A negative Amount renders as 0.
+func AmountToQuantity(a Amount) resource.Quantity {
+	return *resource.NewMilliQuantity(int64(max(a, 0))/(MillisPerHour/1000), resource.DecimalSI)
+}

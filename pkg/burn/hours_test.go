@@ -66,3 +66,14 @@ func TestAmountToHours(t *testing.T) {
 		}
 	}
 }
+
+// TestAmountToQuantity: milli-hours, truncated, never negative.
+func TestAmountToQuantity(t *testing.T) {
+	for in, want := range map[burn.Amount]string{0: "0", 3_600_000: "1", 1_800_000: "500m", 3_599: "0", 7_200: "2m", -5: "0",
+		math.MaxInt64: "2562047788015215m"} {
+		q := burn.AmountToQuantity(in)
+		if got := q.String(); got != want {
+			t.Errorf("AmountToQuantity(%d) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -41,8 +41,13 @@ type Observed struct {
 //	end   = max(finishedAt, obs.LastRunning - obs.Tolerance)
 //
 // with startedAt the earliest seen and finishedAt the latest seen. A pod
-// that never started burns nothing (no segment).
+// that never started burns nothing (no segment), and so does a nil pod.
+// chargeOf is called only with the stages the pod went through and must
+// not be nil.
 func PodTimeline(pod *corev1.Pod, chargeOf func(effective.Stage) effective.Usage, obs Observed) Timeline {
+	if pod == nil {
+		return Timeline{}
+	}
 	start, ok := podStart(pod, obs)
 	if !ok {
 		return Timeline{}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	"github.com/gpuadmit/gpuadmit/pkg/burn"
 )
 
@@ -81,6 +82,11 @@ func TestPodTimelineBurnRule(t *testing.T) {
 			pod: eraseFinish(withRuns(issuePod(), initRun, appDone)),
 			obs: burn.Observed{FirstRunning: at(0), LastRunning: at(time.Hour + time.Minute), Tolerance: tol},
 			gpu: hours(1), mem: 10240 * hours(1)},
+		{name: "progressive: each regular init container's exit lowers the charge",
+			pod: withRuns(twoInits(), run{name: "a", init: true, started: at(0), finish: at(10 * time.Minute)},
+				run{name: "b", init: true, started: at(10 * time.Minute), finish: at(20 * time.Minute)},
+				run{name: "train", started: at(20 * time.Minute), finish: at(80 * time.Minute)}),
+			gpu: hours(80.0 / 60), mem: 30000*hours(1.0/6) + 20000*hours(1.0/6) + 10000*hours(1)},
 		{name: "a terminal pod with no timestamps never seen running burns nothing",
 			pod: eraseFinish(withRuns(issuePod(), initRun, appDone))},
 	}
@@ -113,5 +119,16 @@ func eraseFinish(p *corev1.Pod) *corev1.Pod {
 			}
 		}
 	}
+	return p
+}
+
+// twoInits has two regular init containers of 30000 and 20000 MiB before
+// an app of 10000 MiB, one GPU each.
+func twoInits() *corev1.Pod {
+	p := testpod.New("two").NS("ml").
+		Init("a", testpod.GPU(1), testpod.Mem(30000)).
+		Init("b", testpod.GPU(1), testpod.Mem(20000)).
+		App("train", testpod.GPU(1), testpod.Mem(10000)).Build()
+	p.CreationTimestamp = metav1.NewTime(t0)
 	return p
 }

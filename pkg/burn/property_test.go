@@ -136,7 +136,8 @@ func observe(obs *burn.Observed, p *corev1.Pod, m time.Time) {
 
 // TestPodTimelineNeverUnderLedger: at every moment a replica observed a
 // started pod, the timeline burns at least the ledger's charge of what it
-// observed, per family and dimension. With an honest node at the observed
+// observed, per family and dimension; an honest pod burns exactly what its
+// own timestamps say, whatever was observed. With an honest node at the observed
 // moment itself; with a node that rewrote every timestamp of the final
 // status (starts later, finishes earlier, init exits earlier) still at
 // that moment less the tolerance.
@@ -159,6 +160,12 @@ func TestPodTimelineNeverUnderLedger(t *testing.T) {
 		}
 		final := lc.statusAt(horizon)
 		honest := burn.PodTimeline(final, chargeOf(final), obs)
+		// An honest node's timestamps are within what was observed: the
+		// observations change nothing (no over-count either).
+		bare := burn.PodTimeline(final, chargeOf(final), burn.Observed{})
+		if a, b := honest.Between(t0, horizon), bare.Between(t0, horizon); fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("case %d: an honest pod observed burns %v, by its own timestamps %v", i, a, b)
+		}
 		lying := burn.PodTimeline(lie(final, r), chargeOf(final), obs)
 		for _, m := range moments {
 			p := lc.statusAt(m)

@@ -48,7 +48,8 @@ func podSegments(pod *corev1.Pod, chargeOf func(effective.Stage) effective.Usage
 
 // regularInits lists the pod's regular init containers in spec order with
 // when each exited 0, each at the earliest at start and no earlier than
-// the replica last saw it count (obs.StageSeen, less the tolerance).
+// the replica last saw the pod at the stage it starts (obs.StageSeen,
+// less the tolerance).
 func regularInits(pod *corev1.Pod, obs Observed, start time.Time) []initDone {
 	statuses := make(map[string]*corev1.ContainerStatus, len(pod.Status.InitContainerStatuses))
 	for i := range pod.Status.InitContainerStatuses {
@@ -67,14 +68,11 @@ func regularInits(pod *corev1.Pod, obs Observed, start time.Time) []initDone {
 		out = append(out, d)
 	}
 	for from, seen := range obs.StageSeen {
-		bound := seen.Add(-obs.Tolerance)
-		// The last regular init at or before from still counted then.
-		for j := len(out) - 1; j >= 0; j-- {
-			if out[j].index <= from {
-				if !out[j].at.IsZero() {
-					out[j].at = latest(out[j].at, bound)
-				}
-				break
+		// Seen at a stage whose first counting init container is from: that
+		// one had not exited 0 then (a steady stage bounds nothing).
+		for j := range out {
+			if out[j].index == from && !out[j].at.IsZero() {
+				out[j].at = latest(out[j].at, seen.Add(-obs.Tolerance))
 			}
 		}
 	}

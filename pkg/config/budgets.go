@@ -64,12 +64,18 @@ func validateBudgets(b *configv1alpha1.Budgets, p *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("rollingBuckets"), n, "must be within 4..500"))
 		}
 	}
-	for i, v := range b.WarnPercents {
+	return append(errs, validateWarnPercents(b.WarnPercents, p.Child("warnPercents"))...)
+}
+
+// validateWarnPercents: each 1..100, strictly ascending.
+func validateWarnPercents(ps []int64, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, v := range ps {
 		switch {
 		case v < 1 || v > 100:
-			errs = append(errs, field.Invalid(p.Child("warnPercents").Index(i), v, "must be within 1..100"))
-		case i > 0 && v <= b.WarnPercents[i-1]:
-			errs = append(errs, field.Invalid(p.Child("warnPercents").Index(i), v, "must be above the one before (ascending, no repeats)"))
+			errs = append(errs, field.Invalid(p.Index(i), v, "must be within 1..100"))
+		case i > 0 && v <= ps[i-1]:
+			errs = append(errs, field.Invalid(p.Index(i), v, "must be above the one before (ascending, no repeats)"))
 		}
 	}
 	return errs
