@@ -51,6 +51,9 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	if err := metrics.RegisterTeams(s.opts.Registry, s.Ledger, s.Store); err != nil {
 		return err
 	}
+	if err := metrics.RegisterBudgets(s.opts.Registry, s.Budgets, s.opts.Clock); err != nil {
+		return err
+	}
 	if err := s.handlers(kube, dec); err != nil {
 		return err
 	}
