@@ -66,6 +66,6 @@ func (v *View) WhatIfBudgets(edit func(*clusterstate.Budgets) error) error {
 		return err
 	}
 	v.budgets = cp
-	v.tracker = source.BudgetTracker(v.src, cp, v.Ch, v.clock)
+	v.tracker = source.BudgetTracker(v.src, cp, v.Ch, v.budgetCfg, v.clock)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	configv1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/budget"
 	"github.com/gpuadmit/gpuadmit/pkg/burn"
 )
@@ -25,8 +26,22 @@ const (
 )
 
 // DefaultNearPercent is the lowest warning threshold when the
-// configuration sets none (budgets.warnPercents' default is [80, 95]).
+// configuration has no budgets section (budgets.warnPercents' default is
+// [80, 95]).
 const DefaultNearPercent = 80
+
+// NearPercentOf is the lowest of cfg's warnPercents: a budget at or past
+// it is near its limit. With warnPercents [] (never warn) a budget is
+// never near, only spent or overrun.
+func NearPercentOf(cfg *configv1.Budgets) int64 {
+	if cfg == nil || cfg.WarnPercents == nil {
+		return DefaultNearPercent
+	}
+	if len(cfg.WarnPercents) == 0 {
+		return 101
+	}
+	return slices.Min(cfg.WarnPercents)
+}
 
 // Budget is one GPU-hour budget as the reports show it (usage, top,
 // audit): its window, each limited resource's use in it, and its state.

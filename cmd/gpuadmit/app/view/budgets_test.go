@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	configv1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/budget"
 	"github.com/gpuadmit/gpuadmit/pkg/burn"
 )
@@ -63,5 +64,26 @@ func TestExhaustion(t *testing.T) {
 		case c.want >= 0 && (!ok || !at.Equal(now.Add(c.want))):
 			t.Errorf("%s: %v %v, want %v", c.name, at, ok, now.Add(c.want))
 		}
+	}
+}
+
+// TestNearPercentOf: near is the lowest configured threshold; with none
+// configured ([]) a budget is never near, only spent or overrun.
+func TestNearPercentOf(t *testing.T) {
+	for _, c := range []struct {
+		cfg  *configv1.Budgets
+		want int64
+	}{
+		{nil, 80},
+		{&configv1.Budgets{}, 80},
+		{&configv1.Budgets{WarnPercents: []int64{95, 50}}, 50},
+		{&configv1.Budgets{WarnPercents: []int64{}}, 101},
+	} {
+		if got := NearPercentOf(c.cfg); got != c.want {
+			t.Errorf("NearPercentOf(%+v) = %d, want %d", c.cfg, got, c.want)
+		}
+	}
+	if got := StateOf(99, 100, NearPercentOf(&configv1.Budgets{WarnPercents: []int64{}})); got != BudgetOK {
+		t.Errorf("99 of 100 without thresholds: %s, want ok", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/setup"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
+	configv1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/budget"
 	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
@@ -67,8 +68,9 @@ type View struct {
 	scoped  bool
 	// src and clock are what the tracker was built from (WhatIfBudgets
 	// rebuilds it).
-	src   source.Source
-	clock clock.PassiveClock
+	src       source.Source
+	clock     clock.PassiveClock
+	budgetCfg *configv1.Budgets
 	// NearPercent is the lowest warning threshold of the budgets.
 	NearPercent int64
 }
@@ -112,7 +114,9 @@ func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve b
 	}
 	v.budgets = src.Budgets()
 	v.src, v.clock = src, c.Clock
-	v.tracker = source.BudgetTracker(src, v.budgets, v.Ch, c.Clock)
+	v.budgetCfg = st.Cfg.Budgets
+	v.NearPercent = NearPercentOf(v.budgetCfg)
+	v.tracker = source.BudgetTracker(src, v.budgets, v.Ch, v.budgetCfg, c.Clock)
 	v.scoped = f.state == "" && v.Ns != ""
 	if v.Ns == "" {
 		return v, nil
