@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/gpuadmit/gpuadmit/pkg/config"
 	"github.com/gpuadmit/gpuadmit/pkg/dra"
@@ -110,6 +111,9 @@ type Result struct {
 	// Invalid: the request is invalid (an *effective.InvalidError: a value
 	// that is not a whole number, a negative one...); the policies deny it.
 	Invalid bool
+	// OverBudget lists, for a denied pod or claim, the GPU-hour budgets
+	// it would pass: spent, or within reach of its activeDeadlineSeconds.
+	OverBudget []BudgetCheck
 	// FitsWithoutUnconfirmed: denied, but the pod would be allowed if the
 	// request's unconfirmed reservations (reservation.Reservation.Unconfirmed),
 	// its namespace's and its teams', ended. Its review may wait for them, within its deadline.
@@ -155,6 +159,11 @@ type Decider struct {
 	settingsVal ast.Value
 	words       words
 	memo        *memo
+	// budgets, at clock's now, are the GPU-hour budgets admission holds
+	// (nil: none); warnPercents are the configured thresholds.
+	budgets      Budgets
+	clock        clock.PassiveClock
+	warnPercents []int64
 	// all caches the view of every node (pods that do not restrict their
 	// nodes), keyed by the ledger's immutable Capacity value.
 	all atomic.Pointer[cachedView]
@@ -170,17 +179,18 @@ type cachedView struct {
 // snap, reading requests with cfg's devices section and deciding with its
 // admission section (the webhook and the command line pass the same
 // configuration, defaulted). log receives decisions at V(1).
-func New(engine Evaluator, snap Snapshotter, cfg *config.Configuration, log logr.Logger) (*Decider, error) {
+func New(engine Evaluator, snap Snapshotter, cfg *config.Configuration, log logr.Logger, opts ...Option) (*Decider, error) {
 	if errs := config.Validate(cfg); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
-	return newDecider(engine, snap, cfg, config.Families(cfg), log)
+	return newDecider(engine, snap, cfg, config.Families(cfg), log, opts...)
 }
 
 // newDecider is New with the device families given (the nvidia family
 // first) instead of read from cfg, which must be valid: the package's tests
 // build deciders for families the configuration cannot name yet.
-func newDecider(engine Evaluator, snap Snapshotter, cfg *config.Configuration, fams []effective.Family, log logr.Logger) (*Decider, error) {
+func newDecider(engine Evaluator, snap Snapshotter, cfg *config.Configuration, fams []effective.Family, log logr.Logger, opts ...Option,
+) (*Decider, error) {
 	if len(fams) == 0 {
 		return nil, errors.New("no device family")
 	}
@@ -200,8 +210,12 @@ func newDecider(engine Evaluator, snap Snapshotter, cfg *config.Configuration, f
 		return nil, err
 	}
 	w := newWords(fams)
-	return &Decider{policy: engine, families: fams, snap: snap, claims: claims, noNodes: noNodes, log: log, settingsVal: sv,
-		words: w, memo: newMemo(w)}, nil
+	d := &Decider{policy: engine, families: fams, snap: snap, claims: claims, noNodes: noNodes, log: log, settingsVal: sv,
+		words: w, memo: newMemo(w), clock: clock.RealClock{}, warnPercents: warnPercents(cfg)}
+	for _, o := range opts {
+		o(d)
+	}
+	return d, nil
 }
 
 // Decide decides one admission. An error means no decision could be made
@@ -281,6 +295,7 @@ func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) 
 		doc.scoped = scopedOf(&doc.ns, req.Pod)
 	}
 	doc.teams = d.teamChecks(&req)
+	doc.budgets, doc.budgetProblems = d.budgetChecks(ns, doc.demand.Effective(), deadlineOf(&req))
 	return doc, nil
 }
 

@@ -30,6 +30,7 @@ func (d *Decider) evaluate(ctx context.Context, doc *inputDoc) (Result, error) {
 	}
 	if !res.Allowed {
 		res.Exceeded = slices.DeleteFunc(d.limitChecks(doc), func(c LimitCheck) bool { return !c.Exceeded })
+		res.OverBudget = overBudget(doc)
 	}
 	if doc.req.Explain {
 		res.Explanation = d.explain(doc, out)

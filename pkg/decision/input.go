@@ -49,11 +49,15 @@ type inputDoc struct {
 	scoped []*ledger.ScopedQuota
 	// teams are the limits of the team quotas that count the namespace
 	// (teams.go).
-	teams    []teamCheck
-	capacity ast.Value
-	settings ast.Value
-	words    words
-	memo     *memo
+	teams []teamCheck
+	// budgets are the GPU-hour budgets of the namespace against the
+	// request (budgets.go), budgetProblems what they cannot enforce.
+	budgets        []budgetEntry
+	budgetProblems []budgetProblem
+	capacity       ast.Value
+	settings       ast.Value
+	words          words
+	memo           *memo
 }
 
 // value builds the document as an ast.Value directly (numbers are int64;
@@ -62,7 +66,7 @@ type inputDoc struct {
 func (d *inputDoc) value(reads *policy.Reads) ast.Value {
 	b := &builder{words: d.words, memo: d.memo}
 	keys := [...]string{"apiVersion", "kind", "operation", "dryRun", "namespace", "namespaceLabels", "userInfo", "pod", "claim",
-		"demand", "namespaceUsage", "teamLimits", "capacity", "settings"}
+		"demand", "namespaceUsage", "teamLimits", "budgets", "budgetProblems", "capacity", "settings"}
 	items := make([][2]*ast.Term, 0, len(keys))
 	for _, k := range keys {
 		if reads.Has(k) {
@@ -99,6 +103,10 @@ func (d *inputDoc) part(b *builder, key string, reads *policy.Reads) *ast.Term {
 		return d.usageTerm(b)
 	case "teamLimits":
 		return d.teamsTerm(b)
+	case "budgets":
+		return d.budgetsTerm(b)
+	case "budgetProblems":
+		return d.budgetProblemsTerm(b)
 	case "capacity":
 		return b.term(d.capacity)
 	default:

@@ -30,6 +30,8 @@ func newWords(fams []effective.Family) words {
 		"username", "groups", "generateName", "uid", "labels", "annotations", "nodeSelector",
 		"priorityClassName", "runtimeClassName", "schedulerName", "deviceClassNames", "scopedLimits", "family", "dimension", "scopes",
 		"teamLimits", "perUser", "user", "members",
+		"budgets", "budgetProblems", "window", "rolling", "windowEnd", "hard", "percent", "hardHours", "usedHours", "leftHours",
+		"activeDeadlineSeconds", "maxBurn", "maxBurnHours", "warnPercent", "problem", KindBudget, KindClusterBudget,
 		string(effective.RoleApp), string(effective.RoleInit), string(effective.RoleSidecar), ""}
 	w := words{strs: make(map[string]*ast.Term, len(list)+len(fams)), emptyArray: ast.ArrayTerm(), emptyObject: ast.ObjectTerm()}
 	for _, s := range list {

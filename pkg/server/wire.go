@@ -31,7 +31,7 @@ import (
 // wire builds the decision and the reservation store, and registers the
 // handlers, the runnables, the metrics and the probes.
 func (s *Server) wire(kube kubernetes.Interface) error {
-	dec, err := decision.New(s.Engine, s.Ledger, s.opts.Config, s.opts.Log.WithName("decision"))
+	dec, err := decision.New(s.Engine, s.Ledger, s.opts.Config, s.opts.Log.WithName("decision"), s.budgetOption())
 	if err != nil {
 		return err
 	}
@@ -301,4 +301,14 @@ func detached(h http.Handler, timeout time.Duration) http.Handler {
 		defer cancel()
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// budgetOption makes admission hold the budgets s.Budgets tracks, at this
+// replica's clock (the one the Tracker stamps its observations with); no
+// budget without a Tracker.
+func (s *Server) budgetOption() decision.Option {
+	if s.Budgets == nil {
+		return decision.WithBudgets(nil, s.opts.Clock) // a nil *Tracker must not become a non-nil interface
+	}
+	return decision.WithBudgets(s.Budgets, s.opts.Clock)
 }
