@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"k8s.io/utils/clock"
 	"slices"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	effectivecmd "github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/effective"

@@ -62,7 +62,7 @@ func runTop(t *testing.T, wantCode int, args ...string) topBudgets {
 // and ended), never the pending pod nor the pod of a namespace outside.
 func TestTopBudgetBurns(t *testing.T) {
 	got := runTop(t, 0, "--state", budgetState(t, "10"), "-A")
-	var team int = -1
+	team := -1
 	for i, b := range got.Budgets {
 		if b.Kind == "GPUClusterBudget" && b.Name == "ml" {
 			team = i

@@ -14,7 +14,7 @@ import (
 // percent would overflow an int64 (never near when under the threshold,
 // never ok at or past it).
 func TestStateOf(t *testing.T) {
-	const max = burn.Amount(math.MaxInt64)
+	const top = burn.Amount(math.MaxInt64)
 	for _, c := range []struct {
 		used, hard burn.Amount
 		want       string
@@ -26,10 +26,10 @@ func TestStateOf(t *testing.T) {
 		{99, 100, BudgetNear},
 		{100, 100, BudgetSpent},
 		{101, 100, BudgetOverrun},
-		{(max/100 + 1) * 80, max, BudgetNear}, // just over 80 % of the largest: used*100 overflows an int64
-		{max / 100 * 80, max, BudgetOK},       // just under 80 %
-		{max - 1, max, BudgetNear},
-		{max, max, BudgetSpent},
+		{(top/100 + 1) * 80, top, BudgetNear}, // just over 80 % of the largest: used*100 overflows an int64
+		{top / 100 * 80, top, BudgetOK},       // just under 80 %
+		{top - 1, top, BudgetNear},
+		{top, top, BudgetSpent},
 	} {
 		if got := StateOf(c.used, c.hard, 80); got != c.want {
 			t.Errorf("StateOf(%d, %d) = %s, want %s", c.used, c.hard, got, c.want)
