@@ -38,7 +38,8 @@ const (
 )
 
 // desired is the Report of namespace n, with the results of the team
-// quotas that count it (teams): nil when it has no GPU limit and no team.
+// quotas and the budgets that count it (teams): nil when it has no GPU
+// limit, no team and no budget.
 // Each result keeps the timestamp of prev's result for the same rule while
 // its outcome and message stay (a rewrite with nothing new moves nothing).
 func desired(n ledger.NamespaceSnapshot, fams []effective.Family, teams []reportsv1alpha1.ReportResult, prev *reportsv1alpha1.Report, now time.Time) *reportsv1alpha1.Report {
@@ -65,6 +66,8 @@ func desired(n ledger.NamespaceSnapshot, fams []effective.Family, teams []report
 			r.Summary.Pass++
 		case resultFail:
 			r.Summary.Fail++
+		case resultWarn:
+			r.Summary.Warn++
 		default:
 			r.Summary.Error++
 		}

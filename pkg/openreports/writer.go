@@ -38,8 +38,13 @@ type Writer struct {
 	// Namespace is gpuadmit's own, where the teams' GPUReservationSets
 	// are ("": the teams' reservations are not read).
 	Namespace string
-	Clock     clock.PassiveClock
-	Log       logr.Logger
+	// Budgets are the GPU-hour budgets' standings (nil: no budget
+	// results); NearPercent the lowest of budgets.warnPercents (a budget
+	// at or past it is a warn result; 0: 80).
+	Budgets     Budgets
+	NearPercent int64
+	Clock       clock.PassiveClock
+	Log         logr.Logger
 
 	known  map[string]*reportsv1alpha1.Report // by namespace; nil: list first
 	listed time.Time
@@ -91,7 +96,8 @@ func (w *Writer) Round(ctx context.Context) error {
 	fams := w.Ledger.Families()
 	var firstErr error
 	for ns, n := range snap.Namespaces {
-		want := desired(n, fams, teamResults(ns, teams[ns], fams, now), w.known[ns], now)
+		extra := append(teamResults(ns, teams[ns], fams, now), budgetResults(ns, w.Budgets, w.NearPercent, now)...)
+		want := desired(n, fams, extra, w.known[ns], now)
 		if err := w.sync(ctx, ns, want, now); err != nil && firstErr == nil {
 			firstErr = err
 		}

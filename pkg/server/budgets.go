@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -161,4 +162,18 @@ func budgetSettingsOf(o Options) budgetSettings {
 	}
 	out.warnPercents = b.WarnPercents
 	return out
+}
+
+// nearPercent is the lowest of budgets.warnPercents, where a budget's
+// OpenReports result turns to warn (0: the writer's default; none
+// configured: never).
+func nearPercent(o Options) int64 {
+	p := budgetSettingsOf(o).warnPercents
+	switch {
+	case p == nil:
+		return 0
+	case len(p) == 0:
+		return 101
+	}
+	return slices.Min(p)
 }

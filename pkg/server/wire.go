@@ -51,6 +51,9 @@ func (s *Server) wire(kube kubernetes.Interface) error {
 	if err := metrics.RegisterTeams(s.opts.Registry, s.Ledger, s.Store); err != nil {
 		return err
 	}
+	if err := metrics.RegisterBudgets(s.opts.Registry, s.Budgets, s.opts.Clock); err != nil {
+		return err
+	}
 	if err := s.handlers(kube, dec); err != nil {
 		return err
 	}
@@ -151,7 +154,8 @@ func (s *Server) runnables(kube kubernetes.Interface) error {
 	run := summaries.Start
 	if s.opts.Config.OpenReportsEnabled() {
 		reports := &openreports.Writer{Client: s.mgr.GetClient(), Reader: s.mgr.GetAPIReader(), Ledger: s.Ledger,
-			Reservations: s.Store, Namespace: s.opts.Namespace, Clock: s.opts.Clock, Log: s.opts.Log.WithName("openreports")}
+			Reservations: s.Store, Namespace: s.opts.Namespace, Budgets: s.Budgets, NearPercent: nearPercent(s.opts),
+			Clock: s.opts.Clock, Log: s.opts.Log.WithName("openreports")}
 		run = election.Both(summaries.Start, reports.Start)
 	}
 	if err := s.mgr.Add(&election.Elected{Run: run, Kube: kube, Namespace: s.opts.Namespace, Name: LeaderElectionID,

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,6 +110,8 @@ func TestMetrics(t *testing.T) {
 		local.AwaitLedger(t, c, ns, ok)
 	}
 	setUpShowback(t, c)
+	budgetStart := time.Now()
+	setUpBudgets(t, c)
 
 	t.Run("gpuadmit_resourcequota is the ledger's namespaces", func(t *testing.T) {
 		eventually(t, url, token, "gpuadmit_resourcequota", func() map[string]float64 {
@@ -175,6 +178,7 @@ func TestMetrics(t *testing.T) {
 	t.Run("usage of every namespace with GPU pods", func(t *testing.T) { checkShowback(t, c, url, token) })
 	t.Run("a namespace over a lowered limit", func(t *testing.T) { checkOverLimit(t, c, url, token) })
 	t.Run("build and certificate", func(t *testing.T) { checkInfo(t, c, url, token) })
+	t.Run("the budget of namespace m-a", func(t *testing.T) { checkBudgets(t, url, token, budgetStart) })
 	t.Run("the API server's webhook metrics", func(t *testing.T) { checkAPIServerMetrics(t, c) })
 
 	t.Run("every metric of charts/gpuadmit/files/monitoring has samples", func(t *testing.T) { checkListed(t, c, url, token) })

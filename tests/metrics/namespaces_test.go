@@ -277,7 +277,8 @@ var externalMetrics = map[string]string{"up": "Prometheus, for each scrape targe
 // each name must have samples. They come from the events of TestMetrics:
 // the quotas (gpuadmit_resourcequota; gpuadmit_ledger_problems has a
 // series per known namespace), the pods (gpuadmit_namespace_*), the lowered
-// quota (gpuadmit_namespace_over_limit), the node's devices
+// quota (gpuadmit_namespace_over_limit), the budget of m-a and its running
+// pod (gpuadmit_budget_*), the node's devices
 // (gpuadmit_device), the admitted and the denied pods (gpuadmit_admission_*);
 // the policy, watch, build, certificate and resource gauges have a sample
 // from the start.

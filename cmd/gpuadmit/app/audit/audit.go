@@ -38,6 +38,10 @@ type auditOutput struct {
 	// team quotas' keys not enforced as written.
 	TeamOver        []auditTeamOver  `json:"teamOver,omitempty"`
 	TeamNotEnforced []ledger.Problem `json:"teamNotEnforced,omitempty"`
+	// Budgets are the GPU-hour budgets counting the namespaces checked
+	// that are near their limit (the lowest warning threshold), spent,
+	// overrun, or have keys not enforced.
+	Budgets []view.Budget `json:"budgets,omitempty"`
 	// only is the namespace of -n ("" for every one).
 	only string
 }
@@ -82,9 +86,16 @@ Then the ResourceQuota keys not enforced as written: a limit nothing
 enforces (a resource no governed device family has), a memory limit in
 bytes or a value that is not whole (enforced rounded down).
 
+Then the GPU-hour budgets (GPUBudget, GPUClusterBudget) counting the
+namespaces checked that are near their limit (the lowest warning
+threshold), spent (admission denies new GPU pods until the window ends)
+or overrun (running pods burned past the limit: admission never stops
+them).
+
 Every namespace unless -n (with or without --state). Exit 1 when a
-namespace is over or a ResourceQuota key is not enforced as written, 0
-otherwise (the table then says so).`,
+namespace is over, a ResourceQuota key is not enforced as written, or a
+budget is overrun or has a key not enforced; 0 otherwise (the table then
+says so).`,
 		Example: `  # every namespace of the cluster of the current context
   gpuadmit audit
 
@@ -115,10 +126,11 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o auditOptions, out output.Output) 
 	v.WarnProblems(s)
 	a := auditReport(s, v.Ch.Families, v.Ns)
 	a.teams(v.Teams(), v.Ch.Families)
+	a.budgets(v.Budgets(c.Clock.Now()))
 	if err := out.Write(c.Stdout, a, func(w io.Writer, _ bool) error { return printAudit(w, a) }); err != nil {
 		return err
 	}
-	if len(a.Over) > 0 || len(a.NotEnforced) > 0 || len(a.TeamOver) > 0 || len(a.TeamNotEnforced) > 0 {
+	if len(a.Over) > 0 || len(a.NotEnforced) > 0 || len(a.TeamOver) > 0 || len(a.TeamNotEnforced) > 0 || a.budgetsFail() {
 		return cmdline.ExitCode(1)
 	}
 	return nil
@@ -188,7 +200,7 @@ func printAudit(w io.Writer, a auditOutput) error {
 		return err
 	}
 	if len(a.NotEnforced) == 0 {
-		return printTeams(w, a)
+		return printTeamsAndBudgets(w, a)
 	}
 	if _, err := fmt.Fprintln(w, "\nResourceQuota keys not enforced as written:"); err != nil {
 		return err
@@ -198,7 +210,15 @@ func printAudit(w io.Writer, a auditOutput) error {
 			return err
 		}
 	}
-	return printTeams(w, a)
+	return printTeamsAndBudgets(w, a)
+}
+
+// printTeamsAndBudgets writes the team quotas' rows, then the budgets'.
+func printTeamsAndBudgets(w io.Writer, a auditOutput) error {
+	if err := printTeams(w, a); err != nil {
+		return err
+	}
+	return printBudgets(w, a)
 }
 
 // printOver writes the rows of the limits passed, or a line saying none

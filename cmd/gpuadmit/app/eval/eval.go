@@ -234,7 +234,7 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o evalOptions, format output.Output
 		return err
 	}
 	st.Say(cmd, o.setup, kube != nil, true, c.Stderr)
-	e := Evaluation{Namespace: *c.Kube.Namespace, Strict: true, Source: src, Warn: warn, explain: o.explain, Setup: st, PodsAsRequester: o.podsAsRequester}
+	e := Evaluation{Namespace: *c.Kube.Namespace, Strict: true, Source: src, Warn: warn, explain: o.explain, Setup: st, PodsAsRequester: o.podsAsRequester, Clock: c.Clock}
 	out, single, err := e.Run(ctx, o.in, c.Stdin)
 	if err != nil {
 		return err

@@ -11,12 +11,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	effectivecmd "github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/effective"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/setup"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
 	webhookmanifests "github.com/gpuadmit/gpuadmit/manifests/webhook"
+	"github.com/gpuadmit/gpuadmit/pkg/budget"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
@@ -48,7 +50,12 @@ type Evaluation struct {
 	// engine is set.
 	Setup  setup.Setup
 	Engine *policy.Engine
+	// Clock is the moment the budgets are computed at (nil: the real
+	// clock).
+	Clock  clock.PassiveClock
 	ledger *ledger.Ledger
+	// budgets track the state's GPU-hour budgets (nil: none).
+	budgets *budget.Tracker
 	// reserved are the namespaces' GPUReservationSet reservations (live only).
 	reserved map[string][]reservation.Reservation
 	decider  *decision.Decider
@@ -174,6 +181,7 @@ func (e *Evaluation) loadState(ctx context.Context, objs *manifest.Objects) erro
 			e.Warn(w)
 		}
 	}
+	e.trackBudgets(ch)
 	for _, t := range objs.ClaimTemplates {
 		t = t.DeepCopy()
 		t.Namespace = e.namespaceOf(t.Namespace)
@@ -218,7 +226,11 @@ func (e *Evaluation) prepare(ctx context.Context) error {
 			return err
 		}
 	}
-	if e.decider, err = decision.New(engine, e.ledger, e.Setup.Cfg, logr.Discard()); err != nil {
+	var opts []decision.Option
+	if e.budgets != nil {
+		opts = append(opts, decision.WithBudgets(e.budgets, e.clock()))
+	}
+	if e.decider, err = decision.New(engine, e.ledger, e.Setup.Cfg, logr.Discard(), opts...); err != nil {
 		return err
 	}
 	if e.matcher, err = matchcond.Load(webhookmanifests.WebhooksYAML()); err != nil {

@@ -50,12 +50,19 @@ type Source interface {
 	// GPUReservationSets read with the last ledger (its team quotas fed);
 	// nil: none were read.
 	Teams() *clusterstate.Teams
+	// Budgets are the GPU-hour budgets (GPUBudgets, GPUClusterBudgets)
+	// read with the last ledger; nil: none were read.
+	Budgets() *clusterstate.Budgets
 }
 
 // read is what a source read besides its ledger: the teams, and where
 // gpuadmit's own objects are (its namespace).
 type read struct {
-	teams *clusterstate.Teams
+	teams   *clusterstate.Teams
+	budgets *clusterstate.Budgets
+	// objects are the state's objects the budgets are tracked over (its
+	// namespaces and pods).
+	objects *manifest.Objects
 	// namespace is gpuadmit's (--gpuadmit-namespace), where the teams'
 	// GPUReservationSets are.
 	namespace string
@@ -110,11 +117,19 @@ func (Dump) Gpuadmit() (kubernetes.Interface, error) { return nil, nil }
 // namespace's reservations, but a team's GPUReservationSets and its
 // GPUClusterQuotas (Teams).
 func (d Dump) Ledger(_ context.Context, ch Charging, _ []string, _ bool) (*ledger.Ledger, map[string][]reservation.Reservation, error) {
-	l, teams, err := loadState(d.Path, d.stdin, ch, logr.Discard())
+	l, got, err := loadState(d.Path, d.stdin, ch, logr.Discard())
 	if d.read != nil {
-		d.read.teams = teams
+		d.read.teams, d.read.budgets, d.read.objects = got.teams, got.budgets, got.objects
 	}
 	return l, nil, err
+}
+
+// Budgets are the dump's GPU-hour budgets (nil: not read).
+func (d Dump) Budgets() *clusterstate.Budgets {
+	if d.read == nil {
+		return nil
+	}
+	return d.read.budgets
 }
 
 // Teams are the dump's team quotas and teams' objects (nil: not read).
@@ -127,25 +142,29 @@ func (d Dump) Teams() *clusterstate.Teams {
 
 // loadState reads a cluster dump ('kubectl get -o yaml' of Pods, Nodes,
 // ResourceQuotas, ...) and builds the usage ledger from it, its team
-// quotas (GPUClusterQuotas) fed.
-func loadState(path string, stdin io.Reader, ch Charging, log logr.Logger) (*ledger.Ledger, *clusterstate.Teams, error) {
+// quotas (GPUClusterQuotas) fed, and reads its budgets.
+func loadState(path string, stdin io.Reader, ch Charging, log logr.Logger) (*ledger.Ledger, read, error) {
 	stdin, seen := cmdline.TeeStdin([]string{path}, stdin)
 	objs, err := manifest.ReadFiles([]string{path}, false, stdin) // a file, or a directory's
 	if err != nil {
-		return nil, nil, err
+		return nil, read{}, err
 	}
 	if len(objs.Pods)+len(objs.Nodes)+len(objs.Quotas)+len(objs.Namespaces)+
 		len(objs.Claims)+len(objs.ClaimTemplates)+len(objs.Slices)+len(objs.DeviceClasses) == 0 {
-		return nil, nil, fmt.Errorf("%s: no Pod, Node, ResourceQuota, Namespace, ResourceClaim, ResourceClaimTemplate, ResourceSlice or DeviceClass found (%d other objects)%s",
+		return nil, read{}, fmt.Errorf("%s: no Pod, Node, ResourceQuota, Namespace, ResourceClaim, ResourceClaimTemplate, ResourceSlice or DeviceClass found (%d other objects)%s",
 			path, objs.Skipped, cmdline.KindsHint([]string{path}, seen.Bytes()))
 	}
 	teams, err := clusterstate.TeamsIn(objs)
 	if err != nil {
-		return nil, nil, err
+		return nil, read{}, err
+	}
+	budgets, err := clusterstate.BudgetsIn(objs)
+	if err != nil {
+		return nil, read{}, err
 	}
 	l := LedgerOf(objs, ch, log)
 	teams.Feed(l)
-	return l, teams, nil
+	return l, read{teams: teams, budgets: budgets, objects: objs}, nil
 }
 
 // Charging is how the ledger charges requests: the device families (the
@@ -264,6 +283,15 @@ func (l live) Teams() *clusterstate.Teams {
 	return l.read.teams
 }
 
+// Budgets are the cluster's GPU-hour budgets read with the last ledger
+// (nil: not read).
+func (l live) Budgets() *clusterstate.Budgets {
+	if l.read == nil {
+		return nil
+	}
+	return l.read.budgets
+}
+
 func (l live) Ledger(ctx context.Context, ch Charging, namespaces []string, reserve bool) (*ledger.Ledger, map[string][]reservation.Reservation, error) {
 	cfg, err := l.config()
 	if err != nil {
@@ -283,6 +311,10 @@ func (l live) Ledger(ctx context.Context, ch Charging, namespaces []string, rese
 		return nil, nil, fmt.Errorf("dynamic client: %w", err)
 	}
 	l.readTeams(ctx, dc, led, st.PodsResourceVersion)
+	l.readBudgets(ctx, dc, namespaces)
+	if l.read != nil {
+		l.read.objects = st.Objects
+	}
 	if !reserve {
 		return led, nil, nil
 	}
@@ -324,6 +356,23 @@ func (l live) readTeams(ctx context.Context, dc dynamic.Interface, led *ledger.L
 	teams.Warnings = nil // said
 	teams.Feed(led)
 	l.read.teams = teams
+}
+
+// readBudgets reads the cluster's GPU-hour budgets (of namespaces, every
+// one when nil); what it cannot read is a warning (none are shown then).
+func (l live) readBudgets(ctx context.Context, dc dynamic.Interface, namespaces []string) {
+	if l.read == nil {
+		return
+	}
+	b, err := clusterstate.ReadBudgets(ctx, dc, namespaces)
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			l.gaps.add("list gpubudgets, gpuclusterbudgets")
+		}
+		l.warn(fmt.Sprintf("%v: the budgets are not shown", err))
+		return
+	}
+	l.read.budgets = b
 }
 
 // Read lists the cluster's objects (the DRA objects too when ch governs

@@ -46,7 +46,10 @@ func printTop(w io.Writer, t topOutput, wide bool) error {
 	if err := printTeams(w, t.teams); err != nil {
 		return err
 	}
-	return output.PrintNotes(w, whatIfNotes(t.WhatIf))
+	if err := printBudgetBurns(w, t.Budgets); err != nil {
+		return err
+	}
+	return output.PrintNotes(w, append(whatIfNotes(t.WhatIf), budgetWhatIfNotes(t.BudgetWhatIf)...))
 }
 
 // topColumnsOf is the optional columns t's tables need, and whether

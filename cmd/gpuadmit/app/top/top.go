@@ -56,8 +56,15 @@ type topOutput struct {
 	// or a user's).
 	Teams     map[string]topTeam `json:"teams,omitempty"`
 	OverTeams []string           `json:"overTeams,omitempty"`
-	teams     []topTeam
-	primary   string
+	// Budgets are the GPU-hour budgets counting the namespaces shown,
+	// each with what each pod and each user burned in its window;
+	// OverBudgets name those spent or overrun; BudgetWhatIf the budgets'
+	// --what-ifs.
+	Budgets      []view.Budget       `json:"budgets,omitempty"`
+	OverBudgets  []string            `json:"overBudgets,omitempty"`
+	BudgetWhatIf []budgetWhatIfShown `json:"budgetWhatIf,omitempty"`
+	teams        []topTeam
+	primary      string
 }
 
 // topNamespace is one namespace: the first family's usage at the first
@@ -155,11 +162,15 @@ OVER (its "over" list in JSON); --fail-over exits 1 when any is.`,
 			if !slices.Contains(topSorts(), o.sortBy) {
 				return cmdline.UsageErrorf("--sort-by %q: want one of %s", o.sortBy, strings.Join(topSorts(), ", "))
 			}
-			ws, err := parseWhatIfs(o.whatIf)
+			bws, rest, err := splitBudgetWhatIfs(o.whatIf)
 			if err != nil {
 				return err
 			}
-			return view.Reading(c, cmd, o.StateFlags, func() error { return run(c, cmd, o, ws, out) })
+			ws, err := parseWhatIfs(rest)
+			if err != nil {
+				return err
+			}
+			return view.Reading(c, cmd, o.StateFlags, func() error { return run(c, cmd, o, whatIfs{ws, bws}, out) })
 		},
 	}
 	view.StateFlagsOn(cmd, &o.StateFlags,
@@ -174,12 +185,20 @@ OVER (its "over" list in JSON); --fail-over exits 1 when any is.`,
 	return cmd
 }
 
+// whatIfs are top's --what-ifs: of namespaces and team quotas, and of
+// budgets.
+type whatIfs struct {
+	limits  []whatIf
+	budgets []budgetWhatIf
+}
+
 // run reads the state, applies the what-ifs and prints the report.
-func run(c *cmdline.CLI, cmd *cobra.Command, o topOptions, ws []whatIf, out output.Output) error {
+func run(c *cmdline.CLI, cmd *cobra.Command, o topOptions, all whatIfs, out output.Output) error {
 	v, err := view.ReadView(c, cmd, o.StateFlags, false, true)
 	if err != nil {
 		return err
 	}
+	ws := all.limits
 	s := v.Snapshot()
 	t, err := topReport(s, v.Ledger.Charges, v.Ch.Families, ws, v.Ns, o.sortBy)
 	if err != nil {
@@ -191,6 +210,9 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o topOptions, ws []whatIf, out outp
 	}
 	t.WhatIf = append(t.WhatIf, teamShown...)
 	t.Teams, t.teams, t.OverTeams = topTeams(teams, v.Ch.Families)
+	if err := t.budgets(&v, all.budgets, c.Clock.Now()); err != nil {
+		return err
+	}
 	v.WarnProblems(s)
 	if out.Table() {
 		for _, n := range t.Namespaces {
@@ -202,7 +224,7 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o topOptions, ws []whatIf, out outp
 	if err := out.Write(c.Stdout, t, func(w io.Writer, wide bool) error { return printTop(w, t, wide) }); err != nil {
 		return err
 	}
-	if o.failOver && (len(t.OverNamespaces) > 0 || len(t.OverTeams) > 0) {
+	if o.failOver && (len(t.OverNamespaces) > 0 || len(t.OverTeams) > 0 || len(t.OverBudgets) > 0) {
 		return cmdline.ExitCode(1)
 	}
 	return nil

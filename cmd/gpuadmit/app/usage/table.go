@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/output"
+	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/view"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
@@ -24,6 +25,9 @@ func printUsage(w io.Writer, u usageOutput, wide bool) error {
 		return err
 	}
 	if err := printTeams(w, u.Teams); err != nil {
+		return err
+	}
+	if err := view.PrintBudgets(w, u.Budgets); err != nil {
 		return err
 	}
 	if len(u.Nodes) == 0 {

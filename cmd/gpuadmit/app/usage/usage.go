@@ -25,6 +25,9 @@ type usageOutput struct {
 	// Teams are the team quotas (GPUClusterQuotas) counting the
 	// namespaces shown, by name (absent without any).
 	Teams map[string]usageTeam `json:"teams,omitempty"`
+	// Budgets are the GPU-hour budgets (GPUBudgets, GPUClusterBudgets)
+	// counting the namespaces shown, sorted (absent without any).
+	Budgets []view.Budget `json:"budgets,omitempty"`
 	// primary is the family at the first level of each namespace.
 	primary string
 }
@@ -145,6 +148,7 @@ func run(c *cmdline.CLI, cmd *cobra.Command, o usageOptions, out output.Output) 
 	}
 	u := usageReport(v.Ledger.Snapshot(nil), v.Ns, v.Primary())
 	u.Teams = teamsOf(v.Teams(), v.Primary())
+	u.Budgets = v.Budgets(c.Clock.Now())
 	for _, p := range u.Problems {
 		v.Warn(p)
 	}

@@ -5,10 +5,13 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
+	"k8s.io/utils/clock"
 
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/cmdline"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/setup"
 	"github.com/gpuadmit/gpuadmit/cmd/gpuadmit/app/source"
+	configv1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/budget"
 	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/reservation"
@@ -56,6 +59,20 @@ type View struct {
 	// teams are the team quotas and the teams' objects read with the
 	// ledger (nil: none).
 	teams *clusterstate.Teams
+	// budgets are the GPU-hour budgets read with the ledger (nil: none),
+	// tracker tracks them over the state's pods (nil: no budget); scoped:
+	// only the pods of Ns were read (a GPUClusterBudget's other
+	// namespaces' were not).
+	budgets *clusterstate.Budgets
+	tracker *budget.Tracker
+	scoped  bool
+	// src and clock are what the tracker was built from (WhatIfBudgets
+	// rebuilds it).
+	src       source.Source
+	clock     clock.PassiveClock
+	budgetCfg *configv1.Budgets
+	// NearPercent is the lowest warning threshold of the budgets.
+	NearPercent int64
 }
 
 // ReadView reads the configuration (saying on stderr which, as usage
@@ -64,7 +81,7 @@ type View struct {
 // else the kubeconfig context's, as kubectl get. reserve reads the
 // GPUReservationSet reservations of the namespaces shown (none in a dump).
 func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve bool) (View, error) {
-	v := View{Warn: func(w string) { fmt.Fprintf(c.Stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }}
+	v := View{NearPercent: DefaultNearPercent, Warn: func(w string) { fmt.Fprintf(c.Stderr, "%s: warning: %s\n", cmd.CommandPath(), w) }}
 	src := source.Of(c, f.state, v.Warn)
 	source.SetGpuadmitNamespace(src, f.setup.Namespace())
 	kube, err := src.Gpuadmit()
@@ -95,6 +112,12 @@ func ReadView(c *cmdline.CLI, cmd *cobra.Command, f StateFlags, every, reserve b
 			v.Warn(w)
 		}
 	}
+	v.budgets = src.Budgets()
+	v.src, v.clock = src, c.Clock
+	v.budgetCfg = st.Cfg.Budgets
+	v.NearPercent = NearPercentOf(v.budgetCfg)
+	v.tracker = source.BudgetTracker(src, v.budgets, v.Ch, v.budgetCfg, c.Clock)
+	v.scoped = f.state == "" && v.Ns != ""
 	if v.Ns == "" {
 		return v, nil
 	}
