@@ -16,6 +16,9 @@ import (
 const (
 	// MaxFoldedPods is the most foldedPods entries a checkpoint holds.
 	MaxFoldedPods = 20000
+	// maxLiveFolded is the most entries a checkpoint gets for live pods
+	// (about 75 bytes each: some 600 KB of the status at most).
+	maxLiveFolded = 8000
 	// maxBuckets is the most buckets read from a status (the CRD's bound).
 	maxBuckets = 1000
 	// keepDeletedFor is how many checkpoint intervals a deleted pod's

@@ -69,10 +69,11 @@ func (t *Tracker) foldLocked(b *tracked, cp checkpoint, now time.Time, writer st
 	}
 	// The live pods' burn so far is folded too (their entries' until moves
 	// to now), so that a pod deleted unseen by the next leader loses at
-	// most the burn since this checkpoint; beyond MaxFoldedPods entries, a
-	// live pod without one keeps counting from the window's start.
+	// most the burn since this checkpoint; beyond maxLiveFolded entries, a
+	// live pod without one keeps counting from the window's start (the
+	// status stays well under the API server's object size).
 	for _, e := range live {
-		if _, ok := f.nc.foldedPods[e.uid]; ok || len(f.nc.foldedPods) < MaxFoldedPods {
+		if _, ok := f.nc.foldedPods[e.uid]; ok || len(f.nc.foldedPods) < maxLiveFolded {
 			f.fold(e, endBy(e, now))
 		}
 	}
