@@ -255,7 +255,7 @@ type GPUClusterBudgetSpec struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=1000
 	// +optional
-	Namespaces []string `json:"namespaces,omitempty"`
+	Namespaces []string            `json:"namespaces,omitempty"`
 	Window     BudgetWindow        `json:"window"`
 	Hard       corev1.ResourceList `json:"hard"`
 }
