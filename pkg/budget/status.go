@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
@@ -31,8 +30,8 @@ func (t *Tracker) statusOf(b *tracked, st Standing, cp *checkpoint, read *gpuadm
 	out.WindowStart, out.WindowEnd = &ws, &we
 	var summary, spent []string
 	for _, r := range st.Resources {
-		rs := gpuadmitv1.BudgetResourceStatus{Resource: r.Resource, Hard: hoursQuantity(r.Hard),
-			Used: hoursQuantity(r.Used), BurnRate: hoursQuantity(r.RatePerHour)}
+		rs := gpuadmitv1.BudgetResourceStatus{Resource: r.Resource, Hard: burn.AmountToQuantity(r.Hard),
+			Used: burn.AmountToQuantity(r.Used), BurnRate: burn.AmountToQuantity(r.RatePerHour)}
 		if at, ok := exhaustion(r, now, st.WindowEnd); ok {
 			mt := metav1.NewTime(at)
 			rs.ProjectedExhaustion = &mt
@@ -65,11 +64,6 @@ func (t *Tracker) statusOf(b *tracked, st Standing, cp *checkpoint, read *gpuadm
 		meta.SetStatusCondition(&out.Conditions, c)
 	}
 	return out
-}
-
-// hoursQuantity is a in resource-hours, rounded down to the milli-hour.
-func hoursQuantity(a burn.Amount) resource.Quantity {
-	return *resource.NewMilliQuantity(int64(max(a, 0))/(burn.MillisPerHour/1000), resource.DecimalSI)
 }
 
 // Percent is used/hard in percent, rounded down (100 for a zero limit:

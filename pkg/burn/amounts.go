@@ -79,10 +79,3 @@ func usageAmounts(out Amounts, charge effective.Usage, ms int64) Amounts {
 	}
 	return out
 }
-
-// Burn is what charge burns held for d (zero for a non-positive d),
-// saturating: a pod's most with an activeDeadlineSeconds, or the burn rate
-// of running charges (d = one hour).
-func Burn(charge effective.Usage, d time.Duration) Amounts {
-	return usageAmounts(nil, charge, d.Milliseconds())
-}

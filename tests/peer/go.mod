@@ -11,6 +11,7 @@ require (
 )
 
 require (
+	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	k8s.io/dynamic-resource-allocation v0.37.2 // indirect
 )
