@@ -55,9 +55,9 @@ $(ENVTEST_ASSETS)/etcd:
 ## and each of their benchmarks once (-benchtime=1x: tests/relist at 2,000 pods, tests/ha's create latency).
 integration:: $(ENVTEST_BINS) $(HELM)
 	@echo ">> integration suites on kube-apiserver + etcd (tests/...; about 4 minutes)"
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) GPUADMIT_REQUIRE_ENVTEST=1 $(GO) test -count=1 -bench . -benchtime=1x $$($(GO) list ./tests/... | grep -v '/tests/ha$$')
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) GPUADMIT_REQUIRE_ENVTEST=1 $(GO) test -timeout 30m -count=1 -bench . -benchtime=1x $$($(GO) list ./tests/... | grep -v '/tests/ha$$')
 	@echo ">> tests/ha: three webhook processes on one control plane, alone so that they have the cores (about 4 minutes)"
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) GPUADMIT_REQUIRE_ENVTEST=1 $(GO) test -count=1 -bench . -benchtime=1x ./tests/ha
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) GPUADMIT_REQUIRE_ENVTEST=1 $(GO) test -timeout 30m -count=1 -bench . -benchtime=1x ./tests/ha
 
 RELIST_PODS ?= 100000
 RELIST_NODES ?= 5000
