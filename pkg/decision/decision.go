@@ -333,25 +333,6 @@ func (d *Decider) namespace(ctx context.Context, ns string, pending []reservatio
 	return s, nil
 }
 
-// Requests reports whether the pod names a managed resource (a GPU pod):
-// its containers', init containers' or native sidecars' requests of a
-// family's resources, a ResourceClaimTemplate the ledger knows whose
-// claim asks for a governed DeviceClass, or (resourceClaimName) a
-// ResourceClaim the ledger charges: such a pod makes the claim burn the
-// budgets while it runs, so it is reviewed (its quota demand stays its
-// own: the claim is charged once, on its own). It is asked once, where a
-// review or manifest is decoded, and handed down as
-// Request.NoManagedResource.
-func (d *Decider) Requests(pod *corev1.Pod) bool {
-	return d.requestsOwn(pod) || len(d.namedClaims(pod)) > 0
-}
-
-// requestsOwn reports whether the pod's own demand (its containers' and
-// its templates' claims') names a managed resource.
-func (d *Decider) requestsOwn(pod *corev1.Pod) bool {
-	return effective.RequestsAny(pod, d.families) || len(d.templates(pod)) > 0
-}
-
 // Families are the device families the decider reads requests of.
 func (d *Decider) Families() []effective.Family { return d.families }
 

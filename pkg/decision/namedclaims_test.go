@@ -111,3 +111,30 @@ func TestBudgetPodNamingAnExistingClaim(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetNegativeHardDenies: a negative spec.hard that reaches the
+// tracker (a CRD without its validation rule) is enforced as 0, with the
+// problem named (pkg/budget); admission must then deny every pod that
+// would burn the resource, saying the budget allows nothing and why,
+// never admit as if the key were absent.
+func TestBudgetNegativeHardDenies(t *testing.T) {
+	const problem = "spec.hard[nvidia.com/gpu]: -1 is negative; enforced as 0"
+	s := gpuBudget("nvidia.com/gpu", "gpu", 0, 0)
+	s.Problems = []string{problem}
+	b := &fakeBudgets{by: map[string][]budget.Standing{"team-a": {s}}}
+	d := budgetDecider(t, loadedEngine(t), b, clocktesting.NewFakeClock(time.Date(2026, 12, 20, 12, 0, 0, 0, time.UTC)))
+	res, err := d.Decide(context.Background(), Request{Pod: gpuPod("team-a", 1, -1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Allowed {
+		t.Fatalf("a GPU pod admitted under a budget of 0 (a negative spec.hard): warnings %q", res.Warnings)
+	}
+	denials := strings.Join(res.Denials, "; ")
+	if !strings.Contains(denials, `GPUBudget "ml-hours" is spent: 0 of 0 nvidia.com/gpu-hours used`) {
+		t.Errorf("denials %q: want the budget named as spent, 0 of 0", res.Denials)
+	}
+	if !strings.Contains(strings.Join(res.Warnings, "; "), problem) {
+		t.Errorf("warnings %q: want the problem %q named", res.Warnings, problem)
+	}
+}
