@@ -49,6 +49,25 @@ func (d *Decider) claimOptions() map[string]effective.Options {
 	return opts
 }
 
+// Requests reports whether the pod names a managed resource (a GPU pod):
+// its containers', init containers' or native sidecars' requests of a
+// family's resources, a ResourceClaimTemplate the ledger knows whose
+// claim asks for a governed DeviceClass, or (resourceClaimName) a
+// ResourceClaim the ledger charges: such a pod makes the claim burn the
+// budgets while it runs, so it is reviewed (its quota demand stays its
+// own: the claim is charged once, on its own). It is asked once, where a
+// review or manifest is decoded, and handed down as
+// Request.NoManagedResource.
+func (d *Decider) Requests(pod *corev1.Pod) bool {
+	return d.requestsOwn(pod) || len(d.namedClaims(pod)) > 0
+}
+
+// requestsOwn reports whether the pod's own demand (its containers' and
+// its templates' claims') names a managed resource.
+func (d *Decider) requestsOwn(pod *corev1.Pod) bool {
+	return effective.RequestsAny(pod, d.families) || len(d.templates(pod)) > 0
+}
+
 // templated is one of a pod's claims from a template of a governed class.
 type templated struct {
 	name string // the pod's name for the claim

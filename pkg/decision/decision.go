@@ -133,6 +133,9 @@ type Snapshotter interface {
 	Inventory() *dra.Inventory
 	// Template is a ResourceClaimTemplate the watch delivered (nil: none).
 	Template(ns, name string) *resourcev1.ResourceClaimTemplate
+	// NamedClaimCharge is what the recorded ResourceClaim ns/name is
+	// charged now (false: none recorded).
+	NamedClaimCharge(ns, name string) (effective.Usage, bool)
 	// TeamsOf are the team quotas that select namespace ns now.
 	TeamsOf(ns string) []ledger.TeamQuota
 	// Team is a team quota's usage over members, counting pending, and
@@ -296,7 +299,7 @@ func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) 
 	}
 	doc.teams = d.teamChecks(&req)
 	if req.Operation == "CREATE" { // a budget holds new pods and claims alone
-		doc.budgets, doc.budgetProblems = d.budgetChecks(ns, doc.demand.Effective(), deadlineOf(&req))
+		doc.budgets, doc.budgetProblems = d.budgetChecks(ns, d.budgetDemand(&req, doc.demand), deadlineOf(&req))
 	}
 	return doc, nil
 }
@@ -330,15 +333,6 @@ func (d *Decider) namespace(ctx context.Context, ns string, pending []reservatio
 	return s, nil
 }
 
-// Requests reports whether the pod names a managed resource (a GPU pod):
-// its containers', init containers' or native sidecars' requests of a
-// family's resources, or a ResourceClaimTemplate the ledger knows whose
-// claim asks for a governed DeviceClass. It is asked once, where a review
-// or manifest is decoded, and handed down as Request.NoManagedResource.
-func (d *Decider) Requests(pod *corev1.Pod) bool {
-	return effective.RequestsAny(pod, d.families) || len(d.templates(pod)) > 0
-}
-
 // Families are the device families the decider reads requests of.
 func (d *Decider) Families() []effective.Family { return d.families }
 
@@ -348,7 +342,7 @@ func (d *Decider) Families() []effective.Family { return d.families }
 // requests no managed resource; an invalid request is an
 // *effective.InvalidError. The mutating webhook annotates pods with it.
 func (d *Decider) Demand(ctx context.Context, pod *corev1.Pod) (effective.Demands, error) {
-	if !d.Requests(pod) {
+	if !d.requestsOwn(pod) {
 		return nil, nil
 	}
 	view, _, err := d.nodes(pod)

@@ -38,7 +38,7 @@ func TestRequestsIsTheEdgesAnswer(t *testing.T) {
 		{"DRA claim from a known template of a governed class", testclaim.TemplatePod("team-a", "p", "gpu"), true},
 		{"DRA claim from a template of an ungoverned class", testclaim.TemplatePod("team-a", "p", "fpga"), false},
 		{"DRA claim from a template the ledger does not know (decided at the claim's create)", testclaim.TemplatePod("team-a", "p", "unknown"), false},
-		{"a named claim only (charged on its own, once)", named, false},
+		{"a named claim the ledger does not record (recorded: reviewed for the budgets, TestBudgetPodNamingAnExistingClaim)", named, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

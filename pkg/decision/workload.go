@@ -29,7 +29,7 @@ type TemplateFit struct {
 // namespace ns, counting pending reservations. An invalid request is an
 // *effective.InvalidError, as for Decide.
 func (d *Decider) TemplateFit(ctx context.Context, ns string, pod *corev1.Pod, pending []reservation.Reservation) (TemplateFit, error) {
-	if !d.Requests(pod) {
+	if !d.requestsOwn(pod) {
 		return TemplateFit{}, nil
 	}
 	view, _, err := d.nodes(pod)

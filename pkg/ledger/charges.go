@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/reservation"
 )
 
 // Charge is what one object of a namespace is charged now: a recorded GPU
@@ -63,6 +64,23 @@ func (l *Ledger) Charges(ns string) []Charge {
 func (l *Ledger) ClaimCharge(uid types.UID) (effective.Usage, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	r := l.claims[uid]
+	if r == nil {
+		return nil, false
+	}
+	return r.used.Clone(), true
+}
+
+// NamedClaimCharge is what the recorded ResourceClaim namespace/name is
+// charged now (false: none recorded). Admission adds it to the budget
+// demand of a pod naming the claim: the claim burns while its pods run.
+func (l *Ledger) NamedClaimCharge(namespace, name string) (effective.Usage, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	uid, ok := l.byName[podName{namespace, reservation.ClaimKey(name)}]
+	if !ok {
+		return nil, false
+	}
 	r := l.claims[uid]
 	if r == nil {
 		return nil, false

@@ -101,13 +101,31 @@ func (s *Server) watchBudgets() error {
 		}
 	}
 	h := toolscache.ResourceEventHandlerFuncs{AddFunc: upsert, UpdateFunc: func(_, o any) { upsert(o) }, DeleteFunc: remove}
-	for what, inf := range map[string]ctrlcache.Informer{"GPUBudget": gb, "GPUClusterBudget": gcb} {
-		if _, err := inf.AddEventHandler(h); err != nil {
-			return fmt.Errorf("watching %s: %w", what, err)
+	s.budgetsSynced, err = registerBudgetHandlers(h, map[string]handlerSource{"GPUBudget": gb, "GPUClusterBudget": gcb})
+	return err
+}
+
+// handlerSource is what registerBudgetHandlers needs of an informer.
+type handlerSource interface {
+	AddEventHandler(toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error)
+	HasSynced() bool
+}
+
+// registerBudgetHandlers adds h to each informer and returns what
+// BudgetsSynced waits for: each registration's HasSynced, not the
+// informer's (the informer has synced once its store holds the initial
+// list, before h has delivered it to the tracker: admission would read a
+// budget-less tracker for that moment).
+func registerBudgetHandlers(h toolscache.ResourceEventHandler, infs map[string]handlerSource) ([]toolscache.InformerSynced, error) {
+	var synced []toolscache.InformerSynced
+	for what, inf := range infs {
+		reg, err := inf.AddEventHandler(h)
+		if err != nil {
+			return nil, fmt.Errorf("watching %s: %w", what, err)
 		}
+		synced = append(synced, reg.HasSynced)
 	}
-	s.budgetsSynced = []toolscache.InformerSynced{gb.HasSynced, gcb.HasSynced}
-	return nil
+	return synced, nil
 }
 
 // BudgetsSynced reports whether both budget kinds' initial lists are in

@@ -120,6 +120,7 @@ func TestBudgets(t *testing.T) {
 	t.Run("a deadline that would pass what is left is denied up front", func(t *testing.T) { s.testDeadline(ctx, t) })
 	t.Run("1 GPU-hour: warned at 80 and 95 %, then spent until the window's end", func(t *testing.T) { s.testSpent(ctx, t) })
 	t.Run("a GPUClusterBudget over two namespaces is spent by both", func(t *testing.T) { s.testTeam(ctx, t) })
+	t.Run("a negative spec.hard is refused by the API", func(t *testing.T) { s.testNegativeHard(ctx, t) })
 }
 
 // monthEnd is the start of the month after t's, in t's zone.
@@ -321,5 +322,32 @@ func (s *suite) testTeam(ctx context.Context, t *testing.T) {
 			t.Fatalf("a GPU pod admitted in %s once its team's budget is spent", ns)
 		}
 		local.MustContain(t, "denial in "+ns, err.Error(), `GPUClusterBudget "x" is spent`, "rolling 24h0m0s window")
+	}
+}
+
+// testNegativeHard attacks a negative spec.hard (which a tracker would
+// have to guess about): the API refuses it in both kinds, naming why; 0
+// (nothing may burn) is accepted.
+func (s *suite) testNegativeHard(ctx context.Context, t *testing.T) {
+	w := gpuadmitv1.BudgetWindow{Calendar: "Monthly"}
+	for _, obj := range []client.Object{
+		&gpuadmitv1.GPUBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "negative"}, Spec: gpuadmitv1.GPUBudgetSpec{
+			Window: w, Hard: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2"), "nvidia.com/gpumem": resource.MustParse("-1")}}},
+		&gpuadmitv1.GPUClusterBudget{ObjectMeta: metav1.ObjectMeta{Name: "negative"}, Spec: gpuadmitv1.GPUClusterBudgetSpec{
+			Window: w, Hard: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("-0.5")}}},
+	} {
+		err := s.api.Create(ctx, obj)
+		if err == nil {
+			t.Fatalf("%T with a negative spec.hard accepted", obj)
+		}
+		local.MustContain(t, "refusal", err.Error(), "spec.hard", "a negative value is refused")
+	}
+	zero := &gpuadmitv1.GPUBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "zero"}, Spec: gpuadmitv1.GPUBudgetSpec{
+		Window: w, Hard: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("0")}}}
+	if err := s.api.Create(ctx, zero); err != nil {
+		t.Fatalf("a GPUBudget of 0 refused: %v", err)
+	}
+	if err := s.api.Delete(ctx, zero); err != nil {
+		t.Fatal(err)
 	}
 }

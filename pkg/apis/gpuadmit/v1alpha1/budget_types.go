@@ -68,7 +68,9 @@ type GPUBudgetSpec struct {
 	// (nvidia.com/gpu, nvidia.com/gpumem, nvidia.com/gpucores, any
 	// governed family's count, memory or core name); decimals are allowed
 	// ("0.5"). DRA claims of governed DeviceClasses burn their family's
-	// resources.
+	// resources. A negative value is refused.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, type(self[k]) == string ? !self[k].startsWith('-') : self[k] >= 0)",message="a limit is 0 or more resource-hours: a negative value is refused"
 	Hard corev1.ResourceList `json:"hard"`
 }
 
@@ -255,9 +257,12 @@ type GPUClusterBudgetSpec struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=1000
 	// +optional
-	Namespaces []string            `json:"namespaces,omitempty"`
-	Window     BudgetWindow        `json:"window"`
-	Hard       corev1.ResourceList `json:"hard"`
+	Namespaces []string     `json:"namespaces,omitempty"`
+	Window     BudgetWindow `json:"window"`
+	// Hard is as a GPUBudget's.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, type(self[k]) == string ? !self[k].startsWith('-') : self[k] >= 0)",message="a limit is 0 or more resource-hours: a negative value is refused"
+	Hard corev1.ResourceList `json:"hard"`
 }
 
 // GPUClusterBudgetList is a list of GPUClusterBudget.
