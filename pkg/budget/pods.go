@@ -21,6 +21,9 @@ type podEntry struct {
 	pod       *corev1.Pod
 	obs       burn.Observed
 	timeline  burn.Timeline
+	// sizes are the device sizes the ledger last resolved the pod's memory
+	// against (Options.Sizes).
+	sizes map[string]effective.Options
 	// claim is set on a ResourceClaim's entry (claims.go).
 	claim *claimInfo
 }
@@ -63,9 +66,10 @@ func (t *Tracker) UpsertPod(pod *corev1.Pod) {
 	if e.deleted() || e.claim != nil {
 		return // a lagging list still showing a pod seen deleted
 	}
+	seenUntil(e, now)
 	e.pod = pod
 	observe(&e.obs, pod, now)
-	e.timeline = burn.PodTimeline(pod, t.chargeOf(pod), e.obs)
+	e.timeline = burn.PodTimeline(pod, t.chargeOf(e, pod), e.obs)
 	t.refreshClaimsLocked(pod.Namespace)
 	t.bumpLocked(pod.Namespace)
 }
@@ -82,9 +86,17 @@ func (t *Tracker) replaceSameNameLocked(pod *corev1.Pod, uid types.UID, now time
 }
 
 // chargeOf is the ledger's charge of pod at each lifecycle stage (nothing
-// for a pod the ledger finds invalid: it charges nothing).
-func (t *Tracker) chargeOf(pod *corev1.Pod) func(effective.Stage) effective.Usage {
-	ds, err := effective.ComputeAll(pod, t.opts.Families, nil)
+// for a pod the ledger finds invalid: it charges nothing), its memory
+// percentages and whole devices resolved against the device sizes the
+// ledger resolves them against (the last sizes it told for e: a deleted
+// pod's are those it had).
+func (t *Tracker) chargeOf(e *podEntry, pod *corev1.Pod) func(effective.Stage) effective.Usage {
+	if t.opts.Sizes != nil {
+		if s := t.opts.Sizes.PodSizes(pod); s != nil {
+			e.sizes = s
+		}
+	}
+	ds, err := effective.ComputeAll(pod, t.opts.Families, e.sizes)
 	return func(st effective.Stage) effective.Usage {
 		if err != nil || st.State == effective.StateZero {
 			return nil
@@ -97,11 +109,27 @@ func (t *Tracker) chargeOf(pod *corev1.Pod) func(effective.Stage) effective.Usag
 	}
 }
 
+// seenUntil records that the pod's last object was still its state at
+// now (no event said otherwise until now): running, and in its lifecycle
+// stage, up to now. A node then cannot end a quiet run at its last status
+// event by reporting an early finishedAt (or an init container's early
+// exit): the run lasts, within the tolerance, until the terminal or
+// deleted object arrives.
+func seenUntil(e *podEntry, now time.Time) {
+	if e.pod != nil && !terminal(e.pod) {
+		observe(&e.obs, e.pod, now)
+	}
+}
+
+func terminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
 // observe records what the replica sees of pod at now: first and last
 // seen running, the earliest startedAt and latest finishedAt written, the
 // last time each lifecycle stage was seen.
 func observe(obs *burn.Observed, pod *corev1.Pod, now time.Time) {
-	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	ended := terminal(pod)
 	started, running := false, false
 	each(pod, func(st *corev1.ContainerStatus) {
 		started = started || st.State.Running != nil || st.State.Terminated != nil || st.LastTerminationState.Terminated != nil
@@ -111,10 +139,10 @@ func observe(obs *burn.Observed, pod *corev1.Pod, now time.Time) {
 	if started && obs.FirstRunning.IsZero() {
 		obs.FirstRunning = now
 	}
-	if running && !terminal {
+	if running && !ended {
 		obs.LastRunning = now
 	}
-	if !terminal {
+	if !ended {
 		if obs.StageSeen == nil {
 			obs.StageSeen = map[int]time.Time{}
 		}
@@ -213,6 +241,7 @@ func (t *Tracker) ReplacePods(pods []metav1.Object) {
 
 // endLocked marks e deleted at now, its final object final when known.
 func (t *Tracker) endLocked(e *podEntry, final *corev1.Pod, now time.Time) {
+	seenUntil(e, now)
 	if final != nil {
 		e.pod = final
 		observe(&e.obs, final, now)
@@ -220,7 +249,7 @@ func (t *Tracker) endLocked(e *podEntry, final *corev1.Pod, now time.Time) {
 	e.obs.Deleted = now
 	t.tombstones[e.uid] = e
 	if e.pod != nil {
-		e.timeline = burn.PodTimeline(e.pod, t.chargeOf(e.pod), e.obs)
+		e.timeline = burn.PodTimeline(e.pod, t.chargeOf(e, e.pod), e.obs)
 	}
 	t.refreshClaimsLocked(e.namespace)
 	t.bumpLocked(e.namespace)

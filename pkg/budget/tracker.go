@@ -21,6 +21,13 @@ type Users interface {
 	ClaimUserOf(claim *resourcev1.ResourceClaim) string
 }
 
+// Sizes tells, per family, the Compute options (device sizes) the ledger
+// charges a pod with: memory percentages and whole devices resolve
+// against them (nil: the ledger holds none for it).
+type Sizes interface {
+	PodSizes(pod *corev1.Pod) map[string]effective.Options
+}
+
 // Options configure a Tracker.
 type Options struct {
 	// Families are the governed device families (the ledger's): a key of
@@ -31,6 +38,10 @@ type Options struct {
 	// Claims tells what the ledger charges each ResourceClaim (nil: no
 	// claim burns).
 	Claims ClaimCharges
+	// Sizes tells the device sizes the ledger resolves each pod's memory
+	// percentages and whole devices against (the ledger; nil: none, such
+	// memory burns nothing).
+	Sizes Sizes
 	// Clock stamps the replica's observations (a pod seen running, seen
 	// deleted). nil: the real clock.
 	Clock clock.PassiveClock

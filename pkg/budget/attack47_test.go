@@ -1,0 +1,114 @@
+package budget
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
+	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
+	"github.com/gpuadmit/gpuadmit/pkg/burn"
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+)
+
+// A node reports a quiet 10-hour run (one running event at t0, the next
+// only at its end) as ended 1 s after it started: the replica saw it
+// running until the terminal (or deleted) object came, so the run is
+// counted up to then, less the tolerance at most. Also past the
+// checkpoint's live-entry cap (pods without a foldedPods entry).
+func TestAttackNodeShortensQuietRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pods int
+		fold bool
+		end  func(tr *Tracker, p *corev1.Pod)
+	}{
+		{"terminal object", 1, false, func(tr *Tracker, p *corev1.Pod) { tr.UpsertPod(finished(p, t0, t0.Add(time.Second))) }},
+		{"deleted with a terminal object", 1, false, func(tr *Tracker, p *corev1.Pod) { tr.DeletePod(finished(p, t0, t0.Add(time.Second))) }},
+		{"deleted by name", 1, false, func(tr *Tracker, p *corev1.Pod) { tr.DeletePodByName(p.Namespace, p.Name) }},
+		{"past the live-entry cap", maxLiveFolded + 5, true, func(tr *Tracker, p *corev1.Pod) { tr.UpsertPod(finished(p, t0, t0.Add(time.Second))) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(t0)
+			tr := newTracker(clk)
+			b := gb("ml", "hours", monthly(), "1000000")
+			tr.UpsertBudget(b)
+			pods := make([]*corev1.Pod, tc.pods)
+			for i := range pods {
+				pods[i] = gpuPod("ml", fmt.Sprintf("p%d", i), 1, t0)
+				pods[i].UID = types.UID(fmt.Sprintf("uid-%d", i))
+				tr.UpsertPod(running(pods[i], t0))
+			}
+			clk.SetTime(t0.Add(9 * time.Hour))
+			if tc.fold {
+				st, _, ok := tr.Fold(refOf(b), &gpuadmitv1.BudgetStatus{}, 1, clk.Now(), "r0")
+				if !ok {
+					t.Fatal("no fold")
+				}
+				b2 := b.DeepCopy()
+				b2.Status = st
+				tr.UpsertBudget(b2)
+			}
+			clk.SetTime(t0.Add(10 * time.Hour))
+			for _, p := range pods {
+				tc.end(tr, p)
+			}
+			got := used(t, tr, refOf(b), t0.Add(11*time.Hour))
+			want := gpuMinutes(float64(len(pods)) * (10*60 - 1)) // seen until 10h, less the 1-minute tolerance
+			if got < want {
+				t.Errorf("used %v device-ms, want at least %v: a node shortened a run the replica saw running", got, want)
+			}
+		})
+	}
+}
+
+// fakeSizes resolves every pod's nvidia memory against 16 GiB devices.
+type fakeSizes struct{}
+
+func (fakeSizes) PodSizes(*corev1.Pod) map[string]effective.Options {
+	return map[string]effective.Options{effective.NvidiaName: {DeviceMemoryMiB: 16384}}
+}
+
+// Memory percentages and whole devices burn the memory the ledger charges
+// for them (resolved against the device sizes it resolves them against),
+// not nothing.
+func TestAttackMemPercentBurnsMemory(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		mib  float64
+	}{
+		{"percentage", testpod.New("pct").NS("ml").App("main", testpod.GPU(1), testpod.MemPct(50)).Build(), 8192},
+		{"whole device", testpod.New("whole").NS("ml").App("main", testpod.GPU(1)).Build(), 16384},
+		{"MiB", testpod.New("mib").NS("ml").App("main", testpod.GPU(1), testpod.Mem(1024)).Build(), 1024},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(t0)
+			tr := NewTracker(Options{Families: []effective.Family{effective.Nvidia()}, Clock: clk, Sizes: fakeSizes{},
+				Tolerance: time.Minute, CheckpointInterval: time.Minute})
+			b := &gpuadmitv1.GPUBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "mem", Generation: 1},
+				Spec: gpuadmitv1.GPUBudgetSpec{Window: monthly(), Hard: corev1.ResourceList{"nvidia.com/gpumem": resource.MustParse("100000")}}}
+			tr.UpsertBudget(b)
+			p := tc.pod
+			p.UID, p.CreationTimestamp = "u", metav1.NewTime(t0)
+			tr.UpsertPod(running(p, t0))
+			clk.SetTime(t0.Add(time.Hour))
+			tr.DeletePod(running(p, t0)) // a deleted pod keeps the sizes it had
+			var got burn.Amount
+			for _, st := range tr.All(t0.Add(2 * time.Hour)) {
+				for _, r := range st.Resources {
+					got = r.Used
+				}
+			}
+			if want := burn.Amount(tc.mib * 3.6e6); got != want {
+				t.Errorf("used %v MiB-ms, want %v (%v MiB for one hour)", got, want, tc.mib)
+			}
+		})
+	}
+}
