@@ -112,3 +112,50 @@ func TestAttackMemPercentBurnsMemory(t *testing.T) {
 		})
 	}
 }
+
+// A burst of deletions within one checkpoint interval does not examine
+// every tombstone on every deletion (O(tombstones × budgets) each, under
+// the write lock admission's reads wait on: quadratic): each deletion
+// examines the entry it ended; the checkpoint that folds them still drops
+// them all.
+func TestAttackDeleteBurstIsLinear(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	tr := newTracker(clk)
+	for i := range 20 {
+		tr.UpsertBudget(gb("ml", fmt.Sprintf("b%d", i), monthly(), "1000000"))
+	}
+	const n = 3000
+	for i := range n {
+		p := gpuPod("ml", fmt.Sprintf("p%d", i), 1, t0)
+		p.UID = types.UID(fmt.Sprintf("u%d", i))
+		tr.UpsertPod(running(p, t0))
+		clk.Step(time.Millisecond)
+		tr.DeletePod(p)
+	}
+	tr.mu.RLock()
+	checks, held := tr.checks, len(tr.tombstones)
+	tr.mu.RUnlock()
+	if checks > 2*n {
+		t.Errorf("%d tombstone checks for %d deletions within one interval: quadratic", checks, n)
+	}
+	if held != n {
+		t.Fatalf("%d tombstones held, want %d (none folded yet)", held, n)
+	}
+	clk.Step(time.Minute)
+	for i := range 20 {
+		ref := Ref{Kind: KindBudget, Namespace: "ml", Name: fmt.Sprintf("b%d", i)}
+		st, _, ok := tr.Fold(ref, &gpuadmitv1.BudgetStatus{}, 1, clk.Now(), "r0")
+		if !ok {
+			t.Fatal("no fold")
+		}
+		b := gb("ml", ref.Name, monthly(), "1000000")
+		b.Status = st
+		tr.UpsertBudget(b)
+	}
+	tr.mu.RLock()
+	held = len(tr.tombstones)
+	tr.mu.RUnlock()
+	if held != 0 {
+		t.Errorf("%d tombstones held after every budget's checkpoint folded them", held)
+	}
+}

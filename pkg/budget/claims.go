@@ -69,11 +69,12 @@ func (t *Tracker) DeleteClaim(namespace, name string) {
 		if e.claim != nil && e.name == name && !e.deleted() {
 			e.obs.Deleted = now
 			t.tombstones[e.uid] = e
+			t.ended = append(t.ended, e)
 			t.claimTimelineLocked(e)
 			t.bumpLocked(namespace)
 		}
 	}
-	t.dropFoldedLocked()
+	t.sweepLocked(now)
 }
 
 // claimTimelineLocked recomputes claim e's timeline from its users'.

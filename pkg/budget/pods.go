@@ -197,7 +197,7 @@ func (t *Tracker) DeletePod(pod *corev1.Pod) {
 		}
 		t.endLocked(e, final, now)
 	}
-	t.dropFoldedLocked()
+	t.sweepLocked(now)
 }
 
 // DeletePodByName is DeletePod for a pod known by name only.
@@ -210,7 +210,7 @@ func (t *Tracker) DeletePodByName(namespace, name string) {
 			t.endLocked(e, nil, now)
 		}
 	}
-	t.dropFoldedLocked()
+	t.sweepLocked(now)
 }
 
 // ReplacePods takes a list's pods: every pod tracked that the list lacks
@@ -235,7 +235,7 @@ func (t *Tracker) ReplacePods(pods []metav1.Object) {
 		}
 	}
 	t.mu.Lock()
-	t.dropFoldedLocked()
+	t.sweepLocked(now)
 	t.mu.Unlock()
 }
 
@@ -248,11 +248,34 @@ func (t *Tracker) endLocked(e *podEntry, final *corev1.Pod, now time.Time) {
 	}
 	e.obs.Deleted = now
 	t.tombstones[e.uid] = e
+	t.ended = append(t.ended, e)
 	if e.pod != nil {
 		e.timeline = burn.PodTimeline(e.pod, t.chargeOf(e, e.pod), e.obs)
 	}
 	t.refreshClaimsLocked(e.namespace)
 	t.bumpLocked(e.namespace)
+}
+
+// sweepLocked drops, after a pod or claim event, the deleted entries no
+// budget needs: those the event ended (t.ended) at once, every tombstone
+// at most once per checkpoint interval. What makes an older tombstone
+// droppable changes only with a budget's checkpoint (store sweeps them
+// all then) or with time (a window's rollover, gone's expiry), so a burst
+// of deletions under the write lock stays linear instead of
+// O(deletions × tombstones × budgets).
+func (t *Tracker) sweepLocked(now time.Time) {
+	ended := t.ended
+	t.ended = nil
+	if now.Sub(t.lastSweep) >= t.opts.CheckpointInterval || now.Before(t.lastSweep) {
+		t.dropFoldedLocked()
+		return
+	}
+	starts := t.windowStartsLocked(now)
+	for _, e := range ended {
+		if t.tombstones[e.uid] == e && !t.neededLocked(e, starts) {
+			t.dropLocked(e, now)
+		}
+	}
 }
 
 // dropFoldedLocked forgets the deleted pods no budget needs any more:
@@ -262,40 +285,57 @@ func (t *Tracker) endLocked(e *podEntry, final *corev1.Pod, now time.Time) {
 // list still showing them does not bring them back.
 func (t *Tracker) dropFoldedLocked() {
 	now := t.clock.Now()
+	t.lastSweep = now
+	t.ended = nil
 	for uid, at := range t.gone {
 		if now.Sub(at) > keepDeletedFor*t.opts.CheckpointInterval {
 			delete(t.gone, uid)
 		}
 	}
-	for uid, e := range t.tombstones {
-		if t.neededLocked(e) {
-			continue
+	starts := t.windowStartsLocked(now)
+	for _, e := range t.tombstones {
+		if !t.neededLocked(e, starts) {
+			t.dropLocked(e, now)
 		}
-		delete(t.tombstones, uid)
-		t.gone[uid] = now
-		t.bumpLocked(e.namespace)
-		delete(t.pods, uid)
-		delete(t.byNS[e.namespace], uid)
-		if len(t.byNS[e.namespace]) == 0 {
-			delete(t.byNS, e.namespace)
-		}
-		if e.claim != nil {
-			delete(t.claimsByNS[e.namespace], uid)
-			if len(t.claimsByNS[e.namespace]) == 0 {
-				delete(t.claimsByNS, e.namespace)
-			}
+	}
+}
+
+// windowStartsLocked is each budget's window start at now.
+func (t *Tracker) windowStartsLocked(now time.Time) map[*tracked]time.Time {
+	starts := make(map[*tracked]time.Time, len(t.budgets))
+	for _, b := range t.budgets {
+		starts[b], _ = b.window.At(now)
+	}
+	return starts
+}
+
+// dropLocked forgets the deleted entry e (its UID kept in gone).
+func (t *Tracker) dropLocked(e *podEntry, now time.Time) {
+	uid := e.uid
+	delete(t.tombstones, uid)
+	t.gone[uid] = now
+	t.bumpLocked(e.namespace)
+	delete(t.pods, uid)
+	delete(t.byNS[e.namespace], uid)
+	if len(t.byNS[e.namespace]) == 0 {
+		delete(t.byNS, e.namespace)
+	}
+	if e.claim != nil {
+		delete(t.claimsByNS[e.namespace], uid)
+		if len(t.claimsByNS[e.namespace]) == 0 {
+			delete(t.claimsByNS, e.namespace)
 		}
 	}
 }
 
 // neededLocked reports whether some budget still counts the deleted pod e
 // from this replica's tombstone.
-func (t *Tracker) neededLocked(e *podEntry) bool {
+func (t *Tracker) neededLocked(e *podEntry, starts map[*tracked]time.Time) bool {
+	t.checks++
 	end := e.timeline.End
 	if len(e.timeline.Segments) == 0 || end.IsZero() {
 		return false
 	}
-	now := t.clock.Now()
 	lbl, known := t.namespaces[e.namespace]
 	for _, b := range t.budgets {
 		_, departed := b.departed[e.uid]
@@ -305,7 +345,7 @@ func (t *Tracker) neededLocked(e *podEntry) bool {
 		if until, ok := b.cp.foldedPods[e.uid]; ok && !until.Before(end) {
 			continue
 		}
-		if ws, _ := b.window.At(now); !end.After(ws) {
+		if !end.After(starts[b]) {
 			continue // its burn is before the window
 		}
 		return true

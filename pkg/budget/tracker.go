@@ -86,6 +86,12 @@ type Tracker struct {
 	tombstones map[types.UID]*podEntry
 	// gone are the pods deleted and folded, with when they were dropped.
 	gone map[types.UID]time.Time
+	// ended are the entries seen deleted since the last sweep (sweepLocked);
+	// lastSweep is when every tombstone was last swept; checks counts the
+	// tombstones examined (neededLocked).
+	ended     []*podEntry
+	lastSweep time.Time
+	checks    uint64
 }
 
 // Ref names a budget: its kind, namespace ("" for a GPUClusterBudget) and
