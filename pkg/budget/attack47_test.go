@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -157,5 +158,60 @@ func TestAttackDeleteBurstIsLinear(t *testing.T) {
 	tr.mu.RUnlock()
 	if held != 0 {
 		t.Errorf("%d tombstones held after every budget's checkpoint folded them", held)
+	}
+}
+
+// etcdLimit is the API server's default limit on an object's size.
+const etcdLimit = 1572864
+
+// 1000 live GPU pods and 19000 deleted within one checkpoint interval in
+// one budget's scope: the status the leader writes still fits the API
+// server's object size limit (it could not be written before, and the
+// tombstones were never released), for a calendar window and for a
+// rolling window with the most buckets.
+func TestAttackCheckpointFitsEtcd(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    gpuadmitv1.BudgetWindow
+	}{{"monthly", monthly()}, {"rolling, 500 buckets", rolling(500 * time.Hour)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(t0)
+			tr := NewTracker(Options{Families: []effective.Family{effective.Nvidia()}, Clock: clk,
+				Tolerance: time.Minute, CheckpointInterval: time.Minute, RollingBuckets: 500})
+			b := gb("ml", "hours", tc.w, "1000000")
+			b.Spec.Hard["nvidia.com/gpumem"] = resource.MustParse("1000000000")
+			b.Spec.Hard["nvidia.com/gpucores"] = resource.MustParse("1000000000")
+			tr.UpsertBudget(b)
+			st := gpuadmitv1.BudgetStatus{}
+			if tc.w.Rolling != nil { // a bucket per hour of the window, each burning every resource
+				st.Checkpoint = &gpuadmitv1.BudgetCheckpoint{}
+				for i := range 501 {
+					st.Checkpoint.Buckets = append(st.Checkpoint.Buckets, gpuadmitv1.BudgetBucket{Start: metav1.NewTime(t0.Add(time.Duration(i-500) * time.Hour)),
+						Amounts: []gpuadmitv1.BudgetAmount{{Resource: "nvidia.com/gpu", UnitMilliseconds: 123456789012}, {Resource: "nvidia.com/gpucores", UnitMilliseconds: 123456789012345}, {Resource: "nvidia.com/gpumem", UnitMilliseconds: 123456789012345}}})
+				}
+			}
+			for i := range 20000 {
+				p := testpod.New(fmt.Sprintf("p%d", i)).NS("ml").App("main", testpod.GPU(1), testpod.Mem(1024)).Build()
+				p.CreationTimestamp = metav1.NewTime(t0)
+				p.UID = types.UID(fmt.Sprintf("%08x-1234-5678-9abc-def012345678", i))
+				tr.UpsertPod(running(p, t0))
+				if i >= 1000 {
+					clk.Step(time.Millisecond)
+					tr.DeletePod(p)
+				}
+			}
+			clk.SetTime(t0.Add(time.Minute))
+			out, _, _ := tr.Fold(refOf(b), &st, 1, clk.Now(), "gpuadmit-7d9f8b6c5-abcde")
+			o := b.DeepCopy()
+			o.Status = out
+			raw, err := json.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(raw) > etcdLimit*9/10 {
+				t.Errorf("the status is %d bytes (%d foldedPods, %d buckets): past 90%% of the API server's limit %d",
+					len(raw), len(out.Checkpoint.FoldedPods), len(out.Checkpoint.Buckets), etcdLimit)
+			}
+		})
 	}
 }

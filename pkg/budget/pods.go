@@ -78,8 +78,8 @@ func (t *Tracker) UpsertPod(pod *corev1.Pod) {
 // (deleted and recreated while the watch was down: the relist only shows
 // the new one).
 func (t *Tracker) replaceSameNameLocked(pod *corev1.Pod, uid types.UID, now time.Time) {
-	for other, e := range t.byNS[pod.Namespace] {
-		if other != uid && e.claim == nil && e.name == pod.Name && !e.deleted() {
+	for other, e := range t.byName[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] {
+		if other != uid && !e.deleted() {
 			t.endLocked(e, nil, now)
 		}
 	}
@@ -205,8 +205,8 @@ func (t *Tracker) DeletePodByName(namespace, name string) {
 	now := t.clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, e := range t.byNS[namespace] {
-		if e.claim == nil && e.name == name && !e.deleted() {
+	for _, e := range t.byName[types.NamespacedName{Namespace: namespace, Name: name}] {
+		if !e.deleted() {
 			t.endLocked(e, nil, now)
 		}
 	}
@@ -319,6 +319,12 @@ func (t *Tracker) dropLocked(e *podEntry, now time.Time) {
 	delete(t.byNS[e.namespace], uid)
 	if len(t.byNS[e.namespace]) == 0 {
 		delete(t.byNS, e.namespace)
+	}
+	if k := (types.NamespacedName{Namespace: e.namespace, Name: e.name}); e.claim == nil {
+		delete(t.byName[k], uid)
+		if len(t.byName[k]) == 0 {
+			delete(t.byName, k)
+		}
 	}
 	if e.claim != nil {
 		delete(t.claimsByNS[e.namespace], uid)

@@ -76,6 +76,9 @@ type Tracker struct {
 	pods       map[types.UID]*podEntry
 	// byNS indexes pods (live and deleted) by namespace.
 	byNS map[string]map[types.UID]*podEntry
+	// byName indexes pods (not claims; live and deleted) by namespace and
+	// name: a pod recreated under its name replaces the older one.
+	byName map[types.NamespacedName]map[types.UID]*podEntry
 	// claimsByNS indexes the claims' entries by namespace.
 	claimsByNS map[string]map[types.UID]*podEntry
 	// version counts the changes of pods, claims and namespaces;
@@ -110,7 +113,7 @@ func NewTracker(opts Options) *Tracker {
 	}
 	t := &Tracker{opts: opts, clock: opts.Clock, log: opts.Log,
 		budgets: map[Ref]*tracked{}, namespaces: map[string]map[string]string{},
-		pods: map[types.UID]*podEntry{}, gone: map[types.UID]time.Time{}, tombstones: map[types.UID]*podEntry{}, nsVersion: map[string]uint64{}, claimsByNS: map[string]map[types.UID]*podEntry{}, byNS: map[string]map[types.UID]*podEntry{}}
+		pods: map[types.UID]*podEntry{}, gone: map[types.UID]time.Time{}, tombstones: map[types.UID]*podEntry{}, nsVersion: map[string]uint64{}, claimsByNS: map[string]map[types.UID]*podEntry{}, byNS: map[string]map[types.UID]*podEntry{}, byName: map[types.NamespacedName]map[types.UID]*podEntry{}}
 	if t.clock == nil {
 		t.clock = clock.RealClock{}
 	}
