@@ -12,10 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testnode"
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/burn"
 	"github.com/gpuadmit/gpuadmit/pkg/effective"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
 // A node reports a quiet 10-hour run (one running event at t0, the next
@@ -211,6 +213,48 @@ func TestAttackCheckpointFitsEtcd(t *testing.T) {
 			if len(raw) > etcdLimit*9/10 {
 				t.Errorf("the status is %d bytes (%d foldedPods, %d buckets): past 90%% of the API server's limit %d",
 					len(raw), len(out.Checkpoint.FoldedPods), len(out.Checkpoint.Buckets), etcdLimit)
+			}
+		})
+	}
+}
+
+// The tracker's memory burn per hour of a running pod equals what the
+// ledger charges it (a percentage, a whole device, MiB), with the ledger
+// itself telling the device sizes, on a node of 16 GiB devices.
+func TestAttackTrackerChargeIsLedgers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+	}{
+		{"percentage", testpod.New("pct").NS("ml").App("main", testpod.GPU(1), testpod.MemPct(50)).Node("n1").Build()},
+		{"whole device", testpod.New("whole").NS("ml").App("main", testpod.GPU(1)).Node("n1").Build()},
+		{"two whole devices", testpod.New("two").NS("ml").App("main", testpod.GPU(2)).Node("n1").Build()},
+		{"MiB", testpod.New("mib").NS("ml").App("main", testpod.GPU(1), testpod.Mem(1024)).Node("n1").Build()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			led := ledger.New(ledger.Options{Families: []effective.Family{effective.Nvidia()}})
+			led.UpsertNode(testnode.WithGPUs("n1", nil, 16384, 16384))
+			clk := clocktesting.NewFakeClock(t0)
+			tr := NewTracker(Options{Families: led.Families(), Clock: clk, Sizes: led, Tolerance: time.Minute})
+			b := &gpuadmitv1.GPUBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "mem", Generation: 1},
+				Spec: gpuadmitv1.GPUBudgetSpec{Window: monthly(), Hard: corev1.ResourceList{"nvidia.com/gpumem": resource.MustParse("100000")}}}
+			tr.UpsertBudget(b)
+			p := running(tc.pod, t0)
+			p.UID, p.CreationTimestamp = "u", metav1.NewTime(t0)
+			led.UpsertPod(p) // the ledger first, as the feed does
+			tr.UpsertPod(p)
+			want := led.Snapshot(nil).Namespaces["ml"].Used[effective.NvidiaName].MemMiB
+			if want == 0 {
+				t.Fatalf("the ledger charges no memory: %+v", led.Snapshot(nil).Namespaces["ml"])
+			}
+			var got burn.Amount
+			for _, st := range tr.All(t0.Add(time.Hour)) {
+				for _, r := range st.Resources {
+					got = r.Used
+				}
+			}
+			if got != burn.Amount(want*3_600_000) {
+				t.Errorf("burned %v MiB-ms in an hour, the ledger charges %d MiB (%v MiB-ms)", got, want, want*3_600_000)
 			}
 		})
 	}
