@@ -1,16 +1,22 @@
 package budget
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testnode"
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
@@ -259,3 +265,56 @@ func TestAttackTrackerChargeIsLedgers(t *testing.T) {
 		})
 	}
 }
+
+// A status the API server refuses as too large (etcd's object limit) is
+// written again with fewer foldedPods entries, the deleted pods' first:
+// checkpoints keep being written, and the use written never falls below
+// the pods' burn.
+func TestAttackCheckpointTooLargeRetried(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	tr := newTracker(clk)
+	b := gb("ml", "hours", monthly(), "1000000")
+	s := runtime.NewScheme()
+	if err := gpuadmitv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	const limit = 100
+	refused := 0
+	api := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&gpuadmitv1.GPUBudget{}).WithObjects(b).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
+			if g, ok := o.(*gpuadmitv1.GPUBudget); ok && g.Status.Checkpoint != nil && len(g.Status.Checkpoint.FoldedPods) > limit {
+				refused++
+				return apierrors.NewRequestEntityTooLargeError("etcdserver: request is too large")
+			}
+			return c.SubResource(sub).Update(ctx, o, opts...)
+		}}).Build()
+	tr.UpsertBudget(reread(t, api, b))
+	for i := range 300 {
+		p := gpuPod("ml", fmt.Sprintf("p%d", i), 1, t0)
+		p.UID = types.UID(fmt.Sprintf("u%d", i))
+		tr.UpsertPod(running(p, t0))
+		if i >= 50 {
+			clk.SetTime(t0.Add(time.Hour))
+			tr.DeletePod(p)
+			clk.SetTime(t0)
+		}
+	}
+	clk.SetTime(t0.Add(time.Hour))
+	if _, err := NewCheckpointer(CheckpointerOptions{Tracker: tr, Client: api, Identity: "r", Clock: clk}).Checkpoint(t.Context(), refOf(b)); err != nil {
+		t.Fatalf("checkpoint: %v (refused %d times)", err, refused)
+	}
+	got, obj := statusUsed(t, api, b)
+	if obj.Status.Checkpoint == nil || len(obj.Status.Checkpoint.FoldedPods) > limit {
+		t.Fatalf("no checkpoint written within the limit (refused %d times)", refused)
+	}
+	if want := gpuHours(300); got+3600 < want {
+		t.Errorf("status use %v, want at least %v", got, want)
+	}
+	tr.UpsertBudget(obj)
+	if u := used(t, tr, refOf(b), clk.Now()); u < gpuHours(300) {
+		t.Errorf("the tracker's use %v after the trimmed checkpoint, below the pods' burn", u)
+	}
+}
+
+// gpuHours is n device-hours as an Amount.
+func gpuHours(n float64) burn.Amount { return gpuMinutes(n * 60) }
