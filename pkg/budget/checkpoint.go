@@ -14,8 +14,10 @@ import (
 
 // Bounds of a checkpoint.
 const (
-	// MaxFoldedPods is the most foldedPods entries a checkpoint holds.
-	MaxFoldedPods = 20000
+	// MaxFoldedPods is the most foldedPods entries a checkpoint holds (about
+	// 85 bytes each in JSON: some 1 MB, with the buckets well under the
+	// API server's 1.5 MiB object limit; the CRD's MaxItems).
+	MaxFoldedPods = 12000
 	// maxLiveFolded is the most entries a checkpoint gets for live pods
 	// (about 75 bytes each: some 600 KB of the status at most).
 	maxLiveFolded = 8000

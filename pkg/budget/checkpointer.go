@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -115,6 +116,7 @@ const maxConflicts = 5
 // resourceVersion read; a conflict re-reads and recomputes. It returns
 // the end of the budget's window (zero for a rolling window).
 func (c *Checkpointer) Checkpoint(ctx context.Context, ref Ref) (time.Time, error) {
+	limit := MaxFoldedPods
 	for range maxConflicts {
 		obj, status, generation, err := c.read(ctx, ref)
 		if apierrors.IsNotFound(err) {
@@ -129,10 +131,19 @@ func (c *Checkpointer) Checkpoint(ctx context.Context, ref Ref) (time.Time, erro
 		if !ok {
 			return time.Time{}, nil
 		}
+		c.o.Tracker.trimFolded(next.Checkpoint, limit)
 		prev := *status
 		*status = next
 		err = c.o.Client.Status().Update(ctx, obj)
 		if apierrors.IsConflict(err) {
+			continue
+		}
+		if tooLarge(err) && limit > 0 {
+			// The status does not fit the API server (etcd's object
+			// limit): write again with half the foldedPods entries,
+			// those of deleted pods first (an over-count at most).
+			c.o.Log.Info("budget status too large; writing fewer foldedPods", "kind", ref.Kind, "budget", key(ref), "entries", len(next.Checkpoint.FoldedPods))
+			limit = len(next.Checkpoint.FoldedPods) / 2
 			continue
 		}
 		if err != nil {
@@ -148,6 +159,12 @@ func (c *Checkpointer) Checkpoint(ctx context.Context, ref Ref) (time.Time, erro
 }
 
 var errConflicts = errors.New("status still conflicting after re-reads")
+
+// tooLarge reports an API error saying the object is too large to store.
+func tooLarge(err error) bool {
+	return err != nil && (apierrors.IsRequestEntityTooLargeError(err) ||
+		strings.Contains(err.Error(), "request is too large"))
+}
 
 func key(ref Ref) string {
 	if ref.Namespace == "" {

@@ -69,11 +69,12 @@ func (t *Tracker) DeleteClaim(namespace, name string) {
 		if e.claim != nil && e.name == name && !e.deleted() {
 			e.obs.Deleted = now
 			t.tombstones[e.uid] = e
+			t.ended = append(t.ended, e)
 			t.claimTimelineLocked(e)
 			t.bumpLocked(namespace)
 		}
 	}
-	t.dropFoldedLocked()
+	t.sweepLocked(now)
 }
 
 // claimTimelineLocked recomputes claim e's timeline from its users'.
@@ -116,6 +117,13 @@ func (t *Tracker) addLocked(e *podEntry) {
 		t.byNS[e.namespace] = map[types.UID]*podEntry{}
 	}
 	t.byNS[e.namespace][e.uid] = e
+	if e.claim == nil {
+		k := types.NamespacedName{Namespace: e.namespace, Name: e.name}
+		if t.byName[k] == nil {
+			t.byName[k] = map[types.UID]*podEntry{}
+		}
+		t.byName[k][e.uid] = e
+	}
 	if e.claim != nil {
 		if t.claimsByNS[e.namespace] == nil {
 			t.claimsByNS[e.namespace] = map[types.UID]*podEntry{}

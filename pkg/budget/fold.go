@@ -160,3 +160,44 @@ func (t *Tracker) pruneFoldedPodsLocked(cp *checkpoint, start, now time.Time) {
 		delete(cp.foldedPods, uid)
 	}
 }
+
+// trimFolded keeps at most limit of cp's foldedPods entries: those of
+// deleted pods (and pods this replica does not hold) are dropped first,
+// the oldest first, then the oldest live pods'. Dropping an entry can only
+// count a pod's burn again (a lagging list showing a deleted pod, a live
+// pod counted from the window's start): an over-count, never a loss.
+func (t *Tracker) trimFolded(cp *gpuadmitv1.BudgetCheckpoint, limit int) {
+	if cp == nil || len(cp.FoldedPods) <= limit {
+		return
+	}
+	t.mu.RLock()
+	live := make([]bool, len(cp.FoldedPods))
+	for i, p := range cp.FoldedPods {
+		live[i] = t.liveLocked(types.UID(p.UID))
+	}
+	t.mu.RUnlock()
+	idx := make([]int, len(cp.FoldedPods))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		if live[a] != live[b] {
+			if live[a] {
+				return 1
+			}
+			return -1
+		}
+		return cp.FoldedPods[a].Until.Compare(cp.FoldedPods[b].Until.Time)
+	})
+	keep := make([]bool, len(idx))
+	for _, i := range idx[len(idx)-max(limit, 0):] {
+		keep[i] = true
+	}
+	out := cp.FoldedPods[:0]
+	for i, p := range cp.FoldedPods {
+		if keep[i] {
+			out = append(out, p)
+		}
+	}
+	cp.FoldedPods = out
+}

@@ -21,6 +21,9 @@ type podEntry struct {
 	pod       *corev1.Pod
 	obs       burn.Observed
 	timeline  burn.Timeline
+	// sizes are the device sizes the ledger last resolved the pod's memory
+	// against (Options.Sizes).
+	sizes map[string]effective.Options
 	// claim is set on a ResourceClaim's entry (claims.go).
 	claim *claimInfo
 }
@@ -63,9 +66,10 @@ func (t *Tracker) UpsertPod(pod *corev1.Pod) {
 	if e.deleted() || e.claim != nil {
 		return // a lagging list still showing a pod seen deleted
 	}
+	seenUntil(e, now)
 	e.pod = pod
 	observe(&e.obs, pod, now)
-	e.timeline = burn.PodTimeline(pod, t.chargeOf(pod), e.obs)
+	e.timeline = burn.PodTimeline(pod, t.chargeOf(e, pod), e.obs)
 	t.refreshClaimsLocked(pod.Namespace)
 	t.bumpLocked(pod.Namespace)
 }
@@ -74,17 +78,25 @@ func (t *Tracker) UpsertPod(pod *corev1.Pod) {
 // (deleted and recreated while the watch was down: the relist only shows
 // the new one).
 func (t *Tracker) replaceSameNameLocked(pod *corev1.Pod, uid types.UID, now time.Time) {
-	for other, e := range t.byNS[pod.Namespace] {
-		if other != uid && e.claim == nil && e.name == pod.Name && !e.deleted() {
+	for other, e := range t.byName[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] {
+		if other != uid && !e.deleted() {
 			t.endLocked(e, nil, now)
 		}
 	}
 }
 
 // chargeOf is the ledger's charge of pod at each lifecycle stage (nothing
-// for a pod the ledger finds invalid: it charges nothing).
-func (t *Tracker) chargeOf(pod *corev1.Pod) func(effective.Stage) effective.Usage {
-	ds, err := effective.ComputeAll(pod, t.opts.Families, nil)
+// for a pod the ledger finds invalid: it charges nothing), its memory
+// percentages and whole devices resolved against the device sizes the
+// ledger resolves them against (the last sizes it told for e: a deleted
+// pod's are those it had).
+func (t *Tracker) chargeOf(e *podEntry, pod *corev1.Pod) func(effective.Stage) effective.Usage {
+	if t.opts.Sizes != nil {
+		if s := t.opts.Sizes.PodSizes(pod); s != nil {
+			e.sizes = s
+		}
+	}
+	ds, err := effective.ComputeAll(pod, t.opts.Families, e.sizes)
 	return func(st effective.Stage) effective.Usage {
 		if err != nil || st.State == effective.StateZero {
 			return nil
@@ -97,11 +109,27 @@ func (t *Tracker) chargeOf(pod *corev1.Pod) func(effective.Stage) effective.Usag
 	}
 }
 
+// seenUntil records that the pod's last object was still its state at
+// now (no event said otherwise until now): running, and in its lifecycle
+// stage, up to now. A node then cannot end a quiet run at its last status
+// event by reporting an early finishedAt (or an init container's early
+// exit): the run lasts, within the tolerance, until the terminal or
+// deleted object arrives.
+func seenUntil(e *podEntry, now time.Time) {
+	if e.pod != nil && !terminal(e.pod) {
+		observe(&e.obs, e.pod, now)
+	}
+}
+
+func terminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
 // observe records what the replica sees of pod at now: first and last
 // seen running, the earliest startedAt and latest finishedAt written, the
 // last time each lifecycle stage was seen.
 func observe(obs *burn.Observed, pod *corev1.Pod, now time.Time) {
-	terminal := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	ended := terminal(pod)
 	started, running := false, false
 	each(pod, func(st *corev1.ContainerStatus) {
 		started = started || st.State.Running != nil || st.State.Terminated != nil || st.LastTerminationState.Terminated != nil
@@ -111,10 +139,10 @@ func observe(obs *burn.Observed, pod *corev1.Pod, now time.Time) {
 	if started && obs.FirstRunning.IsZero() {
 		obs.FirstRunning = now
 	}
-	if running && !terminal {
+	if running && !ended {
 		obs.LastRunning = now
 	}
-	if !terminal {
+	if !ended {
 		if obs.StageSeen == nil {
 			obs.StageSeen = map[int]time.Time{}
 		}
@@ -169,7 +197,7 @@ func (t *Tracker) DeletePod(pod *corev1.Pod) {
 		}
 		t.endLocked(e, final, now)
 	}
-	t.dropFoldedLocked()
+	t.sweepLocked(now)
 }
 
 // DeletePodByName is DeletePod for a pod known by name only.
@@ -177,12 +205,12 @@ func (t *Tracker) DeletePodByName(namespace, name string) {
 	now := t.clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, e := range t.byNS[namespace] {
-		if e.claim == nil && e.name == name && !e.deleted() {
+	for _, e := range t.byName[types.NamespacedName{Namespace: namespace, Name: name}] {
+		if !e.deleted() {
 			t.endLocked(e, nil, now)
 		}
 	}
-	t.dropFoldedLocked()
+	t.sweepLocked(now)
 }
 
 // ReplacePods takes a list's pods: every pod tracked that the list lacks
@@ -207,23 +235,47 @@ func (t *Tracker) ReplacePods(pods []metav1.Object) {
 		}
 	}
 	t.mu.Lock()
-	t.dropFoldedLocked()
+	t.sweepLocked(now)
 	t.mu.Unlock()
 }
 
 // endLocked marks e deleted at now, its final object final when known.
 func (t *Tracker) endLocked(e *podEntry, final *corev1.Pod, now time.Time) {
+	seenUntil(e, now)
 	if final != nil {
 		e.pod = final
 		observe(&e.obs, final, now)
 	}
 	e.obs.Deleted = now
 	t.tombstones[e.uid] = e
+	t.ended = append(t.ended, e)
 	if e.pod != nil {
-		e.timeline = burn.PodTimeline(e.pod, t.chargeOf(e.pod), e.obs)
+		e.timeline = burn.PodTimeline(e.pod, t.chargeOf(e, e.pod), e.obs)
 	}
 	t.refreshClaimsLocked(e.namespace)
 	t.bumpLocked(e.namespace)
+}
+
+// sweepLocked drops, after a pod or claim event, the deleted entries no
+// budget needs: those the event ended (t.ended) at once, every tombstone
+// at most once per checkpoint interval. What makes an older tombstone
+// droppable changes only with a budget's checkpoint (store sweeps them
+// all then) or with time (a window's rollover, gone's expiry), so a burst
+// of deletions under the write lock stays linear instead of
+// O(deletions × tombstones × budgets).
+func (t *Tracker) sweepLocked(now time.Time) {
+	ended := t.ended
+	t.ended = nil
+	if now.Sub(t.lastSweep) >= t.opts.CheckpointInterval || now.Before(t.lastSweep) {
+		t.dropFoldedLocked()
+		return
+	}
+	starts := t.windowStartsLocked(now)
+	for _, e := range ended {
+		if t.tombstones[e.uid] == e && !t.neededLocked(e, starts) {
+			t.dropLocked(e, now)
+		}
+	}
 }
 
 // dropFoldedLocked forgets the deleted pods no budget needs any more:
@@ -233,40 +285,63 @@ func (t *Tracker) endLocked(e *podEntry, final *corev1.Pod, now time.Time) {
 // list still showing them does not bring them back.
 func (t *Tracker) dropFoldedLocked() {
 	now := t.clock.Now()
+	t.lastSweep = now
+	t.ended = nil
 	for uid, at := range t.gone {
 		if now.Sub(at) > keepDeletedFor*t.opts.CheckpointInterval {
 			delete(t.gone, uid)
 		}
 	}
-	for uid, e := range t.tombstones {
-		if t.neededLocked(e) {
-			continue
+	starts := t.windowStartsLocked(now)
+	for _, e := range t.tombstones {
+		if !t.neededLocked(e, starts) {
+			t.dropLocked(e, now)
 		}
-		delete(t.tombstones, uid)
-		t.gone[uid] = now
-		t.bumpLocked(e.namespace)
-		delete(t.pods, uid)
-		delete(t.byNS[e.namespace], uid)
-		if len(t.byNS[e.namespace]) == 0 {
-			delete(t.byNS, e.namespace)
+	}
+}
+
+// windowStartsLocked is each budget's window start at now.
+func (t *Tracker) windowStartsLocked(now time.Time) map[*tracked]time.Time {
+	starts := make(map[*tracked]time.Time, len(t.budgets))
+	for _, b := range t.budgets {
+		starts[b], _ = b.window.At(now)
+	}
+	return starts
+}
+
+// dropLocked forgets the deleted entry e (its UID kept in gone).
+func (t *Tracker) dropLocked(e *podEntry, now time.Time) {
+	uid := e.uid
+	delete(t.tombstones, uid)
+	t.gone[uid] = now
+	t.bumpLocked(e.namespace)
+	delete(t.pods, uid)
+	delete(t.byNS[e.namespace], uid)
+	if len(t.byNS[e.namespace]) == 0 {
+		delete(t.byNS, e.namespace)
+	}
+	if k := (types.NamespacedName{Namespace: e.namespace, Name: e.name}); e.claim == nil {
+		delete(t.byName[k], uid)
+		if len(t.byName[k]) == 0 {
+			delete(t.byName, k)
 		}
-		if e.claim != nil {
-			delete(t.claimsByNS[e.namespace], uid)
-			if len(t.claimsByNS[e.namespace]) == 0 {
-				delete(t.claimsByNS, e.namespace)
-			}
+	}
+	if e.claim != nil {
+		delete(t.claimsByNS[e.namespace], uid)
+		if len(t.claimsByNS[e.namespace]) == 0 {
+			delete(t.claimsByNS, e.namespace)
 		}
 	}
 }
 
 // neededLocked reports whether some budget still counts the deleted pod e
 // from this replica's tombstone.
-func (t *Tracker) neededLocked(e *podEntry) bool {
+func (t *Tracker) neededLocked(e *podEntry, starts map[*tracked]time.Time) bool {
+	t.checks++
 	end := e.timeline.End
 	if len(e.timeline.Segments) == 0 || end.IsZero() {
 		return false
 	}
-	now := t.clock.Now()
 	lbl, known := t.namespaces[e.namespace]
 	for _, b := range t.budgets {
 		_, departed := b.departed[e.uid]
@@ -276,7 +351,7 @@ func (t *Tracker) neededLocked(e *podEntry) bool {
 		if until, ok := b.cp.foldedPods[e.uid]; ok && !until.Before(end) {
 			continue
 		}
-		if ws, _ := b.window.At(now); !end.After(ws) {
+		if !end.After(starts[b]) {
 			continue // its burn is before the window
 		}
 		return true

@@ -69,7 +69,8 @@ func nameOf(fams []effective.Family, k burn.Key) corev1.ResourceName {
 // parseSpec reads a budget's window and hard: a window that cannot be
 // computed (an unknown time zone) is enforced as the same calendar window
 // in UTC and reported; a key no governed family has, or a value that is
-// not a non-negative number of hours, is reported and not enforced.
+// not a number of hours, is reported and not enforced; a negative value is
+// reported and enforced as 0 (fails closed: spent).
 func (t *Tracker) parseSpec(ref Ref, w gpuadmitv1.BudgetWindow, hard corev1.ResourceList) *tracked {
 	b := &tracked{ref: ref}
 	var rolling time.Duration
@@ -91,7 +92,14 @@ func (t *Tracker) parseSpec(ref Ref, w gpuadmitv1.BudgetWindow, hard corev1.Reso
 			b.problems = append(b.problems, fmt.Sprintf("spec.hard[%s]: no governed device family has this resource; not enforced", name))
 			continue
 		}
-		amount, err := burn.HoursToAmount(hard[name])
+		q := hard[name]
+		amount, err := burn.HoursToAmount(q)
+		if err != nil && q.Sign() < 0 {
+			// Fail closed, as a quota's negative value: spent, every
+			// new pod burning it denied.
+			b.problems = append(b.problems, fmt.Sprintf("spec.hard[%s]: %v; enforced as 0 (spent)", name, err))
+			amount, err = 0, nil
+		}
 		if err != nil {
 			b.problems = append(b.problems, fmt.Sprintf("spec.hard[%s]: %v; not enforced", name, err))
 			continue

@@ -14,8 +14,8 @@ import (
 
 // TestSpecProblemsNamed: a key no governed family has, a negative value
 // and an unknown time zone are named in the standing's problems and in a
-// Valid=False condition; the other keys are enforced, the window as the
-// same calendar window in UTC.
+// Valid=False condition; the other keys are enforced (the negative one as
+// 0: fails closed), the window as the same calendar window in UTC.
 func TestSpecProblemsNamed(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0.Add(time.Hour))
 	tr := newTracker(clk)
@@ -34,8 +34,14 @@ func TestSpecProblemsNamed(t *testing.T) {
 			t.Errorf("problems %q do not name %s", problems, want)
 		}
 	}
-	if len(st[0].Resources) != 1 || st[0].Resources[0].Resource != "nvidia.com/gpu" {
-		t.Errorf("enforced %+v, want nvidia.com/gpu alone", st[0].Resources)
+	if !strings.Contains(problems, "enforced as 0") {
+		t.Errorf("problems %q do not say the negative value is enforced as 0", problems)
+	}
+	// The negative value fails closed: enforced as a hard of 0, spent (a
+	// new pod burning GPU memory is denied), never silently unenforced.
+	if len(st[0].Resources) != 2 || st[0].Resources[0].Resource != "nvidia.com/gpu" ||
+		st[0].Resources[1].Resource != "nvidia.com/gpumem" || st[0].Resources[1].Hard != 0 {
+		t.Errorf("enforced %+v, want nvidia.com/gpu and nvidia.com/gpumem at hard 0", st[0].Resources)
 	}
 	if d := st[0].WindowEnd.Sub(st[0].WindowStart); d != 24*time.Hour {
 		t.Errorf("window of %v, want a UTC day", d)

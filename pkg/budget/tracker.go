@@ -21,6 +21,13 @@ type Users interface {
 	ClaimUserOf(claim *resourcev1.ResourceClaim) string
 }
 
+// Sizes tells, per family, the Compute options (device sizes) the ledger
+// charges a pod with: memory percentages and whole devices resolve
+// against them (nil: the ledger holds none for it).
+type Sizes interface {
+	PodSizes(pod *corev1.Pod) map[string]effective.Options
+}
+
 // Options configure a Tracker.
 type Options struct {
 	// Families are the governed device families (the ledger's): a key of
@@ -31,6 +38,10 @@ type Options struct {
 	// Claims tells what the ledger charges each ResourceClaim (nil: no
 	// claim burns).
 	Claims ClaimCharges
+	// Sizes tells the device sizes the ledger resolves each pod's memory
+	// percentages and whole devices against (the ledger; nil: none, such
+	// memory burns nothing).
+	Sizes Sizes
 	// Clock stamps the replica's observations (a pod seen running, seen
 	// deleted). nil: the real clock.
 	Clock clock.PassiveClock
@@ -65,6 +76,9 @@ type Tracker struct {
 	pods       map[types.UID]*podEntry
 	// byNS indexes pods (live and deleted) by namespace.
 	byNS map[string]map[types.UID]*podEntry
+	// byName indexes pods (not claims; live and deleted) by namespace and
+	// name: a pod recreated under its name replaces the older one.
+	byName map[types.NamespacedName]map[types.UID]*podEntry
 	// claimsByNS indexes the claims' entries by namespace.
 	claimsByNS map[string]map[types.UID]*podEntry
 	// version counts the changes of pods, claims and namespaces;
@@ -75,6 +89,12 @@ type Tracker struct {
 	tombstones map[types.UID]*podEntry
 	// gone are the pods deleted and folded, with when they were dropped.
 	gone map[types.UID]time.Time
+	// ended are the entries seen deleted since the last sweep (sweepLocked);
+	// lastSweep is when every tombstone was last swept; checks counts the
+	// tombstones examined (neededLocked).
+	ended     []*podEntry
+	lastSweep time.Time
+	checks    uint64
 }
 
 // Ref names a budget: its kind, namespace ("" for a GPUClusterBudget) and
@@ -93,7 +113,7 @@ func NewTracker(opts Options) *Tracker {
 	}
 	t := &Tracker{opts: opts, clock: opts.Clock, log: opts.Log,
 		budgets: map[Ref]*tracked{}, namespaces: map[string]map[string]string{},
-		pods: map[types.UID]*podEntry{}, gone: map[types.UID]time.Time{}, tombstones: map[types.UID]*podEntry{}, nsVersion: map[string]uint64{}, claimsByNS: map[string]map[types.UID]*podEntry{}, byNS: map[string]map[types.UID]*podEntry{}}
+		pods: map[types.UID]*podEntry{}, gone: map[types.UID]time.Time{}, tombstones: map[types.UID]*podEntry{}, nsVersion: map[string]uint64{}, claimsByNS: map[string]map[types.UID]*podEntry{}, byNS: map[string]map[types.UID]*podEntry{}, byName: map[types.NamespacedName]map[types.UID]*podEntry{}}
 	if t.clock == nil {
 		t.clock = clock.RealClock{}
 	}

@@ -55,9 +55,10 @@ func TestNodeRewrites(t *testing.T) {
 	tr.UpsertPod(running(p, t0.Add(25*time.Minute))) // startedAt rewritten later: ignored
 	clk.SetTime(t0.Add(time.Hour))
 	tr.UpsertPod(finished(p, t0.Add(25*time.Minute), t0.Add(26*time.Minute))) // finishedAt before it was seen running
-	// It ran from t0 (the earliest startedAt seen) to at least 30m - 1m
-	// (last seen running, less the tolerance).
-	if got, want := used(t, tr, refOf(b), t0.Add(2*time.Hour)), gpuMinutes(29); got != want {
+	// It ran from t0 (the earliest startedAt seen) to at least 1h - 1m:
+	// its last object said running until the terminal one came at 1h
+	// (seen running until then, less the tolerance).
+	if got, want := used(t, tr, refOf(b), t0.Add(2*time.Hour)), gpuMinutes(59); got != want {
 		t.Fatalf("used %d, want %d: the node's rewrites shortened the run", got, want)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
 )
 
 // The device sizes a pod's memory resolves against (deriveLocked): what
@@ -76,3 +78,17 @@ func raised(sizes, now map[string]int64, raise bool) map[string]int64 {
 }
 
 // warn adds p to the record's warning: one problem per pod, a held charge
+
+// PodSizes are, per family, the Compute options (device sizes) the ledger
+// charges pod with now: its memory percentages and whole devices resolve
+// against them. nil when the ledger holds no record of the pod or its
+// charge depends on no device size.
+func (l *Ledger) PodSizes(pod *corev1.Pod) map[string]effective.Options {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	r := l.pods[podUID(pod)]
+	if r == nil || (r.floors == nil && r.nodeSizes == nil) {
+		return nil
+	}
+	return optionsOf(overlaid(r.floors, r.nodeSizes))
+}

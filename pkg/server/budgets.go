@@ -62,7 +62,7 @@ func (s budgetSink) DeleteNamespace(name string) {
 // ledger, and the sink that feeds both.
 func (s *Server) newBudgets() budgetSink {
 	b := budgetSettingsOf(s.opts)
-	s.Budgets = budget.NewTracker(budget.Options{Families: s.Ledger.Families(), Users: s.stamper, Claims: s.Ledger, Clock: s.opts.Clock,
+	s.Budgets = budget.NewTracker(budget.Options{Families: s.Ledger.Families(), Users: s.stamper, Claims: s.Ledger, Sizes: s.Ledger, Clock: s.opts.Clock,
 		Tolerance: b.tolerance, RollingBuckets: b.rollingBuckets, CheckpointInterval: b.interval,
 		Log: s.opts.Log.WithName("budgets")})
 	return budgetSink{Ledger: s.Ledger, budgets: s.Budgets}

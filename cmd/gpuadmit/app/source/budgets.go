@@ -7,6 +7,7 @@ import (
 	configv1 "github.com/gpuadmit/gpuadmit/pkg/apis/config/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/budget"
 	"github.com/gpuadmit/gpuadmit/pkg/clusterstate"
+	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/pkg/manifest"
 )
 
@@ -16,11 +17,14 @@ import (
 // clk, with the configuration's budgets section cfg: the webhook's
 // numbers for the same state. nil when src read no budget.
 func BudgetTracker(src Source, bs *clusterstate.Budgets, ch Charging, cfg *configv1.Budgets, clk clock.PassiveClock) *budget.Tracker {
-	objs := objectsOf(src)
+	objs, led := objectsOf(src)
 	if bs.Empty() || objs == nil {
 		return nil
 	}
 	opts := budget.Options{Families: ch.Families, Clock: clk, Log: logr.Discard()}
+	if led != nil {
+		opts.Sizes = led
+	}
 	if cfg != nil { // as the webhook's tracker: the configuration's budgets section
 		if cfg.ClockTolerance != nil {
 			opts.Tolerance = cfg.ClockTolerance.Duration
@@ -51,17 +55,18 @@ func BudgetTracker(src Source, bs *clusterstate.Budgets, ch Charging, cfg *confi
 	return t
 }
 
-// objectsOf are the objects src read with its last ledger (nil: none).
-func objectsOf(src Source) *manifest.Objects {
+// objectsOf are the objects src read with its last ledger, and that
+// ledger (nil: none).
+func objectsOf(src Source) (*manifest.Objects, *ledger.Ledger) {
 	switch s := src.(type) {
 	case live:
 		if s.read != nil {
-			return s.read.objects
+			return s.read.objects, s.read.ledger
 		}
 	case Dump:
 		if s.read != nil {
-			return s.read.objects
+			return s.read.objects, s.read.ledger
 		}
 	}
-	return nil
+	return nil, nil
 }

@@ -63,6 +63,9 @@ type read struct {
 	// objects are the state's objects the budgets are tracked over (its
 	// namespaces and pods).
 	objects *manifest.Objects
+	// ledger is the ledger built from objects: the device sizes a pod's
+	// memory resolves against, as the webhook's tracker gets them.
+	ledger *ledger.Ledger
 	// namespace is gpuadmit's (--gpuadmit-namespace), where the teams'
 	// GPUReservationSets are.
 	namespace string
@@ -119,7 +122,7 @@ func (Dump) Gpuadmit() (kubernetes.Interface, error) { return nil, nil }
 func (d Dump) Ledger(_ context.Context, ch Charging, _ []string, _ bool) (*ledger.Ledger, map[string][]reservation.Reservation, error) {
 	l, got, err := loadState(d.Path, d.stdin, ch, logr.Discard())
 	if d.read != nil {
-		d.read.teams, d.read.budgets, d.read.objects = got.teams, got.budgets, got.objects
+		d.read.teams, d.read.budgets, d.read.objects, d.read.ledger = got.teams, got.budgets, got.objects, l
 	}
 	return l, nil, err
 }
@@ -313,7 +316,7 @@ func (l live) Ledger(ctx context.Context, ch Charging, namespaces []string, rese
 	l.readTeams(ctx, dc, led, st.PodsResourceVersion)
 	l.readBudgets(ctx, dc, namespaces)
 	if l.read != nil {
-		l.read.objects = st.Objects
+		l.read.objects, l.read.ledger = st.Objects, led
 	}
 	if !reserve {
 		return led, nil, nil

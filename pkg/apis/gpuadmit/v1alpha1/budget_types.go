@@ -189,7 +189,7 @@ type BudgetCheckpoint struct {
 	Buckets []BudgetBucket `json:"buckets,omitempty"`
 	// FoldedPods are the pods and claims whose burn up to Until is in
 	// Folded (or Buckets): never counted again before Until.
-	// +kubebuilder:validation:MaxItems=20000
+	// +kubebuilder:validation:MaxItems=12000
 	// +optional
 	FoldedPods []FoldedPod `json:"foldedPods,omitempty"`
 }
