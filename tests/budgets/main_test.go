@@ -121,6 +121,7 @@ func TestBudgets(t *testing.T) {
 	t.Run("1 GPU-hour: warned at 80 and 95 %, then spent until the window's end", func(t *testing.T) { s.testSpent(ctx, t) })
 	t.Run("a GPUClusterBudget over two namespaces is spent by both", func(t *testing.T) { s.testTeam(ctx, t) })
 	t.Run("a negative spec.hard is refused by the API", func(t *testing.T) { s.testNegativeHard(ctx, t) })
+	t.Run("a pod naming an existing claim is denied once the budget is spent", func(t *testing.T) { s.testNamedClaim(ctx, t) })
 }
 
 // monthEnd is the start of the month after t's, in t's zone.

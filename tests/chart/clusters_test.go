@@ -37,7 +37,7 @@ func renderFor(t *testing.T, version string, args ...string) []*unstructured.Uns
 
 // draParts says which of the chart's DRA parts objs hold: the DeviceClasses
 // the rendered configuration governs, the ResourceClaim webhook, the pod
-// webhooks' ResourceClaimTemplate condition, the RBAC on resource.k8s.io.
+// webhooks' ResourceClaimTemplate and named-claim condition, the RBAC on resource.k8s.io.
 func draParts(t *testing.T, objs []*unstructured.Unstructured) (classes int, claimHook, templates, rbac bool) {
 	t.Helper()
 	cfg, _, err := config.Parse([]byte(nested(t, find(objs, "ConfigMap", "gpuadmit-config"), "data", "config.yaml")))
@@ -48,7 +48,10 @@ func draParts(t *testing.T, objs []*unstructured.Unstructured) (classes int, cla
 	v := yamlOf(t, find(objs, "ValidatingWebhookConfiguration", "gpuadmit"))
 	m := yamlOf(t, find(objs, "MutatingWebhookConfiguration", "gpuadmit"))
 	claimHook = strings.Contains(v, "validate-resourceclaims.gpuadmit.io")
-	templates = strings.Contains(v, "resourceClaimTemplateName") && strings.Contains(m, "resourceClaimTemplateName")
+	// A pod naming an existing claim is reviewed too: the claim burns its
+	// GPU-hour budgets while the pod runs (a spent budget denies the pod).
+	templates = strings.Contains(v, "resourceClaimTemplateName") && strings.Contains(m, "resourceClaimTemplateName") &&
+		strings.Contains(v, "has(rc.resourceClaimName)")
 	rbac = strings.Contains(yamlOf(t, find(objs, "ClusterRole", "gpuadmit-webhook")), "resource.k8s.io")
 	return classes, claimHook, templates, rbac
 }
