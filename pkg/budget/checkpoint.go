@@ -37,6 +37,9 @@ type checkpoint struct {
 	folded      burn.Amounts
 	buckets     []bucket
 	foldedPods  map[types.UID]time.Time
+	// dropped are the entries of this replica's deleted pods a fold left
+	// out (MaxFoldedPods), with their until: released once written.
+	dropped map[types.UID]time.Time
 }
 
 // bucket is a rolling window's folded burn from start, one width long.

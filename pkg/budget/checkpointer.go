@@ -127,11 +127,14 @@ func (c *Checkpointer) Checkpoint(ctx context.Context, ref Ref) (time.Time, erro
 			return time.Time{}, err
 		}
 		now := c.o.Clock.Now()
-		next, st, ok := c.o.Tracker.Fold(ref, status, generation, now, c.o.Identity)
+		next, st, dropped, ok := c.o.Tracker.fold(ref, status, generation, now, c.o.Identity)
 		if !ok {
 			return time.Time{}, nil
 		}
-		c.o.Tracker.trimFolded(next.Checkpoint, limit)
+		trimmed, fits := c.o.Tracker.trimFolded(next.Checkpoint, limit)
+		if !fits {
+			return time.Time{}, fmt.Errorf("%s %s: %w", ref.Kind, key(ref), errTooLarge)
+		}
 		prev := *status
 		*status = next
 		err = c.o.Client.Status().Update(ctx, obj)
@@ -141,7 +144,8 @@ func (c *Checkpointer) Checkpoint(ctx context.Context, ref Ref) (time.Time, erro
 		if tooLarge(err) && limit > 0 {
 			// The status does not fit the API server (etcd's object
 			// limit): write again with half the foldedPods entries,
-			// those of deleted pods first (an over-count at most).
+			// dropping only those of pods not live (the deleted pods'
+			// are released once written: never counted again).
 			c.o.Log.Info("budget status too large; writing fewer foldedPods", "kind", ref.Kind, "budget", key(ref), "entries", len(next.Checkpoint.FoldedPods))
 			limit = len(next.Checkpoint.FoldedPods) / 2
 			continue
@@ -149,6 +153,7 @@ func (c *Checkpointer) Checkpoint(ctx context.Context, ref Ref) (time.Time, erro
 		if err != nil {
 			return time.Time{}, fmt.Errorf("%s %s: status: %w", ref.Kind, key(ref), err)
 		}
+		c.o.Tracker.release(ref, now, trimmed, dropped)
 		c.events(obj, &prev, st)
 		if next.Window != "" && st.WindowEnd.After(st.WindowStart) && !isRolling(obj) {
 			return st.WindowEnd, nil
@@ -158,7 +163,10 @@ func (c *Checkpointer) Checkpoint(ctx context.Context, ref Ref) (time.Time, erro
 	return time.Time{}, fmt.Errorf("%s %s: %w", ref.Kind, key(ref), errConflicts)
 }
 
-var errConflicts = errors.New("status still conflicting after re-reads")
+var (
+	errConflicts = errors.New("status still conflicting after re-reads")
+	errTooLarge  = errors.New("status too large for the API server even without the entries of pods not live; not written (the live pods keep counting here)")
+)
 
 // tooLarge reports an API error saying the object is too large to store.
 func tooLarge(err error) bool {

@@ -23,23 +23,32 @@ import (
 // its rollover. A checkpoint time ahead of now (another replica's clock)
 // is taken as now. False when the tracker does not hold the budget.
 func (t *Tracker) Fold(ref Ref, read *gpuadmitv1.BudgetStatus, generation int64, now time.Time, writer string) (gpuadmitv1.BudgetStatus, Standing, bool) {
+	st, s, _, ok := t.fold(ref, read, generation, now, writer)
+	return st, s, ok
+}
+
+// fold is Fold, with the entries of this replica's deleted pods the
+// checkpoint's bound left out (their burn folded): once the status is
+// written, release records them.
+func (t *Tracker) fold(ref Ref, read *gpuadmitv1.BudgetStatus, generation int64, now time.Time, writer string) (gpuadmitv1.BudgetStatus, Standing, map[types.UID]time.Time, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	b := t.budgets[ref]
 	if b == nil {
-		return gpuadmitv1.BudgetStatus{}, Standing{}, false
+		return gpuadmitv1.BudgetStatus{}, Standing{}, nil, false
 	}
 	nc := t.foldLocked(b, t.readCheckpoint(read.Checkpoint), now, writer)
 	a := t.accrueLocked(b, &nc, now)
 	st := t.standingOf(b, a)
-	return t.statusOf(b, st, &nc, read, generation, now), st, true
+	return t.statusOf(b, st, &nc, read, generation, now), st, nc.dropped, true
 }
 
 // foldLocked is the checkpoint cp with what this replica holds folded in.
 func (t *Tracker) foldLocked(b *tracked, cp checkpoint, now time.Time, writer string) checkpoint {
 	start, _ := b.window.At(now)
 	f := folder{start: start, width: bucketWidth(b.window.Rolling(), t.opts.RollingBuckets), rolling: b.window.Rolling() != 0,
-		nc: checkpoint{time: now, writer: writer, windowStart: start, foldedPods: maps.Clone(cp.foldedPods)}}
+		nc:       checkpoint{time: now, writer: writer, windowStart: start, foldedPods: maps.Clone(cp.foldedPods)},
+		released: func(uid types.UID) time.Time { return b.releasedIn(&cp, uid) }}
 	if f.nc.foldedPods == nil {
 		f.nc.foldedPods = map[types.UID]time.Time{}
 	}
@@ -95,22 +104,24 @@ type folder struct {
 	start   time.Time
 	width   time.Duration
 	rolling bool
+	// released is how far a pod's burn is folded without an entry (a
+	// deleted pod's entry this replica's checkpoint left out).
+	released func(types.UID) time.Time
 }
 
 // fold adds e's burn from its until (or the window's start) to to, and
 // moves its until to to.
 func (f *folder) fold(e *podEntry, to time.Time) {
-	from := maxTime(f.start, f.nc.foldedPods[e.uid])
-	if to.After(from) {
-		if f.rolling {
-			f.nc.addBuckets(e.timeline, from, to, f.width)
-		} else {
-			f.nc.folded = f.nc.folded.Add(e.timeline.Between(from, to))
-		}
+	from := maxTime(maxTime(f.start, f.nc.foldedPods[e.uid]), f.released(e.uid))
+	if !to.After(from) {
+		return // folded up to to already, or before the window
 	}
-	if to.After(f.nc.foldedPods[e.uid]) {
-		f.nc.foldedPods[e.uid] = to
+	if f.rolling {
+		f.nc.addBuckets(e.timeline, from, to, f.width)
+	} else {
+		f.nc.folded = f.nc.folded.Add(e.timeline.Between(from, to))
 	}
+	f.nc.foldedPods[e.uid] = to
 }
 
 // addBuckets folds tl's burn in [from, to) into the buckets it burned in.
@@ -139,7 +150,7 @@ func (t *Tracker) pruneFoldedPodsLocked(cp *checkpoint, start, now time.Time) {
 	expire := now.Add(-keepDeletedFor * t.opts.CheckpointInterval)
 	for uid, until := range cp.foldedPods {
 		if !until.After(start) || (!t.heldLocked(uid) && until.Before(expire)) {
-			delete(cp.foldedPods, uid)
+			delete(cp.foldedPods, uid) // not needed: nothing counts it again
 		}
 	}
 	if len(cp.foldedPods) <= MaxFoldedPods {
@@ -157,47 +168,55 @@ func (t *Tracker) pruneFoldedPodsLocked(cp *checkpoint, start, now time.Time) {
 		return cp.foldedPods[a].Compare(cp.foldedPods[b])
 	})
 	for _, uid := range uids[:len(uids)-MaxFoldedPods] {
+		if e := t.pods[uid]; e != nil && e.deleted() {
+			if cp.dropped == nil {
+				cp.dropped = map[types.UID]time.Time{}
+			}
+			cp.dropped[uid] = cp.foldedPods[uid]
+		}
 		delete(cp.foldedPods, uid)
 	}
 }
 
-// trimFolded keeps at most limit of cp's foldedPods entries: those of
-// deleted pods (and pods this replica does not hold) are dropped first,
-// the oldest first, then the oldest live pods'. Dropping an entry can only
-// count a pod's burn again (a lagging list showing a deleted pod, a live
-// pod counted from the window's start): an over-count, never a loss.
-func (t *Tracker) trimFolded(cp *gpuadmitv1.BudgetCheckpoint, limit int) {
+// trimFolded keeps at most limit of cp's foldedPods entries, dropping
+// only those of pods not live here, the oldest first; it returns the
+// dropped entries of this replica's deleted pods (their burn is in cp's
+// folded: released once written, so never counted again). A live pod's
+// entry is never dropped (its burn so far is folded: without it the pod
+// would count again from the window's start): false when the live pods'
+// entries alone pass limit.
+func (t *Tracker) trimFolded(cp *gpuadmitv1.BudgetCheckpoint, limit int) (map[types.UID]time.Time, bool) {
 	if cp == nil || len(cp.FoldedPods) <= limit {
-		return
+		return nil, true
 	}
 	t.mu.RLock()
-	live := make([]bool, len(cp.FoldedPods))
+	defer t.mu.RUnlock()
+	var gone []int
 	for i, p := range cp.FoldedPods {
-		live[i] = t.liveLocked(types.UID(p.UID))
-	}
-	t.mu.RUnlock()
-	idx := make([]int, len(cp.FoldedPods))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		if live[a] != live[b] {
-			if live[a] {
-				return 1
-			}
-			return -1
+		if !t.liveLocked(types.UID(p.UID)) {
+			gone = append(gone, i)
 		}
-		return cp.FoldedPods[a].Until.Compare(cp.FoldedPods[b].Until.Time)
-	})
-	keep := make([]bool, len(idx))
-	for _, i := range idx[len(idx)-max(limit, 0):] {
-		keep[i] = true
+	}
+	over := len(cp.FoldedPods) - max(limit, 0)
+	if over > len(gone) {
+		return nil, false
+	}
+	slices.SortStableFunc(gone, func(a, b int) int { return cp.FoldedPods[a].Until.Compare(cp.FoldedPods[b].Until.Time) })
+	drop := make(map[int]bool, over)
+	dropped := map[types.UID]time.Time{}
+	for _, i := range gone[:over] {
+		drop[i] = true
+		uid := types.UID(cp.FoldedPods[i].UID)
+		if e := t.pods[uid]; e != nil && e.deleted() {
+			dropped[uid] = cp.FoldedPods[i].Until.Time
+		}
 	}
 	out := cp.FoldedPods[:0]
 	for i, p := range cp.FoldedPods {
-		if keep[i] {
+		if !drop[i] {
 			out = append(out, p)
 		}
 	}
 	cp.FoldedPods = out
+	return dropped, true
 }

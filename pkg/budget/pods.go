@@ -314,6 +314,7 @@ func (t *Tracker) dropLocked(e *podEntry, now time.Time) {
 	uid := e.uid
 	delete(t.tombstones, uid)
 	t.gone[uid] = now
+	t.forgetReleasedLocked(uid)
 	t.bumpLocked(e.namespace)
 	delete(t.pods, uid)
 	delete(t.byNS[e.namespace], uid)
@@ -348,7 +349,7 @@ func (t *Tracker) neededLocked(e *podEntry, starts map[*tracked]time.Time) bool 
 		if !departed && !b.selects(e.namespace, lbl, known) {
 			continue
 		}
-		if until, ok := b.cp.foldedPods[e.uid]; ok && !until.Before(end) {
+		if until, ok := b.untilIn(&b.cp, e.uid); ok && !until.Before(end) {
 			continue
 		}
 		if !end.After(starts[b]) {

@@ -33,6 +33,9 @@ type tracked struct {
 	// GPUClusterBudget), with when this replica saw it: their burn up to
 	// then still counts until a checkpoint folds it.
 	departed map[types.UID]time.Time
+	// released are the entries this replica's checkpoints left out
+	// (released.go).
+	released map[types.UID]releasedEntry
 	// memo is the standing's memo (memo.go).
 	memo memoCell
 }
@@ -191,6 +194,7 @@ func (t *Tracker) store(b *tracked) {
 	old := t.budgets[b.ref]
 	if old != nil {
 		b.departed = old.departed
+		b.released = old.released
 		if !slices.Equal(old.problems, b.problems) {
 			for _, p := range b.problems {
 				t.log.Info("budget not enforced as written", "kind", b.ref.Kind, "namespace", b.ref.Namespace, "name", b.ref.Name, "problem", p)

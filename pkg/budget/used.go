@@ -29,7 +29,7 @@ func (t *Tracker) accrueLocked(b *tracked, cp *checkpoint, now time.Time) accrua
 	hourAgo := now.Add(-time.Hour)
 	count := func(e *podEntry, to time.Time) {
 		from := start
-		if until, ok := cp.foldedPods[e.uid]; ok && until.After(from) {
+		if until, ok := b.untilIn(cp, e.uid); ok && until.After(from) {
 			from = until
 		}
 		if !to.After(from) {
