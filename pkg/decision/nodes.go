@@ -6,6 +6,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 )
 
@@ -108,4 +112,53 @@ func healthy(n *ledger.NodeCapacity) []device {
 	}
 	slices.SortFunc(devs, func(a, b device) int { return cmp.Or(cmp.Compare(b.memMiB, a.memMiB), cmp.Compare(b.cores, a.cores)) })
 	return devs
+}
+
+// options are the Compute options per family: the device sizes the
+// pod's shares and whole devices resolve against (ledger's
+// ResolveSizesFor, with the first family's from view, its eligible nodes,
+// which is computed once).
+func (d *Decider) options(pod *corev1.Pod, view *nodeView) map[string]effective.Options {
+	if len(d.families) == 0 {
+		return nil
+	}
+	sizes := d.snap.Capacity().FamilySizesFor(pod)
+	opts := make(map[string]effective.Options, len(sizes)+1)
+	for f, size := range sizes {
+		opts[f] = effective.Options{DeviceMemoryMiB: size}
+	}
+	opts[d.families[0].Name] = effective.Options{DeviceMemoryMiB: d.resolveSize(pod, view)}
+	return opts
+}
+
+// resolveSize is the device size the pod's percentages and whole devices
+// resolve against (ledger.Capacity.ResolveSizeFor: its selector and
+// affinity, not its nodeName); view is its eligible nodes, which serve when
+// it names no node.
+func (d *Decider) resolveSize(pod *corev1.Pod, view *nodeView) int64 {
+	if pod.Spec.NodeName == "" {
+		return view.maxMemMiB
+	}
+	return d.snap.Capacity().ResolveSizeFor(pod)
+}
+
+// nodes returns the view of the nodes the pod may run on and its input
+// value; the view of all nodes is cached until the ledger's capacity changes.
+func (d *Decider) nodes(pod *corev1.Pod) (*nodeView, ast.Value, error) {
+	c := d.snap.Capacity()
+	if match := ledger.Eligible(pod); match != nil {
+		v := viewOf(c, match)
+		val, err := capacityValue(v)
+		return v, val, err
+	}
+	if cv := d.all.Load(); cv != nil && cv.capacity == c {
+		return cv.view, cv.value, nil
+	}
+	v := viewOf(c, nil)
+	val, err := capacityValue(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.all.Store(&cachedView{capacity: c, view: v, value: val})
+	return v, val, nil
 }
