@@ -32,7 +32,7 @@ func (t *Tracker) statusOf(b *tracked, st Standing, cp *checkpoint, read *gpuadm
 	for _, r := range st.Resources {
 		rs := gpuadmitv1.BudgetResourceStatus{Resource: r.Resource, Hard: burn.AmountToQuantity(r.Hard),
 			Used: burn.AmountToQuantity(r.Used), BurnRate: burn.AmountToQuantity(r.RatePerHour)}
-		if at, ok := exhaustion(r, now, st.WindowEnd); ok {
+		if at, ok := Exhaustion(st, r, now); ok {
 			mt := metav1.NewTime(at)
 			rs.ProjectedExhaustion = &mt
 			if out.ProjectedExhaustion == nil || at.Before(out.ProjectedExhaustion.Time) {
@@ -75,15 +75,23 @@ func Percent(used, hard burn.Amount) int32 {
 	return int32(min(math.Floor(float64(max(used, 0))*100/float64(hard)), math.MaxInt32))
 }
 
-// exhaustion is when r's use reaches its limit at its last hour's rate,
-// when that is before the window ends.
-func exhaustion(r ResourceStanding, now, end time.Time) (time.Time, bool) {
+// Exhaustion is when r of the budget s would reach its limit at its last
+// hour's burn rate from now: false when it never would within the window
+// (a calendar window: before it ends; a rolling window, whose end is
+// always now: within its length), when nothing burns, or when the limit is
+// reached already. The status, the command line and the metrics all
+// project with it.
+func Exhaustion(s Standing, r ResourceStanding, now time.Time) (time.Time, bool) {
 	if r.RatePerHour <= 0 || r.Used >= r.Hard {
 		return time.Time{}, false
 	}
-	hours := float64(r.Hard-r.Used) / float64(r.RatePerHour)
-	if hours*float64(time.Hour) >= float64(end.Sub(now)) {
+	horizon := s.WindowEnd.Sub(now)
+	if strings.HasPrefix(s.Window, "rolling") {
+		horizon = s.WindowEnd.Sub(s.WindowStart)
+	}
+	hoursLeft := float64(r.Hard-r.Used) / float64(r.RatePerHour)
+	if horizon <= 0 || hoursLeft > horizon.Hours() {
 		return time.Time{}, false
 	}
-	return now.Add(time.Duration(hours * float64(time.Hour))).Truncate(time.Second), true
+	return now.Add(time.Duration(hoursLeft * float64(time.Hour))).Truncate(time.Second), true
 }

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -98,18 +97,7 @@ func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 // now: within its length), when nothing burns, or when the limit is
 // reached already.
 func ProjectedExhaustion(s budget.Standing, r budget.ResourceStanding, now time.Time) (time.Time, bool) {
-	if r.RatePerHour <= 0 || r.Used >= r.Hard {
-		return time.Time{}, false
-	}
-	horizon := s.WindowEnd.Sub(now)
-	if strings.HasPrefix(s.Window, "rolling") {
-		horizon = s.WindowEnd.Sub(s.WindowStart)
-	}
-	hoursLeft := float64(r.Hard-r.Used) / float64(r.RatePerHour)
-	if horizon <= 0 || hoursLeft > horizon.Hours() {
-		return time.Time{}, false
-	}
-	return now.Add(time.Duration(hoursLeft * float64(time.Hour))), true
+	return budget.Exhaustion(s, r, now)
 }
 
 // hours is a in resource-hours.

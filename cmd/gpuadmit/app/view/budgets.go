@@ -181,18 +181,7 @@ func worse(a, b string) string {
 // now: within its length), when nothing burns, or when the limit is
 // reached already. (pkg/metrics projects the same for its gauge.)
 func Exhaustion(s budget.Standing, r budget.ResourceStanding, asOf time.Time) (time.Time, bool) {
-	if r.RatePerHour <= 0 || r.Used >= r.Hard {
-		return time.Time{}, false
-	}
-	horizon := s.WindowEnd.Sub(asOf)
-	if strings.HasPrefix(s.Window, "rolling") {
-		horizon = s.WindowEnd.Sub(s.WindowStart)
-	}
-	hoursLeft := float64(r.Hard-r.Used) / float64(r.RatePerHour)
-	if horizon <= 0 || hoursLeft > horizon.Hours() {
-		return time.Time{}, false
-	}
-	return asOf.Add(time.Duration(hoursLeft * float64(time.Hour))).Truncate(time.Second), true
+	return budget.Exhaustion(s, r, asOf)
 }
 
 // Hours is a in resource-hours, as the status writes it: a decimal
