@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -62,6 +63,7 @@ func TestGangsAcrossReplicas(t *testing.T) {
 	for g := range 14 {
 		createPodGroup(t, k, ns, fmt.Sprintf("g%02d", g), gangSize)
 	}
+	waitGroupsKnown(t, c, k, ns, "g13")
 	stop := sampleLive(t, c, ns, 10*gangPodMiB)
 	admitted := createGangs(t, k, ns, 20)
 	stop()
@@ -159,6 +161,28 @@ func createGangs(t *testing.T, k kubernetes.Interface, ns string, n int) []int {
 		out[g] = int(admitted[g].Load())
 	}
 	return out
+}
+
+// waitGroupsKnown waits until every replica's PodGroup informer holds
+// PodGroup name of ns (the last one created): a dry-run create of a pod of
+// its gang, with every new connection sent to each replica in turn, is no
+// longer refused for a PodGroup that "does not exist (yet)". A replica
+// whose informer lags refuses the pod (a controller creates it again; the
+// burst below never does), so without the wait a gang could end partly
+// admitted by chance (a clean-clone run: gang g11, 2 of 4).
+func waitGroupsKnown(t *testing.T, c *replicas.Cluster, k kubernetes.Interface, ns, name string) {
+	t.Helper()
+	defer c.Proxy.Pin(-1)
+	for i, r := range c.Replicas {
+		c.Proxy.Pin(i)
+		c.Proxy.Reset()
+		waitForState(t, r.Name+" knows PodGroup "+name, func() (bool, string) {
+			_, err := k.CoreV1().Pods(ns).Create(t.Context(), gangPod(ns, name, 0, true), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err == nil || !strings.Contains(err.Error(), "does not exist"), fmt.Sprint(err)
+		})
+	}
+	c.Proxy.Pin(-1)
+	c.Proxy.Reset()
 }
 
 // gangPod is pod p of gang g: naming PodGroup g, or annotated.
