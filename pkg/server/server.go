@@ -117,8 +117,9 @@ type Options struct {
 	// Clock is this replica's clock, which also times the reservation
 	// store's and the summarizer's waits (default the wall clock; a test
 	// skews it).
-	Clock clock.WithTicker
-	Log   logr.Logger
+	Clock             clock.WithTicker
+	Log               logr.Logger
+	AnswerBeforeWrite bool // admitqueue.Options' (a test build's benchmark switch)
 }
 
 // LeaderElectionID names the Lease through which one replica is elected
@@ -334,7 +335,8 @@ func (s *Server) reservations(dec admitqueue.Decider) error {
 		admitqueue.Options{Replica: opts.Replica, Clock: opts.Clock, ConfirmAfter: r.ConfirmAfter.Duration, RecheckMax: r.RecheckMax.Duration,
 			ReadsPerSecond: int(*r.ReadsPerSecond), MaxReservations: int(*r.MaxPerNamespace), OwnWebhookConfiguration: opts.ValidatingWebhook,
 			ReviewTimeout: opts.Config.Admission.ReviewTimeout.Duration, HoldTimeout: opts.Config.Admission.Gangs.HoldTimeout.Duration,
-			Namespace: opts.Namespace, LeaveGrace: leaveGrace(opts.Config), Log: opts.Log.WithName("admitqueue")})
+			Namespace: opts.Namespace, LeaveGrace: leaveGrace(opts.Config), Log: opts.Log.WithName("admitqueue"),
+			AnswerBeforeWrite: opts.AnswerBeforeWrite})
 	if _, err := usage.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: s.Store.Changed,
 		UpdateFunc: func(_, obj any) { s.Store.Changed(obj) }, DeleteFunc: s.Store.Deleted}); err != nil {
 		return fmt.Errorf("watching GPUReservationSet: %w", err)
