@@ -170,9 +170,13 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 		return nil, errs.ToAggregate()
 	}
 	// Every allowed GPU pod costs a write (its reservation): the client's
-	// rate is the configuration's (clientConnection).
+	// rate is the configuration's (clientConnection). No gzip: compressing
+	// every flush of the watch streams cost the API server and the replicas
+	// CPU on every create (docs/performance.md); the traffic stays in the
+	// cluster.
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = *opts.Config.ClientConnection.QPS, int(*opts.Config.ClientConnection.Burst)
+	cfg.DisableCompression = true
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
@@ -389,12 +393,4 @@ func nonEmpty(s string) []string {
 		return nil
 	}
 	return []string{s}
-}
-
-// leaveGrace is teams.leaveGrace (0: the store's default).
-func leaveGrace(c *config.Configuration) time.Duration {
-	if c.Teams == nil || c.Teams.LeaveGrace == nil {
-		return 0
-	}
-	return c.Teams.LeaveGrace.Duration
 }

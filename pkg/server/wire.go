@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -312,4 +313,12 @@ func (s *Server) budgetOption() decision.Option {
 		return decision.WithBudgets(nil, s.opts.Clock) // a nil *Tracker must not become a non-nil interface
 	}
 	return decision.WithBudgets(s.Budgets, s.opts.Clock)
+}
+
+// leaveGrace is teams.leaveGrace (0: the store's default).
+func leaveGrace(c *configv1alpha1.Configuration) time.Duration {
+	if c.Teams == nil || c.Teams.LeaveGrace == nil {
+		return 0
+	}
+	return c.Teams.LeaveGrace.Duration
 }

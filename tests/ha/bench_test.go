@@ -39,7 +39,8 @@ import (
 //
 //	go test ./tests/ha -run '^$' -bench CreateLatency -benchtime 1x
 func BenchmarkCreateLatency(b *testing.B) {
-	c := startHA(b, nil)
+	args, pprofAddrs := benchArgs(b)
+	c := startHA(b, args)
 	k, err := c.FastClient()
 	if err != nil {
 		b.Fatal(err)
@@ -50,10 +51,13 @@ func BenchmarkCreateLatency(b *testing.B) {
 	creates := func(b *testing.B, serving []int) {
 		for b.Loop() {
 			run++
-			before, cpuBefore := reviewTimes(b, c, serving), cpuSeconds(b)
+			before, cpuBefore, trafficBefore := reviewTimes(b, c, serving), cpuSeconds(b), apiTraffic(b, c.Kube)
+			wait := profiled{k: c.Kube, pprof: pprofAddrs, serving: serving}.start(b, "3")
 			lat := createAll(b, k, ns, fmt.Sprintf("r%d-", run), 500, 8)
+			wait()
 			after, cpuAfter := reviewTimes(b, c, serving), cpuSeconds(b)
 			reportCPU(b, cpuBefore, cpuAfter, len(lat))
+			apiTraffic(b, c.Kube).report(b, trafficBefore, len(lat))
 			if len(serving) > 0 {
 				recount(b, c, ns, serving)
 			}
