@@ -107,6 +107,9 @@ func (qs *queues) init() { qs.m = map[string]*queue{} }
 // is reserved with another name or demand, or recorded: a review never
 // replaces another's reservation.
 func (s *Store) Admit(ctx context.Context, uid types.UID, req decision.Request) (decision.Result, error) {
+	if ceilingBuild && s.opts.AnswerBeforeWrite && !req.DryRun {
+		return s.answerEarly(ctx, uid, req)
+	}
 	r := &review{ctx: ctx, uid: uid, req: req, done: make(chan answer, 1)}
 	if d, ok := ctx.Deadline(); ok {
 		r.deadline = s.opts.Clock.Now().Add(time.Until(d))

@@ -79,6 +79,9 @@ type Options struct {
 	// Parts.Teams.
 	Namespace  string
 	LeaveGrace time.Duration
+	// AnswerBeforeWrite is a benchmark's switch (the ceiling of a create
+	// that waits for no write, ceiling.go): honoured only in a test build.
+	AnswerBeforeWrite bool
 }
 
 // DefaultHoldTimeout is Options.HoldTimeout's when it is 0.

@@ -117,8 +117,9 @@ type Options struct {
 	// Clock is this replica's clock, which also times the reservation
 	// store's and the summarizer's waits (default the wall clock; a test
 	// skews it).
-	Clock clock.WithTicker
-	Log   logr.Logger
+	Clock             clock.WithTicker
+	Log               logr.Logger
+	AnswerBeforeWrite bool // admitqueue.Options' (a test build's benchmark switch)
 }
 
 // LeaderElectionID names the Lease through which one replica is elected
@@ -169,9 +170,13 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 		return nil, errs.ToAggregate()
 	}
 	// Every allowed GPU pod costs a write (its reservation): the client's
-	// rate is the configuration's (clientConnection).
+	// rate is the configuration's (clientConnection). No gzip: compressing
+	// every flush of the watch streams cost the API server and the replicas
+	// CPU on every create (docs/performance.md); the traffic stays in the
+	// cluster.
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = *opts.Config.ClientConnection.QPS, int(*opts.Config.ClientConnection.Burst)
+	cfg.DisableCompression = true
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
@@ -334,7 +339,8 @@ func (s *Server) reservations(dec admitqueue.Decider) error {
 		admitqueue.Options{Replica: opts.Replica, Clock: opts.Clock, ConfirmAfter: r.ConfirmAfter.Duration, RecheckMax: r.RecheckMax.Duration,
 			ReadsPerSecond: int(*r.ReadsPerSecond), MaxReservations: int(*r.MaxPerNamespace), OwnWebhookConfiguration: opts.ValidatingWebhook,
 			ReviewTimeout: opts.Config.Admission.ReviewTimeout.Duration, HoldTimeout: opts.Config.Admission.Gangs.HoldTimeout.Duration,
-			Namespace: opts.Namespace, LeaveGrace: leaveGrace(opts.Config), Log: opts.Log.WithName("admitqueue")})
+			Namespace: opts.Namespace, LeaveGrace: leaveGrace(opts.Config), Log: opts.Log.WithName("admitqueue"),
+			AnswerBeforeWrite: opts.AnswerBeforeWrite})
 	if _, err := usage.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: s.Store.Changed,
 		UpdateFunc: func(_, obj any) { s.Store.Changed(obj) }, DeleteFunc: s.Store.Deleted}); err != nil {
 		return fmt.Errorf("watching GPUReservationSet: %w", err)
@@ -387,12 +393,4 @@ func nonEmpty(s string) []string {
 		return nil
 	}
 	return []string{s}
-}
-
-// leaveGrace is teams.leaveGrace (0: the store's default).
-func leaveGrace(c *config.Configuration) time.Duration {
-	if c.Teams == nil || c.Teams.LeaveGrace == nil {
-		return 0
-	}
-	return c.Teams.LeaveGrace.Duration
 }

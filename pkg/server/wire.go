@@ -313,3 +313,11 @@ func (s *Server) budgetOption() decision.Option {
 	}
 	return decision.WithBudgets(s.Budgets, s.opts.Clock)
 }
+
+// leaveGrace is teams.leaveGrace (0: the store's default).
+func leaveGrace(c *configv1alpha1.Configuration) time.Duration {
+	if c.Teams == nil || c.Teams.LeaveGrace == nil {
+		return 0
+	}
+	return c.Teams.LeaveGrace.Duration
+}

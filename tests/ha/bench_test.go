@@ -15,12 +15,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuadmit/gpuadmit/internal/cluster/replicas"
+	"github.com/gpuadmit/gpuadmit/internal/cluster/testhooks"
 	"github.com/gpuadmit/gpuadmit/internal/load/creates"
 )
 
 // BenchmarkCreateLatency measures what a GPU pod create costs through the
 // API server, in one run on one control plane: with gpuadmit's webhooks
-// served by three replicas, then by one (the others stopped), then with the
+// served by three replicas, then by the same three answering each review
+// before its reservation is written (the ceiling: a test build's switch,
+// --test-answer-before-write; the write still happens, in the background),
+// then by one (the others stopped), then with the
 // webhook configurations removed, then with Kubernetes' own ResourceQuota
 // on the GPU requests instead (the in-tree admission writes its status per
 // create: the anchor of the three replicas' row). Each op is 500 creates from 8 clients;
@@ -29,25 +33,34 @@ import (
 // the clients: on 2 cores the three replicas' row is CPU-bound, so its
 // latency follows that sum) and, with webhooks, the mean time the replicas
 // spent in each review (from their duration histograms): the rest is the
-// API server's (TLS, two webhook calls, etcd writes).
+// API server's (TLS, two webhook calls, etcd writes). After each run with
+// webhooks it recounts: once the reservations drained, every serving
+// replica's ledger must equal the live pods, within the namespace's limit.
 //
 //	go test ./tests/ha -run '^$' -bench CreateLatency -benchtime 1x
 func BenchmarkCreateLatency(b *testing.B) {
-	c := startHA(b, nil)
+	args, pprofAddrs := benchArgs(b)
+	c := startHA(b, args)
 	k, err := c.FastClient()
 	if err != nil {
 		b.Fatal(err)
 	}
 	const ns = "latency"
-	seed(b, c, ns, 1<<29)
+	seed(b, c, ns, benchLimitMiB)
 	run := 0
 	creates := func(b *testing.B, serving []int) {
 		for b.Loop() {
 			run++
-			before, cpuBefore := reviewTimes(b, c, serving), cpuSeconds(b)
+			before, cpuBefore, trafficBefore := reviewTimes(b, c, serving), cpuSeconds(b), apiTraffic(b, c.Kube)
+			wait := profiled{k: c.Kube, pprof: pprofAddrs, serving: serving}.start(b, "3")
 			lat := createAll(b, k, ns, fmt.Sprintf("r%d-", run), 500, 8)
+			wait()
 			after, cpuAfter := reviewTimes(b, c, serving), cpuSeconds(b)
 			reportCPU(b, cpuBefore, cpuAfter, len(lat))
+			apiTraffic(b, c.Kube).report(b, trafficBefore, len(lat))
+			if len(serving) > 0 {
+				recount(b, c, ns, serving)
+			}
 			b.ReportMetric(ms(percentile(lat, 50)), "p50-ms")
 			b.ReportMetric(ms(percentile(lat, 99)), "p99-ms")
 			for _, hook := range []string{"mutate", "validate"} {
@@ -73,12 +86,21 @@ func BenchmarkCreateLatency(b *testing.B) {
 	}
 	createAll(b, k, ns, "warm-", 100, 8) // connections, caches and the JIT of the policies
 	b.Run("webhooks=3-replicas", func(b *testing.B) { creates(b, []int{0, 1, 2}) })
+	// The ceiling: the same three replicas answering each pod's review
+	// before its reservation is written (the write still happens, in the
+	// background): what a create could cost at best if a replica admitted
+	// inside a share of the headroom granted to it in advance.
+	restart(b, c, []int{0, 1, 2}, "--"+testhooks.AnswerBeforeWriteFlag)
+	createAll(b, k, ns, "ceiling-warm-", 100, 8)
+	b.Run("webhooks=3-replicas,ceiling", func(b *testing.B) { creates(b, []int{0, 1, 2}) })
+	restart(b, c, []int{0})
 	for _, i := range []int{1, 2} {
 		if err := c.Terminate(i); err != nil {
 			b.Fatal(err)
 		}
 	}
 	time.Sleep(500 * time.Millisecond) // the proxy's health checks take the stopped replicas out
+	createAll(b, k, ns, "one-warm-", 100, 8)
 	b.Run("webhooks=1-replica", func(b *testing.B) { creates(b, []int{0}) })
 	adm := c.Kube.AdmissionregistrationV1()
 	if err := adm.ValidatingWebhookConfigurations().Delete(b.Context(), "gpuadmit", metav1.DeleteOptions{}); err != nil {
@@ -91,6 +113,44 @@ func BenchmarkCreateLatency(b *testing.B) {
 	b.Run("webhooks=none", func(b *testing.B) { creates(b, nil) })
 	nativeQuota(b, c, ns)
 	b.Run("webhooks=none,native-quota", func(b *testing.B) { creates(b, nil) })
+}
+
+// restart stops replicas which (SIGTERM) and starts them again with the
+// extra flags, waiting until each is ready and in the proxy's rotation.
+func restart(b *testing.B, c *replicas.Cluster, which []int, extra ...string) {
+	b.Helper()
+	for _, i := range which {
+		if err := c.Terminate(i); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.StartReplica(i, extra...); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.WaitReady(b.Context(), i); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// recount checks, after a run's creates, that nothing was admitted that
+// the ledgers do not count: once the namespace's reservations drained,
+// every serving replica's ledger equals a recount of the live pods (which
+// is under the namespace's limit: the API server holds them all).
+func recount(b *testing.B, c *replicas.Cluster, ns string, serving []int) {
+	b.Helper()
+	if _, err := c.WaitDrained(b.Context(), ns, time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	_, want := livePods(b, c, ns)
+	if want > benchLimitMiB {
+		b.Fatalf("over-admitted: the live pods of %s ask %d MiB, over the limit %d", ns, want, benchLimitMiB)
+	}
+	for _, i := range serving {
+		waitForState(b, c.Replicas[i].Name+"'s ledger of "+ns+" equals the live pods", func() (bool, string) {
+			used, err := c.Metric(i, "gpuadmit_resourcequota", `namespace="`+ns+`"`, `resource="nvidia.com/gpumem"`, `type="used"`)
+			return err == nil && int64(used) == want, fmt.Sprintf("%v MiB used (%v); the live pods use %d MiB", used, err, want)
+		})
+	}
 }
 
 // nativeQuota puts Kubernetes' own ResourceQuota on the GPU requests in ns,
@@ -164,6 +224,10 @@ func createAll(b *testing.B, k kubernetes.Interface, ns, prefix string, n, clien
 	}
 	return lat
 }
+
+// benchLimitMiB is the bench namespace's gpumem limit: room for every
+// create of the run (the bench measures admitted creates).
+const benchLimitMiB = 1 << 29
 
 type histogram struct{ sum, n float64 }
 

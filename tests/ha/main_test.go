@@ -97,7 +97,7 @@ func seed(t testing.TB, c *replicas.Cluster, ns string, limitMiB int64) {
 
 // livePods sums the memory the live pods of ns ask for (what the API server
 // holds: the ground truth).
-func livePods(t *testing.T, c *replicas.Cluster, ns string) (int, int64) {
+func livePods(t testing.TB, c *replicas.Cluster, ns string) (int, int64) {
 	t.Helper()
 	s, err := c.Recount(t.Context(), ns)
 	if err != nil {
@@ -118,7 +118,7 @@ func waitDrained(t *testing.T, c *replicas.Cluster, ns string) {
 // ledgersMatch waits until every replica's ledger (its
 // gpuadmit_resourcequota series) of ns equals a recount of the live pods:
 // gpumem used as the pods ask, nothing reserved.
-func ledgersMatch(t *testing.T, c *replicas.Cluster, ns string) {
+func ledgersMatch(t testing.TB, c *replicas.Cluster, ns string) {
 	t.Helper()
 	_, want := livePods(t, c, ns)
 	for i, r := range c.Replicas {

@@ -178,7 +178,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // waitForState waits, polling, until cond holds (a minute at most, a
 // ceiling, not an expectation); on timeout it fails with the state cond
 // last reported.
-func waitForState(t *testing.T, what string, cond func() (bool, string)) {
+func waitForState(t testing.TB, what string, cond func() (bool, string)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()

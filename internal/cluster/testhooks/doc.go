@@ -9,8 +9,12 @@
 // ahead), as a harness running the server in its own process does; the
 // clock file (--test-clock-file) moves it further by the duration a file
 // holds, re-read every 100 ms, so that a test advances the simulated time
-// of every replica at once (the budgets' windows and checkpoints). The
-// production binary has neither flag: nothing but the tagged file imports
+// of every replica at once (the budgets' windows and checkpoints). Two
+// flags serve benchmarks: --test-answer-before-write has the replica answer
+// a pod's review allowed before its reservation is written (the ceiling row
+// of BenchmarkCreateLatency; pkg/admitqueue compiles the early answer only
+// into a test build), and --test-pprof-address serves net/http/pprof on a
+// loopback address. The production binary has none of these flags: nothing but the tagged file imports
 // this package (hack/layering checks that cmd/webhook depends on nothing
 // under internal/), and cmd/webhook's tests check that the flags are
 // refused.

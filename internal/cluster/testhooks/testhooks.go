@@ -15,6 +15,10 @@ import (
 const (
 	WatchDelayFlag = "test-watch-delay"
 	ClockSkewFlag  = "test-clock-skew"
+	// AnswerBeforeWriteFlag has the replica answer a pod's review allowed
+	// before its reservation is written (a benchmark's ceiling; it admits
+	// past the quota).
+	AnswerBeforeWriteFlag = "test-answer-before-write"
 )
 
 // Tag is the build tag that compiles the flags into cmd/webhook.
@@ -27,7 +31,13 @@ func Register(fs *flag.FlagSet) func(*server.Options, *rest.Config) {
 	watchDelay := fs.Duration(WatchDelayFlag, 0, "fault injection for tests: hold every event of the ledger's watches back this long")
 	clockSkew := fs.Duration(ClockSkewFlag, 0, "fault injection for tests: run this replica's clock this far ahead")
 	clockFile := fs.String(ClockFileFlag, "", "simulated time for tests: run this replica's clock ahead by the duration this file holds (re-read every 100 ms)")
+	pprofAddr := fs.String(PprofFlag, "", "benchmarks only: serve net/http/pprof on this loopback address")
+	early := fs.Bool(AnswerBeforeWriteFlag, false, "benchmarks only: answer a pod's review allowed before its reservation is written (admits past the quota)")
 	return func(o *server.Options, cfg *rest.Config) {
+		o.AnswerBeforeWrite = *early
+		if *pprofAddr != "" {
+			servePprof(*pprofAddr)
+		}
 		if *watchDelay > 0 {
 			cfg.Wrap(DelayWatches(*watchDelay, clock.RealClock{}))
 		}
