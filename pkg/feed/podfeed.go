@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,9 @@ type podFeed struct {
 	log        logr.Logger
 	// progress is the resourceVersion the ledger holds every pod event up to.
 	progress progress
+	// release returns a list's memory once it is in the ledger
+	// (Options.ReleaseLists).
+	release bool
 }
 
 // newPodFeed lists and watches pods through pods, whose objects are
@@ -135,7 +139,10 @@ func (f *podFeed) delta(d toolscache.Delta) (func(), string) {
 				f.log.Error(errUnexpected, "pod feed: a list", "type", fmt.Sprintf("%T", o))
 			}
 		}
-		return func() { f.sink.ReplacePods(pods) }, info.ResourceVersion
+		return func() {
+			f.sink.ReplacePods(pods)
+			f.forget(pods, info.Objects)
+		}, info.ResourceVersion
 	case toolscache.Bookmark:
 		info, _ := d.Object.(toolscache.BookmarkInfo)
 		return func() {}, info.ResourceVersion
@@ -153,6 +160,20 @@ func (f *podFeed) delta(d toolscache.Delta) (func(), string) {
 		return func() { f.sink.UpsertPod(p) }, p.ResourceVersion
 	}
 	return nil, ""
+}
+
+// forget drops a recorded list's objects: the queue's item (of which
+// info.Objects is a part) lives until process returns, so the slices are
+// cleared for the objects to be garbage now; with release, the memory is
+// returned to the operating system (a full collection: one per list, and
+// a list is rare once the feed started: the initial one, and one after a
+// watch that broke and could not resume).
+func (f *podFeed) forget(pods []metav1.Object, objects []any) {
+	clear(pods)
+	clear(objects)
+	if f.release {
+		debug.FreeOSMemory()
+	}
 }
 
 // advance moves the progress to rv (never back: a list's resourceVersion

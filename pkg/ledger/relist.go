@@ -86,6 +86,14 @@ func (l *Ledger) forgetUnlisted(pods []metav1.Object, gpu int) {
 	for _, p := range pods {
 		listed[metaUID(p)] = true
 	}
+	l.removeUnlistedLocked(listed)
+	if len(l.known) == 0 {
+		l.known = make(map[types.UID]struct{}, len(pods))
+	}
+}
+
+// removeUnlistedLocked removes every pod that listed lacks, as if deleted.
+func (l *Ledger) removeUnlistedLocked(listed map[types.UID]bool) {
 	for uid := range l.known {
 		if !listed[uid] {
 			delete(l.known, uid)
@@ -106,9 +114,6 @@ func (l *Ledger) forgetUnlisted(pods []metav1.Object, gpu int) {
 		if !listed[uid] {
 			l.removeLocked(uid)
 		}
-	}
-	if len(l.known) == 0 {
-		l.known = make(map[types.UID]struct{}, len(pods))
 	}
 }
 
