@@ -114,6 +114,9 @@ func (f *podFeed) process(obj any, _ bool) error {
 		}
 		apply()
 		f.advance(rv)
+		if info, ok := d.Object.(toolscache.ReplacedAllInfo); ok {
+			f.forget(info.Objects)
+		}
 	}
 	return nil
 }
@@ -139,10 +142,7 @@ func (f *podFeed) delta(d toolscache.Delta) (func(), string) {
 				f.log.Error(errUnexpected, "pod feed: a list", "type", fmt.Sprintf("%T", o))
 			}
 		}
-		return func() {
-			f.sink.ReplacePods(pods)
-			f.forget(pods, info.Objects)
-		}, info.ResourceVersion
+		return func() { f.sink.ReplacePods(pods) }, info.ResourceVersion
 	case toolscache.Bookmark:
 		info, _ := d.Object.(toolscache.BookmarkInfo)
 		return func() {}, info.ResourceVersion
@@ -163,13 +163,12 @@ func (f *podFeed) delta(d toolscache.Delta) (func(), string) {
 }
 
 // forget drops a recorded list's objects: the queue's item (of which
-// info.Objects is a part) lives until process returns, so the slices are
-// cleared for the objects to be garbage now; with release, the memory is
+// objects is a part) lives until process returns, so its slice is cleared
+// for the objects to be garbage now; with release, the memory is
 // returned to the operating system (a full collection: one per list, and
 // a list is rare once the feed started: the initial one, and one after a
 // watch that broke and could not resume).
-func (f *podFeed) forget(pods []metav1.Object, objects []any) {
-	clear(pods)
+func (f *podFeed) forget(objects []any) {
 	clear(objects)
 	if f.release {
 		debug.FreeOSMemory()
