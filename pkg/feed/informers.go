@@ -83,6 +83,11 @@ type Options struct {
 	// decision may be made before it listed them (NotSynced names it
 	// "gpuclusterquotas"). nil: no team quota is watched.
 	ClusterQuotas Informer
+	// ReleaseLists, when set, returns a pod list's memory to the operating
+	// system once the list is in the ledger (podfeed.go): the decoded list
+	// is garbage then, and the Go heap would otherwise keep its pages (about
+	// twice the list at a cold start) until its scavenger returns them.
+	ReleaseLists bool
 }
 
 // Feed feeds a ledger from a pod watch of its own (podfeed.go), from Node,
@@ -151,6 +156,7 @@ func NewFeed(client kubernetes.Interface, sink Sink, opts Options) (*Feed, error
 		}
 	}
 	f.pods = newPodFeed(client, pods, sink, podwire.PodTransform(s), f.log.WithName("pods"))
+	f.pods.release = opts.ReleaseLists
 	probed["pods"] = f.pods.resourceVersion
 	probed["nodes"] = core.Nodes().Informer().LastSyncResourceVersion
 	probed["resourcequotas"] = core.ResourceQuotas().Informer().LastSyncResourceVersion

@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,9 @@ type podFeed struct {
 	log        logr.Logger
 	// progress is the resourceVersion the ledger holds every pod event up to.
 	progress progress
+	// release returns a list's memory once it is in the ledger
+	// (Options.ReleaseLists).
+	release bool
 }
 
 // newPodFeed lists and watches pods through pods, whose objects are
@@ -110,6 +114,9 @@ func (f *podFeed) process(obj any, _ bool) error {
 		}
 		apply()
 		f.advance(rv)
+		if info, ok := d.Object.(toolscache.ReplacedAllInfo); ok {
+			f.forget(info.Objects)
+		}
 	}
 	return nil
 }
@@ -153,6 +160,19 @@ func (f *podFeed) delta(d toolscache.Delta) (func(), string) {
 		return func() { f.sink.UpsertPod(p) }, p.ResourceVersion
 	}
 	return nil, ""
+}
+
+// forget drops a recorded list's objects: the queue's item (of which
+// objects is a part) lives until process returns, so its slice is cleared
+// for the objects to be garbage now; with release, the memory is
+// returned to the operating system (a full collection: one per list, and
+// a list is rare once the feed started: the initial one, and one after a
+// watch that broke and could not resume).
+func (f *podFeed) forget(objects []any) {
+	clear(objects)
+	if f.release {
+		debug.FreeOSMemory()
+	}
 }
 
 // advance moves the progress to rv (never back: a list's resourceVersion

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -171,19 +170,39 @@ func podUID(pod *corev1.Pod) types.UID { return metaUID(pod) }
 // pod with the same namespace and name, is replaced; from now on a
 // reservation under the pod's UID does not count (Seen).
 func (l *Ledger) UpsertPod(pod *corev1.Pod) {
-	uid := podUID(pod)
-	d := l.derive(pod, nil) // pure work outside the lock
-	var user string
-	if d.rec != nil && l.users != nil {
-		user = l.users.UserOf(pod)
-	}
-	// A reservation may be under its UID: a GPU pod's (a pod with
-	// templates reserves only its containers' demand; seen all the same).
-	gpu := l.requests(pod) || effective.HasTemplateClaim(pod)
+	u := l.prepare(pod) // pure work outside the lock
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.commitLocked(u)
+}
+
+// prepared is a pod read outside the lock, ready to be recorded.
+type prepared struct {
+	pod  *corev1.Pod
+	uid  types.UID
+	d    derivation
+	user string
+	// gpu: a reservation may be under its UID (a GPU pod's; a pod with
+	// templates reserves only its containers' demand; seen all the same).
+	gpu bool
+}
+
+// prepare reads pod without the lock: it reads no ledger state, so pods
+// may be prepared concurrently (relist.go).
+func (l *Ledger) prepare(pod *corev1.Pod) prepared {
+	u := prepared{pod: pod, uid: podUID(pod), d: l.derive(pod, nil)}
+	if u.d.rec != nil && l.users != nil {
+		u.user = l.users.UserOf(pod)
+	}
+	u.gpu = l.requests(pod) || effective.HasTemplateClaim(pod)
+	return u
+}
+
+// commitLocked records a prepared pod.
+func (l *Ledger) commitLocked(u prepared) {
+	pod, uid, d := u.pod, u.uid, u.d
 	l.known[uid] = struct{}{}
-	if gpu {
+	if u.gpu {
 		l.seen[uid] = pod.ResourceVersion
 		if l.seen[uid] == "" {
 			l.seen[uid] = "0" // a hand-made object: seen, at no known version
@@ -199,7 +218,7 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 	}
 	d.keep(old, trusted, edited, l.allocs)
 	if d.rec != nil {
-		d.rec.user = user // a recorded pod keeps its first (applyLocked)
+		d.rec.user = u.user // a recorded pod keeps its first (applyLocked)
 	}
 	key := podName{pod.Namespace, pod.Name}
 	if other, ok := l.byName[key]; ok && other != uid {
@@ -210,61 +229,6 @@ func (l *Ledger) UpsertPod(pod *corev1.Pod) {
 		delete(l.known, other)
 	}
 	l.applyLocked(uid, key, d)
-}
-
-// ReplacePods makes the ledger hold the pods of a list: every pod it holds
-// that the list lacks (deleted while the watch was down) is removed, as if
-// deleted, and every listed pod is recorded. Each is a *corev1.Pod or the
-// *metav1.PartialObjectMetadata of a pod without managed resources
-// (PodTransform), read as a pod with only its metadata: the Pod is made
-// when it is recorded, not for the whole list at once (a list is mostly
-// such pods, and a Pod is five times their size).
-func (l *Ledger) ReplacePods(pods []metav1.Object) {
-	listed := make(map[types.UID]bool, len(pods))
-	for _, p := range pods {
-		listed[metaUID(p)] = true
-	}
-	l.mu.Lock()
-	for uid := range l.known {
-		if !listed[uid] {
-			delete(l.known, uid)
-		}
-	}
-	for uid := range l.seen {
-		if !listed[uid] {
-			l.removeLocked(uid)
-			delete(l.seen, uid)
-		}
-	}
-	for uid := range l.pods { // deleting while ranging over a map is safe
-		if !listed[uid] {
-			l.removeLocked(uid)
-		}
-	}
-	for uid := range l.invalid {
-		if !listed[uid] {
-			l.removeLocked(uid)
-		}
-	}
-	if len(l.known) == 0 { // the first list: the maps of every pod, sized once
-		l.known = make(map[types.UID]struct{}, len(pods))
-	}
-	l.mu.Unlock()
-	// A pod without managed resources is recorded from one Pod holding its
-	// metadata, reused: UpsertPod keeps no pod that names no managed
-	// resource and no claim.
-	var bare corev1.Pod
-	for _, o := range pods {
-		switch p := o.(type) {
-		case *corev1.Pod:
-			l.UpsertPod(p)
-		case *metav1.PartialObjectMetadata:
-			bare.ObjectMeta = p.ObjectMeta
-			l.UpsertPod(&bare)
-		default:
-			l.log.Error(errUnexpected, "pod list", "type", fmt.Sprintf("%T", o))
-		}
-	}
 }
 
 // errUnexpected is a watched object of another type than the kind's.

@@ -311,7 +311,7 @@ func (s *Server) watches(cfg *rest.Config) error {
 	if err := s.watchBudgets(); err != nil {
 		return err
 	}
-	s.feed, err = feed.NewFeed(feedKube, sink, feed.Options{Log: opts.Log.WithName("feed"), PodConfig: feedCfg, ClusterQuotas: teams,
+	s.feed, err = feed.NewFeed(feedKube, sink, feed.Options{Log: opts.Log.WithName("feed"), PodConfig: feedCfg, ClusterQuotas: teams, ReleaseLists: true,
 		Freshness: feed.FreshnessOptions{ProbeEvery: adm.Watches.ProbeEvery.Duration, StaleAfter: adm.Watches.StaleAfter.Duration, Clock: opts.Clock}})
 	if err != nil {
 		return fmt.Errorf("informers: %w", err)

@@ -56,6 +56,9 @@ type coldStart struct {
 	RSSMiB     int64 `json:"rssMiB"`
 	PeakRSSMiB int64 `json:"peakRssMiB"`
 	HeapMiB    int64 `json:"heapMiB"`
+	// AnonMiB is the anonymous part of RSS (the heap, stacks, the
+	// runtime's own), the rest is mapped files (the binary's pages).
+	AnonMiB int64 `json:"anonMiB"`
 	// CPUSeconds is the process's user and system CPU time until then: its
 	// share of the cold start, the API server's aside.
 	CPUSeconds float64 `json:"cpuSeconds"`
@@ -117,7 +120,7 @@ func start(ctx context.Context, kubeconfig string, protobuf bool) (*coldStart, e
 	loaded := make(chan error, 1)
 	go func() { loaded <- engine.Load(ctx) }()
 	l := ledger.New(ledger.Options{Families: []effective.Family{config.Settings(gpuadmit)}})
-	feed, err := feed.NewFeed(kube, l, feed.Options{Freshness: feed.FreshnessOptions{ProbeEvery: -1}, PodConfig: cfg})
+	feed, err := feed.NewFeed(kube, l, feed.Options{Freshness: feed.FreshnessOptions{ProbeEvery: -1}, PodConfig: cfg, ReleaseLists: true})
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +146,7 @@ func start(ctx context.Context, kubeconfig string, protobuf bool) (*coldStart, e
 	}
 	res.DecidedMs = time.Since(begin).Milliseconds()
 	res.RSSMiB, res.PeakRSSMiB = procStatusMiB("VmRSS:"), procStatusMiB("VmHWM:")
+	res.AnonMiB = procStatusMiB("RssAnon:")
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	res.HeapMiB = int64(ms.HeapInuse >> 20)
@@ -171,6 +175,7 @@ func startProfile(prefix string) (func() error, error) {
 	}
 	return func() error {
 		pprof.StopCPUProfile()
+		runtime.GC() // the heap profile shows what is live now, not at the last cycle
 		heap, err := os.Create(prefix + ".heap.pprof")
 		if err != nil {
 			return errors.Join(fmt.Errorf("heap profile: %w", err), cpu.Close())

@@ -104,8 +104,8 @@ func BenchmarkRelist(b *testing.B) {
 			s.cpu += res.CPUSeconds
 			s.rss += float64(res.RSSMiB)
 			s.peak += float64(res.PeakRSSMiB)
-			say("%-17s %d pods, %d nodes: decided %.2f s after exec (synced %.2f s after start; %.2f s of CPU), RSS %d MiB, peak %d MiB, heap %d MiB, responses %v",
-				v.name, pods, nodes, wall.Seconds(), float64(res.SyncedMs)/1000, res.CPUSeconds, res.RSSMiB, res.PeakRSSMiB, res.HeapMiB, res.ContentTypes)
+			say("%-17s %d pods, %d nodes: decided %.2f s after exec (synced %.2f s after start; %.2f s of CPU), RSS %d MiB (anonymous %d), peak %d MiB, heap %d MiB, responses %v",
+				v.name, pods, nodes, wall.Seconds(), float64(res.SyncedMs)/1000, res.CPUSeconds, res.RSSMiB, res.AnonMiB, res.PeakRSSMiB, res.HeapMiB, res.ContentTypes)
 		}
 	}
 	for name, s := range sums {
