@@ -56,6 +56,10 @@ type inputDoc struct {
 	budgetProblems []budgetProblem
 	capacity       ast.Value
 	settings       ast.Value
+	// view is the nodes behind capacity (nil: none, as for a claim) and
+	// nearLimit the settings' nearLimitPercent, for input.guard.
+	view      *nodeView
+	nearLimit int64
 	words          words
 	memo           *memo
 }
@@ -66,7 +70,7 @@ type inputDoc struct {
 func (d *inputDoc) value(reads *policy.Reads) ast.Value {
 	b := &builder{words: d.words, memo: d.memo}
 	keys := [...]string{"apiVersion", "kind", "operation", "dryRun", "namespace", "namespaceLabels", "userInfo", "pod", "claim",
-		"demand", "namespaceUsage", "teamLimits", "budgets", "budgetProblems", "capacity", "settings"}
+		"demand", "namespaceUsage", "teamLimits", "budgets", "budgetProblems", "capacity", "settings", "guard"}
 	items := make([][2]*ast.Term, 0, len(keys))
 	for _, k := range keys {
 		if reads.Has(k) {
@@ -107,6 +111,8 @@ func (d *inputDoc) part(b *builder, key string, reads *policy.Reads) *ast.Term {
 		return d.budgetPart(b, key)
 	case "capacity":
 		return b.term(d.capacity)
+	case "guard":
+		return d.guardTerm(b, reads.Under("guard"))
 	default:
 		return b.term(d.settings)
 	}

@@ -31,6 +31,7 @@ func newWords(fams []effective.Family) words {
 		"priorityClassName", "runtimeClassName", "schedulerName", "deviceClassNames", "scopedLimits", "family", "dimension", "scopes",
 		"teamLimits", "perUser", "user", "members",
 		"budgets", "budgetProblems", "window", "rolling", "windowEnd", "hard", "percent", "hardHours", "usedHours", "leftHours",
+		"guard", "overLimit", "nearLimit", "unfit", "unresolvedFamilies",
 		"activeDeadlineSeconds", "maxBurn", "maxBurnHours", "warnPercent", "problem", KindBudget, KindClusterBudget,
 		string(effective.RoleApp), string(effective.RoleInit), string(effective.RoleSidecar), ""}
 	w := words{strs: make(map[string]*ast.Term, len(list)+len(fams)), emptyArray: ast.ArrayTerm(), emptyObject: ast.ObjectTerm()}
