@@ -60,8 +60,8 @@ type inputDoc struct {
 	// nearLimit the settings' nearLimitPercent, for input.guard.
 	view      *nodeView
 	nearLimit int64
-	words          words
-	memo           *memo
+	words     words
+	memo      *memo
 }
 
 // value builds the document as an ast.Value directly (numbers are int64;
