@@ -16,12 +16,25 @@ import (
 // rules with the same rules without guards).
 var guardKeys = [...]string{"overLimit", "nearLimit", "unfit", "unresolvedFamilies"}
 
-// guardTerm is input.guard with the lists reads names.
+// guardTerm is input.guard with the lists reads names; the shared one
+// with every list empty (the common case) when none names a candidate
+// (the lists no rule reads are empty there too).
 func (d *inputDoc) guardTerm(b *builder, reads *policy.Reads) *ast.Term {
-	items := make([][2]*ast.Term, 0, len(guardKeys))
-	for _, k := range guardKeys {
+	var lists [len(guardKeys)][]*ast.Term
+	some := false
+	for i, k := range guardKeys {
 		if reads.Has(k) {
-			items = append(items, b.item(k, b.array(d.guard(b, k)...)))
+			lists[i] = d.guard(b, k)
+			some = some || len(lists[i]) > 0
+		}
+	}
+	if !some && b.words.noGuard != nil {
+		return b.words.noGuard
+	}
+	items := make([][2]*ast.Term, 0, len(guardKeys))
+	for i, k := range guardKeys {
+		if reads.Has(k) {
+			items = append(items, b.item(k, b.array(lists[i]...)))
 		}
 	}
 	return b.object(items...)
@@ -57,7 +70,10 @@ func (d *inputDoc) limitCandidates(b *builder, test func(after, value int64) boo
 	if len(d.ns.Limits) == 0 {
 		return nil
 	}
-	after, eff := d.after(), d.demand.Effective()
+	after, eff := d.after(), d.eff
+	if eff == nil {
+		eff = d.demand.Effective()
+	}
 	var fams []*ast.Term
 	for f, l := range d.ns.Limits {
 		a, e := after.Of(f), eff.Of(f)

@@ -15,6 +15,8 @@ import (
 type words struct {
 	strs                    map[string]*ast.Term
 	emptyArray, emptyObject *ast.Term
+	// noGuard is input.guard with every list empty (guard.go).
+	noGuard *ast.Term
 }
 
 // newWords makes the terms of the input's keys and fixed values and of the
@@ -41,6 +43,11 @@ func newWords(fams []effective.Family) words {
 	for i := range fams {
 		w.strs[fams[i].Name] = ast.StringTerm(fams[i].Name)
 	}
+	items := make([][2]*ast.Term, len(guardKeys))
+	for i, k := range guardKeys {
+		items[i] = [2]*ast.Term{w.strs[k], w.emptyArray}
+	}
+	w.noGuard = ast.ObjectTerm(items...)
 	return w
 }
 
