@@ -63,8 +63,8 @@ type inputDoc struct {
 	// namespace's after the pod, computed once per value (a copy of the
 	// document with other reservations computes its own).
 	eff, afterUsage effective.Usage
-	words     words
-	memo      *memo
+	words           words
+	memo            *memo
 }
 
 // value builds the document as an ast.Value directly (numbers are int64;
