@@ -49,7 +49,7 @@ func (d *inputDoc) guard(b *builder, key string) []*ast.Term {
 		if d.nearLimit <= 0 {
 			return nil
 		}
-		return d.limitCandidates(b, func(after int64, l int64) bool { return effective.Percent(after, l) >= d.nearLimit })
+		return d.limitCandidates(b, func(after int64, l int64) bool { return after <= l && effective.Percent(after, l) >= d.nearLimit })
 	case "unfit":
 		return d.unfit(b)
 	default:
@@ -65,7 +65,8 @@ func (d *inputDoc) guard(b *builder, key string) []*ast.Term {
 
 // limitCandidates are the families the pod asks for in some dimension
 // whose namespace limit passes test(after, value): limits.rego's deny
-// (after > value) and near-limit warning (afterPercent >= near).
+// (after > value) and near-limit warning (afterPercent >= near, within the
+// limit).
 func (d *inputDoc) limitCandidates(b *builder, test func(after, value int64) bool) []*ast.Term {
 	if len(d.ns.Limits) == 0 {
 		return nil
