@@ -77,12 +77,15 @@ func (d *inputDoc) value(reads *policy.Reads) ast.Value {
 	}
 	d.afterUsage = sumUsage(d.ns.Used, d.ns.Reserved, d.eff)
 	keys := [...]string{"apiVersion", "kind", "operation", "dryRun", "namespace", "namespaceLabels", "userInfo", "pod", "claim",
-		"demand", "namespaceUsage", "teamLimits", "budgets", "budgetProblems", "capacity", "settings", "guard"}
+		"demand", "namespaceUsage", "teamLimits", "budgets", "budgetProblems", "capacity", "settings"}
 	items := make([][2]*ast.Term, 0, len(keys))
 	for _, k := range keys {
 		if reads.Has(k) {
 			items = append(items, b.item(k, d.part(b, k, reads)))
 		}
+	}
+	if reads.Has("guard") {
+		items = append(items, b.item("guard", d.guardTerm(b, reads.Under("guard"))))
 	}
 	return ast.NewObject(items...)
 }
@@ -118,8 +121,6 @@ func (d *inputDoc) part(b *builder, key string, reads *policy.Reads) *ast.Term {
 		return d.budgetPart(b, key)
 	case "capacity":
 		return b.term(d.capacity)
-	case "guard":
-		return d.guardTerm(b, reads.Under("guard"))
 	default:
 		return b.term(d.settings)
 	}
@@ -343,41 +344,6 @@ func (d *inputDoc) claimTerm(b *builder) *ast.Term {
 		}
 	}
 	return b.object(b.item("name", b.str(c.Name)), b.item("deviceClassNames", b.array(classes...)))
-}
-
-// capacityValue converts a node view to the input's capacity document.
-func capacityValue(v *nodeView) (ast.Value, error) {
-	shapes := make([]any, 0, len(v.shapes))
-	for _, s := range v.shapes {
-		devs := make([]any, len(s.devices))
-		var small device
-		for i, d := range s.devices {
-			devs[i] = map[string]any{"gpumem": d.memMiB, "gpucores": d.cores}
-			if i == 0 {
-				small = d
-			}
-			small = device{memMiB: min(small.memMiB, d.memMiB), cores: min(small.cores, d.cores)}
-		}
-		shapes = append(shapes, map[string]any{"nodes": int64(s.nodes), "example": s.example, "devices": devs, "deviceCount": int64(len(devs)),
-			"smallest": map[string]any{"gpumem": small.memMiB, "gpucores": small.cores}})
-	}
-	sources := make([]any, len(v.sources))
-	for i, src := range v.sources {
-		sources[i] = src
-	}
-	doc := map[string]any{
-		"sources": sources, "gpuNodes": int64(v.gpuNodes), "eligibleNodes": int64(v.eligible), "maxDevicesPerNode": int64(v.maxDevices),
-		"maxDeviceMemMiB": v.maxMemMiB, "shapes": shapes,
-		"largestDevice": map[string]any{"node": "", "gpumem": int64(0), "gpucores": int64(0)},
-	}
-	if l := v.largest; l != nil {
-		doc["largestDevice"] = map[string]any{"node": l.node, "gpumem": l.memMiB, "gpucores": l.cores}
-	}
-	val, err := ast.InterfaceToValue(doc)
-	if err != nil {
-		return nil, fmt.Errorf("building the policy input's capacity: %w", err)
-	}
-	return val, nil
 }
 
 // settingsValue converts the settings the policies read: c's admission
