@@ -21,11 +21,11 @@ const memoStringMax = 63
 
 // memo keeps the input terms that repeat across documents, made once and
 // shared read-only (OPA never changes an input's terms, as with the
-// words): the containers of a Deployment's pods and the pods' demand
-// vectors, each limit with the share of it used after the pod, and each
-// namespace's labels. A term depends only on its key's values; what a
-// namespace's usage is (it changes with every admission) is built per
-// document.
+// words): the containers of a Deployment's pods, the pods' demand vectors
+// and the namespace's usage vectors (by value: a namespace's usage repeats
+// until its next admission or pod event), each family's limits with the
+// share of each used after the pod, the objects made of such terms, and
+// each namespace's labels. A term depends only on its key's values.
 type memo struct {
 	containers table[effective.Container]
 	vectors    table[effective.Vector]
