@@ -89,3 +89,45 @@ func enteredRules(t *testing.T, in ast.Value) []string {
 	}
 	return files
 }
+
+// TestGuardBuiltOnlyWhenRead: the input carries input.guard when the policy
+// set reads it (the built-in rules) and not when it does not (the same
+// rules without their guard lines, as an operator's replacements may be).
+func TestGuardBuiltOnlyWhenRead(t *testing.T) {
+	l := benchLedger(t, 10)
+	tests := []struct {
+		name string
+		base fs.FS
+		want bool
+	}{
+		{name: "built-in rules", want: true},
+		{name: "rules without guards", base: unguarded(t), want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := policy.New(policy.Options{Base: tt.base})
+			if err := e.Load(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			p, err := e.Prepare()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := New(e, l, config.Default(), logr.Discard())
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc, err := d.document(context.Background(), Request{Pod: benchPod(), Operation: "CREATE"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, ok := doc.value(p.Reads()).(ast.Object)
+			if !ok {
+				t.Fatal("the input is not an object")
+			}
+			if got := in.Get(ast.InternedTerm("guard")) != nil; got != tt.want || p.Reads().Has("guard") != tt.want {
+				t.Fatalf("input.guard present %v, read %v; want %v", got, p.Reads().Has("guard"), tt.want)
+			}
+		})
+	}
+}
