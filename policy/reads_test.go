@@ -12,7 +12,7 @@ import (
 // reads everything there (a part left out that a rule reads would let it
 // see nothing where a value is, and admit what it should deny).
 func TestReads(t *testing.T) {
-	builtin := []string{"operation", "namespace", "pod", "claim", "demand", "namespaceUsage", "capacity", "settings"}
+	builtin := []string{"operation", "namespace", "pod", "claim", "demand", "namespaceUsage", "capacity", "settings", "guard"}
 	tests := []struct {
 		name     string
 		policy   string

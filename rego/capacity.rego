@@ -63,14 +63,18 @@ fits_somewhere(c) if {
 }
 
 # When one node can hold every container (all_fit, the common case) nothing
-# is unsatisfiable: both rules stop there, before the set is built.
+# is unsatisfiable: both rules stop there, before the set is built; and
+# OPA's rule index skips both when input.guard.unfit, the candidates
+# computed with the input, is empty (docs/policy-input.md, guard).
 deny contains msg if {
+	input.guard.unfit[0]
 	not all_fit
 	input.settings.unsatisfiable != "warn"
 	some msg in unsatisfiable
 }
 
 warn contains msg if {
+	input.guard.unfit[0]
 	not all_fit
 	input.settings.unsatisfiable == "warn"
 	some msg in unsatisfiable

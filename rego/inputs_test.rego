@@ -61,13 +61,20 @@ base := complete({
 # namespaceUsage.families, copied from the first-level fields (present when
 # the pod names nvidia resources or the namespace uses, reserves or limits
 # them, as in the decision package). Other families' entries are kept.
-complete(inp) := object.union(object.remove(inp, ["demand", "namespaceUsage"]), {
+complete(inp) := object.union(object.remove(inp, ["demand", "namespaceUsage", "guard"]), {
+	"guard": every_candidate,
 	"demand": object.union(object.remove(inp.demand, ["families"]), {"families": demand_families(inp.demand)}),
 	"namespaceUsage": object.union(object.remove(inp.namespaceUsage, ["after", "limits", "families"]), object.union(
 		family_usage(inp.namespaceUsage, inp.demand.effective),
 		{"families": usage_families(inp)},
 	)),
 })
+
+# every_candidate is input.guard naming a candidate in every list: the
+# index skips no guarded rule, so these tests check each rule's own
+# condition (the decision package's TestGuardsDecideAsUnguarded checks the
+# lists it computes against the rules without guards).
+every_candidate := {"overLimit": ["*"], "nearLimit": ["*"], "unfit": ["*"], "unresolvedFamilies": ["*"]}
 
 # family_usage is the derived part of one family's usage: after and the
 # limits with their afterPercent.

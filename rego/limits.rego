@@ -12,7 +12,11 @@ units := {"gpu": "", "gpumem": " MiB", "gpucores": ""}
 # and the pod is already counted in the namespace's usage. The input carries
 # namespaceUsage.after (used + reserved + this pod) and each limit's
 # afterPercent, so the policies compare instead of doing arithmetic.
+# input.guard.overLimit[0] and nearLimit[0]: OPA's rule index skips a rule
+# whose candidate list (computed with the input) is empty; the rule still
+# checks its own condition (docs/policy-input.md, guard).
 deny contains msg if {
+	input.guard.overLimit[0]
 	input.operation == "CREATE"
 	some family, usage in input.namespaceUsage.families
 	some dim, limit in usage.limits
@@ -97,6 +101,7 @@ invalid_note(limit) := "; the quota's value is not a whole number, so it blocks 
 else := ""
 
 warn contains msg if {
+	input.guard.nearLimit[0]
 	input.operation == "CREATE"
 	near := input.settings.nearLimitPercent
 	near > 0 # 0: never warn

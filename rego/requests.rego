@@ -59,8 +59,10 @@ size_advice := sprintf("check that HAMi's device plugin runs on the nodes the po
 # The same for every other device family: a share of a device (or a whole
 # device) of a family no node the pod could run on announces (HAMi's
 # register annotation of that family) cannot be counted, so it is denied
-# rather than admitted at 0 MiB.
+# rather than admitted at 0 MiB. input.guard.unresolvedFamilies[0]: OPA's
+# rule index skips the rule when no family has an unresolved container.
 deny contains msg if {
+	input.guard.unresolvedFamilies[0]
 	input.operation == "CREATE"
 	some family, demand in input.demand.families
 	some name in demand.unresolved

@@ -182,7 +182,7 @@ func BenchmarkEval(b *testing.B) {
 		b.Fatal(err)
 	}
 	pod := benchPod()
-	_, capVal, err := d.nodes(pod)
+	view, capVal, err := d.nodes(pod)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func BenchmarkEval(b *testing.B) {
 		b.Fatal(err)
 	}
 	doc := &inputDoc{req: Request{Pod: pod, Operation: "CREATE"}, namespace: "team-7", primary: f.Name, demand: dem,
-		ns: l.Namespace("team-7", nil), capacity: capVal, settings: d.settingsVal, words: d.words}
+		ns: l.Namespace("team-7", nil), capacity: capVal, settings: d.settingsVal, view: view, nearLimit: d.nearLimit, words: d.words}
 	in := doc.value(policy.AllReads())
 	t := benchtimer.New()
 	b.ReportAllocs()

@@ -167,6 +167,8 @@ type Decider struct {
 	budgets      Budgets
 	clock        clock.PassiveClock
 	warnPercents []int64
+	// nearLimit is the admission section's nearLimitPercent (input.guard).
+	nearLimit int64
 	// all caches the view of every node (pods that do not restrict their
 	// nodes), keyed by the ledger's immutable Capacity value.
 	all atomic.Pointer[cachedView]
@@ -214,7 +216,8 @@ func newDecider(engine Evaluator, snap Snapshotter, cfg *config.Configuration, f
 	}
 	w := newWords(fams)
 	d := &Decider{policy: engine, families: fams, snap: snap, claims: claims, noNodes: noNodes, log: log, settingsVal: sv,
-		words: w, memo: newMemo(w), clock: clock.RealClock{}, warnPercents: warnPercents(cfg)}
+		words: w, memo: newMemo(w), clock: clock.RealClock{}, warnPercents: warnPercents(cfg),
+		nearLimit: *cfg.Admission.NearLimitPercent}
 	for _, o := range opts {
 		o(d)
 	}
@@ -279,8 +282,9 @@ func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) 
 		capVal = d.noNodes // a claim's devices are its driver's (ResourceSlices), not the nodes' annotated ones
 	}
 	doc := &inputDoc{req: req, namespace: ns, ns: nsSnap, primary: d.families[0].Name, capacity: capVal, settings: d.settingsVal,
-		words: d.words, memo: d.memo}
+		view: view, nearLimit: d.nearLimit, words: d.words, memo: d.memo}
 	if req.Claim != nil {
+		doc.view = nil
 		doc.demand, err = d.ClaimDemand(ctx, req.Claim)
 		doc.reserve = doc.demand
 	} else {

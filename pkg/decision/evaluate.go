@@ -35,7 +35,7 @@ func (d *Decider) evaluate(ctx context.Context, doc *inputDoc) (Result, error) {
 	if doc.req.Explain {
 		res.Explanation = d.explain(doc, out)
 	}
-	res.Effective = doc.demand.Effective()
+	res.Effective = doc.eff // value computed it
 	res.Reserve = doc.reserve.Effective()
 	return res, nil
 }

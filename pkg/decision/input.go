@@ -2,7 +2,6 @@ package decision
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	"k8s.io/utils/ptr"
@@ -56,8 +55,16 @@ type inputDoc struct {
 	budgetProblems []budgetProblem
 	capacity       ast.Value
 	settings       ast.Value
-	words          words
-	memo           *memo
+	// view is the nodes behind capacity (nil: none, as for a claim) and
+	// nearLimit the settings' nearLimitPercent, for input.guard.
+	view      *nodeView
+	nearLimit int64
+	// eff and afterUsage are the demand's effective usage and the
+	// namespace's after the pod, computed once per value (a copy of the
+	// document with other reservations computes its own).
+	eff, afterUsage effective.Usage
+	words           words
+	memo            *memo
 }
 
 // value builds the document as an ast.Value directly (numbers are int64;
@@ -65,6 +72,10 @@ type inputDoc struct {
 // rule of the policy set reads is left out (policy.Reads).
 func (d *inputDoc) value(reads *policy.Reads) ast.Value {
 	b := &builder{words: d.words, memo: d.memo}
+	if d.eff == nil {
+		d.eff = d.demand.Effective()
+	}
+	d.afterUsage = sumUsage(d.ns.Used, d.ns.Reserved, d.eff)
 	keys := [...]string{"apiVersion", "kind", "operation", "dryRun", "namespace", "namespaceLabels", "userInfo", "pod", "claim",
 		"demand", "namespaceUsage", "teamLimits", "budgets", "budgetProblems", "capacity", "settings"}
 	items := make([][2]*ast.Term, 0, len(keys))
@@ -72,6 +83,9 @@ func (d *inputDoc) value(reads *policy.Reads) ast.Value {
 		if reads.Has(k) {
 			items = append(items, b.item(k, d.part(b, k, reads)))
 		}
+	}
+	if reads.Has("guard") {
+		items = append(items, b.item("guard", d.guardTerm(b, reads.Under("guard"))))
 	}
 	return ast.NewObject(items...)
 }
@@ -112,8 +126,12 @@ func (d *inputDoc) part(b *builder, key string, reads *policy.Reads) *ast.Term {
 	}
 }
 
-// after is the namespace's usage after the pod: used + reserved + demand.
+// after is the namespace's usage after the pod: used + reserved + demand
+// (value computes it once per document).
 func (d *inputDoc) after() effective.Usage {
+	if d.afterUsage != nil {
+		return d.afterUsage
+	}
 	return sumUsage(d.ns.Used, d.ns.Reserved, d.demand.Effective())
 }
 
@@ -126,7 +144,7 @@ func (d *inputDoc) usageTerm(b *builder) *ast.Term {
 	var primary [][2]*ast.Term
 	for _, f := range inView {
 		items := d.familyUsage(b, f, after.Of(f))
-		fams = append(fams, b.item(f, b.object(items...)))
+		fams = append(fams, b.item(f, b.shared(items...)))
 		if f == d.primary {
 			primary = items
 		}
@@ -134,37 +152,44 @@ func (d *inputDoc) usageTerm(b *builder) *ast.Term {
 	if primary == nil {
 		primary = d.familyUsage(b, d.primary, after.Of(d.primary))
 	}
-	return b.object(append(primary, b.item("scopedLimits", d.scopedTerm(b, inView)), b.item("nativeRequestQuotas", d.nativeTerm(b)),
-		b.item("families", b.object(fams...)))...)
+	return b.shared(append(primary, b.item("scopedLimits", d.scopedTerm(b, inView)), b.item("nativeRequestQuotas", d.nativeTerm(b)),
+		b.item("families", b.shared(fams...)))...)
 }
 
 // familyUsage is one family's used, reserved, after and limits.
 func (d *inputDoc) familyUsage(b *builder, f string, after effective.Vector) [][2]*ast.Term {
-	return [][2]*ast.Term{b.item("used", b.vector(d.ns.Used.Of(f))), b.item("reserved", b.vector(d.ns.Reserved.Of(f))),
-		b.item("after", b.vector(after)), b.item("limits", b.limitsTerm(d.ns.Limits[f], after))}
+	return [][2]*ast.Term{b.item("used", b.podVector(d.ns.Used.Of(f))), b.item("reserved", b.podVector(d.ns.Reserved.Of(f))),
+		b.item("after", b.podVector(after)), b.item("limits", b.limitsTerm(d.ns.Limits[f], after))}
 }
 
 // inView are the families the pod asks for or the namespace uses, reserves
 // or limits, sorted.
 func (d *inputDoc) inView() []string {
-	set := map[string]bool{}
-	for _, dm := range d.demand {
-		set[dm.Family] = true
-	}
-	for _, u := range []effective.Usage{d.ns.Used, d.ns.Reserved} {
-		for f := range u {
-			set[f] = true
+	set := make([]string, 0, 4)
+	add := func(f string) {
+		if !slices.Contains(set, f) {
+			set = append(set, f)
 		}
 	}
+	for _, dm := range d.demand {
+		add(dm.Family)
+	}
+	for f := range d.ns.Used {
+		add(f)
+	}
+	for f := range d.ns.Reserved {
+		add(f)
+	}
 	for f := range d.ns.Limits {
-		set[f] = true
+		add(f)
 	}
 	for _, q := range d.scoped {
 		for f := range q.Limits {
-			set[f] = true
+			add(f)
 		}
 	}
-	return slices.Sorted(maps.Keys(set))
+	slices.Sort(set)
+	return set
 }
 
 // demandTerm is input.demand: the first family's effective demand, its
@@ -176,7 +201,7 @@ func (d *inputDoc) demandTerm(b *builder) *ast.Term {
 	var primary [][2]*ast.Term
 	for _, dm := range d.demand {
 		items := b.familyDemand(dm)
-		fams = append(fams, b.item(dm.Family, b.object(items...)))
+		fams = append(fams, b.item(dm.Family, b.shared(items...)))
 		if dm.Family == d.primary {
 			primary = items
 		}
@@ -189,7 +214,7 @@ func (d *inputDoc) demandTerm(b *builder) *ast.Term {
 		errs[i] = b.object(b.item("container", b.str(e.Container)), b.item("resource", b.str(e.Resource)),
 			b.item("value", b.str(e.Value)), b.item("reason", b.str(e.Reason)))
 	}
-	return b.object(append(primary, b.item("errors", b.array(errs...)), b.item("families", b.object(fams...)))...)
+	return b.shared(append(primary, b.item("errors", b.array(errs...)), b.item("families", b.shared(fams...)))...)
 }
 
 // familyDemand is one family's demand in the input: effective, the
@@ -213,20 +238,34 @@ func (b *builder) familyDemand(dm *effective.Demand) [][2]*ast.Term {
 			unresolved[i] = b.str(n)
 		}
 	}
-	return [][2]*ast.Term{b.item("effective", b.podVector(eff)), b.item("containers", b.array(cs...)),
+	return [][2]*ast.Term{b.item("effective", b.podVector(eff)), b.item("containers", b.sharedArray(cs...)),
 		b.item("unresolved", b.array(unresolved...)), b.item("maxPerDevice", b.podVector(maxPerDevice))}
 }
 
 // limitsTerm is one family's limits in input.namespaceUsage: each limited
 // dimension with the share of it the namespace uses after the pod.
 func (b *builder) limitsTerm(l ledger.Limits, after effective.Vector) *ast.Term {
-	items := make([][2]*ast.Term, 0, 3)
-	for _, dim := range effective.Dimensions() {
-		lim := l.Of(dim)
-		if lim == nil {
-			continue
+	var k limitsKey
+	keep := b.memo != nil
+	for i, dim := range effective.Dimensions() {
+		if lim := l.Of(dim); lim != nil {
+			k.set[i], k.limits[i] = true, limitKey{*lim, effective.Percent(after.Get(dim), lim.Value)}
+			keep = keep && len(lim.Quota) <= memoStringMax && len(lim.Key) <= 2*memoStringMax
 		}
-		items = append(items, b.item(dimKey(dim), b.limit(lim, effective.Percent(after.Get(dim), lim.Value))))
+	}
+	if !keep {
+		return b.limitsOf(&k)
+	}
+	return b.memo.limitSets.get(k, func(mb *builder) *ast.Term { return mb.limitsOf(&k) })
+}
+
+// limitsOf makes the term of one family's limits.
+func (b *builder) limitsOf(k *limitsKey) *ast.Term {
+	items := make([][2]*ast.Term, 0, len(k.limits))
+	for i, dim := range effective.Dimensions() {
+		if k.set[i] {
+			items = append(items, b.item(dimKey(dim), b.limit(&k.limits[i].limit, k.limits[i].afterPercent)))
+		}
 	}
 	return b.object(items...)
 }
@@ -305,41 +344,6 @@ func (d *inputDoc) claimTerm(b *builder) *ast.Term {
 		}
 	}
 	return b.object(b.item("name", b.str(c.Name)), b.item("deviceClassNames", b.array(classes...)))
-}
-
-// capacityValue converts a node view to the input's capacity document.
-func capacityValue(v *nodeView) (ast.Value, error) {
-	shapes := make([]any, 0, len(v.shapes))
-	for _, s := range v.shapes {
-		devs := make([]any, len(s.devices))
-		var small device
-		for i, d := range s.devices {
-			devs[i] = map[string]any{"gpumem": d.memMiB, "gpucores": d.cores}
-			if i == 0 {
-				small = d
-			}
-			small = device{memMiB: min(small.memMiB, d.memMiB), cores: min(small.cores, d.cores)}
-		}
-		shapes = append(shapes, map[string]any{"nodes": int64(s.nodes), "example": s.example, "devices": devs, "deviceCount": int64(len(devs)),
-			"smallest": map[string]any{"gpumem": small.memMiB, "gpucores": small.cores}})
-	}
-	sources := make([]any, len(v.sources))
-	for i, src := range v.sources {
-		sources[i] = src
-	}
-	doc := map[string]any{
-		"sources": sources, "gpuNodes": int64(v.gpuNodes), "eligibleNodes": int64(v.eligible), "maxDevicesPerNode": int64(v.maxDevices),
-		"maxDeviceMemMiB": v.maxMemMiB, "shapes": shapes,
-		"largestDevice": map[string]any{"node": "", "gpumem": int64(0), "gpucores": int64(0)},
-	}
-	if l := v.largest; l != nil {
-		doc["largestDevice"] = map[string]any{"node": l.node, "gpumem": l.memMiB, "gpucores": l.cores}
-	}
-	val, err := ast.InterfaceToValue(doc)
-	if err != nil {
-		return nil, fmt.Errorf("building the policy input's capacity: %w", err)
-	}
-	return val, nil
 }
 
 // settingsValue converts the settings the policies read: c's admission

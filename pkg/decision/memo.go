@@ -21,16 +21,65 @@ const memoStringMax = 63
 
 // memo keeps the input terms that repeat across documents, made once and
 // shared read-only (OPA never changes an input's terms, as with the
-// words): the containers of a Deployment's pods and the pods' demand
-// vectors, each limit with the share of it used after the pod, and each
-// namespace's labels. A term depends only on its key's values; what a
-// namespace's usage is (it changes with every admission) is built per
-// document.
+// words): the containers of a Deployment's pods, the pods' demand vectors
+// and the namespace's usage vectors (by value: a namespace's usage repeats
+// until its next admission or pod event), each family's limits with the
+// share of each used after the pod, the objects made of such terms, and
+// each namespace's labels. A term depends only on its key's values.
 type memo struct {
 	containers table[effective.Container]
 	vectors    table[effective.Vector]
 	limits     table[limitKey]
-	labels     labelTable
+	limitSets  table[limitsKey]
+	// objects and arrays are the objects and arrays of the document made
+	// of terms the memo holds (or the words), by those terms' identity:
+	// a family's demand or usage, the containers of a pod.
+	objects table[termsKey]
+	arrays  table[termsKey]
+	labels  labelTable
+}
+
+// termsMax is the most terms (an object's keys and values, an array's
+// elements) a termsKey holds.
+const termsMax = 16
+
+// termsKey is an object's or an array's terms by identity: a term the memo
+// or the words hold is the same pointer whenever its value repeats (any
+// other term is never equal to another document's, so it only misses).
+type termsKey struct {
+	n     int
+	terms [termsMax]*ast.Term
+}
+
+// shared is the object of items: the memo's when the builder has one and
+// the object is small enough for a key.
+func (b *builder) shared(items ...[2]*ast.Term) *ast.Term {
+	if b.memo == nil || 2*len(items) > termsMax || len(items) == 0 {
+		return b.object(items...)
+	}
+	k := termsKey{n: len(items)}
+	for i, it := range items {
+		k.terms[2*i], k.terms[2*i+1] = it[0], it[1]
+	}
+	return b.memo.objects.get(k, func(mb *builder) *ast.Term { return mb.object(items...) })
+}
+
+// sharedArray is the array of elems: the memo's when the builder has one
+// and the array is small enough for a key.
+func (b *builder) sharedArray(elems ...*ast.Term) *ast.Term {
+	if b.memo == nil || len(elems) > termsMax || len(elems) == 0 {
+		return b.array(elems...)
+	}
+	k := termsKey{n: len(elems)}
+	copy(k.terms[:], elems)
+	return b.memo.arrays.get(k, func(mb *builder) *ast.Term { return mb.array(elems...) })
+}
+
+// limitsKey is one family's limits (by dimension, set when limited) with
+// their afterPercent.
+type limitsKey struct {
+	set    [3]bool
+	limits [3]limitKey
 }
 
 // limitKey is one limit in input.namespaceUsage with its afterPercent.
@@ -41,7 +90,8 @@ type limitKey struct {
 
 func newMemo(w words) *memo {
 	return &memo{containers: newTable[effective.Container](w), vectors: newTable[effective.Vector](w),
-		limits: newTable[limitKey](w), labels: labelTable{table: newTable[string](w), maps: map[string]map[string]string{}}}
+		limits: newTable[limitKey](w), limitSets: newTable[limitsKey](w),
+		objects: newTable[termsKey](w), arrays: newTable[termsKey](w), labels: labelTable{table: newTable[string](w), maps: map[string]map[string]string{}}}
 }
 
 // table is one bounded memo table.

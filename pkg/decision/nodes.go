@@ -2,6 +2,7 @@ package decision
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -161,4 +162,39 @@ func (d *Decider) nodes(pod *corev1.Pod) (*nodeView, ast.Value, error) {
 	}
 	d.all.Store(&cachedView{capacity: c, view: v, value: val})
 	return v, val, nil
+}
+
+// capacityValue converts a node view to the input's capacity document.
+func capacityValue(v *nodeView) (ast.Value, error) {
+	shapes := make([]any, 0, len(v.shapes))
+	for _, s := range v.shapes {
+		devs := make([]any, len(s.devices))
+		var small device
+		for i, d := range s.devices {
+			devs[i] = map[string]any{"gpumem": d.memMiB, "gpucores": d.cores}
+			if i == 0 {
+				small = d
+			}
+			small = device{memMiB: min(small.memMiB, d.memMiB), cores: min(small.cores, d.cores)}
+		}
+		shapes = append(shapes, map[string]any{"nodes": int64(s.nodes), "example": s.example, "devices": devs, "deviceCount": int64(len(devs)),
+			"smallest": map[string]any{"gpumem": small.memMiB, "gpucores": small.cores}})
+	}
+	sources := make([]any, len(v.sources))
+	for i, src := range v.sources {
+		sources[i] = src
+	}
+	doc := map[string]any{
+		"sources": sources, "gpuNodes": int64(v.gpuNodes), "eligibleNodes": int64(v.eligible), "maxDevicesPerNode": int64(v.maxDevices),
+		"maxDeviceMemMiB": v.maxMemMiB, "shapes": shapes,
+		"largestDevice": map[string]any{"node": "", "gpumem": int64(0), "gpucores": int64(0)},
+	}
+	if l := v.largest; l != nil {
+		doc["largestDevice"] = map[string]any{"node": l.node, "gpumem": l.memMiB, "gpucores": l.cores}
+	}
+	val, err := ast.InterfaceToValue(doc)
+	if err != nil {
+		return nil, fmt.Errorf("building the policy input's capacity: %w", err)
+	}
+	return val, nil
 }

@@ -1,0 +1,133 @@
+package decision
+
+import (
+	"context"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/opa/v1/ast"
+	oparego "github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testns"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
+	"github.com/gpuadmit/gpuadmit/pkg/config"
+	"github.com/gpuadmit/gpuadmit/policy"
+	"github.com/gpuadmit/gpuadmit/rego"
+)
+
+// TestIndexSkipsTheRulesThatCannotFire: on BenchmarkDecide's pod, which
+// fits, OPA enters no built-in deny or warn rule (its rule index skips them
+// all, on input.guard and the other lists they name first); a pod over its
+// namespace's limit enters limits.rego's denial, which then fires.
+func TestIndexSkipsTheRulesThatCannotFire(t *testing.T) {
+	l := benchLedger(t, 100)
+	testns.Known(l, "small")
+	l.UpsertQuota(testquota.New("small", "q", map[string]string{"limits.nvidia.com/gpumem": "1000"}))
+	d, err := New(nil, l, config.Default(), logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		pod     *corev1.Pod
+		entered []string // the files of the deny and warn rules entered
+	}{
+		{name: "fits", pod: benchPod()},
+		{name: "over the namespace's limit", pod: testpod.New("big").NS("small").App("c", testpod.GPU(1), testpod.Mem(2048)).Build(),
+			entered: []string{"limits.rego"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, err := d.document(context.Background(), Request{Pod: tt.pod, Operation: "CREATE"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := enteredRules(t, doc.value(policy.AllReads()))
+			if strings.Join(got, ",") != strings.Join(tt.entered, ",") {
+				t.Fatalf("entered %v, want %v", got, tt.entered)
+			}
+		})
+	}
+}
+
+// enteredRules evaluates the built-in deny and warn on in with OPA's
+// tracer and returns the files of the deny and warn rules it entered.
+func enteredRules(t *testing.T, in ast.Value) []string {
+	t.Helper()
+	opts := []func(*oparego.Rego){oparego.Query("x := data.gpuadmit.builtin.deny; y := data.gpuadmit.builtin.warn"), oparego.ParsedInput(in)}
+	entries, err := fs.ReadDir(rego.FS, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if n := e.Name(); strings.HasSuffix(n, ".rego") && !strings.HasSuffix(n, "_test.rego") {
+			src, err := fs.ReadFile(rego.FS, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts = append(opts, oparego.Module(n, string(src)))
+		}
+	}
+	buf := topdown.NewBufferTracer()
+	if _, err := oparego.New(append(opts, oparego.QueryTracer(buf))...).Eval(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, ev := range *buf {
+		r, ok := ev.Node.(*ast.Rule)
+		if !ok || ev.Op != topdown.EnterOp {
+			continue
+		}
+		if name := r.Head.Name.String(); name == "deny" || name == "warn" {
+			files = append(files, r.Location.File)
+		}
+	}
+	return files
+}
+
+// TestGuardBuiltOnlyWhenRead: the input carries input.guard when the policy
+// set reads it (the built-in rules) and not when it does not (the same
+// rules without their guard lines, as an operator's replacements may be).
+func TestGuardBuiltOnlyWhenRead(t *testing.T) {
+	l := benchLedger(t, 10)
+	tests := []struct {
+		name string
+		base fs.FS
+		want bool
+	}{
+		{name: "built-in rules", want: true},
+		{name: "rules without guards", base: unguarded(t), want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := policy.New(policy.Options{Base: tt.base})
+			if err := e.Load(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			p, err := e.Prepare()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := New(e, l, config.Default(), logr.Discard())
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc, err := d.document(context.Background(), Request{Pod: benchPod(), Operation: "CREATE"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, ok := doc.value(p.Reads()).(ast.Object)
+			if !ok {
+				t.Fatal("the input is not an object")
+			}
+			if got := in.Get(ast.InternedTerm("guard")) != nil; got != tt.want || p.Reads().Has("guard") != tt.want {
+				t.Fatalf("input.guard present %v, read %v; want %v", got, p.Reads().Has("guard"), tt.want)
+			}
+		})
+	}
+}
