@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *client != "" {
-		return blastBoth(*client, *n, *conc, *limit, stdout, stderr)
+		return blastBoth(*client, true, *n, *conc, *limit, stdout, stderr)
 	}
 	ctrllog.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())
@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *clientCPU < 0 {
-		return blastBoth(base, *n, *conc, *limit, stdout, stderr)
+		return blastBoth(base, false, *n, *conc, *limit, stdout, stderr)
 	}
 	// The client in a process of its own, on its own CPU, so that it does not
 	// take the server's (run the server under taskset -c on the other CPUs).
@@ -84,8 +84,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cmd := exec.CommandContext(ctx, "taskset", "-c", strconv.Itoa(*clientCPU), self, "--client", base,
 		"-n", strconv.Itoa(*n), "-c", strconv.Itoa(*conc), "--max", limit.String())
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	return runClient(cmd, *cpuProfile, stderr)
+	cmd.Stderr = stderr
+	return runClient(cmd, *n, *cpuProfile, stdout, stderr)
 }
 
 // startWebhook seeds team-a and starts the webhook server on c with a
@@ -108,7 +108,7 @@ func startWebhook(ctx context.Context, c *local.Cluster) (string, error) {
 
 // runClient runs the client process cmd; with cpuProfile set, it writes
 // this process's (the server's) CPU profile to that file meanwhile.
-func runClient(cmd *exec.Cmd, cpuProfile string, stderr io.Writer) int {
+func runClient(cmd *exec.Cmd, n int, cpuProfile string, stdout, stderr io.Writer) int {
 	if cpuProfile != "" {
 		f, err := os.Create(cpuProfile)
 		if err != nil {
@@ -122,23 +122,45 @@ func runClient(cmd *exec.Cmd, cpuProfile string, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if err := cmd.Run(); err != nil {
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return 1
+	}
+	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(stderr, "loadgen: the client:", err)
 		return 1
 	}
+	marks := serverCPU(out, stdout)
+	if err := cmd.Wait(); err != nil {
+		fmt.Fprintln(stderr, "loadgen: the client:", err)
+		return 1
+	}
+	marks.perReview(stdout, "the server's process", n)
 	return 0
 }
 
 // blastBoth measures the floor handler, then /validate-pods, and prints
 // both and their ratio.
-func blastBoth(base string, n, conc int, limit time.Duration, stdout, stderr io.Writer) int {
+//
+// client: this is the client process of --client-cpu; it prints marks
+// for the server's process instead of measuring its own CPU.
+func blastBoth(base string, client bool, n, conc int, limit time.Duration, stdout, stderr io.Writer) int {
 	body, err := reviewBody()
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return 1
 	}
+	m := &cpuMarks{}
+	mark := m.mark
+	if client {
+		mark = func(name string) { fmt.Fprintln(stdout, markPrefix+name) }
+	}
+	mark("floor")
 	floor := blast(base+"/floor", body, n, conc, limit)
+	mark("validate")
 	validate := blast(base+"/validate-pods", body, n, conc, limit)
+	mark("end")
 	for _, r := range []result{floor, validate} {
 		fmt.Fprintf(stdout, "%-15s %6d reviews in %6.2fs: %8.0f reviews/s  p50 %7.3fms  p99 %7.3fms  errors %d\n",
 			r.path, r.n, r.elapsed.Seconds(), float64(r.n)/r.elapsed.Seconds(), ms(r.p50), ms(r.p99), r.errors)
@@ -146,6 +168,7 @@ func blastBoth(base string, n, conc int, limit time.Duration, stdout, stderr io.
 	fmt.Fprintf(stdout, "validate/floor: throughput x%.2f, p50 x%.2f, p99 x%.2f\n",
 		(float64(floor.n)/floor.elapsed.Seconds())/(float64(validate.n)/validate.elapsed.Seconds()),
 		float64(validate.p50)/float64(floor.p50), float64(validate.p99)/float64(floor.p99))
+	m.perReview(stdout, "this process: the server and the client", n)
 	return 0
 }
 

@@ -170,10 +170,10 @@ func New(cfg *rest.Config, opts Options) (*Server, error) {
 		return nil, errs.ToAggregate()
 	}
 	// Every allowed GPU pod costs a write (its reservation): the client's
-	// rate is the configuration's (clientConnection). No gzip: compressing
-	// every flush of the watch streams cost the API server and the replicas
-	// CPU on every create (docs/performance.md); the traffic stays in the
-	// cluster.
+	// rate is the configuration's (clientConnection). No gzip but for the
+	// built-in types' watches (below): compressing every flush of the
+	// reservation objects' watch cost the API server and the replicas CPU
+	// on every create (docs/performance.md).
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = *opts.Config.ClientConnection.QPS, int(*opts.Config.ClientConnection.Burst)
 	cfg.DisableCompression = true
@@ -294,8 +294,10 @@ func (s *Server) watches(cfg *rest.Config) error {
 		MaxDeviceMemoryMiB: config.MaxDeviceMemoryMiB(opts.Config), Users: s.stamper, Log: opts.Log.WithName("ledger")})
 	// The watches list and watch built-in types only: in protobuf, the API
 	// server's own encoding, decoding costs a fraction of JSON's (a relist
-	// of 100k pods is most of a cold start).
+	// of 100k pods is most of a cold start), and gzipped: a cold start
+	// without it took longer (tests/relist's protobuf-nogzip).
 	feedCfg := podwire.ProtobufConfig(cfg)
+	feedCfg.DisableCompression = false
 	feedKube, err := kubernetes.NewForConfig(feedCfg)
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
