@@ -236,10 +236,12 @@ func build(ctx context.Context, sources []Source, run testRun) (*policySet, erro
 	}
 	set := &policySet{revision: revisionOf(mods), tests: len(rep.Results)}
 	policies := map[string]*ast.Module{}
+	builtin := map[string]bool{}
 	for _, m := range mods {
 		set.modules = append(set.modules, m.file)
 		if !m.test() {
 			policies[m.file] = m.parsed
+			builtin[m.file] = isBuiltin(m)
 		}
 	}
 	compiler := compilerFor(run.caps, run.schemas)
@@ -257,7 +259,7 @@ func build(ctx context.Context, sources []Source, run testRun) (*policySet, erro
 	if set.query, err = compiler.QueryCompiler().WithStrict(false).Compile(body); err != nil {
 		return nil, fmt.Errorf("preparing the admission query: %w", err)
 	}
-	set.compiler, set.store, set.reads = compiler, inmem.New(), readsOf(compiler.Modules)
+	set.compiler, set.store, set.reads = compiler, inmem.New(), readsOf(compiler.Modules, func(name string) bool { return builtin[name] })
 	return set, nil
 }
 

@@ -1,7 +1,11 @@
 package policy
 
 import (
+	"io/fs"
+
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	defaults "github.com/gpuadmit/gpuadmit/rego"
 )
 
 // Reads are the parts of the input document a policy set's rules can
@@ -15,7 +19,17 @@ import (
 type Reads struct {
 	all  bool
 	keys map[string]*Reads
+	// guardsUntrusted: a rule other than the built-in ones as embedded
+	// may read input.guard (an operator's copy of a built-in file, edited):
+	// its guard lines cannot be known to match its conditions.
+	guardsUntrusted bool
 }
+
+// GuardsTrusted reports whether input.guard is read only by the built-in
+// rules as embedded, whose guard lines the Decider's lists are proved
+// against (docs/policy-input.md). When it is not, every list must name
+// something, so that no rule is skipped.
+func (r *Reads) GuardsTrusted() bool { return r == nil || !r.guardsUntrusted }
 
 // AllReads reads everything: the whole input is built.
 func AllReads() *Reads { return &Reads{all: true} }
@@ -73,16 +87,38 @@ func (r *Reads) add(path ast.Ref) {
 	node.all = true // the value at the end is read whole
 }
 
-// readsOf finds what the compiled modules read of input.
-func readsOf(modules map[string]*ast.Module) *Reads {
+// readsOf finds what the compiled modules read of input; builtin says
+// whether a module (by its name) is a built-in file as embedded.
+func readsOf(modules map[string]*ast.Module, builtin func(name string) bool) *Reads {
 	w := &readsWalker{reads: &Reads{}}
-	for _, m := range modules {
+	for name, m := range modules {
+		w.operator = !builtin(name)
 		ast.WalkTerms(m, w.visit)
 	}
 	return w.reads
 }
 
-type readsWalker struct{ reads *Reads }
+// readsWalker walks one module at a time; operator: the module is not a
+// built-in file as embedded.
+type readsWalker struct {
+	reads    *Reads
+	operator bool
+}
+
+// guardRead marks the guards untrusted when an operator's module reads
+// input by path (the elements after input) that may reach input.guard.
+func (w *readsWalker) guardRead(path ast.Ref) {
+	if !w.operator {
+		return
+	}
+	if len(path) == 0 {
+		w.reads.guardsUntrusted = true
+		return
+	}
+	if key, ok := path[0].Value.(ast.String); !ok || key == "guard" {
+		w.reads.guardsUntrusted = true
+	}
+}
 
 // visit records a reference to input (and what its computed keys read), or
 // everything for input used other than through a reference.
@@ -93,6 +129,7 @@ func (w *readsWalker) visit(t *ast.Term) bool {
 			return false
 		}
 		w.reads.add(v[1:])
+		w.guardRead(v[1:])
 		for _, e := range v[1:] {
 			ast.WalkTerms(e, w.visit)
 		}
@@ -100,7 +137,16 @@ func (w *readsWalker) visit(t *ast.Term) bool {
 	case ast.Var:
 		if v.Equal(ast.InputRootDocument.Value) {
 			w.reads.all = true
+			w.guardRead(nil)
 		}
 	}
 	return false
+}
+
+// isBuiltin reports whether m is one of the built-in policy files, as
+// embedded, byte for byte (an operator's file of the same name replaces
+// it, edited or not).
+func isBuiltin(m *module) bool {
+	text, err := fs.ReadFile(defaults.FS, m.path)
+	return err == nil && string(text) == m.text
 }

@@ -82,3 +82,40 @@ func check(t *testing.T, at string, r *policy.Reads, has, hasNot []string) {
 		}
 	}
 }
+
+// TestGuardsTrusted: input.guard's lists are proved against the built-in
+// rules as embedded; any other module that may read them (by name, by a
+// key computed at evaluation, or through the whole input) makes them
+// untrusted, so that the Decider's lists skip no rule.
+func TestGuardsTrusted(t *testing.T) {
+	tests := []struct {
+		name    string
+		modules map[string]string
+		want    bool
+	}{
+		{name: "the built-in policies", want: true},
+		{name: "an operator's rule reading other parts", want: true,
+			modules: map[string]string{"p.rego": "package gpuadmit.admission\ndeny contains \"x\" if input.namespaceLabels.a\n"}},
+		{name: "an operator's rule reading a guard", want: false,
+			modules: map[string]string{"p.rego": "package gpuadmit.admission\ndeny contains \"x\" if input.guard.overLimit[0]\n"}},
+		{name: "an operator's rule reading a key computed at evaluation", want: false,
+			modules: map[string]string{"p.rego": "package gpuadmit.admission\ndeny contains k if { some k in [\"guard\"]; input[k].overLimit[0] }\n"}},
+		{name: "an operator's rule reading the whole input", want: false,
+			modules: map[string]string{"p.rego": "package gpuadmit.admission\ndeny contains \"x\" if { x := input; x.guard.unfit[0] }\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var srcs []policy.Source
+			if tt.modules != nil {
+				srcs = append(srcs, policy.Map("operators", tt.modules))
+			}
+			p, err := loaded(t, srcs...).Prepare()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Reads().GuardsTrusted(); got != tt.want {
+				t.Fatalf("GuardsTrusted() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

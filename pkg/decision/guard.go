@@ -18,15 +18,23 @@ var guardKeys = [...]string{"overLimit", "nearLimit", "unfit", "unresolvedFamili
 
 // guardTerm is input.guard with the lists reads names; the shared one
 // with every list empty (the common case) when none names a candidate
-// (the lists no rule reads are empty there too).
-func (d *inputDoc) guardTerm(b *builder, reads *policy.Reads) *ast.Term {
+// (the lists no rule reads are empty there too). Untrusted (a rule other
+// than the built-in ones as embedded reads the guard: an operator's edited
+// copy of a built-in file, whose conditions the lists are not proved
+// against), every list names "*", so that the index skips no rule.
+func (d *inputDoc) guardTerm(b *builder, reads *policy.Reads, trusted bool) *ast.Term {
 	var lists [len(guardKeys)][]*ast.Term
 	some := false
 	for i, k := range guardKeys {
-		if reads.Has(k) {
-			lists[i] = d.guard(b, k)
-			some = some || len(lists[i]) > 0
+		if !reads.Has(k) {
+			continue
 		}
+		if trusted {
+			lists[i] = d.guard(b, k)
+		} else {
+			lists[i] = []*ast.Term{b.str("*")}
+		}
+		some = some || len(lists[i]) > 0
 	}
 	if !some && b.words.noGuard != nil {
 		return b.words.noGuard

@@ -85,7 +85,7 @@ func (d *inputDoc) value(reads *policy.Reads) ast.Value {
 		}
 	}
 	if reads.Has("guard") {
-		items = append(items, b.item("guard", d.guardTerm(b, reads.Under("guard"))))
+		items = append(items, b.item("guard", d.guardTerm(b, reads.Under("guard"), reads.GuardsTrusted())))
 	}
 	return ast.NewObject(items...)
 }

@@ -1,0 +1,88 @@
+package decision
+
+import (
+	"context"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testns"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
+	"github.com/gpuadmit/gpuadmit/internal/fixtures/testquota"
+	"github.com/gpuadmit/gpuadmit/pkg/config"
+	"github.com/gpuadmit/gpuadmit/policy"
+	"github.com/gpuadmit/gpuadmit/rego"
+)
+
+// TestEditedBuiltinGuardStillFires attacks the guards with an operator's
+// copy of limits.rego (same name: it replaces the built-in file) that
+// keeps the guard line but makes the limit stricter (a pod may not reach
+// the limit, only stay under it). input.guard.overLimit is proved against
+// the built-in condition only, so at exactly the limit it would be empty
+// and OPA's index would skip the stricter rule: the quota the operator
+// wrote would be silently unenforced. The guards are trusted only when the
+// built-in files as embedded read them; here every list names "*".
+func TestEditedBuiltinGuardStillFires(t *testing.T) {
+	l := benchLedger(t, 0)
+	testns.Known(l, "edge")
+	l.UpsertQuota(testquota.New("edge", "q", map[string]string{"limits.nvidia.com/gpumem": "8192"}))
+	pod := testpod.New("at-the-limit").NS("edge").App("main", testpod.GPU(1), testpod.Mem(8192)).Build()
+
+	builtin, err := fs.ReadFile(rego.FS, "limits.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(builtin), "usage.after[dim] > limit.value", "usage.after[dim] >= limit.value", 1)
+	if edited == string(builtin) || !strings.Contains(edited, "input.guard.overLimit[0]") {
+		t.Fatal("limits.rego no longer has the condition or the guard this test edits")
+	}
+	tests := []struct {
+		name      string
+		overrides []policy.Source
+		reason    string // "" : allowed
+		trusted   bool
+	}{
+		{name: "the built-in rules: the pod reaches the limit and is allowed", trusted: true},
+		{name: "an operator's stricter copy keeping the guard line: denied", trusted: false, reason: "limit 8192 MiB",
+			overrides: []policy.Source{policy.Map("operator", map[string]string{
+				"limits.rego":      edited,
+				"limits_test.rego": "package gpuadmit.builtin_test\n\ntest_replaced if true\n",
+			})}},
+		{name: "an operator's identical copy: still the built-in rules", trusted: true,
+			overrides: []policy.Source{policy.Map("operator", map[string]string{"limits.rego": string(builtin)})}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := policy.New(policy.Options{})
+			if err := e.Load(context.Background(), tc.overrides...); err != nil {
+				t.Fatal(err)
+			}
+			p, err := e.Prepare()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Reads().GuardsTrusted(); got != tc.trusted {
+				t.Fatalf("guards trusted %v, want %v", got, tc.trusted)
+			}
+			d, err := New(e, l, config.Default(), logr.Discard())
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := d.Decide(context.Background(), Request{Pod: pod, Operation: "CREATE"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.reason == "" {
+				if !res.Allowed {
+					t.Fatalf("denied: %q", res.Denials)
+				}
+				return
+			}
+			if res.Allowed || !strings.Contains(strings.Join(res.Denials, "\n"), tc.reason) {
+				t.Fatalf("allowed %v, denials %q; want a denial naming %q", res.Allowed, res.Denials, tc.reason)
+			}
+		})
+	}
+}
