@@ -66,19 +66,18 @@ func labels[P interface {
 }
 
 // report reports, per create, what moved between before and after for
-// the resources that moved at least once per 100 creates (bytes in KiB).
+// the resources that moved at least once per 100 creates (bytes: at least
+// 0.01 KiB per create, in KiB).
 func (after traffic) report(b *testing.B, before traffic, creates int) {
 	b.Helper()
 	for key, v := range after {
-		d := (v - before[key]) / float64(creates)
+		d, unit := (v-before[key])/float64(creates), "/create"
+		if strings.HasPrefix(key, "event-bytes-") {
+			d, unit = d/1024, "-KiB/create"
+		}
 		if d < 0.01 {
 			continue
 		}
-		name := strings.ReplaceAll(key, "/", ":")
-		if strings.HasPrefix(key, "event-bytes-") {
-			b.ReportMetric(d/1024, name+"-KiB/create")
-			continue
-		}
-		b.ReportMetric(d, name+"/create")
+		b.ReportMetric(d, strings.ReplaceAll(key, "/", ":")+unit)
 	}
 }
