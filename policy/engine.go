@@ -322,7 +322,8 @@ func (set *policySet) run(ctx context.Context, input ast.Value, cancel topdown.C
 	}
 	defer set.store.Abort(ctx, txn)
 	q := topdown.NewQuery(set.query).WithCompiler(set.compiler).WithStore(set.store).WithTransaction(txn).
-		WithInput(ast.NewTerm(input)).WithCancel(cancel).WithEarlyExit(true).WithIndexing(true).WithTime(time.Now()).WithMetrics(metrics.NoOp())
+		WithInput(ast.NewTerm(input)).WithCancel(cancel).WithEarlyExit(true).WithIndexing(true).WithTime(time.Now()).WithMetrics(metrics.NoOp()).
+		WithVirtualCache(&smallCache{})
 	if tracer != nil {
 		q = q.WithQueryTracer(tracer)
 	}

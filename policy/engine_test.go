@@ -39,7 +39,7 @@ func input(t testing.TB, name string) ast.Value {
 		"demand": {` + demand + `, "errors": [], "families": {"nvidia": {` + demand + `}}},
 		"namespaceUsage": {` + usage + `, "nativeRequestQuotas": [], "families": {"nvidia": {` + usage + `}}},
 		"capacity": {"gpuNodes": 0, "eligibleNodes": 0, "maxDevicesPerNode": 0, "shapes": []},
-		"guard": {"overLimit": ["nvidia"], "nearLimit": [], "unfit": [], "unresolvedFamilies": []},
+		"guard": {"quiet": false, "overLimit": ["nvidia"], "nearLimit": [], "unfit": [], "unresolvedFamilies": []},
 		"settings": {` + settings + `, "families": {"nvidia": {` + settings + `}},
 			"nearLimitPercent": 90, "unsatisfiable": "deny"}}`).Value
 }
@@ -351,7 +351,7 @@ func TestExplainNamesTheRules(t *testing.T) {
 		t.Errorf("Explain = %q / %q, Eval = %q / %q (origins %v)", out.Deny, out.Warn, plain.Deny, plain.Warn, plain.Origins)
 	}
 	want := map[string][]policy.Origin{
-		quotaDenial:               {{Rule: "data.gpuadmit.builtin.deny", File: "embedded/limits.rego", Line: 18}},
+		quotaDenial:               {{Rule: "data.gpuadmit.builtin.deny", File: "embedded/limits.rego", Line: 23}},
 		"no pods named forbidden": {{Rule: policy.DenyRule, File: "override/extra.rego", Line: 3}},
 	}
 	for msg, w := range want {
@@ -362,7 +362,7 @@ func TestExplainNamesTheRules(t *testing.T) {
 	if len(out.Origins) != len(want) {
 		t.Errorf("origins for %d messages, want %d: %v", len(out.Origins), len(want), out.Origins)
 	}
-	if s := want[quotaDenial][0].String(); s != "data.gpuadmit.builtin.deny (embedded/limits.rego:18)" {
+	if s := want[quotaDenial][0].String(); s != "data.gpuadmit.builtin.deny (embedded/limits.rego:23)" {
 		t.Errorf("Origin.String() = %q", s)
 	}
 }

@@ -19,7 +19,7 @@ type Origin struct {
 	Line int    `json:"line"`
 }
 
-// String is "data.gpuadmit.builtin.deny (embedded/limits.rego:18)".
+// String is "data.gpuadmit.builtin.deny (embedded/limits.rego:23)".
 func (o Origin) String() string {
 	return o.Rule + " (" + o.File + ":" + strconv.Itoa(o.Line) + ")"
 }

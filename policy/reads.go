@@ -94,8 +94,23 @@ func readsOf(modules map[string]*ast.Module, builtin func(name string) bool) *Re
 	for name, m := range modules {
 		w.operator = !builtin(name)
 		ast.WalkTerms(m, w.visit)
+		if w.operator {
+			ast.WalkWiths(m, w.replacesInput)
+		}
 	}
 	return w.reads
+}
+
+// replacesInput marks the guards untrusted when an operator's module
+// evaluates with a part of input replaced (with input.teamLimits as ...):
+// the guards are computed from the input as built, so under the
+// replacement a built-in rule the guards skip could fire (a cap the
+// operator writes as a team limit for the built-in rule to enforce).
+func (w *readsWalker) replacesInput(with *ast.With) bool {
+	if r, ok := with.Target.Value.(ast.Ref); ok && r.HasPrefix(ast.InputRootRef) {
+		w.reads.guardsUntrusted = true
+	}
+	return false
 }
 
 // readsWalker walks one module at a time; operator: the module is not a

@@ -100,6 +100,12 @@ func TestGuardsTrusted(t *testing.T) {
 			modules: map[string]string{"p.rego": "package gpuadmit.admission\ndeny contains \"x\" if input.guard.overLimit[0]\n"}},
 		{name: "an operator's rule reading a key computed at evaluation", want: false,
 			modules: map[string]string{"p.rego": "package gpuadmit.admission\ndeny contains k if { some k in [\"guard\"]; input[k].overLimit[0] }\n"}},
+		{name: "an operator's rule evaluating the built-in rules with a part of input replaced", want: false,
+			modules: map[string]string{"p.rego": "package gpuadmit.admission\ndeny contains m if { some m in data.gpuadmit.builtin.deny with input.teamLimits as [] }\n"}},
+		{name: "an operator's rule evaluating with a setting replaced", want: false,
+			modules: map[string]string{"p.rego": "package gpuadmit.admission\nwarn contains m if { some m in data.gpuadmit.builtin.warn with input.settings.nearLimitPercent as 5 }\n"}},
+		{name: "an operator's rule replacing data, not input", want: true,
+			modules: map[string]string{"p.rego": "package gpuadmit.admission\nlimit := 1\ndeny contains \"x\" if { input.namespace == \"a\"; limit == 2 with data.gpuadmit.admission.limit as 2 }\n"}},
 		{name: "an operator's rule reading the whole input", want: false,
 			modules: map[string]string{"p.rego": "package gpuadmit.admission\ndeny contains \"x\" if { x := input; x.guard.unfit[0] }\n"}},
 	}

@@ -12,7 +12,13 @@
 # when no budget counts the namespace.
 package gpuadmit.builtin
 
+# Every deny and warn rule starts with input.guard.quiet == false: the
+# input sets quiet only when every list the built-in rules start from is
+# empty, so that OPA's rule index skips all of them with one lookup when
+# none can fire (docs/policy-input.md, guard).
+
 deny contains msg if {
+	input.guard.quiet == false
 	input.budgets[0]
 	input.operation == "CREATE"
 	some b in input.budgets
@@ -24,6 +30,7 @@ deny contains msg if {
 }
 
 deny contains msg if {
+	input.guard.quiet == false
 	input.budgets[0]
 	input.operation == "CREATE"
 	some b in input.budgets
@@ -37,6 +44,7 @@ deny contains msg if {
 }
 
 warn contains msg if {
+	input.guard.quiet == false
 	input.budgets[0]
 	input.operation == "CREATE"
 	some b in input.budgets
@@ -53,6 +61,7 @@ warn contains msg if {
 # admission in the namespace (and in the budget's Valid condition): it is
 # never silently ignored.
 warn contains msg if {
+	input.guard.quiet == false
 	input.budgetProblems[0]
 	input.operation == "CREATE"
 	some p in input.budgetProblems

@@ -12,6 +12,11 @@
 # other tenants use on them, are not the tenant's.
 package gpuadmit.builtin
 
+# Every deny and warn rule starts with input.guard.quiet == false: the
+# input sets quiet only when every list the built-in rules start from is
+# empty, so that OPA's rule index skips all of them with one lookup when
+# none can fire (docs/policy-input.md, guard).
+
 unsatisfiable contains msg if {
 	input.operation == "CREATE"
 	input.capacity.eligibleNodes == 0
@@ -67,6 +72,7 @@ fits_somewhere(c) if {
 # OPA's rule index skips both when input.guard.unfit, the candidates
 # computed with the input, is empty (docs/policy-input.md, guard).
 deny contains msg if {
+	input.guard.quiet == false
 	input.guard.unfit[0]
 	not all_fit
 	input.settings.unsatisfiable != "warn"
@@ -74,6 +80,7 @@ deny contains msg if {
 }
 
 warn contains msg if {
+	input.guard.quiet == false
 	input.guard.unfit[0]
 	not all_fit
 	input.settings.unsatisfiable == "warn"

@@ -74,7 +74,7 @@ complete(inp) := object.union(object.remove(inp, ["demand", "namespaceUsage", "g
 # index skips no guarded rule, so these tests check each rule's own
 # condition (the decision package's TestGuardsDecideAsUnguarded checks the
 # lists it computes against the rules without guards).
-every_candidate := {"overLimit": ["*"], "nearLimit": ["*"], "unfit": ["*"], "unresolvedFamilies": ["*"]}
+every_candidate := {"quiet": false, "overLimit": ["*"], "nearLimit": ["*"], "unfit": ["*"], "unresolvedFamilies": ["*"]}
 
 # family_usage is the derived part of one family's usage: after and the
 # limits with their afterPercent.

@@ -6,6 +6,11 @@
 # Kubernetes charges with the init-container peak for the pod's whole life.
 package gpuadmit.builtin
 
+# Every deny and warn rule starts with input.guard.quiet == false: the
+# input sets quiet only when every list the built-in rules start from is
+# empty, so that OPA's rule index skips all of them with one lookup when
+# none can fire (docs/policy-input.md, guard).
+
 units := {"gpu": "", "gpumem": " MiB", "gpucores": ""}
 
 # Limits are checked on CREATE: an UPDATE cannot change a pod's GPU requests
@@ -16,6 +21,7 @@ units := {"gpu": "", "gpumem": " MiB", "gpucores": ""}
 # whose candidate list (computed with the input) is empty; the rule still
 # checks its own condition (docs/policy-input.md, guard).
 deny contains msg if {
+	input.guard.quiet == false
 	input.guard.overLimit[0]
 	input.operation == "CREATE"
 	some family, usage in input.namespaceUsage.families
@@ -41,6 +47,7 @@ deny contains msg if {
 # Claims are in no scope. scopedLimits[0]: OPA's rule index skips the rules
 # when there is none.
 deny contains msg if {
+	input.guard.quiet == false
 	input.namespaceUsage.scopedLimits[0]
 	input.operation == "CREATE"
 	some limit in input.namespaceUsage.scopedLimits
@@ -59,6 +66,7 @@ deny contains msg if {
 }
 
 warn contains msg if {
+	input.guard.quiet == false
 	input.namespaceUsage.scopedLimits[0]
 	input.operation == "CREATE"
 	near := input.settings.nearLimitPercent
@@ -101,6 +109,7 @@ invalid_note(limit) := "; the quota's value is not a whole number, so it blocks 
 else := ""
 
 warn contains msg if {
+	input.guard.quiet == false
 	input.guard.nearLimit[0]
 	input.operation == "CREATE"
 	near := input.settings.nearLimitPercent
@@ -119,6 +128,7 @@ warn contains msg if {
 
 # nativeRequestQuotas[0]: OPA's rule index skips the rule when there is none.
 warn contains msg if {
+	input.guard.quiet == false
 	input.namespaceUsage.nativeRequestQuotas[0]
 	some q in input.namespaceUsage.nativeRequestQuotas
 	msg := sprintf("namespace %q: ResourceQuota %q sets %s: Kubernetes charges a pod's init-container peak there for the pod's whole life, even after its init containers finish; use limits.%s, which gpuadmit enforces and releases when init containers exit", [
@@ -138,6 +148,7 @@ warn contains msg if {
 # team quota counts the namespace.
 
 deny contains msg if {
+	input.guard.quiet == false
 	input.teamLimits[0]
 	input.operation == "CREATE"
 	some limit in input.teamLimits
@@ -156,6 +167,7 @@ deny contains msg if {
 }
 
 warn contains msg if {
+	input.guard.quiet == false
 	input.teamLimits[0]
 	input.operation == "CREATE"
 	near := input.settings.nearLimitPercent

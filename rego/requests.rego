@@ -6,11 +6,17 @@
 # denied with an explanation: it could not be counted against any limit.
 package gpuadmit.builtin
 
+# Every deny and warn rule starts with input.guard.quiet == false: the
+# input sets quiet only when every list the built-in rules start from is
+# empty, so that OPA's rule index skips all of them with one lookup when
+# none can fire (docs/policy-input.md, guard).
+
 # A rule that starts from a list names its first element (errors[0]) as
 # well: OPA's rule index then skips the rule without evaluating it when the
 # list is empty, as it is for almost every pod.
 
 deny contains msg if {
+	input.guard.quiet == false
 	input.demand.errors[0]
 	some e in input.demand.errors
 	not input.claim.name
@@ -21,6 +27,7 @@ deny contains msg if {
 
 # A ResourceClaim's errors name its request ("<claim>/<request>").
 deny contains msg if {
+	input.guard.quiet == false
 	input.demand.errors[0]
 	some e in input.demand.errors
 	input.claim.name
@@ -30,8 +37,9 @@ deny contains msg if {
 }
 
 deny contains msg if {
-	input.operation == "CREATE"
+	input.guard.quiet == false
 	input.demand.unresolved[0]
+	input.operation == "CREATE"
 	some name in input.demand.unresolved
 	some c in input.demand.containers
 	c.name == name
@@ -62,6 +70,7 @@ size_advice := sprintf("check that HAMi's device plugin runs on the nodes the po
 # rather than admitted at 0 MiB. input.guard.unresolvedFamilies[0]: OPA's
 # rule index skips the rule when no family has an unresolved container.
 deny contains msg if {
+	input.guard.quiet == false
 	input.guard.unresolvedFamilies[0]
 	input.operation == "CREATE"
 	some family, demand in input.demand.families

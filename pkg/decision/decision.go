@@ -303,7 +303,7 @@ func (d *Decider) document(ctx context.Context, req Request) (*inputDoc, error) 
 	}
 	doc.teams = d.teamChecks(&req)
 	if req.Operation == "CREATE" { // a budget holds new pods and claims alone
-		doc.budgets, doc.budgetProblems = d.budgetChecks(ns, d.budgetDemand(&req, doc.demand), deadlineOf(&req))
+		doc.budgets, doc.budgetProblems = d.budgetChecks(ns, d.budgetDemand(&req, doc.effUsage()), deadlineOf(&req))
 	}
 	return doc, nil
 }

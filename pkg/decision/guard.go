@@ -16,13 +16,16 @@ import (
 // rules with the same rules without guards).
 var guardKeys = [...]string{"overLimit", "nearLimit", "unfit", "unresolvedFamilies"}
 
-// guardTerm is input.guard with the lists reads names; the shared one
-// with every list empty (the common case) when none names a candidate
-// (the lists no rule reads are empty there too). Untrusted (a rule other
-// than the built-in ones as embedded reads the guard: an operator's edited
-// copy of a built-in file, whose conditions the lists are not proved
-// against), every list names "*", so that the index skips no rule.
-func (d *inputDoc) guardTerm(b *builder, reads *policy.Reads, trusted bool) *ast.Term {
+// guardTerm is input.guard with the lists reads names, and quiet (true
+// when no built-in rule can fire: every list they start from is empty,
+// among items, the input's other parts, and the guard's own lists); the
+// shared one with every list empty (the common case) when none names a
+// candidate (the lists no rule reads are empty there too). Untrusted (a
+// rule other than the built-in ones as embedded reads the guard: an
+// operator's edited copy of a built-in file, whose conditions the lists
+// are not proved against), every list names "*" and quiet is false, so
+// that the index skips no rule.
+func (d *inputDoc) guardTerm(b *builder, reads *policy.Reads, trusted bool, items [][2]*ast.Term) *ast.Term {
 	var lists [len(guardKeys)][]*ast.Term
 	some := false
 	for i, k := range guardKeys {
@@ -36,16 +39,54 @@ func (d *inputDoc) guardTerm(b *builder, reads *policy.Reads, trusted bool) *ast
 		}
 		some = some || len(lists[i]) > 0
 	}
-	if !some && b.words.noGuard != nil {
-		return b.words.noGuard
+	quiet := trusted && !some && startsEmpty(b, items)
+	if !some && b.words.noGuard[quiet] != nil {
+		return b.words.noGuard[quiet]
 	}
-	items := make([][2]*ast.Term, 0, len(guardKeys))
+	items = make([][2]*ast.Term, 0, len(guardKeys)+1)
+	if reads.Has("quiet") {
+		items = append(items, b.item("quiet", ast.InternedTerm(quiet)))
+	}
 	for i, k := range guardKeys {
 		if reads.Has(k) {
 			items = append(items, b.item(k, b.array(lists[i]...)))
 		}
 	}
 	return b.object(items...)
+}
+
+// starts are the lists other than the guard's own that built-in deny and
+// warn rules start from (the R[0] after input.guard.quiet == false;
+// TestEveryBuiltinRuleStartsQuiet reads them in the embedded files).
+var starts = [...][]string{{"demand", "errors"}, {"demand", "unresolved"}, {"namespaceUsage", "scopedLimits"},
+	{"namespaceUsage", "nativeRequestQuotas"}, {"teamLimits"}, {"budgets"}, {"budgetProblems"}}
+
+// startsEmpty reports whether every list of starts is absent or empty
+// among items (the input's parts): R[0] is undefined for each.
+func startsEmpty(b *builder, items [][2]*ast.Term) bool {
+	for _, path := range starts {
+		v := find(items, path[0])
+		for _, k := range path[1:] {
+			if v == nil {
+				break
+			}
+			v = v.Get(b.str(k))
+		}
+		if v != nil && v.Get(ast.InternedTerm(0)) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// find is the value of key among items (nil: absent).
+func find(items [][2]*ast.Term, key string) *ast.Term {
+	for _, it := range items {
+		if s, ok := it[0].Value.(ast.String); ok && string(s) == key {
+			return it[1]
+		}
+	}
+	return nil
 }
 
 // guard is the list key of input.guard.
@@ -79,10 +120,7 @@ func (d *inputDoc) limitCandidates(b *builder, test func(after, value int64) boo
 	if len(d.ns.Limits) == 0 {
 		return nil
 	}
-	after, eff := d.after(), d.eff
-	if eff == nil {
-		eff = d.demand.Effective()
-	}
+	after, eff := d.after(), d.effUsage()
 	var fams []*ast.Term
 	for f, l := range d.ns.Limits {
 		a, e := after.Of(f), eff.Of(f)

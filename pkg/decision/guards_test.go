@@ -32,8 +32,13 @@ import (
 var guardedFiles = []string{"limits.rego", "capacity.rego", "requests.rego"}
 
 // guardedRules are the rules (by their messages, ruleOf) that a guard lets
-// OPA's index skip: every one must fire in a differential run.
-var guardedRules = []string{"limits/deny", "limits/near", "capacity/deny", "capacity/warn", "requests/unresolvedFamilies"}
+// OPA's index skip (every built-in deny and warn rule, through
+// input.guard.quiet): every one but the claims' must fire in a
+// differential run (the pods' errors rule starts from the same list).
+var guardedRules = []string{"limits/deny", "limits/near", "limits/native", "limits/scoped-deny", "limits/scoped-near",
+	"limits/team-deny", "limits/team-near", "capacity/deny", "capacity/warn",
+	"requests/errors", "requests/unresolved", "requests/unresolvedFamilies",
+	"budgets/spent", "budgets/deadline", "budgets/near", "budgets/problem"}
 
 // unguarded is the built-in policy set with every line that reads
 // input.guard dropped: the same rules, never skipped by a guard.
@@ -113,6 +118,10 @@ func (tw *twin) Eval(ctx context.Context, in ast.Value) (policy.Output, error) {
 // ruleOf names the built-in rule that words message m.
 func ruleOf(m, kind string) string {
 	rules := []struct{ sub, rule string }{
+		{"is spent:", "budgets/spent"},
+		{"lets this pod burn up to", "budgets/deadline"},
+		{"-hours (", "budgets/near"},
+		{"is not enforced in part", "budgets/problem"},
 		{"used by the pods in the scopes of", "limits/scoped-" + kind},
 		{"in the team's namespaces, limit", "limits/team-deny"},
 		{"of the limit of", "limits/team-near"},
@@ -138,7 +147,8 @@ func ruleOf(m, kind string) string {
 // guardCluster is a random cluster and the Decider over it: namespaces
 // with quotas near and over their limits (nvidia and Ascend, native
 // requests quotas), nodes of several device sizes (or none), running
-// pods, a near-limit percentage and the unsatisfiable setting.
+// pods, a near-limit percentage and the unsatisfiable setting; and, each
+// sometimes, a scoped quota, a team quota and budgets (addGuardExtras).
 func guardCluster(t testing.TB, r *rand.Rand, ev Evaluator) *Decider {
 	t.Helper()
 	fams := twoFamilies()
@@ -180,7 +190,7 @@ func guardCluster(t testing.TB, r *rand.Rand, ev Evaluator) *Decider {
 	if r.IntN(3) == 0 {
 		cfg.Admission.Unsatisfiable = ptr.To(configv1alpha1.UnsatisfiableWarn)
 	}
-	d, err := newDecider(ev, l, cfg, fams, logr.Discard())
+	d, err := newDecider(ev, l, cfg, fams, logr.Discard(), addGuardExtras(r, l))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +228,7 @@ func runGuards(t testing.TB, tw *twin, seed uint64, pods int) {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	d := guardCluster(t, r, tw)
 	for i := range pods {
-		req := Request{Pod: guardPod(r, fmt.Sprint("p", i), fmt.Sprintf("ns-%d", r.IntN(3)), true)}
+		req := guardRequest(r, d, Request{Pod: guardPod(r, fmt.Sprint("p", i), fmt.Sprintf("ns-%d", r.IntN(3)), true)})
 		if r.IntN(8) == 0 {
 			req.Operation = "UPDATE"
 		}

@@ -86,3 +86,67 @@ func TestEditedBuiltinGuardStillFires(t *testing.T) {
 		})
 	}
 }
+
+// withInputPolicy is an operator's policy that enforces its own caps
+// through the built-in rules, evaluated on an input it changes: a team
+// limit of 0 GPUs in namespace capped, a request error in errs, and a
+// near-limit threshold of 5 % everywhere. It reads no input.guard, but the
+// guards (quiet above all) were computed from the input as built, where
+// none of those lists names anything.
+const withInputPolicy = `package gpuadmit.admission
+
+zero_cap := [{"quota": "zero", "family": "nvidia", "dimension": "gpu", "key": "limits.nvidia.com/gpu",
+	"value": 0, "invalid": false, "perUser": false, "user": "", "members": [input.namespace],
+	"used": 0, "reserved": 0, "after": input.namespaceUsage.after.gpu, "afterPercent": 100}]
+
+deny contains msg if {
+	input.namespace == "capped"
+	some msg in data.gpuadmit.builtin.deny with input.teamLimits as zero_cap
+}
+
+deny contains msg if {
+	input.namespace == "errs"
+	some msg in data.gpuadmit.builtin.deny with input.demand.errors as [{"container": "main", "resource": "nvidia.com/gpu", "value": "1", "reason": "not here"}]
+}
+
+warn contains msg if {
+	some msg in data.gpuadmit.builtin.warn with input.settings.nearLimitPercent as 5
+}
+`
+
+// TestGuardsUnderAReplacedInput: an operator's rule that evaluates the
+// built-in rules with a part of the input replaced (with input.X as ...)
+// makes the guards untrusted, so the built-in rules it reuses are not
+// skipped: the capped and errs pods are denied, and the pod at 10 % of its
+// namespace's limit is warned at the operator's 5 %.
+func TestGuardsUnderAReplacedInput(t *testing.T) {
+	l := benchLedger(t, 0)
+	e := policy.New(policy.Options{})
+	if err := e.Load(context.Background(), policy.Map("operator", map[string]string{"caps.rego": withInputPolicy})); err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(e, l, config.Default(), logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	testns.Known(l, "capped", "errs", "roomy")
+	l.UpsertQuota(testquota.New("roomy", "q", map[string]string{"limits.nvidia.com/gpu": "10"}))
+	tests := []struct{ ns, denial, warning string }{
+		{ns: "capped", denial: `limit 0 (GPUClusterQuota "zero"`},
+		{ns: "errs", denial: "not here"},
+		{ns: "roomy", warning: "at 10 % of its limit"},
+	}
+	for _, tc := range tests {
+		pod := testpod.New("p").NS(tc.ns).App("main", testpod.GPU(1), testpod.Mem(1024)).Build()
+		res, err := d.Decide(context.Background(), Request{Pod: pod, Operation: "CREATE"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(res.Denials, "\n"); tc.denial == "" && !res.Allowed || !strings.Contains(got, tc.denial) {
+			t.Errorf("%s: denials %q, want one containing %q", tc.ns, res.Denials, tc.denial)
+		}
+		if got := strings.Join(res.Warnings, "\n"); !strings.Contains(got, tc.warning) {
+			t.Errorf("%s: warnings %q, want one containing %q", tc.ns, res.Warnings, tc.warning)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package decision
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
@@ -130,4 +131,96 @@ func TestGuardBuiltOnlyWhenRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEveryBuiltinRuleStartsQuiet proves input.guard.quiet sound on the
+// embedded files: every built-in deny and warn rule starts with
+// input.guard.quiet == false and then R[0], R one of the guard's lists or
+// of starts, so that when quiet is true (every such R empty or absent:
+// startsEmpty and the guard's lists) no rule could have fired. Every entry
+// of starts is some rule's R: the summary names no list in vain.
+func TestEveryBuiltinRuleStartsQuiet(t *testing.T) {
+	quiet := ast.MustParseExpr("input.guard.quiet == false")
+	allowed := map[string]bool{}
+	for _, k := range guardKeys {
+		allowed["guard."+k] = true
+	}
+	for _, p := range starts {
+		allowed[strings.Join(p, ".")] = false
+	}
+	rules := 0
+	for _, m := range builtinModules(t) {
+		for _, r := range m.Rules {
+			if name := r.Head.Name.String(); name != "deny" && name != "warn" {
+				continue
+			}
+			rules++
+			at := fmt.Sprintf("%s:%d", r.Location.File, r.Location.Row)
+			if len(r.Body) < 2 || !r.Body[0].Equal(quiet) {
+				t.Errorf("%s: the rule does not start with %v", at, quiet)
+				continue
+			}
+			path, ok := firstElement(r.Body[1])
+			if _, known := allowed[path]; !ok || !known {
+				t.Errorf("%s: the rule's second expression %v is not R[0] of a list the input's quiet summarizes", at, r.Body[1])
+				continue
+			}
+			allowed[path] = true
+		}
+	}
+	if rules < 17 {
+		t.Errorf("found %d deny and warn rules, want at least 17", rules)
+	}
+	for p, used := range allowed {
+		if !used && !strings.HasPrefix(p, "guard.") {
+			t.Errorf("starts names %s, which no built-in rule starts from", p)
+		}
+	}
+}
+
+// firstElement is "a.b" for the expression input.a.b[0].
+func firstElement(e *ast.Expr) (string, bool) {
+	ref, ok := e.Terms.(*ast.Term)
+	if !ok || e.Negated {
+		return "", false
+	}
+	r, ok := ref.Value.(ast.Ref)
+	if !ok || len(r) < 3 || !r.HasPrefix(ast.InputRootRef) || !r[len(r)-1].Equal(ast.InternedTerm(0)) {
+		return "", false
+	}
+	keys := make([]string, 0, len(r)-2)
+	for _, k := range r[1 : len(r)-1] {
+		s, ok := k.Value.(ast.String)
+		if !ok {
+			return "", false
+		}
+		keys = append(keys, string(s))
+	}
+	return strings.Join(keys, "."), true
+}
+
+// builtinModules parses the embedded built-in rule files.
+func builtinModules(t *testing.T) []*ast.Module {
+	t.Helper()
+	entries, err := fs.ReadDir(rego.FS, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mods []*ast.Module
+	for _, e := range entries {
+		n := e.Name()
+		if !strings.HasSuffix(n, ".rego") || strings.HasSuffix(n, "_test.rego") {
+			continue
+		}
+		src, err := fs.ReadFile(rego.FS, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := ast.ParseModuleWithOpts(n, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods = append(mods, m)
+	}
+	return mods
 }

@@ -72,10 +72,7 @@ type inputDoc struct {
 // rule of the policy set reads is left out (policy.Reads).
 func (d *inputDoc) value(reads *policy.Reads) ast.Value {
 	b := &builder{words: d.words, memo: d.memo}
-	if d.eff == nil {
-		d.eff = d.demand.Effective()
-	}
-	d.afterUsage = sumUsage(d.ns.Used, d.ns.Reserved, d.eff)
+	d.afterUsage = sumUsage(d.ns.Used, d.ns.Reserved, d.effUsage())
 	keys := [...]string{"apiVersion", "kind", "operation", "dryRun", "namespace", "namespaceLabels", "userInfo", "pod", "claim",
 		"demand", "namespaceUsage", "teamLimits", "budgets", "budgetProblems", "capacity", "settings"}
 	items := make([][2]*ast.Term, 0, len(keys))
@@ -85,7 +82,7 @@ func (d *inputDoc) value(reads *policy.Reads) ast.Value {
 		}
 	}
 	if reads.Has("guard") {
-		items = append(items, b.item("guard", d.guardTerm(b, reads.Under("guard"), reads.GuardsTrusted())))
+		items = append(items, b.item("guard", d.guardTerm(b, reads.Under("guard"), reads.GuardsTrusted(), items)))
 	}
 	return ast.NewObject(items...)
 }
@@ -132,7 +129,15 @@ func (d *inputDoc) after() effective.Usage {
 	if d.afterUsage != nil {
 		return d.afterUsage
 	}
-	return sumUsage(d.ns.Used, d.ns.Reserved, d.demand.Effective())
+	return sumUsage(d.ns.Used, d.ns.Reserved, d.effUsage())
+}
+
+// effUsage is the demand's effective usage, computed once per document.
+func (d *inputDoc) effUsage() effective.Usage {
+	if d.eff == nil {
+		d.eff = d.demand.Effective()
+	}
+	return d.eff
 }
 
 // usageTerm is input.namespaceUsage: the first family's usage, after and

@@ -36,9 +36,9 @@ func (d *Decider) namedClaims(pod *corev1.Pod) []effective.Usage {
 
 // budgetDemand is what the request burns per millisecond of its run: a
 // claim's or a pod's own demand, and for a pod the charges of the claims
-// it names (saturating: an overflow can only deny more).
-func (d *Decider) budgetDemand(req *Request, demand effective.Demands) effective.Usage {
-	eff := demand.Effective()
+// it names (saturating: an overflow can only deny more). eff is the
+// request's own effective usage (read, never changed).
+func (d *Decider) budgetDemand(req *Request, eff effective.Usage) effective.Usage {
 	if req.Claim != nil {
 		return eff
 	}

@@ -25,7 +25,7 @@ func (d *inputDoc) scopedTerm(b *builder, fams []string) *ast.Term {
 		return b.array()
 	}
 	var items []*ast.Term
-	eff := d.demand.Effective()
+	eff := d.effUsage()
 	for _, q := range d.scoped {
 		scopes := make([]*ast.Term, len(q.Scopes))
 		for i, s := range q.Scopes {

@@ -107,7 +107,7 @@ func (d *inputDoc) teamsTerm(b *builder) *ast.Term {
 	if len(d.teams) == 0 {
 		return b.array()
 	}
-	eff := d.demand.Effective()
+	eff := d.effUsage()
 	items := make([]*ast.Term, 0, len(d.teams))
 	for i := range d.teams {
 		c := &d.teams[i]

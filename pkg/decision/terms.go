@@ -15,8 +15,9 @@ import (
 type words struct {
 	strs                    map[string]*ast.Term
 	emptyArray, emptyObject *ast.Term
-	// noGuard is input.guard with every list empty (guard.go).
-	noGuard *ast.Term
+	// noGuard is input.guard with every list empty, by its quiet
+	// (guard.go).
+	noGuard map[bool]*ast.Term
 }
 
 // newWords makes the terms of the input's keys and fixed values and of the
@@ -33,7 +34,7 @@ func newWords(fams []effective.Family) words {
 		"priorityClassName", "runtimeClassName", "schedulerName", "deviceClassNames", "scopedLimits", "family", "dimension", "scopes",
 		"teamLimits", "perUser", "user", "members",
 		"budgets", "budgetProblems", "window", "rolling", "windowEnd", "hard", "percent", "hardHours", "usedHours", "leftHours",
-		"guard", "overLimit", "nearLimit", "unfit", "unresolvedFamilies",
+		"guard", "quiet", "overLimit", "nearLimit", "unfit", "unresolvedFamilies",
 		"activeDeadlineSeconds", "maxBurn", "maxBurnHours", "warnPercent", "problem", KindBudget, KindClusterBudget,
 		string(effective.RoleApp), string(effective.RoleInit), string(effective.RoleSidecar), ""}
 	w := words{strs: make(map[string]*ast.Term, len(list)+len(fams)), emptyArray: ast.ArrayTerm(), emptyObject: ast.ObjectTerm()}
@@ -43,11 +44,14 @@ func newWords(fams []effective.Family) words {
 	for i := range fams {
 		w.strs[fams[i].Name] = ast.StringTerm(fams[i].Name)
 	}
-	items := make([][2]*ast.Term, len(guardKeys))
-	for i, k := range guardKeys {
-		items[i] = [2]*ast.Term{w.strs[k], w.emptyArray}
+	w.noGuard = map[bool]*ast.Term{}
+	for _, quiet := range []bool{false, true} {
+		items := [][2]*ast.Term{{w.strs["quiet"], ast.InternedTerm(quiet)}}
+		for _, k := range guardKeys {
+			items = append(items, [2]*ast.Term{w.strs[k], w.emptyArray})
+		}
+		w.noGuard[quiet] = ast.ObjectTerm(items...)
 	}
-	w.noGuard = ast.ObjectTerm(items...)
 	return w
 }
 

@@ -83,7 +83,7 @@ func TestEvalPolicyInputs(t *testing.T) {
 				"  no ResourceQuota limits a managed resource in this namespace"}, WantErrSub: libraryLine},
 		{Name: "--explain shows the limits against the usage after the pod", Stdin: "apiVersion: v1\nkind: Pod\nmetadata: {name: big, namespace: team-a}\nspec:\n  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 30720}}}]\n",
 			Args: []string{"eval", "-f", "-", "--state", fixtures.State + "idle-a10-quota24g.yaml", "--explain", "-o", "table"}, WantCode: 1,
-			WantTextSub: []string{"    by  data.gpuadmit.builtin.deny at embedded/limits.rego:18\n",
+			WantTextSub: []string{"    by  data.gpuadmit.builtin.deny at embedded/limits.rego:23\n",
 				`  limit nvidia.com/gpumem: 0 used + 0 reserved + 30720 this pod = 30720 of 24576 (ResourceQuota "gpu-quota" limits.nvidia.com/gpumem): EXCEEDED`}},
 		{Name: "a namespace missing from the state is a warning", Stdin: strings.Replace(twoGPUs, "bronze-ns", "team-z", 1), Args: eval(twoGPUs),
 			WantCode: 0, WantTextSub: []string{`"allowed": true`}, WantErrSub: `warning: namespace "team-z" is not in the state: the policies see no namespace labels`},
