@@ -95,22 +95,43 @@ func readsOf(modules map[string]*ast.Module, builtin func(name string) bool) *Re
 		w.operator = !builtin(name)
 		ast.WalkTerms(m, w.visit)
 		if w.operator {
-			ast.WalkWiths(m, w.replacesInput)
+			w.changesBuiltin(m)
 		}
 	}
 	return w.reads
 }
 
-// replacesInput marks the guards untrusted when an operator's module
-// evaluates with a part of input replaced (with input.teamLimits as ...):
-// the guards are computed from the input as built, so under the
-// replacement a built-in rule the guards skip could fire (a cap the
-// operator writes as a team limit for the built-in rule to enforce).
-func (w *readsWalker) replacesInput(with *ast.With) bool {
-	if r, ok := with.Target.Value.(ast.Ref); ok && r.HasPrefix(ast.InputRootRef) {
-		w.reads.guardsUntrusted = true
+// builtinRef is the built-in rules' package.
+var builtinRef = ast.MustParseRef(BuiltinPackage)
+
+// changesBuiltin marks the guards untrusted when an operator's module can
+// change what a built-in rule computes, so that a rule the guards skip
+// could fire: a rule of its own in the built-in package (a partial set
+// such as unsatisfiable takes every module's definitions), or an
+// evaluation with something the built-in rules read replaced (with
+// input.teamLimits as ..., with gt as gte, with
+// data.gpuadmit.builtin.all_fit as false). Replacing the operator's own
+// rules (with data.gpuadmit.admission.limit as 2) keeps them trusted.
+// The guards are proved against the built-in rules as embedded, on the
+// input as built.
+func (w *readsWalker) changesBuiltin(m *ast.Module) {
+	for _, r := range m.Rules {
+		if overlaps(m.Package.Path.Extend(r.Ref().GroundPrefix())) {
+			w.reads.guardsUntrusted = true
+		}
 	}
-	return false
+	ast.WalkWiths(m, func(with *ast.With) bool {
+		if r, ok := with.Target.Value.(ast.Ref); !ok || !r.HasPrefix(ast.DefaultRootRef) || overlaps(r) {
+			w.reads.guardsUntrusted = true
+		}
+		return false
+	})
+}
+
+// overlaps reports whether ref and the built-in package are one inside
+// the other.
+func overlaps(ref ast.Ref) bool {
+	return ref.HasPrefix(builtinRef) || builtinRef.HasPrefix(ref)
 }
 
 // readsWalker walks one module at a time; operator: the module is not a
