@@ -24,12 +24,11 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/devices"
 	"github.com/gpuadmit/gpuadmit/pkg/ledger"
 	"github.com/gpuadmit/gpuadmit/policy"
-	"github.com/gpuadmit/gpuadmit/rego"
 )
 
 // guardedFiles are the built-in rule files whose rules read input.guard:
 // stripping the guards must find something to drop in each.
-var guardedFiles = []string{"limits.rego", "capacity.rego", "requests.rego"}
+var guardedFiles = []string{"limits.rego", "capacity.rego", "requests.rego", "budgets.rego"}
 
 // guardedRules are the rules (by their messages, ruleOf) that a guard lets
 // OPA's index skip (every built-in deny and warn rule, through
@@ -45,20 +44,8 @@ var guardedRules = []string{"limits/deny", "limits/near", "limits/native", "limi
 func unguarded(t testing.TB) fs.FS {
 	t.Helper()
 	out := fstest.MapFS{}
-	entries, err := fs.ReadDir(rego.FS, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".rego") || strings.HasSuffix(name, "_test.rego") {
-			continue
-		}
-		src, err := fs.ReadFile(rego.FS, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(string(src), "\n")
+	for name, src := range builtinSources(t) {
+		lines := strings.Split(src, "\n")
 		kept := slices.DeleteFunc(slices.Clone(lines), func(l string) bool {
 			return strings.Contains(l, "input.guard.") && !strings.HasPrefix(strings.TrimSpace(l), "#")
 		})

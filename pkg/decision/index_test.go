@@ -61,18 +61,8 @@ func TestIndexSkipsTheRulesThatCannotFire(t *testing.T) {
 func enteredRules(t *testing.T, in ast.Value) []string {
 	t.Helper()
 	opts := []func(*oparego.Rego){oparego.Query("x := data.gpuadmit.builtin.deny; y := data.gpuadmit.builtin.warn"), oparego.ParsedInput(in)}
-	entries, err := fs.ReadDir(rego.FS, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if n := e.Name(); strings.HasSuffix(n, ".rego") && !strings.HasSuffix(n, "_test.rego") {
-			src, err := fs.ReadFile(rego.FS, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts = append(opts, oparego.Module(n, string(src)))
-		}
+	for n, src := range builtinSources(t) {
+		opts = append(opts, oparego.Module(n, src))
 	}
 	buf := topdown.NewBufferTracer()
 	if _, err := oparego.New(append(opts, oparego.QueryTracer(buf))...).Eval(context.Background()); err != nil {
@@ -202,11 +192,26 @@ func firstElement(e *ast.Expr) (string, bool) {
 // builtinModules parses the embedded built-in rule files.
 func builtinModules(t *testing.T) []*ast.Module {
 	t.Helper()
+	var mods []*ast.Module
+	for n, src := range builtinSources(t) {
+		m, err := ast.ParseModuleWithOpts(n, src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods = append(mods, m)
+	}
+	return mods
+}
+
+// builtinSources are the embedded built-in rule files (not their tests),
+// by name.
+func builtinSources(t testing.TB) map[string]string {
+	t.Helper()
 	entries, err := fs.ReadDir(rego.FS, ".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mods []*ast.Module
+	out := map[string]string{}
 	for _, e := range entries {
 		n := e.Name()
 		if !strings.HasSuffix(n, ".rego") || strings.HasSuffix(n, "_test.rego") {
@@ -216,11 +221,7 @@ func builtinModules(t *testing.T) []*ast.Module {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := ast.ParseModuleWithOpts(n, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mods = append(mods, m)
+		out[n] = string(src)
 	}
-	return mods
+	return out
 }
