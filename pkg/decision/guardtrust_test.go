@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testns"
 	"github.com/gpuadmit/gpuadmit/internal/fixtures/testpod"
@@ -68,14 +69,7 @@ func TestEditedBuiltinGuardStillFires(t *testing.T) {
 			if got := p.Reads().GuardsTrusted(); got != tc.trusted {
 				t.Fatalf("guards trusted %v, want %v", got, tc.trusted)
 			}
-			d, err := New(e, l, config.Default(), logr.Discard())
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := d.Decide(context.Background(), Request{Pod: pod, Operation: "CREATE"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := decideCreate(t, e, l, pod)
 			if tc.reason == "" {
 				if !res.Allowed {
 					t.Fatalf("denied: %q", res.Denials)
@@ -191,15 +185,7 @@ func TestOperatorChangesToTheBuiltinRules(t *testing.T) {
 				if err := e.Load(context.Background(), policy.Map("operator", map[string]string{"op.rego": tc.src})); err != nil {
 					t.Fatal(err)
 				}
-				d, err := New(e, l, config.Default(), logr.Discard())
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, err := d.Decide(context.Background(), Request{Pod: pod, Operation: "CREATE"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return res
+				return decideCreate(t, e, l, pod)
 			}
 			plain, guarded := decide(policy.Options{Base: unguarded(t)}), decide(policy.Options{})
 			if !strings.Contains(strings.Join(plain.Denials, "\n"), tc.wantDenial) {
@@ -211,4 +197,19 @@ func TestOperatorChangesToTheBuiltinRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// decideCreate decides pod's CREATE with engine e's active policy set on
+// ledger l.
+func decideCreate(t *testing.T, e *policy.Engine, l *ledger.Ledger, pod *corev1.Pod) Result {
+	t.Helper()
+	d, err := New(e, l, config.Default(), logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := d.Decide(context.Background(), Request{Pod: pod, Operation: "CREATE"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
