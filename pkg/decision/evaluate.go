@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	"github.com/gpuadmit/gpuadmit/pkg/effective"
+
 	"github.com/gpuadmit/gpuadmit/policy"
 )
 
@@ -36,8 +38,17 @@ func (d *Decider) evaluate(ctx context.Context, doc *inputDoc) (Result, error) {
 		res.Explanation = d.explain(doc, out)
 	}
 	res.Effective = doc.eff // value computed it
-	res.Reserve = doc.reserve.Effective()
+	res.Reserve = doc.reserveUsage()
 	return res, nil
+}
+
+// reserveUsage is the effective usage the admission reserves: the
+// demand's own when the pod names no claim template (the same demands).
+func (d *inputDoc) reserveUsage() effective.Usage {
+	if len(d.reserve) > 0 && len(d.reserve) == len(d.demand) && &d.reserve[0] == &d.demand[0] {
+		return d.effUsage()
+	}
+	return d.reserve.Effective()
 }
 
 // Preparer hands out the active policy set with what its rules read of the
