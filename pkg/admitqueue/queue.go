@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	gpuadmitv1 "github.com/gpuadmit/gpuadmit/pkg/apis/gpuadmit/v1alpha1"
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
@@ -179,7 +180,7 @@ func (s *Store) drain(ns string, q *queue) {
 			s.commit(ns, q, b)
 			continue
 		}
-		idle.Reset(s.opts.WorkerIdle)
+		resetTimer(idle, s.opts.WorkerIdle)
 		select {
 		case <-q.wake:
 			continue
@@ -189,6 +190,20 @@ func (s *Store) drain(ns string, q *queue) {
 			return
 		}
 	}
+}
+
+// resetTimer restarts t for d, dropping a firing the worker did not read
+// (it woke for work instead). A real timer drops it itself; the tests'
+// fake clock keeps it in the timer's channel, and its next firing would
+// then block the clock's Step, and every other timer, for good.
+func resetTimer(t clock.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C():
+		default:
+		}
+	}
+	t.Reset(d)
 }
 
 // take empties the queue into a batch.

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/gpuadmit/gpuadmit/pkg/decision"
 )
@@ -66,5 +67,32 @@ func TestWorkersEndAndRestartBetweenReviews(t *testing.T) {
 			t.Fatalf("%d namespace workers still running after the reviews stopped", left)
 		}
 		runtime.Gosched()
+	}
+}
+
+// TestIdleTimerResetDropsAnUnreadFiring: a worker that woke for work while
+// its idle timer fired leaves the firing unread; the reset drops it, so
+// that the timer's next firing does not block the fake clock's Step (with
+// it held, every other worker's timer reset waited on the clock: a
+// race-detector run of TestForgedGangHoldEnds hung for ten minutes).
+func TestIdleTimerResetDropsAnUnreadFiring(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	idle := clk.NewTimer(time.Second)
+	clk.Step(time.Second) // fires; nobody reads it
+	resetTimer(idle, time.Second)
+	stepped := make(chan struct{})
+	go func() {
+		clk.Step(time.Second) // fires again
+		close(stepped)
+	}()
+	select {
+	case <-stepped:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the clock's Step blocked on the timer's unread firing")
+	}
+	select {
+	case <-idle.C():
+	default:
+		t.Fatal("the reset timer did not fire")
 	}
 }
