@@ -19,15 +19,17 @@ import (
 type Reads struct {
 	all  bool
 	keys map[string]*Reads
-	// guardsUntrusted: a rule other than the built-in ones as embedded
-	// may read input.guard (an operator's copy of a built-in file, edited):
-	// its guard lines cannot be known to match its conditions.
+	// guardsUntrusted: a module other than the built-in ones as embedded
+	// may read input.guard (an operator's copy of a built-in file, edited:
+	// its guard lines cannot be known to match its conditions) or change
+	// what a built-in rule computes (changesBuiltin).
 	guardsUntrusted bool
 }
 
 // GuardsTrusted reports whether input.guard is read only by the built-in
 // rules as embedded, whose guard lines the Decider's lists are proved
-// against (docs/policy-input.md). When it is not, every list must name
+// against, and no other module can change what they compute
+// (docs/policy-input.md). When it is not, every list must name
 // something, so that no rule is skipped.
 func (r *Reads) GuardsTrusted() bool { return r == nil || !r.guardsUntrusted }
 

@@ -20,11 +20,11 @@ var guardKeys = [...]string{"overLimit", "nearLimit", "unfit", "unresolvedFamili
 // when no built-in rule can fire: every list they start from is empty,
 // among items, the input's other parts, and the guard's own lists); the
 // shared one with every list empty (the common case) when none names a
-// candidate (the lists no rule reads are empty there too). Untrusted (a
-// rule other than the built-in ones as embedded reads the guard: an
-// operator's edited copy of a built-in file, whose conditions the lists
-// are not proved against), every list names "*" and quiet is false, so
-// that the index skips no rule.
+// candidate (the lists no rule reads are empty there too). Untrusted
+// (policy.Reads.GuardsTrusted: a module other than the built-in ones as
+// embedded reads the guard or can change what a built-in rule computes,
+// so the lists are not proved against what runs), every list names "*"
+// and quiet is false, so that the index skips no rule.
 func (d *inputDoc) guardTerm(b *builder, reads *policy.Reads, trusted bool, items [][2]*ast.Term) *ast.Term {
 	var lists [len(guardKeys)][]*ast.Term
 	some := false
