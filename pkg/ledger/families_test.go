@@ -194,13 +194,13 @@ func TestQuotaLimitsOfTwoFamilies(t *testing.T) {
 	}) {
 		t.Errorf("q2's own limits %v", got)
 	}
-	// The snapshot is a copy: changing it leaves the ledger alone.
-	s.Limits[ascendName].MemMiB.Value = 1
-	if got := l.Namespace("ns", nil).Limits[ascendName].MemMiB.Value; got != 32768 {
-		t.Errorf("a snapshot's limit changed the ledger: %d", got)
-	}
-
+	// The snapshot's limits are shared and read only: a quota's change
+	// replaces them, and leaves a snapshot taken before as it was.
+	before := showLimits(s.Limits)
 	l.DeleteQuota("ns", "q2")
+	if got := showLimits(s.Limits); !equalShown(got, before) || len(s.Quotas) != 2 {
+		t.Errorf("a quota's deletion changed an earlier snapshot: limits %v, %d quotas", got, len(s.Quotas))
+	}
 	if got := showLimits(l.Namespace("ns", nil).Limits); !equalShown(got, map[string]limitsShown{
 		nvidia:     {mem: "24576/q1/limits.nvidia.com/gpumem"},
 		ascendName: {mem: "65536/q1/limits." + string(ascendMem), cores: "300/q1/limits." + string(ascendCores)},

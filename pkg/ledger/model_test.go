@@ -73,6 +73,11 @@ func TestModelLedgerEqualsRecomputation(t *testing.T) {
 				if err := m.check(); err != nil {
 					t.Fatalf("seed %d, step %d (%s): %v", seed, i, op, err)
 				}
+				if i%100 == 0 {
+					if err := m.checkKept(i); err != nil {
+						t.Fatalf("seed %d, step %d (%s): %v", seed, i, op, err)
+					}
+				}
 				if i%500 == 0 {
 					if err := m.checkRebuilt(); err != nil {
 						t.Fatalf("seed %d, step %d (%s): rebuilt ledger differs: %v", seed, i, op, err)
@@ -149,6 +154,8 @@ type model struct {
 	quotaH   toolscache.ResourceEventHandlerFuncs
 	// err is the first error of the pod path (check returns it).
 	err error
+	// held is a snapshot taken earlier (checkKept).
+	kept keptSnapshot
 }
 
 type memoKey struct {

@@ -65,6 +65,9 @@ type namespace struct {
 	invalid    map[types.UID]*invalidPod
 	warned     map[types.UID]*podRecord
 	quotas     map[string]*quota
+	// view is what quotas give every snapshot (quotaview.go; nil: no
+	// quotas), replaced whenever quotas change.
+	view *quotaView
 	// byScope is the pods' usage per scope attributes (scoped.go).
 	byScope map[podScope]effective.Usage
 	// byUser is used per user charged (Options.Users; "" included): the

@@ -57,7 +57,9 @@ func (l *Ledger) UpsertQuota(rq *corev1.ResourceQuota) {
 		l.deleteQuotaLocked(rq.Namespace, rq.Name)
 		return
 	}
-	l.ns(rq.Namespace).quotas[rq.Name] = q
+	n := l.ns(rq.Namespace)
+	n.quotas[rq.Name] = q
+	n.view = n.quotaView()
 }
 
 // DeleteQuota forgets one ResourceQuota.
@@ -70,6 +72,7 @@ func (l *Ledger) DeleteQuota(namespace, name string) {
 func (l *Ledger) deleteQuotaLocked(namespace, name string) {
 	if n := l.namespaces[namespace]; n != nil {
 		delete(n.quotas, name)
+		n.view = n.quotaView()
 		l.gcNamespaceLocked(namespace)
 	}
 }
@@ -173,33 +176,6 @@ func QuotaValue(s string, memory bool, factor int64) (int64, error) {
 		return 0, errors.New(r.Problem)
 	}
 	return r.Value, nil
-}
-
-// limits returns, per family, the tightest limit per dimension over the
-// namespace's quotas without scopes (ties: an invalid limit first, then the
-// quota name; a scoped quota's limits are its own, with its own usage:
-// scoped.go) and every quota, sorted by name.
-func (n *namespace) limits() (map[string]Limits, []QuotaSnapshot, []Problem) {
-	names := n.quotaNames()
-	var out map[string]Limits
-	quotas := make([]QuotaSnapshot, 0, len(names))
-	var problems []Problem
-	for _, name := range names {
-		q := n.quotas[name]
-		quotas = append(quotas, QuotaSnapshot{Name: name, Limits: cloneLimits(q.limits), NativeRequests: slices.Clone(q.native), Scopes: q.scope.describe()})
-		problems = append(problems, q.problems...)
-		if q.scope != nil {
-			continue
-		}
-		for f, ql := range q.limits {
-			if out == nil {
-				out = map[string]Limits{}
-			}
-			cur := out[f]
-			out[f] = Limits{GPU: tighter(cur.GPU, ql.GPU), MemMiB: tighter(cur.MemMiB, ql.MemMiB), Cores: tighter(cur.Cores, ql.Cores)}
-		}
-	}
-	return cloneLimits(out), quotas, problems
 }
 
 // quotaNames are the names of n's quotas, sorted.

@@ -16,7 +16,9 @@ import (
 // It is a copy: no lock is held and nothing is shared with the ledger.
 type NamespaceSnapshot struct {
 	Namespace string `json:"namespace"`
-	// Used is the sum of the stored effective demands of the namespace's pods.
+	// Used is the sum of the stored effective demands of the namespace's
+	// pods, shared with the ledger (which replaces it on every change):
+	// read only.
 	Used effective.Usage `json:"used"`
 	// Reserved is the sum of the reservations handed in that count: admitted
 	// pods the watch has not recorded yet (reservation.go).
@@ -35,7 +37,9 @@ type NamespaceSnapshot struct {
 	// Limits is, per family, the tightest limit per dimension over the
 	// ResourceQuotas of the namespace without scopes, with the quota that
 	// set it (a family or a dimension without a limit is absent): they
-	// limit every pod and claim, against Used.
+	// limit every pod and claim, against Used. Limits, Quotas and
+	// NativeRequestQuotas are shared with the ledger (and with every other
+	// snapshot until a quota changes): read only; clone before changing.
 	Limits map[string]Limits `json:"limits"`
 	// Scoped lists the ResourceQuotas with scopes (spec.scopes,
 	// spec.scopeSelector), by name: each limits only the pods that match
@@ -211,14 +215,12 @@ func (l *Ledger) namespaceLocked(name string, pending []reservation.Reservation)
 	if n == nil {
 		return s
 	}
-	s.Used, s.Pods, s.Claims = n.used.Clone(), n.pods, n.claims
-	s.Limits, s.Quotas, s.Problems = n.limits()
-	s.Scoped = n.scopedQuotas()
-	for _, q := range s.Quotas {
-		for _, k := range q.NativeRequests {
-			s.NativeRequestQuotas = append(s.NativeRequestQuotas, q.Name+": "+k)
-		}
+	s.Used, s.Pods, s.Claims = n.used, n.pods, n.claims // the ledger replaces used, never changes it
+	if v := n.view; v != nil {
+		s.Limits, s.Quotas, s.NativeRequestQuotas = v.limits, v.quotas, v.native
+		s.Problems = slices.Clone(v.problems) // appended to and sorted below
 	}
+	s.Scoped = n.scopedQuotas()
 	for _, r := range n.unresolved {
 		s.Unresolved = append(s.Unresolved, UnresolvedPod{Pod: r.name, Containers: slices.Clone(r.unresolved)})
 	}

@@ -60,6 +60,11 @@ func TestTopFamilies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The snapshot's limits are the ledger's, shared: the what-if replaced
+	// a copy of them.
+	if lim := l.Namespace("team-a", nil).Limits[fixtures.Ascend].GPU; lim == nil || lim.Value != 4 {
+		t.Errorf("the what-if changed the ledger's limit: %+v, want 4", lim)
+	}
 	var table bytes.Buffer
 	if err := printTop(&table, out, false); err != nil {
 		t.Fatal(err)

@@ -157,6 +157,7 @@ func applyWhatIfs(s ledger.Snapshot, ws []whatIf, fams []effective.Family, only 
 			return nil, cmdline.UsageErrorf("--what-if %q: namespace %s has no GPU pods, claims or ResourceQuotas in the state; the namespaces shown are %s",
 				w.arg, w.namespace, strings.Join(source.SortedNamespaces(s), ", "))
 		}
+		ns.Limits = maps.Clone(ns.Limits) // the ledger's, shared: read only
 		if ns.Limits == nil {
 			ns.Limits = map[string]ledger.Limits{}
 		}
