@@ -18,6 +18,9 @@ type quotaView struct {
 	quotas   []QuotaSnapshot
 	native   []string
 	problems []Problem
+	// scoped are the quotas with scopes, by name: a snapshot sums their
+	// usage (scoped.go).
+	scoped []*quota
 }
 
 // quotaView builds n's view of its quotas (nil: none). Ties on a limit go
@@ -38,6 +41,7 @@ func (n *namespace) quotaView() *quotaView {
 			v.native = append(v.native, name+": "+k)
 		}
 		if q.scope != nil {
+			v.scoped = append(v.scoped, q)
 			continue
 		}
 		for f, ql := range q.limits {

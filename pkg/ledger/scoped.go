@@ -75,12 +75,12 @@ func (l *Ledger) unchargeScopedLocked(n *namespace, r *podRecord) {
 // scopedQuotas lists n's scoped quotas by name, each with the usage of
 // the buckets it matches.
 func (n *namespace) scopedQuotas() []ScopedQuota {
+	if n.view == nil {
+		return nil
+	}
 	var out []ScopedQuota
-	for _, name := range n.quotaNames() {
-		q := n.quotas[name]
-		if q.scope == nil {
-			continue
-		}
+	for _, q := range n.view.scoped {
+		name := q.name
 		var used effective.Usage
 		for s, u := range n.byScope {
 			if q.scope.matchesPod(s) {
