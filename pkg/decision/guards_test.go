@@ -2,6 +2,7 @@ package decision
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -214,6 +215,8 @@ func guardPod(r *rand.Rand, name, ns string, hostile bool) *corev1.Pod {
 func runGuards(t testing.TB, tw *twin, seed uint64, pods int) {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	d := guardCluster(t, r, tw)
+	l, _ := d.snap.(*ledger.Ledger)
+	before := ledgerJSON(t, l)
 	for i := range pods {
 		req := guardRequest(r, d, Request{Pod: guardPod(r, fmt.Sprint("p", i), fmt.Sprintf("ns-%d", r.IntN(3)), true)})
 		if r.IntN(8) == 0 {
@@ -222,7 +225,22 @@ func runGuards(t testing.TB, tw *twin, seed uint64, pods int) {
 		if _, err := d.Decide(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
+		// The snapshots a decision reads share the ledger's limits and
+		// used sums: deciding must leave them as they were.
+		if after := ledgerJSON(t, l); after != before {
+			t.Fatalf("seed %d: deciding pod %d changed the ledger:\n%s\nnow\n%s", seed, i, before, after)
+		}
 	}
+}
+
+// ledgerJSON is the whole ledger l as JSON (pointers followed).
+func ledgerJSON(t testing.TB, l *ledger.Ledger) string {
+	t.Helper()
+	b, err := json.Marshal(l.Snapshot(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // TestGuardsDecideAsUnguarded: on random clusters and pods decided through

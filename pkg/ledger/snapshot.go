@@ -13,7 +13,11 @@ import (
 )
 
 // NamespaceSnapshot is what admission needs to know about one namespace.
-// It is a copy: no lock is held and nothing is shared with the ledger.
+// No lock is held while it is read. Its Used, Limits (and the Limit each
+// points to), Quotas, NativeRequestQuotas and Labels are shared with the
+// ledger and with other snapshots: read only (the ledger replaces them,
+// never writes into them; a reader that wants another value builds its
+// own, as Limits.With does). The rest is the snapshot's own.
 type NamespaceSnapshot struct {
 	Namespace string `json:"namespace"`
 	// Used is the sum of the stored effective demands of the namespace's
@@ -73,7 +77,8 @@ type Limit struct {
 	Invalid bool `json:"invalid,omitempty"`
 }
 
-// Limits are the limits per dimension; nil means no limit.
+// Limits are the limits per dimension; nil means no limit. A snapshot's
+// Limits point at the ledger's own Limit values: never write through them.
 type Limits struct {
 	GPU    *Limit `json:"gpu,omitempty"`
 	MemMiB *Limit `json:"gpumem,omitempty"`
