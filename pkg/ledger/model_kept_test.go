@@ -14,12 +14,18 @@ type keptSnapshot struct {
 	json []byte
 }
 
-// checkKept asserts that the snapshot kept since an earlier step still
-// reads as it did then: the parts a snapshot shares with the ledger (a
-// namespace's Used, Limits, Quotas and NativeRequestQuotas) are replaced
-// by the ledger's later events, never changed in place. It then keeps a
-// snapshot of now.
+// keptEvery is how many steps a kept snapshot is kept.
+const keptEvery = 100
+
+// checkKept, every keptEvery steps, asserts that the snapshot kept since
+// the step before still reads as it did then: the parts a snapshot shares
+// with the ledger (a namespace's Used, Limits, Quotas and
+// NativeRequestQuotas) are replaced by the ledger's later events, never
+// changed in place. It then keeps a snapshot of now.
 func (m *model) checkKept(step int) error {
+	if step%keptEvery != 0 {
+		return nil
+	}
 	if h := m.kept; h.json != nil {
 		now, err := json.Marshal(h.snap)
 		if err != nil {
