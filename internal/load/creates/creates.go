@@ -32,9 +32,7 @@ func (t *Tally) Record(err error) {
 		t.Admitted.Add(1)
 	case strings.Contains(err.Error(), "limit ") && (strings.Contains(err.Error(), "validate.gpuadmit.io") || strings.Contains(err.Error(), "validate-resourceclaims.gpuadmit.io")):
 		t.Denied.Add(1)
-	case strings.Contains(err.Error(), "failed calling webhook"), strings.Contains(err.Error(), "not ready to decide"),
-		strings.Contains(err.Error(), "no decision for"), strings.Contains(err.Error(), "EOF"),
-		strings.Contains(err.Error(), "connection reset"), strings.Contains(err.Error(), "connection refused"):
+	case Unavailable(err):
 		t.Unavailable.Add(1)
 		t.mu.Lock()
 		if len(t.Why) < 3 {
@@ -46,6 +44,18 @@ func (t *Tally) Record(err error) {
 		t.Other = append(t.Other, err.Error())
 		t.mu.Unlock()
 	}
+}
+
+// Unavailable reports whether err refused a create for unavailability
+// (Record's third kind): a controller would create the pod again.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "failed calling webhook") || strings.Contains(msg, "not ready to decide") ||
+		strings.Contains(msg, "no decision for") || strings.Contains(msg, "EOF") ||
+		strings.Contains(msg, "connection reset") || strings.Contains(msg, "connection refused")
 }
 
 func (t *Tally) String() string {
