@@ -215,7 +215,10 @@ func guardPod(r *rand.Rand, name, ns string, hostile bool) *corev1.Pod {
 func runGuards(t testing.TB, tw *twin, seed uint64, pods int) {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	d := guardCluster(t, r, tw)
-	l, _ := d.snap.(*ledger.Ledger)
+	l, ok := d.snap.(*ledger.Ledger)
+	if !ok {
+		t.Fatalf("the decider reads %T, not the ledger", d.snap)
+	}
 	before := ledgerJSON(t, l)
 	for i := range pods {
 		req := guardRequest(r, d, Request{Pod: guardPod(r, fmt.Sprint("p", i), fmt.Sprintf("ns-%d", r.IntN(3)), true)})

@@ -150,7 +150,7 @@ type model struct {
 	quotaH   toolscache.ResourceEventHandlerFuncs
 	// err is the first error of the pod path (check returns it).
 	err error
-	// held is a snapshot taken earlier (checkKept).
+	// kept is a snapshot taken earlier (checkKept).
 	kept keptSnapshot
 }
 

@@ -41,9 +41,8 @@ type NamespaceSnapshot struct {
 	// Limits is, per family, the tightest limit per dimension over the
 	// ResourceQuotas of the namespace without scopes, with the quota that
 	// set it (a family or a dimension without a limit is absent): they
-	// limit every pod and claim, against Used. Limits, Quotas and
-	// NativeRequestQuotas are shared with the ledger (and with every other
-	// snapshot until a quota changes): read only; clone before changing.
+	// limit every pod and claim, against Used. Shared, read only (see
+	// NamespaceSnapshot).
 	Limits map[string]Limits `json:"limits"`
 	// Scoped lists the ResourceQuotas with scopes (spec.scopes,
 	// spec.scopeSelector), by name: each limits only the pods that match
